@@ -1,0 +1,131 @@
+#include "emulator/inproc/fabric.h"
+
+#include <sstream>
+
+namespace geotb::emu {
+
+Fabric::Fabric(const FabricConfig& cfg, const Clock& clock) : cfg_(cfg), clock_(clock) {
+  if (cfg_.num_sites < 1) throw std::invalid_argument("fabric: num_sites must be >= 1");
+  for (size_t e = 0; e < cfg_.site_of.size(); ++e) {
+    if (cfg_.site_of[e] < 0 || cfg_.site_of[e] >= cfg_.num_sites) {
+      std::ostringstream os;
+      os << "fabric: site_of[" << e << "] = " << cfg_.site_of[e] << " outside [0, " << cfg_.num_sites << ")";
+      throw std::invalid_argument(os.str());
+    }
+  }
+  // One random stream per link direction, numbered in a fixed order so runs repeat.
+  uint64_t stream = 0;
+  for (const WanLinkSpec& w : cfg_.wan) {
+    if (w.a == w.b || w.a < 0 || w.b < 0 || w.a >= cfg_.num_sites || w.b >= cfg_.num_sites)
+      throw std::invalid_argument("fabric: WAN link between sites " + std::to_string(w.a) + " and " +
+                                  std::to_string(w.b) + " is not a pair of distinct sites");
+    wan_links_[{w.a, w.b}] = std::make_unique<LinkModel>(w.a_to_b, RandomStream(cfg_.seed, stream++));
+    wan_links_[{w.b, w.a}] = std::make_unique<LinkModel>(w.b_to_a, RandomStream(cfg_.seed, stream++));
+  }
+  for (size_t e = 0; e < cfg_.site_of.size(); ++e) boxes_.push_back(std::make_unique<Mailbox>());
+}
+
+LinkModel& Fabric::direction(int src_site, int dst_site, int src, int dst) {
+  if (src_site != dst_site) {
+    auto it = wan_links_.find({src_site, dst_site});
+    if (it == wan_links_.end())
+      throw FabricError("fabric: no WAN link from site " + std::to_string(src_site) + " to site " +
+                        std::to_string(dst_site));
+    return *it->second;
+  }
+  auto& l = lan_links_[{src, dst}];
+  if (!l) {
+    // LAN streams come after every WAN stream; numbered by endpoint pair.
+    const uint64_t stream = 2 * cfg_.wan.size() + static_cast<uint64_t>(src) * cfg_.site_of.size() + dst;
+    l = std::make_unique<LinkModel>(cfg_.lan, RandomStream(cfg_.seed, stream));
+  }
+  return *l;
+}
+
+void Fabric::send(int src, int dst, uint64_t tag, std::vector<uint8_t> payload) {
+  if (src < 0 || dst < 0 || src >= size() || dst >= size() || src == dst)
+    throw FabricError("fabric: bad endpoints " + std::to_string(src) + " -> " + std::to_string(dst));
+  std::lock_guard<std::mutex> lk(mu_);
+  if (closed_) return;
+  const int sa = site_of(src), sb = site_of(dst);
+  auto& conn = conns_[{src, dst}];
+  if (!conn) conn = std::make_unique<MessageLink>(direction(sa, sb, src, dst), cfg_.segments);
+  const MessageVerdict mv = conn->send(clock_.now(), payload.size());
+  TrafficStats& st = stats_[{sa, sb}];
+  st.messages += 1;
+  st.payload_bytes += payload.size();
+  st.wire_bytes += mv.wire_bytes;
+  st.segments += mv.segments;
+  st.retransmissions += mv.transmissions - mv.segments;
+  if (!mv.delivered) {
+    st.failed_messages += 1;
+    throw FabricError("fabric: message " + std::to_string(src) + " -> " + std::to_string(dst) +
+                      " undeliverable: link from site " + std::to_string(sa) + " to " + std::to_string(sb) +
+                      " stayed down through every retransmission");
+  }
+  Mailbox& box = *boxes_[static_cast<size_t>(dst)];
+  box.q[{src, tag}].push_back({mv.deliver_at, std::move(payload)});
+  box.cv.notify_all();
+}
+
+std::optional<std::vector<uint8_t>> Fabric::recv(int dst, int src, uint64_t tag, Nanos timeout) {
+  if (dst < 0 || dst >= size()) throw FabricError("fabric: bad endpoint " + std::to_string(dst));
+  Mailbox& box = *boxes_[static_cast<size_t>(dst)];
+  Pending msg;
+  {
+    std::unique_lock<std::mutex> lk(mu_);
+    const auto key = std::make_pair(src, tag);
+    const bool got = box.cv.wait_for(lk, timeout, [&] {
+      if (closed_) return true;
+      auto it = box.q.find(key);
+      return it != box.q.end() && !it->second.empty();
+    });
+    if (!got || closed_) return std::nullopt;
+    auto it = box.q.find(key);
+    msg = std::move(it->second.front());
+    it->second.erase(it->second.begin());
+    if (it->second.empty()) box.q.erase(it);
+  }
+  // The message exists; it is in flight until the model's delivery instant.
+  clock_.sleep_until(msg.deliver_at);
+  return std::move(msg.payload);
+}
+
+void Fabric::schedule(int site_a, int site_b, const LinkChange& change, bool both) {
+  std::lock_guard<std::mutex> lk(mu_);
+  auto it = wan_links_.find({site_a, site_b});
+  if (it == wan_links_.end())
+    throw std::invalid_argument("fabric: no WAN link between sites " + std::to_string(site_a) + " and " +
+                                std::to_string(site_b));
+  it->second->schedule(change);
+  if (both) wan_links_.at({site_b, site_a})->schedule(change);
+}
+
+void Fabric::close() {
+  std::lock_guard<std::mutex> lk(mu_);
+  closed_ = true;
+  for (auto& b : boxes_) b->cv.notify_all();
+}
+
+TrafficStats Fabric::stats(int site_a, int site_b) const {
+  std::lock_guard<std::mutex> lk(mu_);
+  auto it = stats_.find({site_a, site_b});
+  return it == stats_.end() ? TrafficStats{} : it->second;
+}
+
+TrafficStats Fabric::wan_total() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  TrafficStats t;
+  for (const auto& [k, s] : stats_) {
+    if (k.first == k.second) continue;
+    t.messages += s.messages;
+    t.payload_bytes += s.payload_bytes;
+    t.wire_bytes += s.wire_bytes;
+    t.segments += s.segments;
+    t.retransmissions += s.retransmissions;
+    t.failed_messages += s.failed_messages;
+  }
+  return t;
+}
+
+}  // namespace geotb::emu

@@ -1,0 +1,105 @@
+// In-process network fabric: endpoints (ranks) grouped into sites (data centers), every message
+// between two endpoints carried by the link model between their sites and delivered in real time
+// (on the injected clock) when the model says.
+//
+//  * inside a site, each ordered endpoint pair has its own LAN link (a non-blocking switch);
+//  * between sites a and b, all endpoint pairs share one WAN link per direction, as they share
+//    the real WAN; each endpoint pair is its own connection (MessageLink: in-order delivery).
+// Thread-safe: any endpoint may send and receive from its own thread.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "emulator/inproc/message_link.h"
+#include "emulator/link/clock.h"
+#include "emulator/link/link_model.h"
+
+namespace geotb::emu {
+
+struct WanLinkSpec {
+  int a = 0, b = 1;          ///< site indices
+  LinkConfig a_to_b, b_to_a; ///< asymmetric links allowed
+};
+
+struct FabricConfig {
+  std::vector<int> site_of;            ///< endpoint -> site index, sites numbered 0..num_sites-1
+  int num_sites = 1;
+  LinkConfig lan;                      ///< every intra-site endpoint pair, each direction
+  std::vector<WanLinkSpec> wan;        ///< every site pair that talks must have one
+  SegmentConfig segments;
+  uint64_t seed = 0;
+};
+
+/// Per ordered site pair counters (a == b: LAN traffic inside the site).
+struct TrafficStats {
+  uint64_t messages = 0;
+  uint64_t payload_bytes = 0;
+  uint64_t wire_bytes = 0;
+  uint64_t segments = 0;
+  uint64_t retransmissions = 0;
+  uint64_t failed_messages = 0;
+};
+
+class FabricError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class Fabric {
+ public:
+  Fabric(const FabricConfig& cfg, const Clock& clock);
+
+  int size() const { return static_cast<int>(cfg_.site_of.size()); }
+  int site_of(int endpoint) const { return cfg_.site_of.at(static_cast<size_t>(endpoint)); }
+
+  /// Non-blocking: hands `payload` to the connection src->dst; it becomes receivable when the
+  /// link model delivers it. Throws FabricError if the model says it can never be delivered
+  /// (link down past every retransmission) — the caller's "peer unreachable".
+  void send(int src, int dst, uint64_t tag, std::vector<uint8_t> payload);
+
+  /// Blocks until the message (src -> dst, tag) has been delivered, then returns it. Messages
+  /// with the same (src, dst, tag) are received in send order. Returns nullopt after `timeout`
+  /// (of real waiting for a message that was never sent) or after close().
+  std::optional<std::vector<uint8_t>> recv(int dst, int src, uint64_t tag, Nanos timeout);
+
+  /// Schedule a change on the WAN link a->b (and b->a if `both`).
+  void schedule(int site_a, int site_b, const LinkChange& change, bool both = true);
+
+  /// Wakes every blocked recv with nullopt; later sends are dropped.
+  void close();
+
+  TrafficStats stats(int site_a, int site_b) const;
+  /// All traffic between different sites.
+  TrafficStats wan_total() const;
+
+ private:
+  struct Pending {
+    Nanos deliver_at;
+    std::vector<uint8_t> payload;
+  };
+  struct Mailbox {
+    std::map<std::pair<int, uint64_t>, std::vector<Pending>> q;  // (src, tag) -> FIFO
+    std::condition_variable cv;
+  };
+  LinkModel& direction(int src_site, int dst_site, int src, int dst);
+
+  FabricConfig cfg_;
+  const Clock& clock_;
+  mutable std::mutex mu_;
+  bool closed_ = false;
+  std::map<std::pair<int, int>, std::unique_ptr<LinkModel>> wan_links_;  // ordered site pair
+  std::map<std::pair<int, int>, std::unique_ptr<LinkModel>> lan_links_;  // ordered endpoint pair
+  std::map<std::pair<int, int>, std::unique_ptr<MessageLink>> conns_;    // ordered endpoint pair
+  std::vector<std::unique_ptr<Mailbox>> boxes_;
+  std::map<std::pair<int, int>, TrafficStats> stats_;
+};
+
+}  // namespace geotb::emu

@@ -1,0 +1,163 @@
+// The WAN link model: one direction of one link between two data centers.
+//
+// Pure: no clock, no threads, no I/O. The caller passes the time of every event (`now`, in
+// nanoseconds on whatever clock it uses: TSC in the DPDK data plane, steady_clock in the
+// in-process transport, a fake clock in tests) and the random stream is injected at construction.
+//
+// A frame offered at `now` goes through, in order:
+//   1. scheduled changes whose instant is <= now are applied (each change atomically);
+//   2. link state: a frame offered while the link is down is dropped (kDropLinkDown);
+//   3. bounded bottleneck queue, drop-tail, in bytes and in frames: the queue holds every frame
+//      not yet fully serialized (depart > now); a frame that would exceed either limit is dropped
+//      (kDropQueueBytes / kDropQueuePackets) and does not occupy the serializer;
+//   4. serializer: depart = max(now, last_depart) + (bytes + overhead_bytes) * 8 / rate_bps;
+//      the serializer keeps time in picoseconds internally and reports depart rounded to the
+//      nearest nanosecond, so rounding never accumulates (a 10 Gbit/s link carrying 64-byte
+//      frames, 81.6 ns each, achieves exactly 10 Gbit/s, not 82 ns per frame);
+//   5. loss on the path (Bernoulli, or 4-parameter Gilbert-Elliott): a lost frame has used the
+//      serializer but is not released (kDropLoss);
+//   6. propagation: release = depart + delay + jitter; without `reorder`, release is clamped to
+//      be >= the previous release so frames never overtake each other;
+//   7. duplication and corruption flags for the data plane to act on.
+// Single-threaded: callers serialise access (one model object per direction and DC pair).
+// Allocation: offer() allocates only when the bottleneck queue grows past its largest size so far
+// (reserve() it up front, e.g. to the data plane's mbuf count, and it never allocates).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "emulator/link/random.h"
+
+namespace geotb::emu {
+
+using Nanos = std::chrono::nanoseconds;
+
+struct JitterConfig {
+  enum class Kind : uint8_t { kNone, kUniform, kNormal };
+  Kind kind = Kind::kNone;
+  Nanos amount{0};  ///< uniform: offset drawn from [-amount, +amount]; normal: standard deviation
+};
+
+struct LossConfig {
+  enum class Kind : uint8_t { kNone, kBernoulli, kGilbertElliott };
+  Kind kind = Kind::kNone;
+  double p = 0.0;             ///< Bernoulli loss probability per frame, [0, 1]
+  // Gilbert-Elliott, 4 parameters (per frame transition probabilities and per-state loss):
+  double p_good_to_bad = 0.0; ///< P(good -> bad) per frame
+  double p_bad_to_good = 1.0; ///< P(bad -> good) per frame; mean burst length = 1 / p_bad_to_good
+  double loss_good = 0.0;     ///< loss probability in the good state (1 - k)
+  double loss_bad = 1.0;      ///< loss probability in the bad state (1 - h)
+
+  /// Long-run loss rate: pi_bad * loss_bad + pi_good * loss_good.
+  double stationary_loss() const;
+};
+
+struct LinkConfig {
+  double rate_bps = 0.0;          ///< serializer rate in bits per second; 0 = unlimited
+  Nanos delay{0};                 ///< one-way propagation delay
+  uint32_t overhead_bytes = 38;   ///< per-frame wire overhead: Ethernet header 14 + FCS 4 + preamble 8 + IFG 12
+  uint64_t queue_bytes = 0;       ///< bottleneck queue limit in bytes; 0 = unlimited
+  uint32_t queue_packets = 0;     ///< bottleneck queue limit in frames; 0 = unlimited
+  JitterConfig jitter;
+  bool reorder = false;           ///< allow jitter to reorder frames
+  LossConfig loss;
+  double duplicate_p = 0.0;       ///< probability a delivered frame is duplicated
+  double corrupt_p = 0.0;         ///< probability a delivered frame is corrupted
+  bool up = true;
+};
+
+/// A scheduled change: every field that is set is applied at `at`, all at once.
+struct LinkChange {
+  Nanos at{0};
+  std::optional<double> rate_bps;
+  std::optional<Nanos> delay;
+  std::optional<LossConfig> loss;
+  std::optional<JitterConfig> jitter;
+  std::optional<bool> up;
+};
+
+enum class Fate : uint8_t { kDelivered = 0, kDropLinkDown, kDropQueueBytes, kDropQueuePackets, kDropLoss };
+inline constexpr int kNumFates = 5;
+const char* fate_name(Fate f);
+
+struct Verdict {
+  Fate fate = Fate::kDelivered;
+  Nanos depart{0};    ///< end of serialization (valid for kDelivered and kDropLoss)
+  Nanos release{0};   ///< when the frame leaves the delay line (valid for kDelivered)
+  bool duplicate = false;
+  bool corrupt = false;
+};
+
+struct LinkStats {
+  uint64_t offered = 0;
+  uint64_t offered_bytes = 0;
+  uint64_t delivered = 0;
+  uint64_t delivered_bytes = 0;
+  uint64_t drops[kNumFates] = {};  ///< indexed by Fate; drops[kDelivered] stays 0
+  uint64_t duplicated = 0;
+  uint64_t corrupted = 0;
+  uint64_t changes_applied = 0;
+  uint64_t total_drops() const;
+};
+
+class LinkModel {
+ public:
+  /// Throws std::invalid_argument naming the field if `cfg` is invalid (see validate()).
+  LinkModel(const LinkConfig& cfg, RandomStream rng);
+
+  /// Returns an empty string if valid, else "field: value: why".
+  static std::string validate(const LinkConfig& cfg);
+
+  /// Offer one frame of `bytes` (L2 payload without the wire overhead) at time `now`.
+  /// A `now` earlier than a previous call's is taken as that latest time (the model's time
+  /// never runs backwards; callers sharing one direction need not agree to the nanosecond).
+  Verdict offer(Nanos now, uint32_t bytes);
+
+  /// Schedule a change; changes may be added in any order and are applied in time order
+  /// (ties in insertion order). Throws std::invalid_argument if it makes the config invalid.
+  void schedule(const LinkChange& change);
+  /// Apply every scheduled change with at <= now (offer() does this itself).
+  void advance(Nanos now);
+  /// Instant of the next pending change, if any.
+  std::optional<Nanos> next_change() const;
+
+  const LinkConfig& config() const { return cfg_; }
+  const LinkStats& stats() const { return stats_; }
+  /// Frames and bytes in the bottleneck queue at `now` (not yet fully serialized).
+  uint32_t queued_packets(Nanos now);
+  uint64_t queued_bytes(Nanos now);
+  /// Time the serializer becomes idle (rounded to the nanosecond).
+  Nanos busy_until() const { return last_depart_ + Nanos{last_depart_ps_ >= 500 ? 1 : 0}; }
+  /// Pre-size the bottleneck queue bookkeeping for `frames` frames so offer() never allocates.
+  void reserve(size_t frames);
+  bool in_bad_state() const { return ge_bad_; }
+
+ private:
+  void apply(const LinkChange& c);
+  void drain(Nanos now);
+  bool lose();
+  Nanos jitter();
+
+  LinkConfig cfg_;
+  RandomStream rng_;
+  LinkStats stats_;
+  std::vector<LinkChange> pending_;  // sorted by at, stable
+  size_t next_pending_ = 0;
+  Nanos last_now_{0};
+  Nanos last_depart_{0};      // serializer busy-until, whole nanoseconds ...
+  int64_t last_depart_ps_ = 0;  // ... plus picoseconds [0, 1000)
+  Nanos last_release_{0};
+  struct Queued { Nanos depart; uint32_t bytes; };
+  // FIFO of frames not yet fully serialized: a power-of-two ring that only ever grows.
+  std::vector<Queued> ring_;
+  size_t head_ = 0, size_ = 0;
+  void push(Queued q);
+  uint64_t queue_bytes_ = 0;
+  bool ge_bad_ = false;
+};
+
+}  // namespace geotb::emu

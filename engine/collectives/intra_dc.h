@@ -1,0 +1,40 @@
+// Collectives inside one data center, on flat float buffers. The backend is c10d's
+// ProcessGroupGloo (collectives/gloo_intra_dc.cc, the only libtorch TU here): real Gloo
+// allreduce over TCP on the DC's interface. No libtorch in this header.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+namespace geotb::engine {
+
+class IntraDc {
+ public:
+  virtual ~IntraDc() = default;
+  virtual int rank() const = 0;  ///< rank inside the data center
+  virtual int size() const = 0;  ///< workers in the data center
+  /// In place: data becomes the element-wise mean over the DC's workers.
+  virtual void allreduce_mean(float* data, size_t n) = 0;
+  /// In place: every worker's data becomes root's.
+  virtual void broadcast(float* data, size_t n, int root) = 0;
+  virtual void barrier() = 0;
+};
+
+/// A c10d store shared by the threads of one process (c10d::HashStore); opaque here.
+struct StoreHandle;
+std::shared_ptr<StoreHandle> make_inprocess_store();
+
+struct GlooOptions {
+  std::string interface = "lo";                  ///< network interface Gloo binds to
+  std::chrono::milliseconds timeout{120000};     ///< per-operation timeout
+};
+
+/// Joins the group `prefix` (all `size` members must call concurrently: this rendezvous blocks).
+/// Throws std::runtime_error from Gloo on failure.
+std::unique_ptr<IntraDc> make_gloo_group(const std::shared_ptr<StoreHandle>& store, const std::string& prefix,
+                                         int rank, int size, const GlooOptions& opt);
+
+}  // namespace geotb::engine

@@ -1,0 +1,55 @@
+#include "engine/collectives/ring_allreduce.h"
+
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+namespace geotb::engine {
+
+namespace {
+std::vector<uint8_t> pack(const float* p, size_t n) {
+  std::vector<uint8_t> b(n * sizeof(float));
+  if (n) std::memcpy(b.data(), p, b.size());
+  return b;
+}
+}  // namespace
+
+void ring_allreduce_sum(Transport& t, const std::vector<int>& ring, float* data, size_t n, uint64_t tag_base) {
+  const size_t p = ring.size();
+  if (p <= 1) return;
+  const auto it = std::find(ring.begin(), ring.end(), t.rank());
+  if (it == ring.end()) throw std::invalid_argument("ring_allreduce: rank " + std::to_string(t.rank()) + " not in ring");
+  const size_t pos = static_cast<size_t>(it - ring.begin());
+  const int next = ring[(pos + 1) % p];
+  const int prev = ring[(pos + p - 1) % p];
+  auto lo = [&](size_t c) { return c * n / p; };
+  auto len = [&](size_t c) { return lo(c + 1) - lo(c); };
+
+  // Reduce-scatter: after p-1 steps position i holds the full sum of chunk (i+1) mod p.
+  for (size_t s = 0; s + 1 < p; ++s) {
+    const size_t send_c = (pos + p - s) % p;
+    const size_t recv_c = (pos + p - s - 1) % p;
+    t.send(next, tag_base + s, pack(data + lo(send_c), len(send_c)));
+    const std::vector<uint8_t> in = t.recv(prev, tag_base + s);
+    if (in.size() != len(recv_c) * sizeof(float))
+      throw TransportError("ring_allreduce: chunk of " + std::to_string(in.size()) + " bytes, expected " +
+                           std::to_string(len(recv_c) * sizeof(float)));
+    const float* src = reinterpret_cast<const float*>(in.data());
+    float* dst = data + lo(recv_c);
+    for (size_t i = 0, m = len(recv_c); i < m; ++i) dst[i] += src[i];
+  }
+  // Allgather: circulate the reduced chunks.
+  for (size_t s = 0; s + 1 < p; ++s) {
+    const size_t send_c = (pos + 1 + p - s) % p;
+    const size_t recv_c = (pos + p - s) % p;
+    t.send(next, tag_base + p + s, pack(data + lo(send_c), len(send_c)));
+    const std::vector<uint8_t> in = t.recv(prev, tag_base + p + s);
+    if (in.size() != len(recv_c) * sizeof(float))
+      throw TransportError("ring_allreduce: chunk of " + std::to_string(in.size()) + " bytes, expected " +
+                           std::to_string(len(recv_c) * sizeof(float)));
+    if (!in.empty()) std::memcpy(data + lo(recv_c), in.data(), in.size());
+  }
+}
+
+}  // namespace geotb::engine

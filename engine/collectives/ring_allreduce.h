@@ -1,0 +1,21 @@
+// Ring allreduce over the engine Transport: reduce-scatter then allgather, 2(p-1) steps, each
+// rank sending n/p elements per step to its successor. This is what Gloo's and NCCL's ring
+// algorithms do; running it over the Transport makes every hop pay its link (a hop that crosses
+// data centers pays the WAN, every step).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "engine/transport/transport.h"
+
+namespace geotb::engine {
+
+/// In place: data[0..n) becomes the element-wise sum over all ranks in `ring`.
+/// `ring` lists the participating ranks in ring order and must contain t.rank(); every member
+/// calls with the same ring, n and tag_base. Tags tag_base .. tag_base + 2*ring.size() are used.
+/// Throws TransportError on a transport failure.
+void ring_allreduce_sum(Transport& t, const std::vector<int>& ring, float* data, size_t n, uint64_t tag_base);
+
+}  // namespace geotb::engine

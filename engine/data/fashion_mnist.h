@@ -1,0 +1,50 @@
+// Fashion-MNIST from Debian's dataset-fashion-mnist (gzipped IDX files), read with zlib.
+// No libtorch here: images are plain normalised floats, labels int64.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace geotb::engine {
+
+inline constexpr const char* kFashionMnistDir = "/usr/share/datasets/fashion-mnist";
+
+struct Dataset {
+  size_t size = 0;
+  int rows = 0, cols = 0;
+  std::vector<float> images;    ///< size * rows * cols, normalised (x/255 - mean) / std
+  std::vector<int64_t> labels;  ///< size, in [0, 10)
+  size_t features() const { return static_cast<size_t>(rows) * static_cast<size_t>(cols); }
+};
+
+class DataError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// Reads `<dir>/{train,t10k}-{images-idx3,labels-idx1}-ubyte.gz`. `limit` > 0 keeps the first
+/// `limit` examples. Throws DataError naming the file on a missing or malformed file.
+Dataset load_fashion_mnist(const std::string& dir, bool train, size_t limit = 0);
+
+/// IID partition: a seeded permutation of [0, n) cut into `shards` nearly equal parts.
+std::vector<std::vector<uint32_t>> partition_iid(size_t n, int shards, uint64_t seed);
+
+/// Endless minibatch order over one shard: reshuffled at every epoch from a seeded stream.
+class BatchSampler {
+ public:
+  BatchSampler(std::vector<uint32_t> shard, uint64_t seed, uint64_t stream);
+  /// Fills `out` with the next `batch` example indices.
+  void next(size_t batch, std::vector<uint32_t>& out);
+  uint64_t epoch() const { return epoch_; }
+
+ private:
+  void reshuffle();
+  std::vector<uint32_t> order_;
+  size_t pos_ = 0;
+  uint64_t epoch_ = 0;
+  uint64_t seed_, stream_;
+};
+
+}  // namespace geotb::engine

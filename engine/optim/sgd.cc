@@ -1,0 +1,36 @@
+#include "engine/optim/sgd.h"
+
+#include <cmath>
+#include <sstream>
+
+namespace geotb::engine {
+
+std::string validate(const SgdConfig& c) {
+  std::ostringstream os;
+  if (!std::isfinite(c.lr) || c.lr <= 0 || c.lr > 10) os << "optimizer.lr: " << c.lr << ": must be in (0, 10]";
+  else if (!std::isfinite(c.momentum) || c.momentum < 0 || c.momentum >= 1)
+    os << "optimizer.momentum: " << c.momentum << ": must be in [0, 1)";
+  else if (!std::isfinite(c.weight_decay) || c.weight_decay < 0 || c.weight_decay > 1)
+    os << "optimizer.weight_decay: " << c.weight_decay << ": must be in [0, 1]";
+  return os.str();
+}
+
+void Sgd::step(float* x, const float* g) {
+  const float lr = static_cast<float>(cfg_.lr), mu = static_cast<float>(cfg_.momentum),
+              wd = static_cast<float>(cfg_.weight_decay);
+  float* m = m_.data();
+  const size_t n = m_.size();
+  if (mu == 0.0f) {
+    for (size_t i = 0; i < n; ++i) x[i] -= lr * (g[i] + wd * x[i]);
+    return;
+  }
+  if (first_) {
+    for (size_t i = 0; i < n; ++i) m[i] = g[i] + wd * x[i];
+    first_ = false;
+  } else {
+    for (size_t i = 0; i < n; ++i) m[i] = mu * m[i] + (g[i] + wd * x[i]);
+  }
+  for (size_t i = 0; i < n; ++i) x[i] -= lr * m[i];
+}
+
+}  // namespace geotb::engine

@@ -1,0 +1,32 @@
+// SGD with momentum and weight decay on a flat parameter buffer (PyTorch's torch.optim.SGD rule,
+// dampening 0, no Nesterov):
+//   d = g + weight_decay * x;  m = momentum * m + d  (m = d at the first step);  x -= lr * m
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace geotb::engine {
+
+struct SgdConfig {
+  double lr = 0.05;           ///< learning rate
+  double momentum = 0.9;      ///< heavy-ball momentum in [0, 1)
+  double weight_decay = 0.0;  ///< L2 coefficient
+};
+
+std::string validate(const SgdConfig& c);
+
+class Sgd {
+ public:
+  Sgd(const SgdConfig& cfg, size_t n) : cfg_(cfg), m_(n, 0.0f) {}
+  void step(float* x, const float* g);
+  const std::vector<float>& momentum_buffer() const { return m_; }
+
+ private:
+  SgdConfig cfg_;
+  std::vector<float> m_;
+  bool first_ = true;
+};
+
+}  // namespace geotb::engine

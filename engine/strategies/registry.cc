@@ -1,0 +1,52 @@
+// The strategy registry: names, what each needs from the cluster, validation, factories.
+#include <cmath>
+#include <sstream>
+#include <stdexcept>
+
+#include "engine/strategies/strategies.h"
+
+namespace geotb::engine {
+
+const std::vector<std::string>& strategy_names() {
+  static const std::vector<std::string> names = {"naive_ddp", "hierarchical", "hier_ef_topk_int8", "lan"};
+  return names;
+}
+
+StrategyInfo strategy_info(const std::string& name) {
+  if (name == "naive_ddp") return {false, false};
+  if (name == "lan") return {false, true};
+  if (name == "hierarchical" || name == "hier_ef_topk_int8") return {true, false};
+  throw std::invalid_argument("unknown strategy \"" + name + "\"");
+}
+
+std::string validate(const StrategyConfig& c) {
+  std::ostringstream os;
+  bool known = false;
+  for (const auto& n : strategy_names()) known |= n == c.name;
+  if (!known) {
+    os << "name: \"" << c.name << "\": unknown strategy (one of";
+    for (const auto& n : strategy_names()) os << " " << n;
+    os << ")";
+  } else if (c.K < 1 || c.K > 100000) {
+    os << "K: " << c.K << ": must be in [1, 100000] steps";
+  } else if (!std::isfinite(c.density) || c.density <= 0 || c.density > 1) {
+    os << "density: " << c.density << ": must be in (0, 100%]";
+  } else if (c.block < 1 || c.block > (1u << 20)) {
+    os << "block: " << c.block << ": must be in [1, 1048576] elements";
+  }
+  return os.str();
+}
+
+std::unique_ptr<Strategy> make_strategy(const StrategyConfig& cfg, const WorkerEnv& env) {
+  if (cfg.name == "naive_ddp" || cfg.name == "lan") return make_naive_ddp(cfg, env);
+  if (cfg.name == "hier_ef_topk_int8") return make_hier_ef_topk_int8(cfg, env);
+  if (cfg.name == "hierarchical") {
+    StrategyConfig dense = cfg;
+    dense.density = 1.0;
+    dense.quantize = false;
+    return make_hier_ef_topk_int8(dense, env);
+  }
+  throw std::invalid_argument("unknown strategy \"" + cfg.name + "\"");
+}
+
+}  // namespace geotb::engine

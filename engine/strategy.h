@@ -1,0 +1,103 @@
+// A synchronisation strategy: what a worker does with its gradients after each backward pass.
+// One strategy object per worker (it holds that worker's state: residuals, anchors, ...).
+// Strategies see flat float buffers and the network/collective interfaces only: no libtorch.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "emulator/link/clock.h"
+#include "engine/collectives/intra_dc.h"
+#include "engine/model/learner.h"
+#include "engine/optim/sgd.h"
+#include "engine/transport/transport.h"
+
+namespace geotb::engine {
+
+/// Strategy parameters, from the scenario's "strategies" entries.
+struct StrategyConfig {
+  std::string name;          ///< naive_ddp | hierarchical | hier_ef_topk_int8 | lan
+  int K = 16;                ///< steps between inter-DC exchanges
+  double density = 0.01;     ///< fraction of elements sent per exchange, (0, 1]
+  uint32_t block = 256;      ///< INT8 block size (selected elements per float scale)
+  bool quantize = true;      ///< INT8 values (false: float32 values)
+  bool overlap = true;       ///< exchange in the background, applied one round late (false: blocking)
+};
+
+/// Per-worker time accounting, in nanoseconds, accumulated over the run.
+struct WorkerTimes {
+  uint64_t compute_ns = 0;       ///< forward, backward, optimizer
+  uint64_t exposed_comm_ns = 0;  ///< waiting on communication (intra-DC or WAN)
+  uint64_t compress_ns = 0;      ///< compression / decompression work on the critical path
+  uint64_t overlapped_comm_ns = 0;  ///< background exchange time hidden under compute
+};
+
+/// One inter-DC exchange, as seen by one DC leader.
+struct ExchangeRecord {
+  int step = 0;
+  uint64_t bytes_sent = 0;     ///< largest message this leader sent to one peer
+  double seconds = 0;          ///< from hand-off to the transport until every peer's message arrived
+  double lower_bound_s = 0;    ///< S / B + RTT / 2 on the link (full duplex, each side sends S)
+};
+
+/// What a worker is and what it can reach.
+struct WorkerEnv {
+  int rank = 0;          ///< global rank, dc * workers_per_dc + local_rank
+  int dc = 0;
+  int local_rank = 0;
+  int world = 1;
+  int num_dcs = 1;
+  std::vector<int> dc_leaders;  ///< global rank of local rank 0 of every DC
+  std::vector<int> ring;        ///< all global ranks in ring order (DC by DC)
+  Learner* learner = nullptr;
+  Sgd* opt = nullptr;
+  Transport* net = nullptr;     ///< global ranks over the (emulated) network
+  IntraDc* intra = nullptr;     ///< this DC's group; null unless the strategy asked for it
+  const emu::Clock* clock = nullptr;
+  WorkerTimes times;
+  std::vector<ExchangeRecord> exchanges;  ///< filled by DC leaders
+  /// Link properties for the exchange lower bound (bits/s and seconds; 0 rate = unlimited).
+  double wan_rate_bps = 0;
+  double wan_rtt_s = 0;
+};
+
+class Strategy {
+ public:
+  virtual ~Strategy() = default;
+  /// After forward/backward of `step` (grads in env.learner->grads()): synchronise and update
+  /// the parameters. Must charge env.times. Throws TransportError on network failure.
+  virtual void step(WorkerEnv& env, int step) = 0;
+  /// After the last step: bring every replica to the same final model.
+  virtual void finish(WorkerEnv& env) = 0;
+};
+
+struct StrategyInfo {
+  bool needs_intra_dc = false;   ///< wants a Gloo group per DC
+  bool wan_is_lan = false;       ///< run with every WAN link replaced by the LAN link
+};
+
+/// Names the registry knows, for validation and help.
+const std::vector<std::string>& strategy_names();
+/// Throws std::invalid_argument for an unknown name.
+StrategyInfo strategy_info(const std::string& name);
+/// Returns an empty string if valid, else "field: value: why" (prefix added by the caller).
+std::string validate(const StrategyConfig& c);
+std::unique_ptr<Strategy> make_strategy(const StrategyConfig& cfg, const WorkerEnv& env);
+
+/// Adds the elapsed time of its scope to a counter.
+class ScopedTimer {
+ public:
+  ScopedTimer(const emu::Clock& c, uint64_t& acc) : c_(c), acc_(acc), t0_(c.now()) {}
+  ~ScopedTimer() { acc_ += static_cast<uint64_t>((c_.now() - t0_).count()); }
+  ScopedTimer(const ScopedTimer&) = delete;
+  ScopedTimer& operator=(const ScopedTimer&) = delete;
+
+ private:
+  const emu::Clock& c_;
+  uint64_t& acc_;
+  std::chrono::nanoseconds t0_;
+};
+
+}  // namespace geotb::engine

@@ -1,0 +1,27 @@
+// Transport backend over the in-process emulated network (emulator/inproc/fabric.h): messages
+// are delivered in real time when the link model says. One object per rank; the fabric is shared.
+#pragma once
+
+#include <chrono>
+
+#include "emulator/inproc/fabric.h"
+#include "engine/transport/transport.h"
+
+namespace geotb::engine {
+
+class EmulatedTransport final : public Transport {
+ public:
+  EmulatedTransport(emu::Fabric& fabric, int rank, std::chrono::nanoseconds timeout)
+      : fabric_(fabric), rank_(rank), timeout_(timeout) {}
+  int rank() const override { return rank_; }
+  int size() const override { return fabric_.size(); }
+  void send(int dst, uint64_t tag, std::vector<uint8_t> bytes) override;
+  std::vector<uint8_t> recv(int src, uint64_t tag) override;
+
+ private:
+  emu::Fabric& fabric_;
+  int rank_;
+  std::chrono::nanoseconds timeout_;
+};
+
+}  // namespace geotb::engine

@@ -1,0 +1,32 @@
+// The engine's message transport: one endpoint's view of a network of ranks. Strategies and
+// collectives use only this interface, so the same code runs over the in-process emulated WAN
+// (transport/emulated.h) and, later, over real sockets.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <stdexcept>
+#include <vector>
+
+namespace geotb::engine {
+
+/// A recoverable transport failure: peer unreachable, timed out, transport closed.
+class TransportError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  /// Non-blocking send of `bytes` to `dst`, matched by (this rank, tag) on the receiver.
+  /// Throws TransportError if the network says it can never be delivered.
+  virtual void send(int dst, uint64_t tag, std::vector<uint8_t> bytes) = 0;
+  /// Blocks until the message (src, tag) has arrived and returns it.
+  /// Throws TransportError after the transport's timeout.
+  virtual std::vector<uint8_t> recv(int src, uint64_t tag) = 0;
+};
+
+}  // namespace geotb::engine
