@@ -20,8 +20,12 @@ inline size_t varint_len(uint32_t x) {
 
 size_t varint_index_bytes(const uint32_t* idx, size_t k) {
   if (k == 0) return 0;
+  // Comparisons instead of countl_zero so that the loop vectorises.
   size_t bytes = varint_len(idx[0]);
-  for (size_t j = 1; j < k; ++j) bytes += varint_len(idx[j] - idx[j - 1] - 1);
+  for (size_t j = 1; j < k; ++j) {
+    const uint32_t d = idx[j] - idx[j - 1] - 1;
+    bytes += 1u + (d >= (1u << 7)) + (d >= (1u << 14)) + (d >= (1u << 21)) + (d >= (1u << 28));
+  }
   return bytes;
 }
 

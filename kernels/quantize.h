@@ -16,11 +16,12 @@
 #include <cstdint>
 
 #include "kernels/compress.h"
+#include "kernels/hd.h"
 
 namespace geotb::kernels {
 
 /// Counter-based uniform in [0, 1) with 24 random bits (splitmix64 finaliser of seed and index).
-inline float stochastic_uniform(uint64_t seed, uint64_t index) {
+GEOTB_HD inline float stochastic_uniform(uint64_t seed, uint64_t index) {
   uint64_t z = seed + 0x9E3779B97F4A7C15ull * (index + 1);
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
@@ -28,16 +29,16 @@ inline float stochastic_uniform(uint64_t seed, uint64_t index) {
   return static_cast<float>(z >> 40) * 0x1p-24f;
 }
 
-inline float block_scale(float max_abs) { return max_abs / 127.0f; }
+GEOTB_HD inline float block_scale(float max_abs) { return max_abs / 127.0f; }
 
-inline int8_t quantize_one(float v, float scale, Rounding r, uint64_t seed, uint64_t index) {
+GEOTB_HD inline int8_t quantize_one(float v, float scale, Rounding r, uint64_t seed, uint64_t index) {
   if (!(scale > 0.0f)) return 0;
   float x = v / scale;
   float q;
   if (r == Rounding::kNearest) {
-    q = std::rint(x);
+    q = rintf(x);
   } else {
-    float f = std::floor(x);
+    float f = floorf(x);
     q = f + (stochastic_uniform(seed, index) < (x - f) ? 1.0f : 0.0f);
   }
   q = q > 127.0f ? 127.0f : (q < -127.0f ? -127.0f : q);

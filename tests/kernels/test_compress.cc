@@ -119,6 +119,108 @@ INSTANTIATE_TEST_SUITE_P(
                        ::testing::Values<uint32_t>(1, 7, 256), ::testing::Values(ValueCoding::kInt8, ValueCoding::kFloat32),
                        ::testing::Values(Rounding::kNearest, Rounding::kStochastic)));
 
+// Tensors >= kSampleMinElements go through the sampled candidate path; the result must still be
+// the exact top-k.
+INSTANTIATE_TEST_SUITE_P(
+    Large, VsReference,
+    ::testing::Combine(::testing::Values<size_t>(kSampleMinElements, 300007), ::testing::Values(0.001, 0.02, 0.3),
+                       ::testing::Values<uint32_t>(256), ::testing::Values(ValueCoding::kInt8, ValueCoding::kFloat32),
+                       ::testing::Values(Rounding::kNearest, Rounding::kStochastic)));
+
+// ---- the sample misjudges the tensor: the exact fallback must kick in --------------------------
+
+TEST(CompressEf, FallbackWhenSampleSeesOnlyLargeValues) {
+  // Every sampled chunk (exact mode's fixed sample seed is internal, so mark the chunks of many
+  // seeds) holds large values; everything else is small but distinct. The candidates then miss
+  // most of the top-k: only the exact fallback gets it right.
+  const size_t n = 1 << 20;
+  std::vector<float> acc(n);
+  for (size_t i = 0; i < n; ++i) acc[i] = 1.0f + static_cast<float>(i % 1000) * 1e-3f;
+  CompressConfig cfg;
+  cfg.density = 0.2;
+  cfg.values = ValueCoding::kFloat32;
+  cfg.topk = TopkMode::kSampledThreshold;
+  cfg.seed = 5;
+  for (uint64_t seed : {uint64_t{5}, kExactSampleSeed})
+    for (uint64_t j = 0; j < kSampleChunks; ++j) {
+      uint64_t i0 = sample_chunk_start(seed, j, n);
+      for (uint64_t e = 0; e < kSampleChunk; ++e) acc[i0 + e] = 10.0f + static_cast<float>(e);
+    }
+  for (TopkMode mode : {TopkMode::kSampledThreshold, TopkMode::kExact}) {
+    cfg.topk = mode;
+    const uint64_t fallbacks = compress_fallbacks();
+    std::vector<float> res(n, 0.0f);
+    std::vector<uint8_t> w;
+    auto st = compress_ef(acc.data(), res.data(), n, cfg, w);
+    auto d = decode(w, n);
+    const uint64_t k = topk_count(n, cfg.density);
+    if (mode == TopkMode::kExact) {
+      EXPECT_EQ(d.idx, testing::ref_topk(acc, k));
+    } else {
+      EXPECT_GE(st.k, sampled_k_min(k, n));
+      EXPECT_LE(st.k, sampled_k_max(k, n));
+      EXPECT_EQ(d.idx, testing::ref_topk(acc, st.k));
+    }
+    EXPECT_EQ(compress_fallbacks(), fallbacks + 1) << "the fallback was not exercised";
+  }
+}
+
+TEST(CompressEf, ConstantTensorOverflowsCandidatesAndFallsBack) {
+  const size_t n = 1 << 19;
+  std::vector<float> acc(n, 0.25f), res(n, 0.0f);
+  CompressConfig cfg;
+  cfg.density = 0.01;
+  std::vector<uint8_t> w;
+  const uint64_t fallbacks = compress_fallbacks();
+  auto st = compress_ef(acc.data(), res.data(), n, cfg, w);
+  EXPECT_EQ(compress_fallbacks(), fallbacks + 1);
+  auto d = decode(w, n);
+  ASSERT_EQ(st.k, topk_count(n, 0.01));
+  for (size_t j = 0; j < d.idx.size(); ++j) ASSERT_EQ(d.idx[j], j);  // ties: lowest indices
+}
+
+// ---- sampled-threshold (DGC) mode ----------------------------------------------------------------
+
+TEST(Sampled, CountWithinBoundsAndSetIsTopKPrime) {
+  for (size_t n : {size_t{1000}, size_t{kSampleMinElements}, size_t{1} << 20}) {
+    for (double p : {0.001, 0.01, 0.05}) {
+      for (uint64_t seed : {1u, 2u}) {
+        CompressConfig cfg;
+        cfg.density = p;
+        cfg.topk = TopkMode::kSampledThreshold;
+        cfg.seed = seed;
+        const uint64_t fallbacks = compress_fallbacks();
+        RunResult r = run(n, cfg, 1234);
+        EXPECT_EQ(compress_fallbacks(), fallbacks) << "iid data should not need the fallback";
+        const uint64_t k = topk_count(n, p);
+        auto d = decode(r.wire, n);
+        ASSERT_EQ(d.idx.size(), r.st.k);
+        if (n < kSampleMinElements) {
+          EXPECT_EQ(r.st.k, k);
+        } else {
+          EXPECT_GE(r.st.k, sampled_k_min(k, n)) << n << " " << p;
+          EXPECT_LE(r.st.k, sampled_k_max(k, n)) << n << " " << p;
+        }
+        // top-k' property: the sent set is exactly the reference top-k' set
+        std::vector<float> v(n);
+        for (size_t i = 0; i < n; ++i) v[i] = r.acc[i] + r.res_in[i];
+        ASSERT_EQ(d.idx, testing::ref_topk(v, r.st.k)) << n << " " << p;
+        // conservation as in exact mode
+        for (size_t i = 0; i < n; ++i) ASSERT_EQ(bits(r.res_out[i]), bits(v[i] - r.deq[i])) << i;
+      }
+    }
+  }
+}
+
+TEST(Sampled, DeterministicPerSeed) {
+  CompressConfig cfg;
+  cfg.density = 0.01;
+  cfg.topk = TopkMode::kSampledThreshold;
+  cfg.seed = 77;
+  RunResult a = run(1 << 20, cfg, 5), b = run(1 << 20, cfg, 5);
+  EXPECT_EQ(a.wire, b.wire);
+}
+
 // ---- identity at density 1 (used for the "equals plain DDP" test) -----------------------------
 
 TEST(CompressEf, Density1Float32IsIdentity) {

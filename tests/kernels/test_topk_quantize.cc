@@ -49,11 +49,55 @@ TEST(Topk, CraftedTies) {
   EXPECT_EQ(got, (std::vector<uint32_t>{1, 2, 3}));
 }
 
-TEST(Topk, FromCandidatesKeepsTieOrder) {
-  std::vector<float> v = {5, 1, 5, 5, 0, 5};
-  std::vector<uint32_t> cand = {0, 2, 3, 5}, got;
-  topk_from_candidates(v.data(), cand.data(), cand.size(), 3, got);
-  EXPECT_EQ(got, (std::vector<uint32_t>{0, 2, 3}));
+TEST(Topk, CompactKeepsTieOrder) {
+  std::vector<float> val = {5, -5, 5, 7, 5};
+  std::vector<uint32_t> idx = {0, 2, 3, 5, 9};
+  EXPECT_EQ(compact_topk(idx.data(), val.data(), 5, 3), 3u);
+  idx.resize(3);
+  val.resize(3);
+  EXPECT_EQ(idx, (std::vector<uint32_t>{0, 2, 5}));
+  EXPECT_EQ(val, (std::vector<float>{5, -5, 7}));
+  std::vector<float> v2 = {1, 3, 2, 3};
+  std::vector<uint32_t> i2 = {10, 11, 12, 13};
+  EXPECT_EQ(compact_at_least(i2.data(), v2.data(), 4, magnitude_key(2.0f)), 3u);
+  EXPECT_EQ(i2[2], 13u);
+}
+
+TEST(Topk, KthLargestKeyExact) {
+  // values chosen so the two radix levels both matter: same high 16 bits, different low bits
+  std::vector<float> v = {1.0f, 1.0000001f, 1.0000002f, -1.0000002f, 0.5f, 3.0f};
+  KthKey t = kth_largest_key(v.data(), v.size(), 3);
+  EXPECT_EQ(t.key, magnitude_key(1.0000002f));
+  EXPECT_EQ(t.above, 1u);
+  t = kth_largest_key(v.data(), v.size(), 4);
+  EXPECT_EQ(t.key, magnitude_key(1.0000001f));
+  EXPECT_EQ(t.above, 3u);
+  t = kth_largest_key(v.data(), v.size(), 6);
+  EXPECT_EQ(t.key, magnitude_key(0.5f));
+  EXPECT_EQ(t.above, 5u);
+}
+
+TEST(Topk, SampleThresholdsBracketTheKth) {
+  // iid normal data: t_low must admit >= k elements (fails with probability < 1e-4 per case),
+  // and the DGC estimate t_est must land within the sampled-mode bounds.
+  const size_t n = 1 << 20;
+  auto acc = testing::random_normal(n, 31);
+  std::vector<float> zero(n, 0.0f);
+  for (double p : {0.001, 0.01, 0.05}) {
+    for (uint64_t seed : {1u, 2u, 3u}) {
+      const uint64_t k = topk_count(n, p);
+      SampleThresholds t = sample_thresholds(acc.data(), zero.data(), n, k, seed);
+      size_t c = 0, e = 0;
+      for (float x : acc) {
+        c += magnitude_key(x) >= t.t_low;
+        e += magnitude_key(x) >= t.t_est;
+      }
+      EXPECT_GE(c, k) << p << " " << seed;
+      EXPECT_LE(c, t.expected_candidates * 2) << p << " " << seed;
+      EXPECT_GE(e, sampled_k_min(k, n)) << p << " " << seed;
+      EXPECT_LE(e, sampled_k_max(k, n)) << p << " " << seed;
+    }
+  }
 }
 
 TEST(Quantize, NearestRoundsHalfToEven) {
