@@ -1,0 +1,318 @@
+#include "emulator/dpdk/dataplane.h"
+
+#include <rte_ethdev.h>
+#include <rte_mbuf_dyn.h>
+
+#include <cinttypes>
+#include <cstdio>
+#include <sstream>
+#include <stdexcept>
+
+#include "emulator/dpdk/tsc_clock.h"
+
+namespace geotb::emu {
+
+namespace {
+constexpr uint16_t kMaxBurst = 64;
+constexpr uint32_t kEtherHeader = 14;  // LinkConfig::overhead_bytes already counts it
+
+int cause_of(Fate f) {
+  switch (f) {
+    case Fate::kDropLinkDown: return kCauseLinkDown;
+    case Fate::kDropQueueBytes: return kCauseQueueBytes;
+    case Fate::kDropQueuePackets: return kCauseQueuePackets;
+    case Fate::kDropLoss: return kCauseLoss;
+    case Fate::kDelivered: break;
+  }
+  return kCauseLoss;
+}
+}  // namespace
+
+const char* drop_cause_name(int cause) {
+  static const char* names[kNumDropCauses] = {"link_down", "queue_bytes", "queue_packets", "loss",
+                                              "unroutable", "no_link", "delay_line_full", "shutdown"};
+  return cause >= 0 && cause < kNumDropCauses ? names[cause] : "?";
+}
+
+int release_time_dynfield() {
+  static int off = [] {
+    rte_mbuf_dynfield desc{};
+    snprintf(desc.name, sizeof(desc.name), "geotb_release_ns");
+    desc.size = sizeof(uint64_t);
+    desc.align = alignof(uint64_t);
+    return rte_mbuf_dynfield_register(&desc);
+  }();
+  return off;
+}
+
+std::string DataPlane::validate(const DataPlaneConfig& c) {
+  std::ostringstream os;
+  if (c.ports.size() < 2) { os << "ports: " << c.ports.size() << ": need at least 2"; return os.str(); }
+  for (size_t i = 0; i < c.ports.size(); ++i) {
+    if (c.ports[i].subnet.len > 32) { os << "ports[" << i << "].subnet.len: " << int(c.ports[i].subnet.len) << ": must be <= 32"; return os.str(); }
+    if (!rte_eth_dev_is_valid_port(c.ports[i].port_id)) { os << "ports[" << i << "].port_id: " << c.ports[i].port_id << ": no such DPDK port"; return os.str(); }
+    for (size_t j = 0; j < i; ++j)
+      if (c.ports[j].dc == c.ports[i].dc) { os << "ports[" << i << "].dc: " << c.ports[i].dc << ": duplicate"; return os.str(); }
+  }
+  for (size_t i = 0; i < c.links.size(); ++i) {
+    const LinkSpec& l = c.links[i];
+    const int n = static_cast<int>(c.ports.size());
+    if (l.src < 0 || l.src >= n) { os << "links[" << i << "].src: " << l.src << ": no such port"; return os.str(); }
+    if (l.dst < 0 || l.dst >= n || l.dst == l.src) { os << "links[" << i << "].dst: " << l.dst << ": no such port or same as src"; return os.str(); }
+    for (size_t j = 0; j < i; ++j)
+      if (c.links[j].src == l.src && c.links[j].dst == l.dst) { os << "links[" << i << "]: " << l.src << "->" << l.dst << ": duplicate direction"; return os.str(); }
+    if (auto e = LinkModel::validate(l.model); !e.empty()) { os << "links[" << i << "]." << e; return os.str(); }
+  }
+  if (c.burst < 1 || c.burst > kMaxBurst) { os << "burst: " << c.burst << ": must be in [1, " << kMaxBurst << "]"; return os.str(); }
+  if (c.pool == nullptr) return "pool: null: an mbuf pool is required";
+  return {};
+}
+
+DataPlane::DataPlane(const DataPlaneConfig& cfg) : cfg_(cfg) {
+  if (auto e = validate(cfg); !e.empty()) throw std::invalid_argument("data plane config: " + e);
+  release_off_ = release_time_dynfield();
+  if (release_off_ < 0) throw std::runtime_error("cannot register the mbuf release-time dynfield");
+  nports_ = cfg.ports.size();
+  for (size_t i = 0; i < nports_; ++i) routes_.add(cfg.ports[i].subnet, static_cast<int>(i));
+  port_stats_.resize(nports_);
+  by_pair_.assign(nports_ * nports_, nullptr);
+  const size_t cap = cfg.delay_line_frames ? cfg.delay_line_frames : cfg.pool->size;
+  for (size_t i = 0; i < cfg.links.size(); ++i) {
+    const LinkSpec& s = cfg.links[i];
+    auto l = std::make_unique<Link>(s, cap, s.model.reorder && !cfg.io_forward, release_off_);
+    if (!cfg.io_forward) {
+      l->model = std::make_unique<LinkModel>(s.model, RandomStream(cfg.seed, i));
+      l->model->reserve(cap);
+      for (const LinkChange& ch : s.timeline) l->model->schedule(ch);
+    }
+    l->name = cfg.ports[static_cast<size_t>(s.src)].dc + "->" + cfg.ports[static_cast<size_t>(s.dst)].dc;
+    by_pair_[static_cast<size_t>(s.src) * nports_ + static_cast<size_t>(s.dst)] = l.get();
+    links_.push_back(std::move(l));
+  }
+}
+
+void DataPlane::drop(rte_mbuf* m, Link* l, int port, int cause) {
+  if (l) ++l->c.drops[cause]; else ++port_drops_[cause];
+  if (port >= 0) {
+    if (cause == kCauseUnroutable) ++port_stats_[static_cast<size_t>(port)].unroutable;
+    if (cause == kCauseNoLink) ++port_stats_[static_cast<size_t>(port)].no_link;
+  }
+  rte_pktmbuf_free(m);
+}
+
+void DataPlane::poll_rx(uint64_t now_ns) {
+  if (start_ns_ == 0) start_ns_ = now_ns ? now_ns : 1;
+  rte_mbuf* bufs[kMaxBurst];
+  for (size_t p = 0; p < nports_; ++p) {
+    const uint16_t n = rte_eth_rx_burst(cfg_.ports[p].port_id, 0, bufs, cfg_.burst);
+    PortCounters& ps = port_stats_[p];
+    ps.rx += n;
+    for (uint16_t i = 0; i < n; ++i) {
+      rte_mbuf* m = bufs[i];
+      ps.rx_bytes += m->pkt_len;
+      const int dst = routes_.classify(m);
+      if (dst < 0 || static_cast<size_t>(dst) == p) { drop(m, nullptr, static_cast<int>(p), kCauseUnroutable); continue; }
+      Link* l = by_pair_[p * nports_ + static_cast<size_t>(dst)];
+      if (!l) { drop(m, nullptr, static_cast<int>(p), kCauseNoLink); continue; }
+      uint64_t release = now_ns;
+      bool dup = false;
+      if (l->model) {
+        const uint32_t payload = m->pkt_len > kEtherHeader ? m->pkt_len - kEtherHeader : 0;
+        const Verdict v = l->model->offer(Nanos{static_cast<int64_t>(now_ns)}, payload);
+        const bool lost = v.fate == Fate::kDropLoss;
+        l->c.loss_bursts += lost && !l->c.last_lost;
+        l->c.last_lost = lost;
+        if (v.fate != Fate::kDelivered) { drop(m, l, -1, cause_of(v.fate)); continue; }
+        release = static_cast<uint64_t>(v.release.count());
+        if (v.corrupt) {
+          // Flip one bit of the last byte: the receiver's L3/L4 checksum catches it.
+          uint8_t* last = rte_pktmbuf_mtod_offset(rte_pktmbuf_lastseg(m), uint8_t*, rte_pktmbuf_lastseg(m)->data_len - 1);
+          *last ^= 0x01;
+          ++l->c.corrupted;
+        }
+        dup = v.duplicate;
+      }
+      if (!l->line.push(m, release)) { drop(m, l, -1, kCauseDelayLineFull); continue; }
+      if (dup) {
+        rte_mbuf* c = rte_pktmbuf_copy(m, cfg_.pool, 0, UINT32_MAX);
+        if (c == nullptr) {
+          ++l->c.dup_alloc_failed;
+        } else {
+          ++l->c.duplicated;
+          if (!l->line.push(c, release)) drop(c, l, -1, kCauseDelayLineFull);
+        }
+      }
+      if (l->line.size() > l->c.delay_line_max) l->c.delay_line_max = l->line.size();
+    }
+  }
+}
+
+void DataPlane::poll_tx(uint64_t now_ns) {
+  rte_mbuf* out[kMaxBurst];
+  for (auto& lp : links_) {
+    Link& l = *lp;
+    const uint16_t port = cfg_.ports[static_cast<size_t>(l.spec.dst)].port_id;
+    while (!l.line.empty() && l.line.next_release() <= now_ns) {
+      uint16_t k = 0;
+      while (k < cfg_.burst && !l.line.empty() && l.line.next_release() <= now_ns) out[k++] = l.line.pop();
+      // Read what we need before tx: the PMD may free the mbufs.
+      uint64_t lat[kMaxBurst];
+      uint32_t len[kMaxBurst];
+      for (uint16_t i = 0; i < k; ++i) {
+        lat[i] = now_ns - DelayLine::release_of(out[i], release_off_);
+        len[i] = out[i]->pkt_len;
+      }
+      const uint16_t sent = rte_eth_tx_burst(port, 0, out, k);
+      for (uint16_t i = 0; i < sent; ++i) {
+        l.c.lateness_ns.record(lat[i]);
+        l.c.tx_bytes += len[i];
+        if (l.c.tx == 0) {
+          l.c.first_tx_ns = now_ns;
+        } else {
+          l.c.wire_bytes_after_first += len[i] - kEtherHeader + l.spec.model.overhead_bytes;
+        }
+        ++l.c.tx;
+        l.c.last_tx_ns = now_ns;
+      }
+      PortCounters& ps = port_stats_[static_cast<size_t>(l.spec.dst)];
+      ps.tx += sent;
+      for (uint16_t i = 0; i < sent; ++i) ps.tx_bytes += len[i];
+      if (sent < k) {
+        for (uint16_t i = k; i > sent; --i) l.line.unpop(out[i - 1]);
+        break;  // tx ring full: try again next round
+      }
+    }
+  }
+  end_ns_ = now_ns;
+}
+
+void DataPlane::finish() {
+  for (auto& l : links_)
+    while (!l->line.empty()) drop(l->line.pop(), l.get(), -1, kCauseShutdown);
+}
+
+uint64_t DataPlane::rx() const {
+  uint64_t s = 0;
+  for (const auto& p : port_stats_) s += p.rx;
+  return s;
+}
+uint64_t DataPlane::tx() const {
+  uint64_t s = 0;
+  for (const auto& l : links_) s += l->c.tx;
+  return s;
+}
+uint64_t DataPlane::duplicated() const {
+  uint64_t s = 0;
+  for (const auto& l : links_) s += l->c.duplicated;
+  return s;
+}
+uint64_t DataPlane::drops(int cause) const {
+  uint64_t s = port_drops_[cause];
+  for (const auto& l : links_) s += l->c.drops[cause];
+  return s;
+}
+uint64_t DataPlane::in_flight() const {
+  uint64_t s = 0;
+  for (const auto& l : links_) s += l->line.size();
+  return s;
+}
+
+std::string DataPlane::stats_line(uint64_t now_ns) const {
+  std::ostringstream os;
+  os << "t=" << (now_ns - start_ns_) / 1000000 << "ms rx=" << rx() << " tx=" << tx() << " in_flight=" << in_flight();
+  for (int c = 0; c < kNumDropCauses; ++c)
+    if (const uint64_t d = drops(c)) os << " " << drop_cause_name(c) << "=" << d;
+  for (const auto& l : links_)
+    os << " | " << l->name << " tx=" << l->c.tx << " p99_late_us=" << l->c.lateness_ns.quantile(0.99) / 1000.0;
+  return os.str();
+}
+
+void DataPlane::run(const std::atomic<bool>& quit, uint64_t duration_ns, uint64_t stats_interval_ns) {
+  TscClock clk;
+  uint64_t next_stats = stats_interval_ns;
+  const uint64_t t0 = clk.now_ns();
+  while (!quit.load(std::memory_order_relaxed)) {
+    const uint64_t now = clk.now_ns();
+    poll_rx(now);
+    const uint64_t later = clk.now_ns();
+    poll_tx(later);
+    if (stats_interval_ns && later >= next_stats) {
+      fprintf(stderr, "%s\n", stats_line(later).c_str());
+      next_stats = later + stats_interval_ns;
+    }
+    if (duration_ns && later - t0 >= duration_ns) break;
+  }
+  finish();
+}
+
+nlohmann::json DataPlane::report() const {
+  using nlohmann::json;
+  json j;
+  j["mode"] = cfg_.io_forward ? "io_forward" : "link_model";
+  j["seed"] = cfg_.seed;
+  j["duration_s"] = end_ns_ > start_ns_ ? static_cast<double>(end_ns_ - start_ns_) / 1e9 : 0.0;
+  json ports = json::array();
+  for (size_t i = 0; i < nports_; ++i) {
+    const PortCounters& p = port_stats_[i];
+    ports.push_back({{"dc", cfg_.ports[i].dc}, {"port_id", cfg_.ports[i].port_id}, {"rx", p.rx}, {"rx_bytes", p.rx_bytes},
+                     {"tx", p.tx}, {"tx_bytes", p.tx_bytes}, {"unroutable", p.unroutable}, {"no_link", p.no_link}});
+  }
+  j["ports"] = ports;
+  json links = json::array();
+  for (const auto& lp : links_) {
+    const Link& l = *lp;
+    json d;
+    for (int c = 0; c < kNumDropCauses; ++c) d[drop_cause_name(c)] = l.c.drops[c];
+    const double window_s = l.c.last_tx_ns > l.c.first_tx_ns ? static_cast<double>(l.c.last_tx_ns - l.c.first_tx_ns) / 1e9 : 0.0;
+    const LogHistogram& h = l.c.lateness_ns;
+    json lj = {{"name", l.name},
+               {"configured", {{"rate_bps", l.spec.model.rate_bps}, {"delay_ns", l.spec.model.delay.count()},
+                               {"loss_stationary", l.spec.model.loss.stationary_loss()}}},
+               {"tx", l.c.tx}, {"tx_bytes", l.c.tx_bytes}, {"duplicated", l.c.duplicated}, {"corrupted", l.c.corrupted},
+               {"dup_alloc_failed", l.c.dup_alloc_failed}, {"drops", d}, {"delay_line_max", l.c.delay_line_max},
+               {"achieved_wire_bps", window_s > 0 ? static_cast<double>(l.c.wire_bytes_after_first) * 8 / window_s : 0.0},
+               {"tx_window_s", window_s},
+               {"loss_bursts", l.c.loss_bursts},
+               {"mean_loss_burst", l.c.loss_bursts ? static_cast<double>(l.c.drops[kCauseLoss]) / static_cast<double>(l.c.loss_bursts) : 0.0},
+               {"release_lateness_ns", {{"count", h.count()}, {"mean", h.mean()}, {"p50", h.quantile(0.5)},
+                                        {"p90", h.quantile(0.9)}, {"p99", h.quantile(0.99)}, {"p999", h.quantile(0.999)},
+                                        {"max", h.max()}}}};
+    if (l.model) {
+      const LinkStats& s = l.model->stats();
+      lj["model"] = {{"offered", s.offered}, {"delivered", s.delivered}, {"changes_applied", s.changes_applied}};
+    }
+    links.push_back(lj);
+  }
+  j["links"] = links;
+  json drops;
+  uint64_t total_drops = 0;
+  for (int c = 0; c < kNumDropCauses; ++c) {
+    drops[drop_cause_name(c)] = this->drops(c);
+    total_drops += this->drops(c);
+  }
+  j["totals"] = {{"rx", rx()}, {"tx", tx()}, {"duplicated", duplicated()}, {"drops", drops}, {"drops_total", total_drops},
+                 {"in_flight", in_flight()}};
+  j["accounting_ok"] = rx() + duplicated() == tx() + total_drops + in_flight();
+  return j;
+}
+
+int setup_port(uint16_t port_id, rte_mempool* pool, uint16_t rx_desc, uint16_t tx_desc) {
+  rte_eth_conf conf{};
+  int rc = rte_eth_dev_configure(port_id, 1, 1, &conf);
+  if (rc < 0) { fprintf(stderr, "port %u: rte_eth_dev_configure: %d\n", port_id, rc); return rc; }
+  rc = rte_eth_dev_adjust_nb_rx_tx_desc(port_id, &rx_desc, &tx_desc);
+  if (rc < 0) { fprintf(stderr, "port %u: adjust descriptors: %d\n", port_id, rc); return rc; }
+  const int sock = rte_eth_dev_socket_id(port_id);
+  const unsigned socket = sock < 0 ? 0u : static_cast<unsigned>(sock);
+  rc = rte_eth_rx_queue_setup(port_id, 0, rx_desc, socket, nullptr, pool);
+  if (rc < 0) { fprintf(stderr, "port %u: rx queue: %d\n", port_id, rc); return rc; }
+  rc = rte_eth_tx_queue_setup(port_id, 0, tx_desc, socket, nullptr);
+  if (rc < 0) { fprintf(stderr, "port %u: tx queue: %d\n", port_id, rc); return rc; }
+  rc = rte_eth_dev_start(port_id);
+  if (rc < 0) { fprintf(stderr, "port %u: start: %d\n", port_id, rc); return rc; }
+  rc = rte_eth_promiscuous_enable(port_id);  // frames carry the other DC's MAC, not ours
+  if (rc < 0 && rc != -ENOTSUP) fprintf(stderr, "port %u: promiscuous: %d (continuing)\n", port_id, rc);
+  return 0;
+}
+
+}  // namespace geotb::emu

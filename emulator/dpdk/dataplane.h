@@ -1,0 +1,147 @@
+// The DPDK data plane of the WAN emulator: moves real frames between data-center ports through
+// one LinkModel per direction and DC pair.
+//
+//   rx burst (32) on every port → route by destination IPv4 subnet (ARP by target address)
+//   → LinkModel::offer(now, L2 payload bytes) → drop (counted by cause) or push the mbuf into the
+//   link's delay line with its release time (ns, TSC clock) in an mbuf dynfield
+//   → frames whose release time has come are sent in bursts on the destination port.
+//
+// Time is passed in (`now_ns`, nanoseconds on the caller's clock: TscClock in run(), anything in
+// tests), so tests drive the real mbuf path with exact times. The polling functions allocate no
+// heap memory (duplication takes an mbuf from the pool, as a NIC would).
+//
+// Accounting invariant (checked by tests and printed in the final JSON):
+//   rx + duplicated == tx + Σ drops[cause] + in_flight
+// and after finish(), in_flight == 0 and every mbuf is back in the pool.
+//
+// Single-threaded: one lcore calls poll_rx/poll_tx/finish.
+#pragma once
+
+#include <rte_mempool.h>
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "emulator/dpdk/delay_line.h"
+#include "emulator/dpdk/route.h"
+#include "emulator/link/histogram.h"
+#include "emulator/link/link_model.h"
+
+namespace geotb::emu {
+
+struct PortSpec {
+  std::string dc;            ///< data-center name, e.g. "beijing"
+  uint16_t port_id = 0;      ///< DPDK port (already configured and started, see setup_port())
+  Ipv4Prefix subnet;         ///< destination addresses that live behind this port
+};
+
+struct LinkSpec {
+  int src = 0, dst = 1;      ///< indices into DataPlaneConfig::ports
+  LinkConfig model;          ///< rate, delay, loss, ... of this direction
+  std::vector<LinkChange> timeline;  ///< instants in ns of the data plane's clock
+};
+
+struct DataPlaneConfig {
+  std::vector<PortSpec> ports;
+  std::vector<LinkSpec> links;     ///< one per direction and DC pair that may talk
+  bool io_forward = false;         ///< reference mode: route and forward, no link model, no delay
+  uint64_t seed = 1;               ///< link i direction uses RandomStream(seed, i)
+  uint16_t burst = 32;             ///< frames per rx/tx burst, 1..64
+  uint32_t delay_line_frames = 0;  ///< capacity per link; 0 = the pool's size
+  rte_mempool* pool = nullptr;     ///< for duplicates; must outlive the data plane
+};
+
+enum DropCause : int {
+  kCauseLinkDown = 0, kCauseQueueBytes, kCauseQueuePackets, kCauseLoss,  // from the link model
+  kCauseUnroutable,    ///< no port owns the destination, or it is the ingress port
+  kCauseNoLink,        ///< both ports exist but no link is configured for the pair
+  kCauseDelayLineFull, ///< more frames in flight than the delay line holds
+  kCauseShutdown,      ///< still in flight when finish() ran
+  kNumDropCauses
+};
+const char* drop_cause_name(int cause);
+
+struct LinkCounters {
+  uint64_t tx = 0, tx_bytes = 0;   ///< frames sent on the destination port, L2 bytes
+  uint64_t duplicated = 0, corrupted = 0, dup_alloc_failed = 0;
+  uint64_t drops[kNumDropCauses] = {};
+  uint64_t first_tx_ns = 0, last_tx_ns = 0;
+  uint64_t wire_bytes_after_first = 0;  ///< wire bytes (with overhead) sent after the first frame
+  size_t delay_line_max = 0;
+  uint64_t loss_bursts = 0;             ///< runs of consecutive kDropLoss among frames offered
+  bool last_lost = false;
+  LogHistogram lateness_ns;             ///< tx time − release time
+};
+
+struct PortCounters {
+  uint64_t rx = 0, rx_bytes = 0, tx = 0, tx_bytes = 0;
+  uint64_t unroutable = 0, no_link = 0;
+};
+
+class DataPlane {
+ public:
+  /// Throws std::invalid_argument naming the field and value if `cfg` is invalid.
+  explicit DataPlane(const DataPlaneConfig& cfg);
+  static std::string validate(const DataPlaneConfig& cfg);
+
+  /// Receive one burst from every port and push each frame through its link.
+  void poll_rx(uint64_t now_ns);
+  /// Send every frame whose release time is <= now_ns (bursts; a full tx ring keeps the rest).
+  void poll_tx(uint64_t now_ns);
+  /// Busy-loop on TscClock until *quit, printing a stats line every stats_interval_ns (0 = never)
+  /// to stderr; stops after duration_ns if nonzero. Calls finish() before returning.
+  void run(const std::atomic<bool>& quit, uint64_t duration_ns, uint64_t stats_interval_ns);
+  /// Frees every frame still in a delay line (counted as kCauseShutdown).
+  void finish();
+
+  uint64_t rx() const;
+  uint64_t tx() const;
+  uint64_t duplicated() const;
+  uint64_t drops(int cause) const;
+  uint64_t in_flight() const;
+  const LinkCounters& link_counters(size_t i) const { return links_[i]->c; }
+  const LinkModel* link_model(size_t i) const { return links_[i]->model.get(); }
+  const PortCounters& port_counters(size_t i) const { return port_stats_[i]; }
+  size_t num_links() const { return links_.size(); }
+
+  /// Final report: per port, per link (model stats, tx, achieved rate, lateness), totals and the
+  /// accounting check.
+  nlohmann::json report() const;
+  std::string stats_line(uint64_t now_ns) const;
+
+ private:
+  struct Link {
+    LinkSpec spec;
+    std::unique_ptr<LinkModel> model;   // null in io_forward mode
+    DelayLine line;
+    LinkCounters c;
+    std::string name;
+    Link(const LinkSpec& s, size_t cap, bool reorder, int off) : spec(s), line(cap, reorder, off) {}
+  };
+  void drop(rte_mbuf* m, Link* l, int port, int cause);
+
+  DataPlaneConfig cfg_;
+  RouteTable routes_;
+  std::vector<std::unique_ptr<Link>> links_;
+  std::vector<Link*> by_pair_;  // [src * nports + dst]
+  std::vector<PortCounters> port_stats_;
+  uint64_t port_drops_[kNumDropCauses] = {};  // drops not attributable to a link
+  int release_off_ = -1;
+  size_t nports_ = 0;
+  uint64_t start_ns_ = 0, end_ns_ = 0;
+};
+
+/// Configure port `port_id` with one rx and one tx queue on `pool`, promiscuous, and start it.
+/// Returns 0 or a negative errno; logs the failing step.
+int setup_port(uint16_t port_id, rte_mempool* pool, uint16_t rx_desc = 1024, uint16_t tx_desc = 1024);
+
+/// Registers (once per process) and returns the offset of the release-time dynfield.
+int release_time_dynfield();
+
+}  // namespace geotb::emu

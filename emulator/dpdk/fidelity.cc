@@ -1,0 +1,350 @@
+#include "emulator/dpdk/fidelity.h"
+
+#include <unistd.h>
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+#include "emulator/dpdk/proc.h"
+
+namespace geotb::emu {
+
+using nlohmann::json;
+
+std::pair<double, double> wilson_interval(uint64_t k, uint64_t n, double z) {
+  if (n == 0) return {0.0, 1.0};
+  const double p = static_cast<double>(k) / static_cast<double>(n), nn = static_cast<double>(n);
+  const double d = 1 + z * z / nn;
+  const double c = (p + z * z / (2 * nn)) / d;
+  const double h = z * std::sqrt(p * (1 - p) / nn + z * z / (4 * nn * nn)) / d;
+  return {std::max(0.0, c - h), std::min(1.0, c + h)};
+}
+
+namespace {
+
+// Wire bytes per UDP datagram of 1472 payload bytes: + UDP 8 + IPv4 20 + Ethernet 14 + FCS 4 +
+// preamble 8 + IFG 12 = 1538 (the link model's overhead_bytes 38 covers the last four and Ethernet).
+constexpr double kUdpPayload = 1472, kUdpWire = 1538;
+
+std::string slurp(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+struct Ctx {
+  const FidelityConfig& cfg;
+  NetLayout L;
+  std::string tag;  // unique per process
+  int run = 0;
+};
+
+std::string fmt_rate_arg(double bps) {
+  std::ostringstream os;
+  os.precision(12);
+  os << bps;
+  return os.str();
+}
+
+// A running geotb-emulate inside the emulator namespace.
+struct Emulator {
+  Child child;
+  std::string json_path, log_path;
+};
+
+Emulator start_emulator(Ctx& c, const std::vector<std::string>& link_args, bool io) {
+  Emulator e;
+  const std::string base = c.cfg.work_dir + "/" + c.tag + "-run" + std::to_string(c.run++);
+  e.json_path = base + ".json";
+  e.log_path = base + ".log";
+  std::vector<std::string> argv{c.cfg.emulate_bin, "--no-huge", "--no-pci", "-m", "512",
+                                "--file-prefix=" + c.tag + std::to_string(c.run), "-l", std::to_string(c.cfg.emulator_core),
+                                "--log-level=warning"};
+  for (size_t i = 0; i < c.L.dcs.size(); ++i)
+    argv.push_back("--vdev=net_af_packet" + std::to_string(i) + ",iface=" + c.L.dcs[i].emu_if +
+                   ",framecnt=4096,qdisc_bypass=1");
+  argv.push_back("--");
+  for (size_t i = 0; i < c.L.dcs.size(); ++i) {
+    const Ipv4Prefix& p = c.L.dcs[i].subnet;
+    std::ostringstream os;
+    os << "d" << i << "=net_af_packet" << i << "," << (p.addr >> 24) << "." << ((p.addr >> 16) & 255) << "."
+       << ((p.addr >> 8) & 255) << "." << (p.addr & 255) << "/" << int(p.len);
+    argv.push_back("--port");
+    argv.push_back(os.str());
+  }
+  for (const auto& l : link_args) { argv.push_back("--link"); argv.push_back(l); }
+  if (io) argv.push_back("--io-forward");
+  argv.push_back("--stats-interval");
+  argv.push_back("0s");
+  argv.push_back("--json");
+  argv.push_back(e.json_path);
+  unlink(e.json_path.c_str());
+  e.child = Child(in_ns(c.L.emu_ns, argv), e.log_path);
+  for (int i = 0; i < 300; ++i) {  // until the data plane says it runs (port setup takes ~0.1-1 s)
+    if (slurp(e.log_path).find("running") != std::string::npos) return e;
+    if (!e.child.running()) throw std::runtime_error("geotb-emulate exited: " + slurp(e.log_path));
+    std::this_thread::sleep_for(std::chrono::milliseconds{50});
+  }
+  throw std::runtime_error("geotb-emulate did not start: " + slurp(e.log_path));
+}
+
+json stop_emulator(Emulator& e) {
+  const int st = e.child.stop(std::chrono::milliseconds{10000});
+  const std::string s = slurp(e.json_path);
+  if (s.empty()) throw std::runtime_error("geotb-emulate (status " + std::to_string(st) + ") wrote no report: " + slurp(e.log_path));
+  return json::parse(s);
+}
+
+std::string link_arg(const LinkConfig& m, bool with_rate, bool with_loss, const LossConfig* loss_override) {
+  std::ostringstream os;
+  os << "d0<>d1:rate=" << fmt_rate_arg(with_rate ? m.rate_bps : 0.0) << ",delay=" << m.delay.count() << "ns";
+  if (m.queue_bytes) os << ",queue_bytes=" << m.queue_bytes;
+  if (m.queue_packets) os << ",queue_packets=" << m.queue_packets;
+  if (m.jitter.kind != JitterConfig::Kind::kNone && m.jitter.amount.count() > 0)
+    os << ",jitter=" << m.jitter.amount.count() << "ns,jitter_kind=" << (m.jitter.kind == JitterConfig::Kind::kNormal ? "normal" : "uniform");
+  const LossConfig* l = loss_override ? loss_override : (with_loss ? &m.loss : nullptr);
+  if (l && l->kind == LossConfig::Kind::kBernoulli) os << ",loss=" << fmt_rate_arg(l->p);
+  if (l && l->kind == LossConfig::Kind::kGilbertElliott)
+    os << ",ge=" << fmt_rate_arg(l->p_good_to_bad) << "/" << fmt_rate_arg(l->p_bad_to_good) << "/" << fmt_rate_arg(l->loss_good)
+       << "/" << fmt_rate_arg(l->loss_bad);
+  return os.str();
+}
+
+json ping(Ctx& c) {
+  const DcPlace &a = c.L.dcs[0], &b = c.L.dcs[1];
+  run_cmd(in_ns(a.ns, {"ping", "-c", "3", "-i", "0.2", "-W", "2", b.address}), std::chrono::milliseconds{10000});  // ARP
+  const CmdResult r = run_cmd(in_ns(a.ns, {"ping", "-c", std::to_string(c.cfg.ping_count), "-i", "0.01", "-W", "2", "-q", b.address}),
+                              std::chrono::milliseconds{60000});
+  json j{{"count", c.cfg.ping_count}};
+  const auto p = r.output.find("min/avg/max/mdev = ");
+  if (r.status != 0 || p == std::string::npos) { j["error"] = r.output; return j; }
+  double mn, avg, mx, md;
+  if (sscanf(r.output.c_str() + p, "min/avg/max/mdev = %lf/%lf/%lf/%lf", &mn, &avg, &mx, &md) == 4)
+    j.update({{"rtt_min_ms", mn}, {"rtt_avg_ms", avg}, {"rtt_max_ms", mx}, {"rtt_mdev_ms", md}});
+  const auto q = r.output.find(" received");
+  if (q != std::string::npos) {
+    const auto s = r.output.rfind(", ", q);
+    j["received"] = std::stoi(r.output.substr(s + 2, q - s - 2));
+  }
+  return j;
+}
+
+// iperf3 client in dcs[0] against a one-shot server in dcs[1]. Retries while the server starts.
+json iperf(Ctx& c, std::vector<std::string> extra) {
+  const DcPlace &a = c.L.dcs[0], &b = c.L.dcs[1];
+  const std::string port = std::to_string(5201 + (c.run % 50));
+  Child server(in_ns(b.ns, {"iperf3", "-s", "-1", "-B", b.address, "-p", port}), c.cfg.work_dir + "/" + c.tag + "-iperf-server.log");
+  std::vector<std::string> argv{"iperf3", "-c", b.address, "-p", port, "-B", a.address, "-J", "-t",
+                                std::to_string(c.cfg.iperf_time.count()), "--get-server-output"};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  CmdResult r;
+  for (int attempt = 0; attempt < 40; ++attempt) {
+    r = run_cmd(in_ns(a.ns, argv), std::chrono::milliseconds{(c.cfg.iperf_time.count() + 30) * 1000});
+    if (r.status == 0 || r.output.find("unable to connect") == std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds{100});  // server not listening yet
+  }
+  server.stop(std::chrono::milliseconds{3000});
+  json out;
+  try {
+    out = json::parse(r.output);
+  } catch (...) {
+    return json{{"error", r.output.substr(0, 2000)}};
+  }
+  if (out.contains("error")) return json{{"error", out["error"]}};
+  return out;
+}
+
+json tcp(Ctx& c, int streams) {
+  json r = iperf(c, {"-P", std::to_string(streams)});
+  if (r.contains("error")) return r;
+  const double bps = r["end"]["sum_received"]["bits_per_second"].get<double>();
+  return json{{"streams", streams}, {"goodput_bps", bps}, {"retransmits", r["end"]["sum_sent"].value("retransmits", 0)}};
+}
+
+// Saturating (or not) UDP at `wire_bps` offered; receiver-side rate from the server's intervals.
+json udp(Ctx& c, double wire_bps) {
+  const double payload_bps = wire_bps * kUdpPayload / kUdpWire;
+  json r = iperf(c, {"-u", "-b", fmt_rate_arg(payload_bps), "-l", "1472"});
+  if (r.contains("error")) return r;
+  json j{{"offered_wire_bps", wire_bps}};
+  const json& s = r["end"]["sum"];
+  j["packets"] = s.value("packets", 0);
+  j["lost_packets"] = s.value("lost_packets", 0);
+  // Receiver intervals, first and last left out (queue fill, tail), as wire rate.
+  std::vector<double> rates;
+  if (r.contains("server_output_json")) {
+    const json& iv = r["server_output_json"]["intervals"];
+    for (size_t i = 1; i + 1 < iv.size(); ++i) rates.push_back(iv[i]["sum"]["bits_per_second"].get<double>() * kUdpWire / kUdpPayload);
+  }
+  if (rates.size() >= 2) {
+    double m = 0, v = 0;
+    for (double x : rates) m += x;
+    m /= static_cast<double>(rates.size());
+    for (double x : rates) v += (x - m) * (x - m);
+    v /= static_cast<double>(rates.size() - 1);
+    const double half = 2.0 * std::sqrt(v / static_cast<double>(rates.size()));  // ~95 % (t ~ 2 for n ~ 5-20 is 2.1-2.8; see n)
+    j["received_wire_bps_mean"] = m;
+    j["received_wire_bps_ci95"] = {m - half, m + half};
+    j["intervals_used"] = rates.size();
+  }
+  const uint64_t k = j["lost_packets"].get<uint64_t>(), n = j["packets"].get<uint64_t>();
+  const auto [lo, hi] = wilson_interval(k, n);
+  j["loss_rate"] = n ? static_cast<double>(k) / static_cast<double>(n) : 0.0;
+  j["loss_rate_ci95"] = {lo, hi};
+  return j;
+}
+
+json link_summary(const json& em, int i) {
+  const json& l = em["links"][i];
+  return json{{"name", l["name"]}, {"tx", l["tx"]}, {"achieved_wire_bps", l["achieved_wire_bps"]},
+              {"drops", l["drops"]}, {"release_lateness_ns", l["release_lateness_ns"]},
+              {"loss_bursts", l["loss_bursts"]}, {"mean_loss_burst", l["mean_loss_burst"]}};
+}
+
+}  // namespace
+
+json run_fidelity(const FidelityConfig& cfg) {
+  if (cfg.topo.wan.empty()) throw std::invalid_argument("topo.wan: empty: fidelity needs the link between dcs[0] and dcs[1]");
+  Ctx c{cfg, {}, "gtbfid" + std::to_string(getpid()), 0};
+  LinkConfig m = cfg.topo.wan[0].a_to_b;
+  if (m.rate_bps > 0 && m.queue_bytes == 0 && m.queue_packets == 0) {
+    // Drop-tail queue of one bandwidth-delay product (RTT), so saturating UDP is dropped at the
+    // queue instead of filling the mbuf pool.
+    m.queue_bytes = static_cast<uint64_t>(m.rate_bps * 2 * static_cast<double>(m.delay.count()) / 1e9 / 8);
+    m.queue_bytes = std::max<uint64_t>(m.queue_bytes, 64 * 1024);
+  }
+  json rep;
+  rep["definitions"] = {
+      {"rtt", "ping average over count echo requests 10 ms apart, after 3 warm-up pings (ARP)"},
+      {"expected_rtt_ms", "2 x configured one-way delay + io_forward base RTT"},
+      {"goodput_bps", "iperf3 receiver bits/s of TCP payload"},
+      {"tcp_goodput_ceiling_bps", "rate x 1448/1538: TCP payload per wire byte at MTU 1500 with timestamps"},
+      {"received_wire_bps", "iperf3 server per-interval UDP payload rate x 1538/1472 (wire bytes per datagram), first and last interval left out"},
+      {"achieved_wire_bps", "data plane: wire bytes (L2 + 24) sent on the link after its first frame / time from first to last frame"},
+      {"release_lateness_ns", "data plane: time a frame was handed to the tx ring minus the release time the link model gave it"}};
+  rep["configured"] = {{"rate_bps", m.rate_bps}, {"one_way_delay_ns", m.delay.count()}, {"queue_bytes", m.queue_bytes},
+                       {"loss_stationary", m.loss.stationary_loss()}};
+  const NetLayout L = net_up(cfg.topo);
+  c.L = L;
+  try {
+    // 1. plain io forwarding
+    {
+      Emulator e = start_emulator(c, {}, true);
+      json io;
+      io["ping"] = ping(c);
+      io["tcp1"] = tcp(c, 1);
+      io["tcp4"] = tcp(c, 4);
+      io["emulator"] = stop_emulator(e)["totals"];
+      rep["io_forward"] = io;
+    }
+    // 2. Linux bridge + tbf
+    if (cfg.run_tbf && m.rate_bps > 0) {
+      const std::string& ns = L.emu_ns;
+      json t;
+      try {
+        run_checked(in_ns(ns, {"ip", "link", "add", "br0", "type", "bridge"}));
+        for (size_t i = 0; i < 2; ++i) {
+          run_checked(in_ns(ns, {"ip", "link", "set", L.dcs[i].emu_if, "master", "br0"}));
+          run_checked(in_ns(ns, {"tc", "qdisc", "add", "dev", L.dcs[i].emu_if, "root", "tbf", "rate", fmt_rate_arg(m.rate_bps) + "bit",
+                                 "burst", "256kb", "latency", "50ms"}));
+        }
+        run_checked(in_ns(ns, {"ip", "link", "set", "br0", "up"}));
+        t["tcp4"] = tcp(c, 4);
+        t["udp"] = udp(c, m.rate_bps * cfg.udp_overload);
+      } catch (const std::exception& ex) {
+        t["error"] = ex.what();
+      }
+      for (size_t i = 0; i < 2; ++i) run_cmd(in_ns(ns, {"tc", "qdisc", "del", "dev", L.dcs[i].emu_if, "root"}));
+      run_cmd(in_ns(ns, {"ip", "link", "del", "br0"}));
+      rep["tbf"] = t;
+    }
+    // 3. the configured link
+    {
+      Emulator e = start_emulator(c, {link_arg(m, true, true, nullptr)}, false);
+      json k;
+      k["ping"] = ping(c);
+      k["tcp1"] = tcp(c, 1);
+      k["tcp4"] = tcp(c, 4);
+      if (m.rate_bps > 0) k["udp"] = udp(c, m.rate_bps * cfg.udp_overload);
+      const json em = stop_emulator(e);
+      k["emulator"] = {{"totals", em["totals"]}, {"accounting_ok", em["accounting_ok"]}, {"mempool", em["mempool"]},
+                       {"a_to_b", link_summary(em, 0)}, {"b_to_a", link_summary(em, 1)}};
+      rep["link"] = k;
+    }
+    // 4. delay only
+    if (cfg.run_delay_only) {
+      Emulator e = start_emulator(c, {link_arg(m, false, false, nullptr)}, false);
+      json d;
+      d["tcp4"] = tcp(c, 4);
+      const json em = stop_emulator(e);
+      d["emulator"] = {{"accounting_ok", em["accounting_ok"]}, {"a_to_b", link_summary(em, 0)}};
+      rep["delay_only"] = d;
+    }
+    // 5. Gilbert-Elliott loss
+    if (cfg.run_gilbert) {
+      const LinkConfig base = m.rate_bps > 0 ? m : cfg.topo.wan[0].a_to_b;
+      Emulator e = start_emulator(c, {link_arg(base, true, false, &cfg.ge)}, false);
+      json g;
+      const double rate = base.rate_bps > 0 ? base.rate_bps : 1e9;
+      g["udp"] = udp(c, rate * cfg.ge_udp_load);
+      const json em = stop_emulator(e);
+      const json ab = link_summary(em, 0);
+      g["emulator"] = ab;
+      const uint64_t lost = ab["drops"]["loss"].get<uint64_t>();
+      const uint64_t offered = em["links"][0]["model"]["offered"].get<uint64_t>();
+      const auto [lo, hi] = wilson_interval(lost, offered);
+      g["model_loss_rate"] = offered ? static_cast<double>(lost) / static_cast<double>(offered) : 0.0;
+      g["model_loss_rate_ci95_binomial"] = {lo, hi};
+      g["theory_loss_rate"] = cfg.ge.stationary_loss();
+      g["theory_mean_burst"] = cfg.ge.loss_good == 0 && cfg.ge.loss_bad == 1 ? 1.0 / cfg.ge.p_bad_to_good : 0.0;
+      g["note"] = "binomial interval understates GE variance (bursts are correlated)";
+      rep["gilbert"] = g;
+    }
+  } catch (...) {
+    net_down(cfg.topo.prefix);
+    throw;
+  }
+  net_down(cfg.topo.prefix);
+
+  // Verdicts against the targets.
+  json v;
+  auto num = [](const json& j, std::initializer_list<const char*> path) -> double {
+    const json* p = &j;
+    for (const char* k : path) {
+      if (!p->contains(k)) return NAN;
+      p = &(*p)[k];
+    }
+    return p->is_number() ? p->get<double>() : NAN;
+  };
+  const double base_rtt = num(rep, {"io_forward", "ping", "rtt_avg_ms"});
+  const double rtt = num(rep, {"link", "ping", "rtt_avg_ms"});
+  const double expect = 2 * static_cast<double>(m.delay.count()) / 1e6 + base_rtt;
+  v["rtt_expected_ms"] = expect;
+  v["rtt_error_ms"] = rtt - expect;
+  v["rtt_within_0.5ms"] = std::fabs(rtt - expect) <= 0.5;
+  if (m.rate_bps > 0) {
+    const double t4 = num(rep, {"link", "tcp4", "goodput_bps"});
+    v["tcp4_over_rate"] = t4 / m.rate_bps;
+    v["tcp4_ge_0.9_rate"] = t4 >= 0.9 * m.rate_bps;
+    v["tcp_goodput_ceiling_bps"] = m.rate_bps * 1448.0 / 1538.0;
+    const double ach = num(rep, {"link", "emulator", "a_to_b", "achieved_wire_bps"});
+    v["udp_achieved_over_rate_dataplane"] = ach / m.rate_bps;
+    const double recv = num(rep, {"link", "udp", "received_wire_bps_mean"});
+    v["udp_received_over_rate_iperf"] = recv / m.rate_bps;
+    v["udp_within_1pct"] = std::fabs(ach / m.rate_bps - 1) <= 0.01 && std::fabs(recv / m.rate_bps - 1) <= 0.01;
+  }
+  const double p99 = num(rep, {"link", "emulator", "a_to_b", "release_lateness_ns", "p99"});
+  v["lateness_p99_us"] = p99 / 1000;
+  v["lateness_p99_le_50us"] = p99 <= 50000;
+  const double d4 = num(rep, {"delay_only", "tcp4", "goodput_bps"}), io4 = num(rep, {"io_forward", "tcp4", "goodput_bps"});
+  v["delay_only_over_io_forward"] = d4 / io4;
+  v["delay_only_ge_0.9_io"] = d4 >= 0.9 * io4;
+  rep["verdicts"] = v;
+  return rep;
+}
+
+}  // namespace geotb::emu

@@ -1,0 +1,45 @@
+// Fidelity of the DPDK emulator against its configuration, measured with real traffic between
+// two data-center namespaces (ping, iperf3) and with the data plane's own counters.
+//
+// One call runs, on the same namespaces and veth ports, in this order:
+//   io_forward  geotb-emulate --io-forward: base RTT and reference TCP throughput (1 and 4 streams)
+//   tbf         Linux bridge + tbf at the configured rate: reference TCP (4 streams) and UDP rate
+//   link        the configured link: ping RTT vs delay + base RTT, TCP 1 and 4 streams vs rate,
+//               saturating UDP (achieved rate with a 95 % confidence interval, loss), release
+//               lateness p50/p99/max from the data plane
+//   delay_only  same delay, no rate limit: TCP 4 streams vs io_forward (ratio)
+//   gilbert     configured rate, Gilbert-Elliott loss, UDP below the rate: loss rate and mean burst
+//               length vs theory (data plane counters; Wilson interval on the loss rate)
+// Each measurement is a plain number with its definition next to it in the JSON report.
+#pragma once
+
+#include <chrono>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "emulator/dpdk/netns.h"
+
+namespace geotb::emu {
+
+struct FidelityConfig {
+  NetTopology topo;                          ///< measured between dcs[0] and dcs[1] over wan[0]
+  std::string emulate_bin = "geotb-emulate"; ///< path of the data-plane binary
+  std::string work_dir = "/tmp";             ///< logs and per-run JSON files go here
+  std::chrono::seconds iperf_time{5};        ///< per iperf3 run
+  int ping_count = 100;                      ///< echo requests, 10 ms apart
+  double udp_overload = 1.05;                ///< saturating UDP offers this x the configured wire rate
+  double ge_udp_load = 0.5;                  ///< Gilbert run offers this x the rate (no queue drops)
+  LossConfig ge{LossConfig::Kind::kGilbertElliott, 0.0, 0.01, 0.25, 0.0, 1.0};  ///< mean burst 4
+  bool run_tbf = true, run_delay_only = true, run_gilbert = true;
+  int emulator_core = 1;                     ///< lcore for the busy-polling data plane
+};
+
+/// Brings the namespaces up, runs everything, tears them down (also on error). Returns the report.
+/// Throws std::runtime_error on setup failures (commands and output named).
+nlohmann::json run_fidelity(const FidelityConfig& cfg);
+
+/// Wilson score interval for k successes in n trials at z (1.96 = 95 %).
+std::pair<double, double> wilson_interval(uint64_t k, uint64_t n, double z = 1.96);
+
+}  // namespace geotb::emu

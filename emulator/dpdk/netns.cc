@@ -1,0 +1,99 @@
+#include "emulator/dpdk/netns.h"
+
+#include <signal.h>
+
+#include <algorithm>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+#include "emulator/dpdk/proc.h"
+
+namespace geotb::emu {
+
+uint64_t socket_buffer_for(const WanLinkSpec& l) {
+  const double rate = std::max(l.a_to_b.rate_bps > 0 ? l.a_to_b.rate_bps : 10e9, l.b_to_a.rate_bps > 0 ? l.b_to_a.rate_bps : 10e9);
+  const double rtt_s = static_cast<double>((l.a_to_b.delay + l.b_to_a.delay).count()) / 1e9;
+  const double bdp = rate * rtt_s / 8;
+  return std::clamp<uint64_t>(static_cast<uint64_t>(4 * bdp), uint64_t{4} << 20, uint64_t{256} << 20);
+}
+
+NetLayout net_layout(const NetTopology& t) {
+  if (t.prefix.empty() || t.prefix.size() > 8 || t.prefix.find_first_of("/ -") != std::string::npos)
+    throw std::invalid_argument("prefix: \"" + t.prefix + "\": 1..8 characters, no '/', ' ' or '-'");
+  if (t.dcs.size() < 2 || t.dcs.size() > 200) throw std::invalid_argument("dcs: " + std::to_string(t.dcs.size()) + ": need 2..200");
+  if (t.mtu < 576 || t.mtu > 1500)
+    throw std::invalid_argument("mtu: " + std::to_string(t.mtu) + ": 576..1500 (mbufs are 2 KiB)");
+  NetLayout L;
+  L.emu_ns = t.prefix + "-emu";
+  for (size_t i = 0; i < t.dcs.size(); ++i) {
+    DcPlace d;
+    d.name = t.dcs[i];
+    d.ns = t.prefix + "-" + std::to_string(i);
+    d.ifname = "dc";
+    d.address = "10." + std::to_string(t.net) + "." + std::to_string(i) + ".1";
+    d.subnet = Ipv4Prefix{(10u << 24) | (uint32_t{t.net} << 16) | (static_cast<uint32_t>(i) << 8), 24};
+    d.emu_if = "e" + std::to_string(i);
+    L.dcs.push_back(d);
+  }
+  L.socket_buffer_bytes = uint64_t{4} << 20;
+  for (const auto& w : t.wan) L.socket_buffer_bytes = std::max(L.socket_buffer_bytes, socket_buffer_for(w));
+  return L;
+}
+
+int net_down(const std::string& prefix) {
+  const CmdResult list = run_cmd({"ip", "netns", "list"});
+  std::istringstream is(list.output);
+  std::string line;
+  std::vector<std::string> victims;
+  while (std::getline(is, line)) {
+    const std::string name = line.substr(0, line.find(' '));
+    if (name.rfind(prefix + "-", 0) == 0) victims.push_back(name);
+  }
+  for (const auto& ns : victims) {
+    // Processes we left inside (emulator, iperf3 servers after a crash) keep veths alive.
+    const CmdResult pids = run_cmd({"ip", "netns", "pids", ns});
+    std::istringstream ps(pids.output);
+    pid_t pid;
+    while (ps >> pid) kill(pid, SIGKILL);
+  }
+  for (const auto& ns : victims) run_cmd({"ip", "netns", "del", ns});
+  return static_cast<int>(victims.size());
+}
+
+NetLayout net_up(const NetTopology& t) {
+  const NetLayout L = net_layout(t);
+  net_down(t.prefix);
+  try {
+    const std::string mtu = std::to_string(t.mtu);
+    const std::string buf = std::to_string(L.socket_buffer_bytes);
+    run_checked({"ip", "netns", "add", L.emu_ns});
+    run_checked(in_ns(L.emu_ns, {"ip", "link", "set", "lo", "up"}));
+    run_checked(in_ns(L.emu_ns, {"sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1"}));
+    for (const DcPlace& d : L.dcs) {
+      run_checked({"ip", "netns", "add", d.ns});
+      run_checked(in_ns(d.ns, {"sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1"}));
+      run_checked(in_ns(d.ns, {"sysctl", "-q", "-w", "net.ipv6.conf.default.disable_ipv6=1"}));
+      run_checked({"ip", "link", "add", d.ifname, "netns", d.ns, "mtu", mtu, "type", "veth", "peer", "name", d.emu_if,
+                   "netns", L.emu_ns, "mtu", mtu});
+      run_checked(in_ns(d.ns, {"ip", "link", "set", "lo", "up"}));
+      run_checked(in_ns(d.ns, {"ip", "addr", "add", d.address + "/16", "dev", d.ifname}));
+      run_checked(in_ns(d.ns, {"ip", "link", "set", d.ifname, "up"}));
+      // TCP through an af_packet forwarder: no checksum offload, no segmentation offloads.
+      run_checked(in_ns(d.ns, {"ethtool", "-K", d.ifname, "tx", "off", "tso", "off", "gso", "off", "gro", "off"}));
+      run_checked(in_ns(L.emu_ns, {"ethtool", "-K", d.emu_if, "gro", "off", "tso", "off", "gso", "off", "tx", "off"}));
+      run_checked(in_ns(L.emu_ns, {"ip", "link", "set", d.emu_if, "up"}));
+      for (const char* k : {"net.core.rmem_max", "net.core.wmem_max"})
+        run_cmd(in_ns(d.ns, {"sysctl", "-q", "-w", std::string(k) + "=" + buf}));  // global on some kernels: best effort
+      run_checked(in_ns(d.ns, {"sysctl", "-q", "-w", "net.ipv4.tcp_rmem=4096 131072 " + buf}));
+      run_checked(in_ns(d.ns, {"sysctl", "-q", "-w", "net.ipv4.tcp_wmem=4096 65536 " + buf}));
+      run_checked(in_ns(d.ns, {"sysctl", "-q", "-w", "net.ipv4.tcp_no_metrics_save=1"}));
+    }
+  } catch (...) {
+    net_down(t.prefix);
+    throw;
+  }
+  return L;
+}
+
+}  // namespace geotb::emu

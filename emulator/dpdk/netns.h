@@ -1,0 +1,58 @@
+// Network namespaces for the DPDK emulator: one per data center plus one for the emulator,
+// joined by veth pairs created directly inside the namespaces (the host's own interfaces and
+// addresses are never touched).
+//
+//   <prefix>-<i>   (DC i)    interface "dc"   10.<net>.<i>.1/16, offloads off (TCP through the
+//                                            af_packet forwarder needs it), socket buffers = BDP
+//   <prefix>-emu             interface "e<i>" no address, GRO off; geotb-emulate opens it with
+//                                            net_af_packet and routes 10.<net>.<i>.0/24 to it
+//
+// Every DC is on-link with every other (one /16), so ARP crosses the emulator like any frame.
+// net_down() is idempotent and also cleans up after a crash: it kills what still runs inside
+// the namespaces (by pid) and deletes every namespace whose name starts with "<prefix>-".
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "emulator/dpdk/route.h"
+#include "emulator/inproc/fabric.h"
+
+namespace geotb::emu {
+
+struct NetTopology {
+  std::string prefix = "gtb";          ///< namespace name prefix, <= 8 characters
+  std::vector<std::string> dcs;        ///< data-center names (reports only; namespaces are numbered)
+  std::vector<WanLinkSpec> wan;        ///< used to size socket buffers to the bandwidth-delay product
+  uint8_t net = 77;                    ///< second octet of the 10.x.0.0/16 used inside the namespaces
+  uint32_t mtu = 1500;                 ///< bytes
+};
+
+struct DcPlace {
+  std::string name;       ///< data-center name
+  std::string ns;         ///< its namespace
+  std::string ifname;     ///< its interface ("dc")
+  std::string address;    ///< e.g. "10.77.0.1"
+  Ipv4Prefix subnet;      ///< routed to its port by the emulator
+  std::string emu_if;     ///< the peer interface inside the emulator namespace
+};
+
+struct NetLayout {
+  std::string emu_ns;
+  std::vector<DcPlace> dcs;
+  uint64_t socket_buffer_bytes = 0;  ///< tcp_rmem/tcp_wmem max and rmem/wmem_max in every DC
+};
+
+/// Names, addresses and buffer sizes, without creating anything. Throws std::invalid_argument.
+NetLayout net_layout(const NetTopology& t);
+/// Creates everything (after a net_down of the same prefix). Throws std::runtime_error naming
+/// the failing command and its output; what was created is torn down first.
+NetLayout net_up(const NetTopology& t);
+/// Removes every namespace "<prefix>-*" and what runs inside. Returns how many were removed.
+int net_down(const std::string& prefix);
+/// Socket buffer size for a link: 4 x bandwidth-delay product (RTT = both delays), clamped to
+/// [4 MiB, 256 MiB]; an unlimited rate is sized as 10 Gbit/s.
+uint64_t socket_buffer_for(const WanLinkSpec& l);
+
+}  // namespace geotb::emu
