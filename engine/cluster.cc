@@ -28,8 +28,6 @@ StrategyResult run_strategy(const ClusterSpec& cluster, const WorkloadSpec& work
   for (int r = 0; r < P; ++r) fc.site_of.push_back(r / N);
   fc.lan = cluster.lan;
   fc.wan = cluster.wan;
-  if (info.wan_is_lan)
-    for (auto& w : fc.wan) w.a_to_b = w.b_to_a = cluster.lan;
   fc.segments = cluster.segments;
   fc.seed = work.seed;
   emu::SteadyClock clock;
@@ -104,7 +102,8 @@ StrategyResult run_strategy(const ClusterSpec& cluster, const WorkloadSpec& work
       if (info.needs_intra_dc) {
         GlooOptions go;
         go.timeout = opt.gloo_timeout;
-        intra = make_gloo_group(store, scfg.name + "/dc" + std::to_string(env.dc), env.local_rank, N, go);
+        intra = info.one_group ? make_gloo_group(store, scfg.name + "/all", r, P, go)
+                               : make_gloo_group(store, scfg.name + "/dc" + std::to_string(env.dc), env.local_rank, N, go);
         env.intra = intra.get();
       }
       auto strategy = make_strategy(scfg, env);
@@ -172,7 +171,7 @@ StrategyResult run_strategy(const ClusterSpec& cluster, const WorkloadSpec& work
   res.comm_compute_ratio = res.compute_s_per_step > 0 ? res.exposed_comm_s_per_step / res.compute_s_per_step : 0;
   res.wan = fabric.wan_total();
   res.exchange_log = envs[0].exchanges;
-  res.exchanges = info.needs_intra_dc ? envs[0].exchanges.size() : static_cast<uint64_t>(steps);
+  res.exchanges = info.exchanges_every_step ? static_cast<uint64_t>(steps) : envs[0].exchanges.size();
   res.loss.assign(static_cast<size_t>(steps), 0);
   for (int s = 0; s < steps; ++s) {
     double acc = 0;

@@ -54,7 +54,7 @@ struct WorkerEnv {
   Learner* learner = nullptr;
   Sgd* opt = nullptr;
   Transport* net = nullptr;     ///< global ranks over the (emulated) network
-  IntraDc* intra = nullptr;     ///< this DC's group; null unless the strategy asked for it
+  IntraDc* intra = nullptr;     ///< this DC's Gloo group (every worker's for one_group); null unless asked
   const emu::Clock* clock = nullptr;
   WorkerTimes times;
   std::vector<ExchangeRecord> exchanges;  ///< filled by DC leaders
@@ -74,8 +74,9 @@ class Strategy {
 };
 
 struct StrategyInfo {
-  bool needs_intra_dc = false;   ///< wants a Gloo group per DC
-  bool wan_is_lan = false;       ///< run with every WAN link replaced by the LAN link
+  bool needs_intra_dc = false;   ///< wants a Gloo group (env.intra) per DC
+  bool one_group = false;        ///< with needs_intra_dc: one group of every worker (all in one DC)
+  bool exchanges_every_step = false;  ///< every step is one inter-DC exchange (flat allreduce)
 };
 
 /// Names the registry knows, for validation and help.

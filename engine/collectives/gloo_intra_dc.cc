@@ -27,6 +27,7 @@ class GlooIntraDc final : public IntraDc {
       : rank_(rank), size_(size) {
     auto opts = ::c10d::ProcessGroupGloo::Options::create();
     opts->timeout = opt.timeout;
+    opts->threads = opt.threads;
     opts->devices.push_back(::c10d::ProcessGroupGloo::createDeviceForInterface(opt.interface));
     auto ps = c10::make_intrusive<::c10d::PrefixStore>(prefix, store->store);
     pg_ = c10::make_intrusive<::c10d::ProcessGroupGloo>(ps, rank, size, opts);

@@ -1,4 +1,4 @@
-// Collectives inside one data center, on flat float buffers. The backend is c10d's
+// Collectives inside one group of workers (a data center, or every worker for `lan`), on flat float buffers. The backend is c10d's
 // ProcessGroupGloo (collectives/gloo_intra_dc.cc, the only libtorch TU here): real Gloo
 // allreduce over TCP on the DC's interface. No libtorch in this header.
 #pragma once
@@ -30,6 +30,8 @@ std::shared_ptr<StoreHandle> make_inprocess_store();
 struct GlooOptions {
   std::string interface = "lo";                  ///< network interface Gloo binds to
   std::chrono::milliseconds timeout{120000};     ///< per-operation timeout
+  int threads = 1;  ///< ProcessGroupGloo worker threads (c10d's default is 2; one is enough for one
+                    ///< collective at a time, and many workers share few cores here)
 };
 
 /// Joins the group `prefix` (all `size` members must call concurrently: this rendezvous blocks).

@@ -86,7 +86,7 @@ class TorchLearner final : public Learner {
     auto yt = torch::from_blob(const_cast<int64_t*>(y), {static_cast<int64_t>(batch)}, torch::kLong);
     auto loss = torch::nn::functional::cross_entropy(net_->forward(xt), yt);
     loss.backward();
-    return loss.item<double>();
+    return loss.template item<double>();
   }
 
   double accuracy(const Dataset& data) override {

@@ -1,8 +1,7 @@
 // naive_ddp: what DistributedDataParallel does with one flat process group spanning every data
 // center. Every step, one ring allreduce of the full-precision gradient over all M*N ranks, ring
 // ordered DC by DC, so M hops of the ring cross the WAN and every one of its 2(p-1) steps waits
-// for them. Then a plain SGD step on the averaged gradient. (Also serves `lan`, where the WAN
-// links are replaced by the LAN link.)
+// for them. Then a plain SGD step on the averaged gradient.
 #include "engine/collectives/ring_allreduce.h"
 #include "engine/strategies/strategies.h"
 

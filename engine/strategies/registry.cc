@@ -13,9 +13,10 @@ const std::vector<std::string>& strategy_names() {
 }
 
 StrategyInfo strategy_info(const std::string& name) {
-  if (name == "naive_ddp") return {false, false};
-  if (name == "lan") return {false, true};
-  if (name == "hierarchical" || name == "hier_ef_topk_int8") return {true, false};
+  if (name == "naive_ddp") return {.needs_intra_dc = false, .one_group = false, .exchanges_every_step = true};
+  if (name == "lan") return {.needs_intra_dc = true, .one_group = true, .exchanges_every_step = false};
+  if (name == "hierarchical" || name == "hier_ef_topk_int8")
+    return {.needs_intra_dc = true, .one_group = false, .exchanges_every_step = false};
   throw std::invalid_argument("unknown strategy \"" + name + "\"");
 }
 
@@ -38,7 +39,8 @@ std::string validate(const StrategyConfig& c) {
 }
 
 std::unique_ptr<Strategy> make_strategy(const StrategyConfig& cfg, const WorkerEnv& env) {
-  if (cfg.name == "naive_ddp" || cfg.name == "lan") return make_naive_ddp(cfg, env);
+  if (cfg.name == "naive_ddp") return make_naive_ddp(cfg, env);
+  if (cfg.name == "lan") return make_lan_ddp(cfg, env);
   if (cfg.name == "hier_ef_topk_int8") return make_hier_ef_topk_int8(cfg, env);
   if (cfg.name == "hierarchical") {
     StrategyConfig dense = cfg;

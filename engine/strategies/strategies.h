@@ -8,6 +8,7 @@
 namespace geotb::engine {
 
 std::unique_ptr<Strategy> make_naive_ddp(const StrategyConfig& cfg, const WorkerEnv& env);
+std::unique_ptr<Strategy> make_lan_ddp(const StrategyConfig& cfg, const WorkerEnv& env);
 std::unique_ptr<Strategy> make_hier_ef_topk_int8(const StrategyConfig& cfg, const WorkerEnv& env);
 
 }  // namespace geotb::engine

@@ -1,0 +1,35 @@
+// geotb: the command line of the geo-distributed training testbed.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <cstdlib>
+
+#include "harness/cmd_run.h"
+#ifdef GEOTB_HAVE_NET
+#include "harness/net_commands.h"
+#endif
+
+int main(int argc, char** argv) {
+  // One OpenMP/BLAS thread per worker thread: the engine runs many workers in one process, and
+  // oversubscribed OpenMP pools slow everything down. Must be set before OpenMP starts.
+  setenv("OMP_NUM_THREADS", "1", 0);
+  std::vector<std::string> args(argv, argv + argc);
+  CLI::App app{"geotb: train across emulated data centers and compare synchronisation strategies"};
+  app.require_subcommand(1);
+  geotb::harness::register_run_command(app, args);
+#ifdef GEOTB_HAVE_NET
+  register_net_command(app);
+  register_fidelity_command(app);
+#endif
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::RuntimeError& e) {
+    return e.get_exit_code();
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "geotb: error: {}\n", e.what());
+    return 1;
+  }
+  return 0;
+}

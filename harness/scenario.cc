@@ -1,0 +1,410 @@
+#include "harness/scenario.h"
+
+#include <fmt/format.h>
+#include <openssl/evp.h>
+
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "harness/units.h"
+
+namespace geotb::harness {
+
+namespace {
+
+using nlohmann::json;
+
+std::string show(const json& v) {
+  std::string s = v.dump();
+  return s.size() > 60 ? s.substr(0, 57) + "..." : s;
+}
+
+/// A JSON object being read: remembers which keys were used and rejects the rest.
+class Obj {
+ public:
+  Obj(const json& j, std::string path) : j_(j), path_(std::move(path)) {
+    if (!j_.is_object()) throw ScenarioError(fmt::format("{}: {}: expected an object", label(), show(j_)));
+  }
+  const std::string& path() const { return path_; }
+  std::string field(const std::string& key) const { return path_.empty() ? key : path_ + "." + key; }
+  bool has(const std::string& key) {
+    seen_.insert(key);
+    return j_.contains(key);
+  }
+  const json& req(const std::string& key) {
+    if (!has(key)) throw ScenarioError(fmt::format("{}: missing (required)", field(key)));
+    return j_.at(key);
+  }
+  const json* opt(const std::string& key) { return has(key) ? &j_.at(key) : nullptr; }
+  /// Call after reading: every key not read is an error.
+  void done() const {
+    for (auto it = j_.begin(); it != j_.end(); ++it) {
+      if (seen_.count(it.key())) continue;
+      std::string known;
+      for (const auto& k : seen_) known += (known.empty() ? "" : ", ") + k;
+      throw ScenarioError(fmt::format("{}: unknown key (known here: {})", field(it.key()), known));
+    }
+  }
+
+ private:
+  std::string label() const { return path_.empty() ? "scenario" : path_; }
+  const json& j_;
+  std::string path_;
+  std::set<std::string> seen_;
+};
+
+[[noreturn]] void fail(const std::string& field, const json& v, const std::string& why) {
+  throw ScenarioError(fmt::format("{}: {}: {}", field, show(v), why));
+}
+
+template <typename F>
+auto with_field(const std::string& field, const json& v, F&& f) -> decltype(f(v)) {
+  try {
+    return f(v);
+  } catch (const UnitError& e) {
+    throw ScenarioError(fmt::format("{}: {}", field, e.what()));
+  }
+}
+
+std::string get_string(Obj& o, const std::string& key, const std::string* def = nullptr) {
+  const json* v = def ? o.opt(key) : &o.req(key);
+  if (!v) return *def;
+  if (!v->is_string()) fail(o.field(key), *v, "expected a string");
+  return v->get<std::string>();
+}
+
+int64_t get_int(Obj& o, const std::string& key, int64_t lo, int64_t hi, const int64_t* def = nullptr) {
+  const json* v = def ? o.opt(key) : &o.req(key);
+  if (!v) return *def;
+  if (!v->is_number_integer()) fail(o.field(key), *v, "expected an integer");
+  const int64_t x = v->get<int64_t>();
+  if (x < lo || x > hi) fail(o.field(key), *v, fmt::format("must be in [{}, {}]", lo, hi));
+  return x;
+}
+
+double get_number(Obj& o, const std::string& key, double lo, double hi, double def) {
+  const json* v = o.opt(key);
+  if (!v) return def;
+  if (!v->is_number()) fail(o.field(key), *v, "expected a number");
+  const double x = v->get<double>();
+  if (!(x >= lo && x <= hi)) fail(o.field(key), *v, fmt::format("must be in [{}, {}]", lo, hi));
+  return x;
+}
+
+bool get_bool(Obj& o, const std::string& key, bool def) {
+  const json* v = o.opt(key);
+  if (!v) return def;
+  if (!v->is_boolean()) fail(o.field(key), *v, "expected true or false");
+  return v->get<bool>();
+}
+
+double bandwidth(Obj& o, const std::string& key, double def) {
+  const json* v = o.opt(key);
+  if (!v) return def;
+  const double bps = with_field(o.field(key), *v, [](const json& x) { return parse_bandwidth_bps(x); });
+  if (bps < 1e3 || bps > 1e13) fail(o.field(key), *v, "must be between 1kbps and 10Tbps");
+  return bps;
+}
+
+std::chrono::nanoseconds duration(Obj& o, const std::string& key, std::chrono::nanoseconds hi,
+                                  const std::chrono::nanoseconds* def) {
+  const json* v = def ? o.opt(key) : &o.req(key);
+  if (!v) return *def;
+  const auto d = with_field(o.field(key), *v, [](const json& x) { return parse_duration(x); });
+  if (d > hi) fail(o.field(key), *v, fmt::format("must be at most {}", format_duration(hi)));
+  return d;
+}
+
+emu::LossConfig loss(const json& v, const std::string& path) {
+  Obj o(v, path);
+  emu::LossConfig l;
+  const std::string model = get_string(o, "model");
+  auto prob = [&](const std::string& key, double def) {
+    const json* p = o.opt(key);
+    return p ? with_field(o.field(key), *p, [](const json& x) { return parse_probability(x); }) : def;
+  };
+  if (model == "none") {
+    l.kind = emu::LossConfig::Kind::kNone;
+  } else if (model == "bernoulli") {
+    l.kind = emu::LossConfig::Kind::kBernoulli;
+    l.p = prob("p", 0.0);
+    if (!o.has("p")) o.req("p");
+  } else if (model == "gilbert_elliott") {
+    l.kind = emu::LossConfig::Kind::kGilbertElliott;
+    l.p_good_to_bad = prob("p_good_to_bad", 0.0);
+    l.p_bad_to_good = prob("p_bad_to_good", 1.0);
+    l.loss_good = prob("loss_good", 0.0);
+    l.loss_bad = prob("loss_bad", 1.0);
+    if (l.p_good_to_bad > 0 && l.p_bad_to_good == 0)
+      fail(o.field("p_bad_to_good"), v.value("p_bad_to_good", json(0)), "must be > 0 or the link never recovers");
+  } else {
+    fail(o.field("model"), json(model), "unknown loss model (none, bernoulli, gilbert_elliott)");
+  }
+  o.done();
+  return l;
+}
+
+emu::JitterConfig jitter(Obj& o) {
+  emu::JitterConfig j;
+  const json* v = o.opt("jitter");
+  if (!v) return j;
+  if (v->is_string()) {  // shorthand: uniform +- amount
+    j.kind = emu::JitterConfig::Kind::kUniform;
+    j.amount = with_field(o.field("jitter"), *v, [](const json& x) { return parse_duration(x); });
+  } else {
+    Obj jo(*v, o.field("jitter"));
+    const std::string kind = get_string(jo, "distribution");
+    if (kind == "uniform") j.kind = emu::JitterConfig::Kind::kUniform;
+    else if (kind == "normal") j.kind = emu::JitterConfig::Kind::kNormal;
+    else fail(jo.field("distribution"), json(kind), "unknown jitter distribution (uniform, normal)");
+    j.amount = duration(jo, "amount", std::chrono::seconds(1), nullptr);
+    jo.done();
+  }
+  if (j.amount == std::chrono::nanoseconds{0}) j.kind = emu::JitterConfig::Kind::kNone;
+  return j;
+}
+
+/// One direction's link settings; `base` gives the defaults (for "reverse" overrides).
+emu::LinkConfig link_settings(Obj& o, const emu::LinkConfig& base, bool rtt_required) {
+  emu::LinkConfig c = base;
+  c.rate_bps = bandwidth(o, "bandwidth", base.rate_bps);
+  if (rtt_required || o.has("rtt")) {
+    const auto rtt = duration(o, "rtt", std::chrono::seconds(10), nullptr);
+    c.delay = rtt / 2;
+  }
+  if (const json* v = o.opt("loss")) c.loss = loss(*v, o.field("loss"));
+  if (o.has("jitter")) c.jitter = jitter(o);
+  c.reorder = get_bool(o, "reorder", base.reorder);
+  if (const json* v = o.opt("queue")) {
+    c.queue_bytes = with_field(o.field("queue"), *v, [](const json& x) { return parse_bytes(x); });
+  }
+  return c;
+}
+
+int dc_index(const std::map<std::string, int>& dcs, const json& v, const std::string& field) {
+  if (!v.is_string()) fail(field, v, "expected a data center name");
+  auto it = dcs.find(v.get<std::string>());
+  if (it == dcs.end()) {
+    std::string names;
+    for (const auto& [n, i] : dcs) names += (names.empty() ? "" : ", ") + n;
+    fail(field, v, fmt::format("no such data center (have: {})", names));
+  }
+  return it->second;
+}
+
+std::pair<int, int> dc_pair(const std::map<std::string, int>& dcs, const json& v, const std::string& field) {
+  if (!v.is_array() || v.size() != 2) fail(field, v, "expected [\"dc_a\", \"dc_b\"]");
+  const int a = dc_index(dcs, v[0], field + "[0]"), b = dc_index(dcs, v[1], field + "[1]");
+  if (a == b) fail(field, v, "a link joins two different data centers");
+  return {a, b};
+}
+
+std::string sha256_hex(const std::string& s) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_Digest(s.data(), s.size(), md, &len, EVP_sha256(), nullptr);
+  std::string hex;
+  for (unsigned i = 0; i < len; ++i) hex += fmt::format("{:02x}", md[i]);
+  return hex;
+}
+
+}  // namespace
+
+Scenario parse_scenario(const json& j, const std::string& origin) {
+  try {
+    Scenario sc;
+    Obj root(j, "");
+    sc.schema = static_cast<int>(get_int(root, "schema", 1, 1));
+    sc.name = get_string(root, "name");
+    if (sc.name.empty() || sc.name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-_") != std::string::npos)
+      fail("name", json(sc.name), "use lowercase letters, digits, '-' and '_' (it names report files)");
+    const std::string empty;
+    sc.description = get_string(root, "description", &empty);
+    const int64_t seed_def = 42;
+    sc.seed = static_cast<uint64_t>(get_int(root, "seed", 0, INT64_MAX, &seed_def));
+
+    // Data centers.
+    const json& dcs = root.req("datacenters");
+    if (!dcs.is_array() || dcs.empty() || dcs.size() > 16) fail("datacenters", dcs, "expected 1 to 16 data centers");
+    std::map<std::string, int> dc_idx;
+    for (size_t i = 0; i < dcs.size(); ++i) {
+      Obj d(dcs[i], fmt::format("datacenters[{}]", i));
+      engine::DcSpec spec;
+      spec.name = get_string(d, "name");
+      if (spec.name.empty()) fail(d.field("name"), json(spec.name), "must not be empty");
+      spec.workers = static_cast<int>(get_int(d, "workers", 1, 64));
+      if (dc_idx.count(spec.name)) fail(d.field("name"), json(spec.name), "duplicate data center name");
+      if (!sc.cluster.dcs.empty() && spec.workers != sc.cluster.dcs[0].workers)
+        fail(d.field("workers"), json(spec.workers),
+             fmt::format("every data center needs the same number of workers ({} in {})", sc.cluster.dcs[0].workers,
+                         sc.cluster.dcs[0].name));
+      dc_idx[spec.name] = static_cast<int>(i);
+      sc.cluster.dcs.push_back(spec);
+      d.done();
+    }
+
+    // LAN.
+    sc.cluster.lan.rate_bps = 100e9;
+    sc.cluster.lan.delay = std::chrono::microseconds(10);
+    if (const json* lan = root.opt("lan")) {
+      Obj l(*lan, "lan");
+      sc.cluster.lan = link_settings(l, sc.cluster.lan, false);
+      l.done();
+    }
+
+    // WAN links.
+    const json& wan = root.req("wan");
+    if (!wan.is_array()) fail("wan", wan, "expected a list of links");
+    std::set<std::pair<int, int>> linked;
+    for (size_t i = 0; i < wan.size(); ++i) {
+      Obj w(wan[i], fmt::format("wan[{}]", i));
+      emu::WanLinkSpec spec;
+      std::tie(spec.a, spec.b) = dc_pair(dc_idx, w.req("between"), w.field("between"));
+      if (!w.has("bandwidth")) w.req("bandwidth");
+      emu::LinkConfig base;
+      base.rate_bps = 0;
+      spec.a_to_b = link_settings(w, base, true);
+      spec.b_to_a = spec.a_to_b;
+      if (const json* rev = w.opt("reverse")) {
+        Obj r(*rev, w.field("reverse"));
+        spec.b_to_a = link_settings(r, spec.a_to_b, false);
+        r.done();
+      }
+      if (!linked.insert({std::min(spec.a, spec.b), std::max(spec.a, spec.b)}).second)
+        fail(w.field("between"), w.req("between"), "this pair already has a link");
+      sc.cluster.wan.push_back(spec);
+      w.done();
+    }
+    for (size_t a = 0; a < sc.cluster.dcs.size(); ++a)
+      for (size_t b = a + 1; b < sc.cluster.dcs.size(); ++b)
+        if (!linked.count({static_cast<int>(a), static_cast<int>(b)}))
+          fail("wan", json::array(), fmt::format("no link between \"{}\" and \"{}\"", sc.cluster.dcs[a].name,
+                                                  sc.cluster.dcs[b].name));
+
+    // Timeline.
+    if (const json* tl = root.opt("timeline")) {
+      if (!tl->is_array()) fail("timeline", *tl, "expected a list of events");
+      for (size_t i = 0; i < tl->size(); ++i) {
+        Obj e((*tl)[i], fmt::format("timeline[{}]", i));
+        if (e.has("kill") || e.has("at_step"))
+          fail(e.field(e.has("kill") ? "kill" : "at_step"), (*tl)[i], "fault injection is not implemented yet");
+        engine::TimedLinkChange tc;
+        tc.change.at = duration(e, "at", std::chrono::hours(24), nullptr);
+        std::tie(tc.site_a, tc.site_b) = dc_pair(dc_idx, e.req("link"), e.field("link"));
+        Obj set(e.req("set"), e.field("set"));
+        if (const json* v = set.opt("bandwidth")) {
+          (void)v;
+          tc.change.rate_bps = bandwidth(set, "bandwidth", 0);
+        }
+        if (set.has("rtt")) tc.change.delay = duration(set, "rtt", std::chrono::seconds(10), nullptr) / 2;
+        if (const json* v = set.opt("loss")) tc.change.loss = loss(*v, set.field("loss"));
+        if (set.has("up")) tc.change.up = get_bool(set, "up", true);
+        set.done();
+        e.done();
+        sc.cluster.timeline.push_back(tc);
+      }
+    }
+
+    // Workload.
+    {
+      Obj w(root.req("workload"), "workload");
+      const json& model = w.req("model");
+      if (model.is_string()) {
+        sc.workload.model.name = model.get<std::string>();
+      } else {
+        Obj m(model, "workload.model");
+        sc.workload.model.name = get_string(m, "name");
+        if (const json* h = m.opt("hidden")) {
+          if (!h->is_array()) fail(m.field("hidden"), *h, "expected a list of layer widths");
+          sc.workload.model.hidden.clear();
+          for (const auto& x : *h) {
+            if (!x.is_number_integer()) fail(m.field("hidden"), x, "expected an integer width");
+            sc.workload.model.hidden.push_back(x.get<int>());
+          }
+        }
+        m.done();
+      }
+      if (auto e = engine::validate(sc.workload.model); !e.empty())
+        throw ScenarioError("workload." + e);
+      const std::string fm = "fashion-mnist", iid = "iid";
+      sc.dataset = get_string(w, "dataset", &fm);
+      if (sc.dataset != "fashion-mnist") fail("workload.dataset", json(sc.dataset), "unknown dataset (fashion-mnist)");
+      sc.partition = get_string(w, "partition", &iid);
+      if (sc.partition != "iid") fail("workload.partition", json(sc.partition), "unknown partition (iid)");
+      sc.workload.batch_per_worker = static_cast<int>(get_int(w, "batch_per_worker", 1, 4096));
+      sc.workload.steps = static_cast<int>(get_int(w, "steps", 1, 1000000));
+      const int64_t zero = 0;
+      sc.train_limit = static_cast<size_t>(get_int(w, "train_examples", 0, 60000, &zero));
+      sc.test_limit = static_cast<size_t>(get_int(w, "test_examples", 0, 10000, &zero));
+      Obj o(w.req("optimizer"), "workload.optimizer");
+      const std::string name = get_string(o, "name");
+      if (name != "sgd") fail(o.field("name"), json(name), "unknown optimizer (sgd)");
+      sc.workload.optimizer.lr = get_number(o, "lr", 0, 1e9, 0.05);
+      if (!o.has("lr")) o.req("lr");
+      sc.workload.optimizer.momentum = get_number(o, "momentum", -1e9, 1e9, 0.0);
+      sc.workload.optimizer.weight_decay = get_number(o, "weight_decay", -1e9, 1e9, 0.0);
+      if (auto e = engine::validate(sc.workload.optimizer); !e.empty()) throw ScenarioError("workload." + e);
+      o.done();
+      w.done();
+      sc.workload.seed = sc.seed;
+    }
+
+    // Strategies.
+    const json& st = root.req("strategies");
+    if (!st.is_array() || st.empty()) fail("strategies", st, "expected a non-empty list");
+    std::set<std::string> names;
+    for (size_t i = 0; i < st.size(); ++i) {
+      Obj s(st[i], fmt::format("strategies[{}]", i));
+      engine::StrategyConfig c;
+      c.name = get_string(s, "name");
+      const int64_t k_def = c.K;
+      c.K = static_cast<int>(get_int(s, "K", -1000000000, 1000000000, &k_def));
+      if (const json* d = s.opt("density")) c.density = with_field(s.field("density"), *d, [](const json& x) {
+        return parse_probability(x);
+      });
+      const int64_t b_def = c.block;
+      c.block = static_cast<uint32_t>(get_int(s, "block", 0, 1 << 30, &b_def));
+      c.overlap = get_bool(s, "overlap", c.overlap);
+      c.quantize = get_bool(s, "quantize", c.quantize);
+      if (auto e = engine::validate(c); !e.empty()) throw ScenarioError(s.path() + "." + e);
+      if (!names.insert(c.name).second) fail(s.field("name"), json(c.name), "strategy listed twice");
+      s.done();
+      sc.strategies.push_back(c);
+    }
+
+    const std::string emb = "embedded";
+    sc.network = get_string(root, "network", &emb);
+    if (sc.network != "embedded")
+      fail("network", json(sc.network), "only \"embedded\" is implemented (the DPDK mode is not yet)");
+
+    if (const json* ch = root.opt("check")) {
+      Obj c(*ch, "check");
+      sc.check.throughput_ratio_tolerance = get_number(c, "throughput_ratio_tolerance", 0, 10, 0.15);
+      sc.check.accuracy_tolerance = get_number(c, "accuracy_tolerance", 0, 1, 0.01);
+      sc.check.wan_bytes_ratio_tolerance = get_number(c, "wan_bytes_ratio_tolerance", 0, 10, 0.05);
+      c.done();
+    }
+    root.done();
+    sc.raw = j;
+    sc.hash = sha256_hex(j.dump());
+    return sc;
+  } catch (const ScenarioError& e) {
+    throw ScenarioError(origin + ": " + e.what());
+  }
+}
+
+Scenario load_scenario(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw ScenarioError(path + ": cannot open");
+  json j;
+  try {
+    j = json::parse(in);
+  } catch (const json::parse_error& e) {
+    throw ScenarioError(fmt::format("{}: not valid JSON: {}", path, e.what()));
+  }
+  return parse_scenario(j, path);
+}
+
+}  // namespace geotb::harness

@@ -1,0 +1,52 @@
+// Scenario files (scenarios/*.json): the schema is documented in README "Scenario files".
+// Only the harness parses JSON; it turns a scenario into the engine's and emulator's structs.
+// Every error names the field path and the value: `wan[0].bandwidth: "10Gbs": unknown unit ...`.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/cluster.h"
+#include "engine/strategy.h"
+
+namespace geotb::harness {
+
+class ScenarioError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct CheckConfig {
+  double throughput_ratio_tolerance = 0.15;  ///< relative, on samples/s / naive_ddp samples/s
+  double accuracy_tolerance = 0.01;          ///< absolute, on final test accuracy
+  double wan_bytes_ratio_tolerance = 0.05;   ///< relative, on WAN bytes / naive_ddp WAN bytes
+};
+
+struct Scenario {
+  int schema = 1;
+  std::string name;
+  std::string description;
+  uint64_t seed = 42;
+  engine::ClusterSpec cluster;
+  engine::WorkloadSpec workload;
+  std::string dataset = "fashion-mnist";
+  std::string partition = "iid";
+  size_t train_limit = 0;  ///< 0 = all 60000 training examples
+  size_t test_limit = 0;   ///< 0 = all 10000 test examples
+  std::vector<engine::StrategyConfig> strategies;
+  std::string network = "embedded";
+  CheckConfig check;
+  nlohmann::json raw;      ///< the file as parsed
+  std::string hash;        ///< SHA-256 of the canonical JSON (sorted keys, no whitespace)
+};
+
+/// Reads and validates a scenario file. Throws ScenarioError("<path>: <field>: <value>: <why>").
+Scenario load_scenario(const std::string& path);
+/// Validates parsed JSON; `origin` prefixes error messages.
+Scenario parse_scenario(const nlohmann::json& j, const std::string& origin);
+
+}  // namespace geotb::harness

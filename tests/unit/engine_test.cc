@@ -1,0 +1,153 @@
+// Engine pieces that need no network: optimizer, data, and the identity of the two strategies.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "engine/cluster.h"
+#include "engine/data/fashion_mnist.h"
+#include "engine/optim/sgd.h"
+
+using namespace geotb::engine;
+
+namespace {
+
+TEST(Sgd, MomentumAndWeightDecayFollowTorchRule) {
+  SgdConfig c;
+  c.lr = 0.5;
+  c.momentum = 0.5;
+  c.weight_decay = 0.25;
+  Sgd opt(c, 1);
+  float x = 2.0f;
+  const float g = 1.0f;
+  opt.step(&x, &g);  // d = 1 + 0.25*2 = 1.5; m = 1.5; x = 2 - 0.75 = 1.25
+  EXPECT_FLOAT_EQ(x, 1.25f);
+  opt.step(&x, &g);  // d = 1 + 0.3125 = 1.3125; m = 0.75 + 1.3125 = 2.0625; x = 1.25 - 1.03125
+  EXPECT_FLOAT_EQ(x, 0.21875f);
+}
+
+TEST(Sgd, ValidateNamesTheField) {
+  SgdConfig c;
+  c.momentum = 1.0;
+  EXPECT_NE(validate(c).find("optimizer.momentum: 1"), std::string::npos);
+}
+
+const Dataset& train() {
+  static Dataset d = load_fashion_mnist(kFashionMnistDir, true);
+  return d;
+}
+
+TEST(FashionMnist, LoadsTheFullBalancedTrainingSet) {
+  const Dataset& d = train();
+  ASSERT_EQ(d.size, 60000u);
+  EXPECT_EQ(d.rows, 28);
+  EXPECT_EQ(d.cols, 28);
+  std::vector<int> per_class(10, 0);
+  for (int64_t y : d.labels) per_class[static_cast<size_t>(y)]++;
+  for (int c = 0; c < 10; ++c) EXPECT_EQ(per_class[static_cast<size_t>(c)], 6000) << "class " << c;
+  const double mean = std::accumulate(d.images.begin(), d.images.end(), 0.0) / static_cast<double>(d.images.size());
+  EXPECT_NEAR(mean, 0.0, 0.01);  // normalised with the training-set mean
+  const Dataset t = load_fashion_mnist(kFashionMnistDir, false, 123);
+  EXPECT_EQ(t.size, 123u);
+  EXPECT_THROW(load_fashion_mnist("/nonexistent", true), DataError);
+}
+
+TEST(FashionMnist, IidPartitionCoversEveryExampleOnce) {
+  auto parts = partition_iid(1003, 4, 9);
+  std::vector<int> seen(1003, 0);
+  for (const auto& p : parts) {
+    EXPECT_TRUE(p.size() == 250 || p.size() == 251);
+    for (uint32_t i : p) seen[i]++;
+  }
+  EXPECT_TRUE(std::all_of(seen.begin(), seen.end(), [](int c) { return c == 1; }));
+  EXPECT_EQ(partition_iid(1003, 4, 9), parts);   // seeded
+  EXPECT_NE(partition_iid(1003, 4, 10), parts);
+}
+
+ClusterSpec fast_cluster() {
+  ClusterSpec c;
+  c.dcs = {{"a", 2}, {"b", 2}};
+  c.lan.rate_bps = 0;
+  c.lan.delay = std::chrono::nanoseconds(0);
+  geotb::emu::WanLinkSpec w;
+  w.a = 0;
+  w.b = 1;
+  w.a_to_b.rate_bps = w.b_to_a.rate_bps = 0;
+  c.wan = {w};
+  return c;
+}
+
+WorkloadSpec small_work() {
+  WorkloadSpec w;
+  w.model.hidden = {32};
+  w.optimizer.lr = 0.05;
+  w.optimizer.momentum = 0.9;
+  w.batch_per_worker = 16;
+  w.steps = 25;
+  w.seed = 5;
+  return w;
+}
+
+Datasets small_data() {
+  Datasets d;
+  d.train = load_fashion_mnist(kFashionMnistDir, true, 4000);
+  d.test = load_fashion_mnist(kFashionMnistDir, false, 500);
+  return d;
+}
+
+double rel_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    num += (static_cast<double>(a[i]) - b[i]) * (static_cast<double>(a[i]) - b[i]);
+    den += static_cast<double>(b[i]) * b[i];
+  }
+  return std::sqrt(num / den);
+}
+
+TEST(Identity, DenseBlockingEveryStepHierEqualsNaiveDdp) {
+  const Datasets data = small_data();
+  RunOptions opt;
+  StrategyConfig naive{"naive_ddp"};
+  StrategyConfig hier{"hier_ef_topk_int8"};
+  hier.K = 1;
+  hier.density = 1.0;
+  hier.quantize = false;
+  hier.overlap = false;
+  const auto a = run_strategy(fast_cluster(), small_work(), naive, data, opt, true);
+  const auto b = run_strategy(fast_cluster(), small_work(), hier, data, opt, true);
+  ASSERT_EQ(a.final_params.size(), b.final_params.size());
+  EXPECT_LE(rel_diff(b.final_params, a.final_params), 1e-5);
+  double max_abs = 0, max_ref = 0;
+  for (size_t i = 0; i < a.final_params.size(); ++i) {
+    max_abs = std::max(max_abs, static_cast<double>(std::fabs(a.final_params[i] - b.final_params[i])));
+    max_ref = std::max(max_ref, static_cast<double>(std::fabs(a.final_params[i])));
+  }
+  EXPECT_LE(max_abs, 1e-5 * max_ref);
+  EXPECT_EQ(a.replica_max_abs_diff, 0.0);
+  EXPECT_EQ(b.replica_max_abs_diff, 0.0);
+  EXPECT_EQ(b.exchanges, 26u);  // 25 rounds + the final dense one
+
+  // Negative control: with K = 2 the DCs drift between exchanges, and the weights differ.
+  hier.K = 2;
+  const auto c = run_strategy(fast_cluster(), small_work(), hier, data, opt, true);
+  EXPECT_GT(rel_diff(c.final_params, a.final_params), 1e-4);
+}
+
+TEST(Strategies, EveryReplicaEndsIdenticalAndCompressedTrafficIsSmall) {
+  const Datasets data = small_data();
+  StrategyConfig hier{"hier_ef_topk_int8"};
+  hier.K = 4;
+  hier.density = 0.01;
+  const auto r = run_strategy(fast_cluster(), small_work(), hier, data, RunOptions{}, false);
+  EXPECT_EQ(r.replica_max_abs_diff, 0.0);
+  EXPECT_EQ(r.exchanges, 7u);  // 6 rounds (steps 4, 8, ..., 24) + final
+  EXPECT_EQ(r.samples, 25u * 16u * 4u);
+  EXPECT_EQ(r.loss.size(), 25u);
+  const auto n = small_work();
+  (void)n;
+  const auto d = run_strategy(fast_cluster(), small_work(), StrategyConfig{"naive_ddp"}, data, RunOptions{}, false);
+  EXPECT_LT(r.wan.payload_bytes * 20, d.wan.payload_bytes);
+}
+
+}  // namespace

@@ -1,0 +1,138 @@
+// Scenario validation: good files load, bad ones fail with a message naming field and value.
+#include "harness/scenario.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "harness/units.h"
+
+using geotb::harness::parse_scenario;
+using geotb::harness::ScenarioError;
+using nlohmann::json;
+using ::testing::HasSubstr;
+
+namespace {
+
+json good() {
+  return json::parse(R"({
+    "schema": 1, "name": "t", "seed": 3,
+    "datacenters": [{"name": "a", "workers": 2}, {"name": "b", "workers": 2}],
+    "lan": {"bandwidth": "100Gbps", "rtt": "20us"},
+    "wan": [{"between": ["a", "b"], "bandwidth": "10Gbps", "rtt": "30ms",
+             "loss": {"model": "bernoulli", "p": "1e-4"}, "jitter": "1ms"}],
+    "timeline": [{"at": "2s", "link": ["a", "b"], "set": {"bandwidth": "1Gbps"}}],
+    "workload": {"model": "mlp", "dataset": "fashion-mnist", "partition": "iid",
+                 "batch_per_worker": 32, "steps": 10, "optimizer": {"name": "sgd", "lr": 0.05, "momentum": 0.9}},
+    "strategies": [{"name": "naive_ddp"}, {"name": "hier_ef_topk_int8", "K": 8, "density": "1%", "block": 128}],
+    "network": "embedded"
+  })");
+}
+
+std::string error_of(const json& j) {
+  try {
+    parse_scenario(j, "s.json");
+  } catch (const ScenarioError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(Scenario, GoodFileParsesIntoStructs) {
+  auto sc = parse_scenario(good(), "s.json");
+  EXPECT_EQ(sc.name, "t");
+  EXPECT_EQ(sc.seed, 3u);
+  ASSERT_EQ(sc.cluster.dcs.size(), 2u);
+  ASSERT_EQ(sc.cluster.wan.size(), 1u);
+  EXPECT_DOUBLE_EQ(sc.cluster.wan[0].a_to_b.rate_bps, 10e9);
+  EXPECT_EQ(sc.cluster.wan[0].a_to_b.delay, std::chrono::milliseconds(15));
+  EXPECT_DOUBLE_EQ(sc.cluster.wan[0].a_to_b.loss.p, 1e-4);
+  EXPECT_EQ(sc.cluster.wan[0].a_to_b.jitter.amount, std::chrono::milliseconds(1));
+  EXPECT_EQ(sc.cluster.lan.delay, std::chrono::microseconds(10));
+  ASSERT_EQ(sc.cluster.timeline.size(), 1u);
+  EXPECT_EQ(sc.cluster.timeline[0].change.at, std::chrono::seconds(2));
+  EXPECT_DOUBLE_EQ(*sc.cluster.timeline[0].change.rate_bps, 1e9);
+  ASSERT_EQ(sc.strategies.size(), 2u);
+  EXPECT_EQ(sc.strategies[1].K, 8);
+  EXPECT_DOUBLE_EQ(sc.strategies[1].density, 0.01);
+  EXPECT_EQ(sc.strategies[1].block, 128u);
+  EXPECT_EQ(sc.hash.size(), 64u);
+  EXPECT_EQ(sc.hash, parse_scenario(good(), "x").hash);  // same content, same hash
+}
+
+TEST(Scenario, ShippedScenariosLoad) {
+  for (const char* f : {"beijing-ningxia.json", "tiny.json"}) {
+    SCOPED_TRACE(f);
+    EXPECT_NO_THROW(geotb::harness::load_scenario(std::string(GEOTB_SOURCE_DIR "/scenarios/") + f));
+  }
+}
+
+struct Bad {
+  const char* what;
+  std::function<void(json&)> edit;
+  const char* message;
+};
+
+class BadScenario : public ::testing::TestWithParam<Bad> {};
+
+TEST_P(BadScenario, FailsNamingFieldAndValue) {
+  json j = good();
+  GetParam().edit(j);
+  EXPECT_THAT(error_of(j), HasSubstr(GetParam().message));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    All, BadScenario,
+    ::testing::Values(
+        Bad{"unit typo", [](json& j) { j["wan"][0]["bandwidth"] = "10Gbs"; },
+            "s.json: wan[0].bandwidth: \"10Gbs\": unknown unit \"Gbs\""},
+        Bad{"missing unit", [](json& j) { j["wan"][0]["rtt"] = 30; }, "wan[0].rtt: 30: missing unit"},
+        Bad{"missing unit in string", [](json& j) { j["wan"][0]["rtt"] = "30"; }, "wan[0].rtt: \"30\": missing unit"},
+        Bad{"unknown key", [](json& j) { j["wan"][0]["bandwith"] = "1Gbps"; }, "wan[0].bandwith: unknown key"},
+        Bad{"unknown top-level key", [](json& j) { j["strategy"] = json::array(); }, "s.json: strategy: unknown key"},
+        Bad{"missing field", [](json& j) { j["workload"].erase("steps"); }, "workload.steps: missing (required)"},
+        Bad{"negative workers", [](json& j) { j["datacenters"][1]["workers"] = -3; },
+            "datacenters[1].workers: -3: must be in [1, 64]"},
+        Bad{"absurd bandwidth", [](json& j) { j["wan"][0]["bandwidth"] = "500Tbps"; },
+            "wan[0].bandwidth: \"500Tbps\": must be between 1kbps and 10Tbps"},
+        Bad{"negative rtt", [](json& j) { j["wan"][0]["rtt"] = "-5ms"; }, "wan[0].rtt: \"-5ms\": must not be negative"},
+        Bad{"probability above 1", [](json& j) { j["wan"][0]["loss"]["p"] = 1.5; },
+            "wan[0].loss.p: 1.5: a probability must be in [0, 1]"},
+        Bad{"unknown strategy", [](json& j) { j["strategies"][0]["name"] = "magic"; },
+            "strategies[0].name: \"magic\": unknown strategy"},
+        Bad{"zero K", [](json& j) { j["strategies"][1]["K"] = 0; }, "strategies[1].K: 0: must be in [1, 100000]"},
+        Bad{"density above 100%", [](json& j) { j["strategies"][1]["density"] = "150%"; },
+            "strategies[1].density: \"150%\": a probability must be in [0, 1]"},
+        Bad{"link to nowhere", [](json& j) { j["wan"][0]["between"][1] = "mars"; },
+            "wan[0].between[1]: \"mars\": no such data center (have: a, b)"},
+        Bad{"unequal DCs", [](json& j) { j["datacenters"][1]["workers"] = 3; },
+            "datacenters[1].workers: 3: every data center needs the same number of workers"},
+        Bad{"bad lr", [](json& j) { j["workload"]["optimizer"]["lr"] = -1; }, "workload.optimizer.lr: -1"},
+        Bad{"string steps", [](json& j) { j["workload"]["steps"] = "10"; },
+            "workload.steps: \"10\": expected an integer"},
+        Bad{"wrong schema", [](json& j) { j["schema"] = 2; }, "schema: 2: must be in [1, 1]"},
+        Bad{"dpdk mode not yet", [](json& j) { j["network"] = "dpdk"; }, "network: \"dpdk\": only \"embedded\""},
+        Bad{"missing wan pair", [](json& j) { j["wan"] = json::array(); }, "wan: []: no link between \"a\" and \"b\""}),
+    [](const ::testing::TestParamInfo<Bad>& i) {
+      std::string s = i.param.what;
+      for (char& c : s)
+        if (!isalnum(static_cast<unsigned char>(c))) c = '_';
+      return s;
+    });
+
+TEST(Units, ParseExactValues) {
+  using namespace geotb::harness;
+  EXPECT_DOUBLE_EQ(parse_bandwidth_bps("10Gbps"), 10e9);
+  EXPECT_DOUBLE_EQ(parse_bandwidth_bps("2.5 Mbps"), 2.5e6);
+  EXPECT_EQ(parse_duration("30ms"), std::chrono::milliseconds(30));
+  EXPECT_EQ(parse_duration("20us"), std::chrono::microseconds(20));
+  EXPECT_EQ(parse_duration("1.5s"), std::chrono::milliseconds(1500));
+  EXPECT_DOUBLE_EQ(parse_probability("1%"), 0.01);
+  EXPECT_DOUBLE_EQ(parse_probability("1e-12"), 1e-12);
+  EXPECT_DOUBLE_EQ(parse_probability(0.25), 0.25);
+  EXPECT_EQ(parse_bytes("16MB"), 16000000u);
+  EXPECT_EQ(parse_bytes("64KiB"), 65536u);
+  EXPECT_THROW(parse_bandwidth_bps("fast"), UnitError);
+  EXPECT_THROW(parse_duration("3 fortnights"), UnitError);
+}
+
+}  // namespace
