@@ -79,6 +79,11 @@ StrategyResult run_strategy(const ClusterSpec& cluster, const WorkloadSpec& work
   std::vector<double> step_end(static_cast<size_t>(steps), 0);
   std::chrono::nanoseconds t_start{0}, t_end{0};
 
+  // Steps after which rank 0 snapshots its parameters for the accuracy curve.
+  std::vector<int> snap_steps;
+  for (int i = 1; i < work.eval_points; ++i) snap_steps.push_back(steps * i / work.eval_points);
+  std::vector<std::vector<float>> snaps(snap_steps.size());
+
   std::mutex err_mu;
   std::string first_error;
   auto on_start = [&]() noexcept {
@@ -129,6 +134,8 @@ StrategyResult run_strategy(const ClusterSpec& cluster, const WorkloadSpec& work
         if (r == 0) {
           const double t = std::chrono::duration<double>(clock.now() - t_start).count();
           step_end[static_cast<size_t>(s)] = t;
+          for (size_t k = 0; k < snap_steps.size(); ++k)
+            if (snap_steps[k] == s + 1) snaps[k].assign(env.learner->params(), env.learner->params() + n);
           if (opt.progress) opt.progress(s + 1, steps, t);
         }
       }
@@ -186,6 +193,17 @@ StrategyResult run_strategy(const ClusterSpec& cluster, const WorkloadSpec& work
       res.replica_max_abs_diff = std::max(res.replica_max_abs_diff, static_cast<double>(std::fabs(xr[i] - x0[i])));
   }
   res.final_test_accuracy = learners[0]->accuracy(data.test);
+  {
+    std::vector<float> final_x(x0, x0 + n);
+    for (size_t k = 0; k < snaps.size(); ++k) {
+      if (snaps[k].empty() || snap_steps[k] == 0) continue;
+      std::memcpy(learners[0]->params(), snaps[k].data(), n * sizeof(float));
+      res.accuracy_curve.push_back({snap_steps[k], static_cast<uint64_t>(snap_steps[k]) * B * static_cast<uint64_t>(P),
+                                    learners[0]->accuracy(data.test)});
+    }
+    std::memcpy(learners[0]->params(), final_x.data(), n * sizeof(float));
+    res.accuracy_curve.push_back({steps, res.samples, res.final_test_accuracy});
+  }
   if (keep_params) res.final_params.assign(x0, x0 + n);
   return res;
 }

@@ -43,6 +43,8 @@ struct WorkloadSpec {
   int batch_per_worker = 32;
   int steps = 100;
   uint64_t seed = 42;
+  int eval_points = 10;  ///< test accuracy of rank 0's model at this many evenly spaced steps
+                         ///< (snapshots taken during the run, evaluated after it: no effect on timing)
 };
 
 struct Datasets {
@@ -75,6 +77,12 @@ struct StrategyResult {
   std::vector<ExchangeRecord> exchange_log;  ///< DC 0 leader's view
   std::vector<double> loss;           ///< per step, mean over workers
   std::vector<double> step_end_s;     ///< per step, rank 0's time since start at the step's end
+  struct AccuracyPoint {
+    int step = 0;            ///< steps done
+    uint64_t samples = 0;    ///< cluster samples processed by then
+    double accuracy = 0;     ///< rank 0's replica on the test set
+  };
+  std::vector<AccuracyPoint> accuracy_curve;  ///< the last point is the final model
   double final_test_accuracy = 0;
   double replica_max_abs_diff = 0;    ///< max |x_rank - x_0| after finish (0 = identical)
   std::vector<float> final_params;    ///< rank 0's model, kept only if asked (tests)

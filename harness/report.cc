@@ -89,8 +89,10 @@ json strategy_json(const engine::StrategyResult& r, const engine::StrategyConfig
       {"final_test_accuracy", r.final_test_accuracy},
       {"replica_max_abs_diff", r.replica_max_abs_diff},
   };
+  json acc = json::array();
+  for (const auto& p : r.accuracy_curve) acc.push_back({{"step", p.step}, {"samples", p.samples}, {"accuracy", p.accuracy}});
   return {{"name", r.strategy}, {"config", strategy_config(c)}, {"metrics", m},
-          {"series", {{"loss", r.loss}, {"step_end_s", r.step_end_s}}}, {"exchanges", ex}};
+          {"series", {{"loss", r.loss}, {"step_end_s", r.step_end_s}, {"test_accuracy", acc}}}, {"exchanges", ex}};
 }
 
 }  // namespace

@@ -338,6 +338,8 @@ Scenario parse_scenario(const json& j, const std::string& origin) {
       const int64_t zero = 0;
       sc.train_limit = static_cast<size_t>(get_int(w, "train_examples", 0, 60000, &zero));
       sc.test_limit = static_cast<size_t>(get_int(w, "test_examples", 0, 10000, &zero));
+      const int64_t ten = 10;
+      sc.workload.eval_points = static_cast<int>(get_int(w, "eval_points", 1, 1000, &ten));
       Obj o(w.req("optimizer"), "workload.optimizer");
       const std::string name = get_string(o, "name");
       if (name != "sgd") fail(o.field("name"), json(name), "unknown optimizer (sgd)");
