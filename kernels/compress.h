@@ -17,6 +17,10 @@
 namespace geotb::kernels {
 
 enum class Rounding : uint8_t { kNearest = 0, kStochastic = 1 };
+/// kExact: exactly k elements, the tie rule below. kSampledThreshold (DGC): every element at or
+/// above a threshold estimated from a seeded sample; the count k' is guaranteed to lie in
+/// [ceil(0.8k), ceil(1.25k)] (exactly k for n < kSampleMinElements) and the sent set is always a
+/// top-k' set under the tie rule. Details: kernels/topk.h.
 enum class TopkMode : uint8_t { kExact = 0, kSampledThreshold = 1 };
 enum class ValueCoding : uint8_t { kInt8 = 0, kFloat32 = 1 };
 
@@ -52,12 +56,20 @@ class KernelError : public std::runtime_error {
 /// Quantiser bound: |dequantised - v| <= scale/2 per sent element with nearest rounding,
 /// < scale with stochastic rounding, where scale = max|v| over the block / 127.
 /// Top-k tie rule (exact mode): larger |v| first; equal |v| -> lower index first.
-/// Deterministic for kExact + kNearest (bit-identical CPU vs CUDA).
+/// Deterministic for kExact + kNearest (bit-identical CPU vs CUDA). This implementation is in fact
+/// deterministic for every mode given cfg.seed (stochastic rounding draws from a counter-based
+/// stream keyed by (seed, element index)), and the CUDA backend (kernels/cuda/compress_cuda.h)
+/// reproduces all of them bit for bit.
+/// Throws KernelError for a config or arguments outside the contract (nothing modified) and for
+/// non-finite acc + residual (then residual holds acc + residual_in and no message is produced).
+/// Threading: reentrant; scratch buffers are per thread. Wire layout: kernels/wire_format.h.
 CompressStats compress_ef(const float* acc, float* residual, size_t n, const CompressConfig& cfg,
                           std::vector<uint8_t>& wire);
 
 /// Decode `wire` (validated: version, counts, encoding, checksum, bounds; throws KernelError)
 /// and add alpha * value into dst[index] for every sent element. n must equal the encoded count.
+/// Computes dst[i] = dst[i] + alpha * (float(q) * scale) with each operation rounded once. The
+/// message is validated completely before dst is touched: on KernelError dst is unchanged.
 void decompress_add(const uint8_t* wire, size_t wire_len, float* dst, size_t n, float alpha);
 
 }  // namespace geotb::kernels

@@ -11,7 +11,7 @@ long long torch_topk_abs(const float* v, size_t n, size_t k, const std::string& 
   torch::NoGradGuard no_grad;
   torch::Tensor t = torch::from_blob(const_cast<float*>(v), {static_cast<int64_t>(n)}, opts);
   auto [values, indices] = torch::topk(t.abs(), static_cast<int64_t>(k));
-  return indices.sum().item<long long>();
+  return static_cast<long long>(indices.sum().item<int64_t>());
 }
 
 int torch_threads() { return torch::get_num_threads(); }
