@@ -36,10 +36,10 @@ struct WorkerTimes {
 
 /// One inter-DC exchange, as seen by one DC leader.
 struct ExchangeRecord {
-  int step = 0;
-  uint64_t bytes_sent = 0;     ///< largest message this leader sent to one peer
-  double seconds = 0;          ///< from hand-off to the transport until every peer's message arrived
-  double lower_bound_s = 0;    ///< S / B + RTT / 2 on the link (full duplex, each side sends S)
+  int step = 0;                ///< step after which the round was compressed (-1: the final one)
+  uint64_t bytes_sent = 0;     ///< this leader's message to each peer
+  double seconds = 0;          ///< slowest peer message: arrival minus the peer's hand-off time
+  double lower_bound_s = 0;    ///< S / B + RTT / 2, S the largest message of the exchange
 };
 
 /// What a worker is and what it can reach.

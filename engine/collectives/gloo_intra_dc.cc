@@ -4,12 +4,19 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/torch.h>
 
+#include <map>
+#include <mutex>
+
 #include "engine/collectives/intra_dc.h"
 
 namespace geotb::engine {
 
 struct StoreHandle {
   c10::intrusive_ptr<::c10d::Store> store;
+  // One Gloo TCP device (one event-loop thread) shared by every group of the process: a device
+  // per group would add a loop thread per worker, and the workers already outnumber the cores.
+  std::mutex mu;
+  std::map<std::string, std::shared_ptr<::gloo::transport::Device>> devices;  // by interface
 };
 
 std::shared_ptr<StoreHandle> make_inprocess_store() {
@@ -28,7 +35,12 @@ class GlooIntraDc final : public IntraDc {
     auto opts = ::c10d::ProcessGroupGloo::Options::create();
     opts->timeout = opt.timeout;
     opts->threads = opt.threads;
-    opts->devices.push_back(::c10d::ProcessGroupGloo::createDeviceForInterface(opt.interface));
+    {
+      std::lock_guard<std::mutex> lk(store->mu);
+      auto& dev = store->devices[opt.interface];
+      if (!dev) dev = ::c10d::ProcessGroupGloo::createDeviceForInterface(opt.interface);
+      opts->devices.push_back(dev);
+    }
     auto ps = c10::make_intrusive<::c10d::PrefixStore>(prefix, store->store);
     pg_ = c10::make_intrusive<::c10d::ProcessGroupGloo>(ps, rank, size, opts);
   }

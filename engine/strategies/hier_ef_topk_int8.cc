@@ -13,7 +13,10 @@
 //                   xbar <- xbar + (1/M) sum_d' s_{d'}    the global anchor, identical everywhere
 //                   x_d  <- xbar + s_r + e_d   (overlap: own progress not yet in xbar)
 //                   x_d  <- xbar + e_d         (blocking)
-//                   mark_d <- x_d; broadcast x_d inside the DC
+//                   mark_d <- x_d
+//   Every worker of a DC runs the same deterministic computation on identical inputs (its
+//   replica equals the leader's after each Gloo allreduce); only the leader talks to the WAN, and
+//   it forwards the peers' messages (a few kB) to its DC members over the DC network.
 //   finish          apply the last round, then one dense float32 exchange of each DC's remaining
 //                   progress (x_d - mark_d + e_d), so every replica ends with the same model.
 //
@@ -30,32 +33,38 @@ namespace geotb::engine {
 namespace {
 
 constexpr uint64_t kExchangeTag = uint64_t{1} << 62;
+constexpr uint64_t kForwardTag = uint64_t{1} << 61;  // leader -> DC members, same round number
 constexpr uint64_t kFinalRound = uint64_t{1} << 40;
+constexpr size_t kHeader = sizeof(int64_t);           // sender's clock at hand-off, ns
 
 struct Arrived {
-  std::vector<std::vector<uint8_t>> wires;  // one per peer DC
-  double seconds = 0;                       // hand-off -> last peer message arrived
-  uint64_t bytes_sent = 0;                  // our message to each peer
+  std::vector<std::vector<uint8_t>> wires;  // one per peer DC, in DC order, header stripped
+  double launch_to_last_s = 0;              // our hand-off -> last peer message arrived
+  double transfer_s = 0;                    // max over peers of (arrival - peer's hand-off)
+  uint64_t bytes_sent = 0;                  // our message (header included)
+  uint64_t bytes_max = 0;                   // largest message of the exchange (header included)
 };
 
 class HierEfTopkInt8 final : public Strategy {
  public:
   HierEfTopkInt8(const StrategyConfig& cfg, const WorkerEnv& env) : cfg_(cfg) {
     const size_t n = env.learner->num_params();
-    if (env.local_rank == 0) {
-      const float* x = env.learner->params();
-      xbar_.assign(x, x + n);
-      mark_.assign(x, x + n);
-      resid_.assign(n, 0.0f);
-      acc_.resize(n);
-      s_cur_.assign(n, 0.0f);
-      s_prev_.assign(n, 0.0f);
-      kcfg_.density = cfg.density;
-      kcfg_.block = cfg.block;
-      kcfg_.values = cfg.quantize ? kernels::ValueCoding::kInt8 : kernels::ValueCoding::kFloat32;
-      kcfg_.rounding = kernels::Rounding::kNearest;
-      kcfg_.topk = kernels::TopkMode::kExact;
-    }
+    const float* x = env.learner->params();
+    xbar_.assign(x, x + n);
+    mark_.assign(x, x + n);
+    resid_.assign(n, 0.0f);
+    acc_.resize(n);
+    s_cur_.assign(n, 0.0f);
+    s_prev_.assign(n, 0.0f);
+    kcfg_.density = cfg.density;
+    kcfg_.block = cfg.block;
+    kcfg_.values = cfg.quantize ? kernels::ValueCoding::kInt8 : kernels::ValueCoding::kFloat32;
+    kcfg_.rounding = kernels::Rounding::kNearest;  // deterministic: every DC member computes the same
+    kcfg_.topk = kernels::TopkMode::kExact;
+    for (int d = 0; d < env.num_dcs; ++d)
+      if (d != env.dc) peers_.push_back(env.dc_leaders[static_cast<size_t>(d)]);
+    const int leader_rank = env.dc_leaders[static_cast<size_t>(env.dc)];
+    for (int r = leader_rank + 1; r < leader_rank + env.world / env.num_dcs; ++r) members_.push_back(r);
   }
 
   void step(WorkerEnv& env, int step) override {
@@ -73,114 +82,142 @@ class HierEfTopkInt8 final : public Strategy {
 
   void finish(WorkerEnv& env) override {
     const size_t n = env.learner->num_params();
-    if (env.local_rank == 0) {
-      if (pending_.valid()) apply_arrived(env, wait(env, pending_), s_prev_, last_round_step_);
-      // Dense float32 exchange of everything not yet in xbar.
-      float* x = env.learner->params();
-      kernels::CompressConfig dense;
-      dense.density = 1.0;
-      dense.values = kernels::ValueCoding::kFloat32;
-      std::vector<uint8_t> wire;
-      {
-        ScopedTimer t(*env.clock, env.times.compress_ns);
-        for (size_t i = 0; i < n; ++i) acc_[i] = x[i] - mark_[i];
-        kernels::compress_ef(acc_.data(), resid_.data(), n, dense, wire);
-        std::fill(s_cur_.begin(), s_cur_.end(), 0.0f);
-        kernels::decompress_add(wire.data(), wire.size(), s_cur_.data(), n, 1.0f);
-      }
-      auto fut = launch(env, std::move(wire), kExchangeTag | kFinalRound);
-      apply_arrived(env, wait(env, fut), s_cur_, -1);
-      std::memcpy(x, xbar_.data(), n * sizeof(float));
-    }
-    ScopedTimer t(*env.clock, env.times.exposed_comm_ns);
-    env.intra->broadcast(env.learner->params(), n, 0);
+    float* x = env.learner->params();
+    if (in_flight_) apply(env, collect(env, pending_, in_flight_tag_), s_prev_, last_round_step_);
+    // Dense float32 exchange of everything not yet in xbar, so every replica ends identical.
+    kernels::CompressConfig dense;
+    dense.density = 1.0;
+    dense.values = kernels::ValueCoding::kFloat32;
+    std::vector<uint8_t> wire = compress(env, dense);
+    const uint64_t tag = kFinalRound;
+    std::future<Arrived> fut;
+    if (leader(env)) fut = launch(env, std::move(wire), tag);
+    apply(env, collect(env, fut, tag), s_cur_, -1);
+    std::memcpy(x, xbar_.data(), n * sizeof(float));
   }
 
  private:
+  static bool leader(const WorkerEnv& env) { return env.local_rank == 0; }
+
+  /// acc = x - mark; wire = compress_ef(acc, resid); s_cur = dequantised(wire).
+  std::vector<uint8_t> compress(WorkerEnv& env, const kernels::CompressConfig& kc) {
+    const size_t n = env.learner->num_params();
+    const float* x = env.learner->params();
+    ScopedTimer t(*env.clock, env.times.compress_ns);
+    for (size_t i = 0; i < n; ++i) acc_[i] = x[i] - mark_[i];
+    std::vector<uint8_t> wire;
+    kernels::compress_ef(acc_.data(), resid_.data(), n, kc, wire);
+    std::fill(s_cur_.begin(), s_cur_.end(), 0.0f);
+    kernels::decompress_add(wire.data(), wire.size(), s_cur_.data(), n, 1.0f);
+    return wire;
+  }
+
   void round(WorkerEnv& env, int step) {
     const size_t n = env.learner->num_params();
     float* x = env.learner->params();
-    if (env.local_rank == 0) {
-      std::vector<uint8_t> wire;
-      {
-        ScopedTimer t(*env.clock, env.times.compress_ns);
-        for (size_t i = 0; i < n; ++i) acc_[i] = x[i] - mark_[i];
-        kernels::compress_ef(acc_.data(), resid_.data(), n, kcfg_, wire);
-        std::fill(s_cur_.begin(), s_cur_.end(), 0.0f);
-        kernels::decompress_add(wire.data(), wire.size(), s_cur_.data(), n, 1.0f);
-      }
-      auto fut = launch(env, std::move(wire), kExchangeTag | static_cast<uint64_t>(rounds_++));
-      if (cfg_.overlap) {
-        // Apply the previous round (it had K steps to arrive); this one flies under the next K.
-        if (pending_.valid()) apply_arrived(env, wait(env, pending_), s_prev_, last_round_step_);
-        pending_ = std::move(fut);
-        last_round_step_ = step;
-        ScopedTimer t(*env.clock, env.times.compress_ns);
-        for (size_t i = 0; i < n; ++i) x[i] = xbar_[i] + s_cur_[i] + resid_[i];
-        s_prev_.swap(s_cur_);
-      } else {
-        apply_arrived(env, wait(env, fut), s_cur_, step);
-        ScopedTimer t(*env.clock, env.times.compress_ns);
-        for (size_t i = 0; i < n; ++i) x[i] = xbar_[i] + resid_[i];
-      }
-      std::memcpy(mark_.data(), x, n * sizeof(float));
+    std::vector<uint8_t> wire = compress(env, kcfg_);
+    const uint64_t tag = static_cast<uint64_t>(rounds_++);
+    std::future<Arrived> fut;
+    if (leader(env)) fut = launch(env, std::move(wire), tag);
+    if (cfg_.overlap) {
+      // Apply the previous round (it had K steps to arrive); this one flies under the next K.
+      if (in_flight_) apply(env, collect(env, pending_, in_flight_tag_), s_prev_, last_round_step_);
+      pending_ = std::move(fut);
+      in_flight_ = true;
+      in_flight_tag_ = tag;
+      last_round_step_ = step;
+      ScopedTimer t(*env.clock, env.times.compress_ns);
+      for (size_t i = 0; i < n; ++i) x[i] = xbar_[i] + s_cur_[i] + resid_[i];
+      s_prev_.swap(s_cur_);
+    } else {
+      apply(env, collect(env, fut, tag), s_cur_, step);
+      ScopedTimer t(*env.clock, env.times.compress_ns);
+      for (size_t i = 0; i < n; ++i) x[i] = xbar_[i] + resid_[i];
     }
-    ScopedTimer t(*env.clock, env.times.exposed_comm_ns);
-    env.intra->broadcast(x, n, 0);
+    std::memcpy(mark_.data(), x, n * sizeof(float));
   }
 
-  /// Hands `wire` to every other DC leader and collects theirs, on a background thread.
-  std::future<Arrived> launch(WorkerEnv& env, std::vector<uint8_t> wire, uint64_t tag) {
-    const uint64_t sent = wire.size();
+  /// Leader: hands `wire` to every other DC leader and collects theirs on a background thread.
+  std::future<Arrived> launch(WorkerEnv& env, std::vector<uint8_t> wire, uint64_t round_tag) {
     Transport* net = env.net;
     const emu::Clock* clock = env.clock;
-    std::vector<int> peers;
-    for (int d = 0; d < env.num_dcs; ++d)
-      if (d != env.dc) peers.push_back(env.dc_leaders[static_cast<size_t>(d)]);
-    return std::async(std::launch::async, [net, clock, peers, tag, sent, w = std::move(wire)]() {
-      const auto t0 = clock->now();
-      for (int p : peers) net->send(p, tag, w);
+    const uint64_t tag = kExchangeTag | round_tag;
+    return std::async(std::launch::async, [net, clock, peers = peers_, tag, w = std::move(wire)]() {
+      std::vector<uint8_t> msg(kHeader + w.size());
+      const int64_t t0 = clock->now().count();
+      std::memcpy(msg.data(), &t0, kHeader);
+      std::memcpy(msg.data() + kHeader, w.data(), w.size());
+      for (int p : peers) net->send(p, tag, msg);
       Arrived a;
-      a.bytes_sent = sent;
-      for (int p : peers) a.wires.push_back(net->recv(p, tag));
-      a.seconds = std::chrono::duration<double>(clock->now() - t0).count();
+      a.bytes_sent = a.bytes_max = msg.size();
+      for (int p : peers) {
+        std::vector<uint8_t> in = net->recv(p, tag);
+        const int64_t now = clock->now().count();
+        if (in.size() < kHeader) throw TransportError("exchange: message of " + std::to_string(in.size()) + " bytes");
+        int64_t sent_at;
+        std::memcpy(&sent_at, in.data(), kHeader);
+        a.transfer_s = std::max(a.transfer_s, static_cast<double>(now - sent_at) * 1e-9);
+        a.bytes_max = std::max<uint64_t>(a.bytes_max, in.size());
+        a.wires.emplace_back(in.begin() + kHeader, in.end());
+      }
+      a.launch_to_last_s = static_cast<double>(clock->now().count() - t0) * 1e-9;
       return a;
     });
   }
 
-  Arrived wait(WorkerEnv& env, std::future<Arrived>& f) {
-    const auto t0 = env.clock->now();
+  /// The peers' messages of a round: the leader waits for its exchange and forwards them to its
+  /// DC members; a member receives them from its leader.
+  Arrived collect(WorkerEnv& env, std::future<Arrived>& exchange, uint64_t round_tag) {
     Arrived a;
+    const auto t0 = env.clock->now();
     {
       ScopedTimer t(*env.clock, env.times.exposed_comm_ns);
-      a = f.get();
+      if (leader(env)) {
+        a = exchange.get();
+        for (int m : members_)
+          for (const auto& w : a.wires) env.net->send(m, kForwardTag | round_tag, w);
+      } else {
+        for (size_t i = 0; i < peers_.size(); ++i)
+          a.wires.push_back(env.net->recv(env.dc_leaders[static_cast<size_t>(env.dc)], kForwardTag | round_tag));
+      }
     }
-    const double waited = std::chrono::duration<double>(env.clock->now() - t0).count();
-    if (a.seconds > waited) env.times.overlapped_comm_ns += static_cast<uint64_t>((a.seconds - waited) * 1e9);
+    if (leader(env)) {
+      const double waited = std::chrono::duration<double>(env.clock->now() - t0).count();
+      if (a.launch_to_last_s > waited)
+        env.times.overlapped_comm_ns += static_cast<uint64_t>((a.launch_to_last_s - waited) * 1e9);
+    }
+    in_flight_ = false;
     return a;
   }
 
-  /// xbar += (own + sum of peers) / M, recording the exchange.
-  void apply_arrived(WorkerEnv& env, const Arrived& a, const std::vector<float>& own, int step) {
+  /// xbar += (own + sum of peers) / M; the leader records the exchange.
+  void apply(WorkerEnv& env, const Arrived& a, const std::vector<float>& own, int step) {
     const size_t n = env.learner->num_params();
-    ScopedTimer t(*env.clock, env.times.compress_ns);
-    sum_.assign(own.begin(), own.end());
-    for (const auto& w : a.wires) kernels::decompress_add(w.data(), w.size(), sum_.data(), n, 1.0f);
-    const float inv = 1.0f / static_cast<float>(env.num_dcs);
-    for (size_t i = 0; i < n; ++i) xbar_[i] += sum_[i] * inv;
+    {
+      ScopedTimer t(*env.clock, env.times.compress_ns);
+      sum_.assign(own.begin(), own.end());
+      for (const auto& w : a.wires) kernels::decompress_add(w.data(), w.size(), sum_.data(), n, 1.0f);
+      const float inv = 1.0f / static_cast<float>(env.num_dcs);
+      for (size_t i = 0; i < n; ++i) xbar_[i] += sum_[i] * inv;
+    }
+    if (!leader(env)) return;
     ExchangeRecord rec;
     rec.step = step;
     rec.bytes_sent = a.bytes_sent;
-    rec.seconds = a.seconds;
-    rec.lower_bound_s = (env.wan_rate_bps > 0 ? 8.0 * static_cast<double>(rec.bytes_sent) / env.wan_rate_bps : 0.0) +
-                        env.wan_rtt_s / 2;
+    rec.seconds = a.transfer_s;
+    rec.lower_bound_s =
+        (env.wan_rate_bps > 0 ? 8.0 * static_cast<double>(a.bytes_max) / env.wan_rate_bps : 0.0) + env.wan_rtt_s / 2;
     env.exchanges.push_back(rec);
   }
 
   StrategyConfig cfg_;
   kernels::CompressConfig kcfg_;
+  std::vector<int> peers_;    // other DCs' leaders, in DC order
+  std::vector<int> members_;  // this DC's non-leader ranks (leader only uses it)
   std::vector<float> xbar_, mark_, resid_, acc_, s_cur_, s_prev_, sum_;
-  std::future<Arrived> pending_;
+  std::future<Arrived> pending_;  // leader: the exchange in flight (overlap mode)
+  bool in_flight_ = false;
+  uint64_t in_flight_tag_ = 0;
   int rounds_ = 0;
   int last_round_step_ = 0;
 };
