@@ -89,10 +89,13 @@ WorkloadSpec small_work() {
   return w;
 }
 
-Datasets small_data() {
-  Datasets d;
-  d.train = load_fashion_mnist(kFashionMnistDir, true, 4000);
-  d.test = load_fashion_mnist(kFashionMnistDir, false, 500);
+const Datasets& small_data() {
+  static const Datasets d = [] {
+    Datasets x;
+    x.train = load_fashion_mnist(kFashionMnistDir, true, 4000);
+    x.test = load_fashion_mnist(kFashionMnistDir, false, 500);
+    return x;
+  }();
   return d;
 }
 
@@ -106,7 +109,7 @@ double rel_diff(const std::vector<float>& a, const std::vector<float>& b) {
 }
 
 TEST(Identity, DenseBlockingEveryStepHierEqualsNaiveDdp) {
-  const Datasets data = small_data();
+  const Datasets& data = small_data();
   RunOptions opt;
   StrategyConfig naive{"naive_ddp"};
   StrategyConfig hier{"hier_ef_topk_int8"};
@@ -135,7 +138,7 @@ TEST(Identity, DenseBlockingEveryStepHierEqualsNaiveDdp) {
 }
 
 TEST(Strategies, EveryReplicaEndsIdenticalAndCompressedTrafficIsSmall) {
-  const Datasets data = small_data();
+  const Datasets& data = small_data();
   StrategyConfig hier{"hier_ef_topk_int8"};
   hier.K = 4;
   hier.density = 0.01;
@@ -148,6 +151,44 @@ TEST(Strategies, EveryReplicaEndsIdenticalAndCompressedTrafficIsSmall) {
   (void)n;
   const auto d = run_strategy(fast_cluster(), small_work(), StrategyConfig{"naive_ddp"}, data, RunOptions{}, false);
   EXPECT_LT(r.wan.payload_bytes * 20, d.wan.payload_bytes);
+}
+
+}  // namespace
+
+namespace {
+
+TEST(Faults, WanDownFailsTheRunWithATypedErrorNamingTheRank) {
+  ClusterSpec c = fast_cluster();
+  c.wan[0].a_to_b.up = c.wan[0].b_to_a.up = false;
+  c.segments.min_rto = std::chrono::milliseconds(5);
+  c.segments.max_attempts = 3;
+  const Datasets& data = small_data();
+  try {
+    run_strategy(c, small_work(), StrategyConfig{"naive_ddp"}, data, RunOptions{}, false);
+    FAIL() << "expected RunError";
+  } catch (const RunError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("naive_ddp: rank "), std::string::npos) << m;
+    EXPECT_NE(m.find("undeliverable"), std::string::npos) << m;
+  }
+}
+
+TEST(Faults, OutageShorterThanTheRetriesDelaysButCompletes) {
+  ClusterSpec c = fast_cluster();
+  c.wan[0].a_to_b.delay = c.wan[0].b_to_a.delay = std::chrono::milliseconds(1);
+  c.segments.min_rto = std::chrono::milliseconds(20);
+  TimedLinkChange down, up;
+  down.change.at = std::chrono::milliseconds(0);
+  down.change.up = false;
+  up.change.at = std::chrono::milliseconds(150);
+  up.change.up = true;
+  c.timeline = {down, up};
+  WorkloadSpec w = small_work();
+  w.steps = 5;
+  const auto r = run_strategy(c, w, StrategyConfig{"naive_ddp"}, small_data(), RunOptions{}, false);
+  EXPECT_GE(r.wall_s, 0.15);  // nothing crossed the WAN before the link came back
+  EXPECT_GT(r.wan.retransmissions, 0u);
+  EXPECT_EQ(r.replica_max_abs_diff, 0.0);
 }
 
 }  // namespace
