@@ -3,6 +3,9 @@
 #include <rte_ethdev.h>
 #include <rte_mbuf_dyn.h>
 
+#include <time.h>
+
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <sstream>
@@ -100,13 +103,15 @@ void DataPlane::drop(rte_mbuf* m, Link* l, int port, int cause) {
   rte_pktmbuf_free(m);
 }
 
-void DataPlane::poll_rx(uint64_t now_ns) {
+uint32_t DataPlane::poll_rx(uint64_t now_ns) {
+  uint32_t total = 0;
   if (start_ns_ == 0) start_ns_ = now_ns ? now_ns : 1;
   rte_mbuf* bufs[kMaxBurst];
   for (size_t p = 0; p < nports_; ++p) {
     const uint16_t n = rte_eth_rx_burst(cfg_.ports[p].port_id, 0, bufs, cfg_.burst);
     PortCounters& ps = port_stats_[p];
     ps.rx += n;
+    total += n;
     for (uint16_t i = 0; i < n; ++i) {
       rte_mbuf* m = bufs[i];
       ps.rx_bytes += m->pkt_len;
@@ -145,6 +150,14 @@ void DataPlane::poll_rx(uint64_t now_ns) {
       if (l->line.size() > l->c.delay_line_max) l->c.delay_line_max = l->line.size();
     }
   }
+  return total;
+}
+
+uint64_t DataPlane::next_release_ns() {
+  uint64_t t = UINT64_MAX;
+  for (auto& l : links_)
+    if (!l->line.empty()) t = std::min(t, l->line.next_release());
+  return t;
 }
 
 void DataPlane::poll_tx(uint64_t now_ns) {
@@ -227,20 +240,40 @@ std::string DataPlane::stats_line(uint64_t now_ns) const {
   return os.str();
 }
 
-void DataPlane::run(const std::atomic<bool>& quit, uint64_t duration_ns, uint64_t stats_interval_ns) {
+void DataPlane::run(const std::atomic<bool>& quit, const RunOptions& opt) {
   TscClock clk;
-  uint64_t next_stats = stats_interval_ns;
+  uint64_t next_stats = opt.stats_interval_ns;
   const uint64_t t0 = clk.now_ns();
+  uint64_t busy_since = t0;
   while (!quit.load(std::memory_order_relaxed)) {
     const uint64_t now = clk.now_ns();
-    poll_rx(now);
+    const uint32_t got = poll_rx(now);
     const uint64_t later = clk.now_ns();
     poll_tx(later);
-    if (stats_interval_ns && later >= next_stats) {
+    if (opt.stats_interval_ns && later >= next_stats) {
       fprintf(stderr, "%s\n", stats_line(later).c_str());
-      next_stats = later + stats_interval_ns;
+      next_stats = later + opt.stats_interval_ns;
     }
-    if (duration_ns && later - t0 >= duration_ns) break;
+    if (opt.duration_ns && later - t0 >= opt.duration_ns) break;
+    bool slept = false;
+    if (opt.idle_sleep_ns && got == 0) {
+      const uint64_t due = next_release_ns();
+      if (due == UINT64_MAX || due > later + opt.idle_sleep_ns + opt.wake_margin_ns) {
+        const timespec ts{0, static_cast<long>(opt.idle_sleep_ns)};
+        nanosleep(&ts, nullptr);
+        const uint64_t woke = clk.now_ns();
+        oversleep_ns_.record(woke - later > opt.idle_sleep_ns ? woke - later - opt.idle_sleep_ns : 0);
+        ++idle_sleeps_;
+        slept = true;
+      }
+    }
+    if (!slept && opt.max_busy_ns && later - busy_since >= opt.max_busy_ns) {
+      const timespec ts{0, static_cast<long>(opt.forced_sleep_ns)};
+      nanosleep(&ts, nullptr);
+      ++forced_sleeps_;
+      slept = true;
+    }
+    if (slept) busy_since = clk.now_ns();
   }
   finish();
 }
@@ -250,6 +283,9 @@ nlohmann::json DataPlane::report() const {
   json j;
   j["mode"] = cfg_.io_forward ? "io_forward" : "link_model";
   j["seed"] = cfg_.seed;
+  j["idle_sleeps"] = idle_sleeps_;
+  j["forced_sleeps"] = forced_sleeps_;
+  j["idle_oversleep_ns"] = {{"p50", oversleep_ns_.quantile(0.5)}, {"p99", oversleep_ns_.quantile(0.99)}, {"max", oversleep_ns_.max()}};
   j["duration_s"] = end_ns_ > start_ns_ ? static_cast<double>(end_ns_ - start_ns_) / 1e9 : 0.0;
   json ports = json::array();
   for (size_t i = 0; i < nports_; ++i) {

@@ -90,13 +90,29 @@ class DataPlane {
   explicit DataPlane(const DataPlaneConfig& cfg);
   static std::string validate(const DataPlaneConfig& cfg);
 
-  /// Receive one burst from every port and push each frame through its link.
-  void poll_rx(uint64_t now_ns);
+  /// Receive one burst from every port and push each frame through its link. Returns frames received.
+  uint32_t poll_rx(uint64_t now_ns);
   /// Send every frame whose release time is <= now_ns (bursts; a full tx ring keeps the rest).
   void poll_tx(uint64_t now_ns);
-  /// Busy-loop on TscClock until *quit, printing a stats line every stats_interval_ns (0 = never)
-  /// to stderr; stops after duration_ns if nonzero. Calls finish() before returning.
-  void run(const std::atomic<bool>& quit, uint64_t duration_ns, uint64_t stats_interval_ns);
+  /// Earliest release time still waiting in a delay line (UINT64_MAX if none).
+  uint64_t next_release_ns();
+
+  struct RunOptions {
+    uint64_t duration_ns = 0;        ///< stop after this long; 0 = only on *quit
+    uint64_t stats_interval_ns = 0;  ///< stats line to stderr this often; 0 = never
+    /// Sleep when idle: no frame received and nothing due for at least idle_sleep_ns + 20 us, the
+    /// loop sleeps idle_sleep_ns (0 = pure busy polling). With a real-time priority this is what
+    /// lets the kernel's own work on this core run in fine-grained gaps instead of in
+    /// millisecond-long preemptions.
+    uint64_t idle_sleep_ns = 0;
+    /// Even when never idle, sleep 1 us after this much busy time (0 = never): keeps a
+    /// SCHED_FIFO poller under the kernel's real-time throttling limit.
+    uint64_t max_busy_ns = 0;
+    uint64_t forced_sleep_ns = 60000;  ///< length of that sleep (>= 5 % of max_busy_ns avoids RT throttling)
+    uint64_t wake_margin_ns = 50000;   ///< idle sleep only if nothing is due within sleep + this
+  };
+  /// Polls on TscClock until *quit. Calls finish() before returning.
+  void run(const std::atomic<bool>& quit, const RunOptions& opt);
   /// Frees every frame still in a delay line (counted as kCauseShutdown).
   void finish();
 
@@ -135,6 +151,8 @@ class DataPlane {
   int release_off_ = -1;
   size_t nports_ = 0;
   uint64_t start_ns_ = 0, end_ns_ = 0;
+  uint64_t idle_sleeps_ = 0, forced_sleeps_ = 0;
+  LogHistogram oversleep_ns_;  // actual sleep minus requested
 };
 
 /// Configure port `port_id` with one rx and one tx queue on `pool`, promiscuous, and start it.

@@ -62,7 +62,7 @@ Emulator start_emulator(Ctx& c, const std::vector<std::string>& link_args, bool 
   e.json_path = base + ".json";
   e.log_path = base + ".log";
   std::vector<std::string> argv{c.cfg.emulate_bin, "--no-huge", "--no-pci", "-m", "512",
-                                "--file-prefix=" + c.tag + std::to_string(c.run), "-l", std::to_string(c.cfg.emulator_core),
+                                "--file-prefix=" + c.tag + std::to_string(c.run), "-l", std::to_string(c.L.emulator_cpu),
                                 "--log-level=warning"};
   for (size_t i = 0; i < c.L.dcs.size(); ++i)
     argv.push_back("--vdev=net_af_packet" + std::to_string(i) + ",iface=" + c.L.dcs[i].emu_if +
@@ -78,6 +78,10 @@ Emulator start_emulator(Ctx& c, const std::vector<std::string>& link_args, bool 
   }
   for (const auto& l : link_args) { argv.push_back("--link"); argv.push_back(l); }
   if (io) argv.push_back("--io-forward");
+  if (c.cfg.rt_priority > 0) {
+    argv.push_back("--rt-priority");
+    argv.push_back(std::to_string(c.cfg.rt_priority));
+  }
   argv.push_back("--stats-interval");
   argv.push_back("0s");
   argv.push_back("--json");
@@ -114,10 +118,16 @@ std::string link_arg(const LinkConfig& m, bool with_rate, bool with_loss, const 
   return os.str();
 }
 
+// Traffic tools run on the CPUs the data plane does not poll on.
+std::vector<std::string> tool(const Ctx& c, std::vector<std::string> argv) {
+  argv.insert(argv.begin(), {"taskset", "-c", c.L.tool_cpus});
+  return argv;
+}
+
 json ping(Ctx& c) {
   const DcPlace &a = c.L.dcs[0], &b = c.L.dcs[1];
-  run_cmd(in_ns(a.ns, {"ping", "-c", "3", "-i", "0.2", "-W", "2", b.address}), std::chrono::milliseconds{10000});  // ARP
-  const CmdResult r = run_cmd(in_ns(a.ns, {"ping", "-c", std::to_string(c.cfg.ping_count), "-i", "0.01", "-W", "2", "-q", b.address}),
+  run_cmd(in_ns(a.ns, tool(c, {"ping", "-c", "3", "-i", "0.2", "-W", "2", b.address})), std::chrono::milliseconds{10000});  // ARP
+  const CmdResult r = run_cmd(in_ns(a.ns, tool(c, {"ping", "-c", std::to_string(c.cfg.ping_count), "-i", "0.01", "-W", "2", "-q", b.address})),
                               std::chrono::milliseconds{60000});
   json j{{"count", c.cfg.ping_count}};
   const auto p = r.output.find("min/avg/max/mdev = ");
@@ -137,20 +147,21 @@ json ping(Ctx& c) {
 json iperf(Ctx& c, std::vector<std::string> extra) {
   const DcPlace &a = c.L.dcs[0], &b = c.L.dcs[1];
   const std::string port = std::to_string(5201 + (c.run % 50));
-  Child server(in_ns(b.ns, {"iperf3", "-s", "-1", "-B", b.address, "-p", port}), c.cfg.work_dir + "/" + c.tag + "-iperf-server.log");
+  Child server(in_ns(b.ns, tool(c, {"iperf3", "-s", "-1", "-B", b.address, "-p", port})), c.cfg.work_dir + "/" + c.tag + "-iperf-server.log");
   std::vector<std::string> argv{"iperf3", "-c", b.address, "-p", port, "-B", a.address, "-J", "-t",
                                 std::to_string(c.cfg.iperf_time.count()), "--get-server-output"};
   argv.insert(argv.end(), extra.begin(), extra.end());
   CmdResult r;
   for (int attempt = 0; attempt < 40; ++attempt) {
-    r = run_cmd(in_ns(a.ns, argv), std::chrono::milliseconds{(c.cfg.iperf_time.count() + 30) * 1000});
+    r = run_cmd(in_ns(a.ns, tool(c, argv)), std::chrono::milliseconds{(c.cfg.iperf_time.count() + 30) * 1000});
     if (r.status == 0 || r.output.find("unable to connect") == std::string::npos) break;
     std::this_thread::sleep_for(std::chrono::milliseconds{100});  // server not listening yet
   }
   server.stop(std::chrono::milliseconds{3000});
   json out;
   try {
-    out = json::parse(r.output);
+    const auto brace = r.output.find('{');  // iperf3 may print warnings before its JSON
+    out = json::parse(brace == std::string::npos ? r.output : r.output.substr(brace));
   } catch (...) {
     return json{{"error", r.output.substr(0, 2000)}};
   }
@@ -228,8 +239,18 @@ json run_fidelity(const FidelityConfig& cfg) {
       {"release_lateness_ns", "data plane: time a frame was handed to the tx ring minus the release time the link model gave it"}};
   rep["configured"] = {{"rate_bps", m.rate_bps}, {"one_way_delay_ns", m.delay.count()}, {"queue_bytes", m.queue_bytes},
                        {"loss_stationary", m.loss.stationary_loss()}};
+  auto loadavg = [] {
+    std::ifstream f("/proc/loadavg");
+    std::string s;
+    std::getline(f, s);
+    return s;
+  };
+  rep["host"] = {{"loadavg_start", loadavg()}, {"cpus", sysconf(_SC_NPROCESSORS_ONLN)}};
   const NetLayout L = net_up(cfg.topo);
   c.L = L;
+  rep["host"]["emulator_cpu"] = L.emulator_cpu;
+  rep["host"]["tool_cpus"] = L.tool_cpus;
+  rep["host"]["emulator_rt_priority"] = cfg.rt_priority;
   try {
     // 1. plain io forwarding
     {
@@ -309,6 +330,7 @@ json run_fidelity(const FidelityConfig& cfg) {
     throw;
   }
   net_down(cfg.topo.prefix);
+  rep["host"]["loadavg_end"] = loadavg();
 
   // Verdicts against the targets.
   json v;

@@ -32,7 +32,7 @@ struct FidelityConfig {
   double ge_udp_load = 0.5;                  ///< Gilbert run offers this x the rate (no queue drops)
   LossConfig ge{LossConfig::Kind::kGilbertElliott, 0.0, 0.01, 0.25, 0.0, 1.0};  ///< mean burst 4
   bool run_tbf = true, run_delay_only = true, run_gilbert = true;
-  int emulator_core = 1;                     ///< lcore for the busy-polling data plane
+  int rt_priority = 50;                      ///< SCHED_FIFO priority of the data plane (0 = normal)
 };
 
 /// Brings the namespaces up, runs everything, tears them down (also on error). Returns the report.

@@ -29,8 +29,8 @@ int main(int argc, char** argv) {
   CLI::App app{"geotb-netlab: DC namespaces and emulator fidelity"};
   app.require_subcommand(1);
   std::string prefix = "gtb", dcs_arg = "a,b", rate = "1Gbps", rtt = "30ms", loss = "0", out, emulate_bin, queue = "0";
-  int iperf_s = 5, ping_count = 100;
-  bool no_tbf = false, no_ge = false, no_delay_only = false;
+  int iperf_s = 5, ping_count = 100, rt_priority = 50;
+  bool no_tbf = false, no_ge = false, no_delay_only = false, check = false;
   auto add_topo = [&](CLI::App* s) {
     s->add_option("--prefix", prefix, "namespace name prefix");
     s->add_option("--dcs", dcs_arg, "comma-separated data-center names");
@@ -50,6 +50,8 @@ int main(int argc, char** argv) {
   fid->add_option("--iperf-seconds", iperf_s, "seconds per iperf3 run");
   fid->add_option("--ping-count", ping_count, "echo requests per ping run");
   fid->add_flag("--no-tbf", no_tbf, "skip the Linux tbf reference");
+  fid->add_flag("--check", check, "exit 1 unless every verdict holds (the fidelity suite)");
+  fid->add_option("--rt-priority", rt_priority, "SCHED_FIFO priority of the data plane (0 = normal scheduling)");
   fid->add_flag("--no-gilbert", no_ge, "skip the Gilbert-Elliott run");
   fid->add_flag("--no-delay-only", no_delay_only, "skip the delay-only run");
   CLI11_PARSE(app, argc, argv);
@@ -85,6 +87,7 @@ int main(int argc, char** argv) {
     fc.iperf_time = std::chrono::seconds{iperf_s};
     fc.ping_count = ping_count;
     fc.run_tbf = !no_tbf;
+    fc.rt_priority = rt_priority;
     fc.run_gilbert = !no_ge;
     fc.run_delay_only = !no_delay_only;
     const nlohmann::json rep = run_fidelity(fc);
@@ -93,6 +96,13 @@ int main(int argc, char** argv) {
     } else {
       std::ofstream(out) << rep.dump(2) << "\n";
       std::cout << rep["verdicts"].dump(2) << "\n";
+    }
+    if (check) {
+      for (auto& [k, v] : rep["verdicts"].items())
+        if (v.is_boolean() && !v.get<bool>()) {
+          std::cerr << "geotb-netlab: verdict " << k << " is false\n";
+          return 1;
+        }
     }
     return 0;
   } catch (const std::exception& e) {

@@ -1,6 +1,7 @@
 #include "emulator/dpdk/netns.h"
 
 #include <signal.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <sstream>
@@ -36,6 +37,11 @@ NetLayout net_layout(const NetTopology& t) {
     d.emu_if = "e" + std::to_string(i);
     L.dcs.push_back(d);
   }
+  const int ncpu = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
+  L.emulator_cpu = t.emulator_cpu >= 0 ? t.emulator_cpu : ncpu - 1;
+  if (L.emulator_cpu >= ncpu) throw std::invalid_argument("emulator_cpu: " + std::to_string(t.emulator_cpu) + ": only " + std::to_string(ncpu) + " CPUs");
+  for (int i = 0; i < ncpu; ++i)
+    if (i != L.emulator_cpu || ncpu == 1) L.tool_cpus += (L.tool_cpus.empty() ? "" : ",") + std::to_string(i);
   L.socket_buffer_bytes = uint64_t{4} << 20;
   for (const auto& w : t.wan) L.socket_buffer_bytes = std::max(L.socket_buffer_bytes, socket_buffer_for(w));
   return L;
@@ -88,6 +94,16 @@ NetLayout net_up(const NetTopology& t) {
       run_checked(in_ns(d.ns, {"sysctl", "-q", "-w", "net.ipv4.tcp_rmem=4096 131072 " + buf}));
       run_checked(in_ns(d.ns, {"sysctl", "-q", "-w", "net.ipv4.tcp_wmem=4096 65536 " + buf}));
       run_checked(in_ns(d.ns, {"sysctl", "-q", "-w", "net.ipv4.tcp_no_metrics_save=1"}));
+      // RPS: receive processing of frames the data plane sends into this DC off the emulator CPU.
+      uint64_t mask = 0;
+      const int ncpu = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
+      for (int i = 0; i < ncpu && i < 64; ++i)
+        if (i != L.emulator_cpu) mask |= uint64_t{1} << i;
+      if (mask) {
+        char hex[32];
+        snprintf(hex, sizeof hex, "%llx", static_cast<unsigned long long>(mask));
+        run_checked(in_ns(d.ns, {"sh", "-c", std::string("echo ") + hex + " > /sys/class/net/" + d.ifname + "/queues/rx-0/rps_cpus"}));
+      }
     }
   } catch (...) {
     net_down(t.prefix);

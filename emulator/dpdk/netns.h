@@ -27,6 +27,10 @@ struct NetTopology {
   std::vector<WanLinkSpec> wan;        ///< used to size socket buffers to the bandwidth-delay product
   uint8_t net = 77;                    ///< second octet of the 10.x.0.0/16 used inside the namespaces
   uint32_t mtu = 1500;                 ///< bytes
+  /// CPU the data plane polls on. Frames the emulator sends into a DC would otherwise be
+  /// received (softirq) on that CPU; RPS on the DC interfaces steers them to the other CPUs.
+  /// -1: the last online CPU.
+  int emulator_cpu = -1;
 };
 
 struct DcPlace {
@@ -42,6 +46,8 @@ struct NetLayout {
   std::string emu_ns;
   std::vector<DcPlace> dcs;
   uint64_t socket_buffer_bytes = 0;  ///< tcp_rmem/tcp_wmem max and rmem/wmem_max in every DC
+  int emulator_cpu = 0;              ///< resolved NetTopology::emulator_cpu
+  std::string tool_cpus;             ///< the other CPUs, for taskset -c (e.g. "0")
 };
 
 /// Names, addresses and buffer sizes, without creating anything. Throws std::invalid_argument.
