@@ -1,5 +1,6 @@
 #include "emulator/dpdk/fidelity.h"
 
+#include <sched.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -8,6 +9,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "emulator/dpdk/link_spec_parse.h"
 #include "emulator/dpdk/proc.h"
 
 namespace geotb::emu {
@@ -41,6 +43,7 @@ struct Ctx {
   NetLayout L;
   std::string tag;  // unique per process
   int run = 0;
+  int iperf_calls = 0;
 };
 
 std::string fmt_rate_arg(double bps) {
@@ -104,18 +107,11 @@ json stop_emulator(Emulator& e) {
 }
 
 std::string link_arg(const LinkConfig& m, bool with_rate, bool with_loss, const LossConfig* loss_override) {
-  std::ostringstream os;
-  os << "d0<>d1:rate=" << fmt_rate_arg(with_rate ? m.rate_bps : 0.0) << ",delay=" << m.delay.count() << "ns";
-  if (m.queue_bytes) os << ",queue_bytes=" << m.queue_bytes;
-  if (m.queue_packets) os << ",queue_packets=" << m.queue_packets;
-  if (m.jitter.kind != JitterConfig::Kind::kNone && m.jitter.amount.count() > 0)
-    os << ",jitter=" << m.jitter.amount.count() << "ns,jitter_kind=" << (m.jitter.kind == JitterConfig::Kind::kNormal ? "normal" : "uniform");
-  const LossConfig* l = loss_override ? loss_override : (with_loss ? &m.loss : nullptr);
-  if (l && l->kind == LossConfig::Kind::kBernoulli) os << ",loss=" << fmt_rate_arg(l->p);
-  if (l && l->kind == LossConfig::Kind::kGilbertElliott)
-    os << ",ge=" << fmt_rate_arg(l->p_good_to_bad) << "/" << fmt_rate_arg(l->p_bad_to_good) << "/" << fmt_rate_arg(l->loss_good)
-       << "/" << fmt_rate_arg(l->loss_bad);
-  return os.str();
+  LinkConfig c = m;
+  if (!with_rate) c.rate_bps = 0;
+  if (!with_loss) c.loss = LossConfig{};
+  if (loss_override) c.loss = *loss_override;
+  return "d0<>d1:" + link_spec_text(c);
 }
 
 // Traffic tools run on the CPUs the data plane does not poll on.
@@ -146,16 +142,24 @@ json ping(Ctx& c) {
 // iperf3 client in dcs[0] against a one-shot server in dcs[1]. Retries while the server starts.
 json iperf(Ctx& c, std::vector<std::string> extra) {
   const DcPlace &a = c.L.dcs[0], &b = c.L.dcs[1];
-  const std::string port = std::to_string(5201 + (c.run % 50));
-  Child server(in_ns(b.ns, tool(c, {"iperf3", "-s", "-1", "-B", b.address, "-p", port})), c.cfg.work_dir + "/" + c.tag + "-iperf-server.log");
+  // A fresh port per call: a server still closing from the previous call cannot block this one.
+  const int call = c.iperf_calls++;
+  const std::string port = std::to_string(5201 + call);
+  const std::string server_log = c.cfg.work_dir + "/" + c.tag + "-iperf" + std::to_string(call) + "-server.log";
+  Child server(in_ns(b.ns, tool(c, {"iperf3", "-s", "-1", "-J", "-B", b.address, "-p", port})), server_log);
   std::vector<std::string> argv{"iperf3", "-c", b.address, "-p", port, "-B", a.address, "-J", "-t",
                                 std::to_string(c.cfg.iperf_time.count()), "--get-server-output"};
   argv.insert(argv.end(), extra.begin(), extra.end());
   CmdResult r;
-  for (int attempt = 0; attempt < 40; ++attempt) {
+  const auto t0 = std::chrono::steady_clock::now();
+  while (true) {
     r = run_cmd(in_ns(a.ns, tool(c, argv)), std::chrono::milliseconds{(c.cfg.iperf_time.count() + 30) * 1000});
     if (r.status == 0 || r.output.find("unable to connect") == std::string::npos) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds{100});  // server not listening yet
+    if (!server.running() || std::chrono::steady_clock::now() - t0 > std::chrono::seconds{20}) {
+      r.output += "\nserver log: " + slurp(server_log);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds{200});  // server not listening yet
   }
   server.stop(std::chrono::milliseconds{3000});
   json out;
@@ -165,7 +169,7 @@ json iperf(Ctx& c, std::vector<std::string> extra) {
   } catch (...) {
     return json{{"error", r.output.substr(0, 2000)}};
   }
-  if (out.contains("error")) return json{{"error", out["error"]}};
+  if (out.contains("error")) return json{{"error", out["error"].get<std::string>() + " | server log: " + slurp(server_log).substr(0, 1000)}};
   return out;
 }
 
@@ -179,7 +183,7 @@ json tcp(Ctx& c, int streams) {
 // Saturating (or not) UDP at `wire_bps` offered; receiver-side rate from the server's intervals.
 json udp(Ctx& c, double wire_bps) {
   const double payload_bps = wire_bps * kUdpPayload / kUdpWire;
-  json r = iperf(c, {"-u", "-b", fmt_rate_arg(payload_bps), "-l", "1472"});
+  json r = iperf(c, {"-u", "-b", fmt_rate_arg(payload_bps), "-l", "1472", "-w", "8M"});
   if (r.contains("error")) return r;
   json j{{"offered_wire_bps", wire_bps}};
   const json& s = r["end"]["sum"];
@@ -248,6 +252,19 @@ json run_fidelity(const FidelityConfig& cfg) {
   rep["host"] = {{"loadavg_start", loadavg()}, {"cpus", sysconf(_SC_NPROCESSORS_ONLN)}};
   const NetLayout L = net_up(cfg.topo);
   c.L = L;
+  // Everything this process starts (ip, ping, iperf3) runs on the tool CPUs: a helper that
+  // landed on the data plane's CPU would get only the gaps the SCHED_FIFO poller leaves.
+  // geotb-emulate sets its own affinity (-l).
+  cpu_set_t saved, tools;
+  sched_getaffinity(0, sizeof saved, &saved);
+  CPU_ZERO(&tools);
+  for (int i = 0; i < CPU_SETSIZE && i < static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN)); ++i)
+    if (i != L.emulator_cpu) CPU_SET(i, &tools);
+  sched_setaffinity(0, sizeof tools, &tools);
+  struct RestoreAffinity {
+    cpu_set_t s;
+    ~RestoreAffinity() { sched_setaffinity(0, sizeof s, &s); }
+  } restore{saved};
   rep["host"]["emulator_cpu"] = L.emulator_cpu;
   rep["host"]["tool_cpus"] = L.tool_cpus;
   rep["host"]["emulator_rt_priority"] = cfg.rt_priority;

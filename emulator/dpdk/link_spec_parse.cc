@@ -93,7 +93,10 @@ void parse_link_arg(const std::string& s, const std::vector<std::string>& dcs, s
           else if (v == "normal") c.jitter.kind = JitterConfig::Kind::kNormal;
           else throw std::invalid_argument("\"" + v + "\": uniform or normal");
         } else if (k == "reorder") c.reorder = parse_uint(v, k) != 0;
-        else if (k == "loss") { c.loss.kind = LossConfig::Kind::kBernoulli; c.loss.p = parse_probability(v); }
+        else if (k == "loss") {
+          const double p = parse_probability(v);
+          c.loss = p > 0 ? LossConfig{LossConfig::Kind::kBernoulli, p} : LossConfig{};
+        }
         else if (k == "ge") c.loss = parse_ge(v);
         else if (k == "queue_bytes") c.queue_bytes = parse_uint(v, k);
         else if (k == "queue_packets") c.queue_packets = static_cast<uint32_t>(parse_uint(v, k));
@@ -116,6 +119,49 @@ void parse_link_arg(const std::string& s, const std::vector<std::string>& dcs, s
   }
 }
 
+namespace {
+std::string num(double v) {
+  std::ostringstream os;
+  os.precision(17);
+  os << v;
+  return os.str();
+}
+std::string loss_text(const LossConfig& l) {
+  switch (l.kind) {
+    case LossConfig::Kind::kNone: return "loss=0";
+    case LossConfig::Kind::kBernoulli: return "loss=" + num(l.p);
+    case LossConfig::Kind::kGilbertElliott:
+      return "ge=" + num(l.p_good_to_bad) + "/" + num(l.p_bad_to_good) + "/" + num(l.loss_good) + "/" + num(l.loss_bad);
+  }
+  return "";
+}
+}  // namespace
+
+std::string link_spec_text(const LinkConfig& c) {
+  std::ostringstream os;
+  os << "rate=" << num(c.rate_bps) << ",delay=" << c.delay.count() << "ns";
+  if (c.queue_bytes) os << ",queue_bytes=" << c.queue_bytes;
+  if (c.queue_packets) os << ",queue_packets=" << c.queue_packets;
+  if (c.overhead_bytes != LinkConfig{}.overhead_bytes) os << ",overhead_bytes=" << c.overhead_bytes;
+  if (c.jitter.kind != JitterConfig::Kind::kNone && c.jitter.amount.count() > 0)
+    os << ",jitter_kind=" << (c.jitter.kind == JitterConfig::Kind::kNormal ? "normal" : "uniform") << ",jitter=" << c.jitter.amount.count() << "ns";
+  if (c.reorder) os << ",reorder=1";
+  if (c.loss.kind != LossConfig::Kind::kNone) os << "," << loss_text(c.loss);
+  if (c.duplicate_p > 0) os << ",duplicate=" << num(c.duplicate_p);
+  if (c.corrupt_p > 0) os << ",corrupt=" << num(c.corrupt_p);
+  return os.str();
+}
+
+std::string change_spec_text(const LinkChange& c) {
+  std::ostringstream os;
+  os << "at=" << c.at.count() << "ns";
+  if (c.rate_bps) os << ",rate=" << num(*c.rate_bps);
+  if (c.delay) os << ",delay=" << c.delay->count() << "ns";
+  if (c.loss) os << "," << loss_text(*c.loss);
+  if (c.up) os << ",up=" << (*c.up ? 1 : 0);
+  return os.str();
+}
+
 void parse_change_arg(const std::string& s, const std::vector<std::string>& dcs, std::vector<LinkSpec>& links) {
   const std::string ctx = "--change \"" + s + "\"";
   LinkChange ch;
@@ -130,7 +176,10 @@ void parse_change_arg(const std::string& s, const std::vector<std::string>& dcs,
       else if (k == "link") dirs = directions(v, dcs, ctx);
       else if (k == "rate") ch.rate_bps = parse_rate_bps(v);
       else if (k == "delay") ch.delay = parse_duration_ns(v);
-      else if (k == "loss") ch.loss = LossConfig{LossConfig::Kind::kBernoulli, parse_probability(v)};
+      else if (k == "loss") {
+        const double p = parse_probability(v);
+        ch.loss = p > 0 ? LossConfig{LossConfig::Kind::kBernoulli, p} : LossConfig{};
+      }
       else if (k == "ge") ch.loss = parse_ge(v);
       else if (k == "up") ch.up = parse_uint(v, k) != 0;
       else throw std::invalid_argument("unknown key");

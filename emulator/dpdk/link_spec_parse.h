@@ -23,6 +23,11 @@ PortArg parse_port_arg(const std::string& s);
 Ipv4Prefix parse_prefix(const std::string& s);
 /// Appends one or two LinkSpecs; `dcs` resolves names to port indices.
 void parse_link_arg(const std::string& s, const std::vector<std::string>& dcs, std::vector<LinkSpec>& out);
+/// The key=value text of `c` (inverse of parse_link_arg's keys; exact: rates and probabilities
+/// with 17 significant digits, durations in ns).
+std::string link_spec_text(const LinkConfig& c);
+/// The key=value text of a change (without link=): "at=...ns,rate=...".
+std::string change_spec_text(const LinkChange& c);
 /// Adds a timeline change to the matching link(s) in `links`.
 void parse_change_arg(const std::string& s, const std::vector<std::string>& dcs, std::vector<LinkSpec>& links);
 

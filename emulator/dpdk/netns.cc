@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "emulator/dpdk/link_spec_parse.h"
 #include "emulator/dpdk/proc.h"
 
 namespace geotb::emu {
@@ -23,6 +24,12 @@ NetLayout net_layout(const NetTopology& t) {
   if (t.prefix.empty() || t.prefix.size() > 8 || t.prefix.find_first_of("/ -") != std::string::npos)
     throw std::invalid_argument("prefix: \"" + t.prefix + "\": 1..8 characters, no '/', ' ' or '-'");
   if (t.dcs.size() < 2 || t.dcs.size() > 200) throw std::invalid_argument("dcs: " + std::to_string(t.dcs.size()) + ": need 2..200");
+  for (size_t i = 0; i < t.wan.size(); ++i) {
+    const WanLinkSpec& w = t.wan[i];
+    const int n = static_cast<int>(t.dcs.size());
+    if (w.a < 0 || w.a >= n || w.b < 0 || w.b >= n || w.a == w.b)
+      throw std::invalid_argument("wan[" + std::to_string(i) + "]: " + std::to_string(w.a) + "-" + std::to_string(w.b) + ": not two distinct DCs");
+  }
   if (t.mtu < 576 || t.mtu > 1500)
     throw std::invalid_argument("mtu: " + std::to_string(t.mtu) + ": 576..1500 (mbufs are 2 KiB)");
   NetLayout L;
@@ -65,6 +72,32 @@ int net_down(const std::string& prefix) {
   }
   for (const auto& ns : victims) run_cmd({"ip", "netns", "del", ns});
   return static_cast<int>(victims.size());
+}
+
+std::vector<std::string> emulator_command(const NetTopology& t, const NetLayout& L, const std::string& emulate_bin,
+                                          const std::string& json_path, int rt_priority, const std::string& file_prefix) {
+  std::vector<std::string> argv{emulate_bin, "--no-huge", "--no-pci", "-m", "512", "--file-prefix=" + file_prefix, "-l",
+                                std::to_string(L.emulator_cpu), "--log-level=warning"};
+  for (size_t i = 0; i < L.dcs.size(); ++i)
+    argv.push_back("--vdev=net_af_packet" + std::to_string(i) + ",iface=" + L.dcs[i].emu_if + ",framecnt=4096,qdisc_bypass=1");
+  argv.push_back("--");
+  auto dc = [&](int i) { return "d" + std::to_string(i); };
+  for (size_t i = 0; i < L.dcs.size(); ++i) {
+    const Ipv4Prefix& p = L.dcs[i].subnet;
+    std::ostringstream os;
+    os << dc(static_cast<int>(i)) << "=net_af_packet" << i << "," << (p.addr >> 24) << "." << ((p.addr >> 16) & 255) << "."
+       << ((p.addr >> 8) & 255) << "." << (p.addr & 255) << "/" << int(p.len);
+    argv.insert(argv.end(), {"--port", os.str()});
+  }
+  for (const WanLinkSpec& w : t.wan) {
+    argv.insert(argv.end(), {"--link", dc(w.a) + ">" + dc(w.b) + ":" + link_spec_text(w.a_to_b)});
+    argv.insert(argv.end(), {"--link", dc(w.b) + ">" + dc(w.a) + ":" + link_spec_text(w.b_to_a)});
+  }
+  for (const NetChange& ch : t.timeline)
+    argv.insert(argv.end(), {"--change", change_spec_text(ch.change) + ",link=" + dc(ch.a) + "<>" + dc(ch.b)});
+  if (rt_priority > 0) argv.insert(argv.end(), {"--rt-priority", std::to_string(rt_priority)});
+  argv.insert(argv.end(), {"--stats-interval", "0s", "--json", json_path});
+  return argv;
 }
 
 NetLayout net_up(const NetTopology& t) {

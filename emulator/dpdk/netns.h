@@ -21,10 +21,18 @@
 
 namespace geotb::emu {
 
+/// A scheduled change of the WAN link between DCs a and b (both directions), `change.at` counted
+/// from the data plane's start.
+struct NetChange {
+  int a = 0, b = 1;
+  LinkChange change;
+};
+
 struct NetTopology {
   std::string prefix = "gtb";          ///< namespace name prefix, <= 8 characters
   std::vector<std::string> dcs;        ///< data-center names (reports only; namespaces are numbered)
-  std::vector<WanLinkSpec> wan;        ///< used to size socket buffers to the bandwidth-delay product
+  std::vector<WanLinkSpec> wan;        ///< the emulated links; also size socket buffers (BDP)
+  std::vector<NetChange> timeline;     ///< scheduled link changes
   uint8_t net = 77;                    ///< second octet of the 10.x.0.0/16 used inside the namespaces
   uint32_t mtu = 1500;                 ///< bytes
   /// CPU the data plane polls on. Frames the emulator sends into a DC would otherwise be
@@ -57,6 +65,10 @@ NetLayout net_layout(const NetTopology& t);
 NetLayout net_up(const NetTopology& t);
 /// Removes every namespace "<prefix>-*" and what runs inside. Returns how many were removed.
 int net_down(const std::string& prefix);
+/// The geotb-emulate command line (to run inside layout.emu_ns) for this topology: one
+/// net_af_packet port per DC, every WAN link in both directions, the timeline as --change.
+std::vector<std::string> emulator_command(const NetTopology& t, const NetLayout& L, const std::string& emulate_bin,
+                                          const std::string& json_path, int rt_priority, const std::string& file_prefix);
 /// Socket buffer size for a link: 4 x bandwidth-delay product (RTT = both delays), clamped to
 /// [4 MiB, 256 MiB]; an unlimited rate is sized as 10 Gbit/s.
 uint64_t socket_buffer_for(const WanLinkSpec& l);

@@ -90,11 +90,12 @@ std::string run_checked(const std::vector<std::string>& argv) {
   return r.output;
 }
 
-Child::Child(const std::vector<std::string>& argv, const std::string& log_path) {
+Child::Child(const std::vector<std::string>& argv, const std::string& log_path, bool new_session) {
   auto args = c_argv(argv);
   pid_ = fork();
   if (pid_ < 0) throw std::runtime_error(std::string("fork: ") + strerror(errno));
   if (pid_ == 0) {
+    if (new_session) setsid();
     const int fd = open(log_path.empty() ? "/dev/null" : log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (fd >= 0) { dup2(fd, 1); dup2(fd, 2); }
     const int devnull = open("/dev/null", O_RDONLY);

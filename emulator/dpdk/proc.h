@@ -28,11 +28,18 @@ std::string join(const std::vector<std::string>& argv);
 class Child {
  public:
   Child() = default;
-  Child(const std::vector<std::string>& argv, const std::string& log_path);
+  /// `new_session`: the child calls setsid() (survives this process and its terminal).
+  Child(const std::vector<std::string>& argv, const std::string& log_path, bool new_session = false);
   Child(Child&& o) noexcept : pid_(o.pid_), status_(o.status_) { o.pid_ = -1; }
   Child& operator=(Child&& o) noexcept;
   ~Child();  ///< kills (SIGKILL) and reaps a child still running
   pid_t pid() const { return pid_; }
+  /// Stop managing the child (it keeps running; the destructor leaves it alone). Returns its pid.
+  pid_t release() {
+    const pid_t p = pid_;
+    pid_ = -1;
+    return p;
+  }
   bool running();
   /// SIGTERM, wait up to `grace`, then SIGKILL; returns the exit status.
   int stop(std::chrono::milliseconds grace = std::chrono::milliseconds{5000});

@@ -1,0 +1,92 @@
+// geotb net up|down: namespaces per data center plus one for the emulator, from a scenario.
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <memory>
+#include <string>
+
+#include "emulator/dpdk/netns.h"
+#include "emulator/dpdk/proc.h"
+#include "harness/net_commands.h"
+#include "harness/scenario.h"
+
+namespace geotb::harness {
+
+/// The scenario's data centers, WAN links and timeline as the emulator's topology.
+emu::NetTopology net_topology(const Scenario& sc, const std::string& prefix) {
+  emu::NetTopology t;
+  t.prefix = prefix;
+  for (const auto& dc : sc.cluster.dcs) t.dcs.push_back(dc.name);
+  t.wan = sc.cluster.wan;
+  for (const auto& ch : sc.cluster.timeline) t.timeline.push_back({ch.site_a, ch.site_b, ch.change});
+  return t;
+}
+
+/// geotb-emulate next to this binary (installed: same directory; build tree: ../emulator/dpdk).
+std::string find_emulate_bin() {
+  char buf[4096];
+  const ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n > 0) {
+    std::string dir(buf, static_cast<size_t>(n));
+    dir = dir.substr(0, dir.rfind('/'));
+    for (const std::string& cand : {dir + "/geotb-emulate", dir + "/../emulator/dpdk/geotb-emulate"})
+      if (access(cand.c_str(), X_OK) == 0) return cand;
+  }
+  return "geotb-emulate";  // from PATH
+}
+
+}  // namespace geotb::harness
+
+void register_net_command(CLI::App& app) {
+  using namespace geotb;
+  auto* net = app.add_subcommand("net", "network namespaces for the DPDK WAN emulator (root)");
+  net->require_subcommand(1);
+
+  struct UpOpts {
+    std::string scenario, prefix = "gtb", emulate_bin;
+    bool emulate = false;
+    int rt_priority = 50;
+  };
+  auto up_opts = std::make_shared<UpOpts>();
+  auto* up = net->add_subcommand("up", "create one namespace per data center and one for the emulator");
+  up->add_option("scenario", up_opts->scenario, "scenario file")->required()->check(CLI::ExistingFile);
+  up->add_option("--prefix", up_opts->prefix, "namespace name prefix (<= 8 characters)");
+  up->add_flag("--emulate", up_opts->emulate, "also start geotb-emulate in the background (stopped by `net down`)");
+  up->add_option("--emulate-bin", up_opts->emulate_bin, "geotb-emulate path (default: next to geotb)");
+  up->add_option("--rt-priority", up_opts->rt_priority, "SCHED_FIFO priority of the data plane (0 = normal)");
+  up->callback([up_opts] {
+    const harness::Scenario sc = harness::load_scenario(up_opts->scenario);
+    const emu::NetTopology t = harness::net_topology(sc, up_opts->prefix);
+    const emu::NetLayout L = emu::net_up(t);
+    for (const auto& d : L.dcs)
+      fmt::print("{:>12}: netns {} dev {} {}/16 (subnet routed by the emulator: {}.{}.{}.0/24) <-> {} dev {}\n", d.name, d.ns,
+                 d.ifname, d.address, d.subnet.addr >> 24, (d.subnet.addr >> 16) & 255, (d.subnet.addr >> 8) & 255, L.emu_ns,
+                 d.emu_if);
+    fmt::print("socket buffers (tcp_rmem/tcp_wmem max): {} bytes; emulator CPU {}, tools on CPUs {}\n", L.socket_buffer_bytes,
+               L.emulator_cpu, L.tool_cpus);
+    const std::string bin = up_opts->emulate_bin.empty() ? harness::find_emulate_bin() : up_opts->emulate_bin;
+    const std::string json_path = "/tmp/" + t.prefix + "-emulate.json", log_path = "/tmp/" + t.prefix + "-emulate.log";
+    const auto argv = emu::in_ns(L.emu_ns, emu::emulator_command(t, L, bin, json_path, up_opts->rt_priority, t.prefix + "-emu"));
+    if (up_opts->emulate) {
+      emu::Child child(argv, log_path, /*new_session=*/true);
+      fmt::print("geotb-emulate started, pid {}; log {}; final report {} when stopped (geotb net down)\n", child.release(),
+                 log_path, json_path);
+    } else {
+      fmt::print("start the data plane with:\n  {}\n", emu::join(argv));
+    }
+  });
+
+  struct DownOpts {
+    std::string scenario, prefix = "gtb";
+  };
+  auto down_opts = std::make_shared<DownOpts>();
+  auto* down = net->add_subcommand("down", "remove the namespaces and what runs in them (idempotent)");
+  down->add_option("scenario", down_opts->scenario, "scenario file (only checked; the prefix names the namespaces)");
+  down->add_option("--prefix", down_opts->prefix, "namespace name prefix");
+  down->callback([down_opts] {
+    if (!down_opts->scenario.empty()) harness::load_scenario(down_opts->scenario);
+    const int n = emu::net_down(down_opts->prefix);
+    fmt::print("removed {} namespaces with prefix {}-\n", n, down_opts->prefix);
+  });
+}

@@ -1,0 +1,11 @@
+// `geotb net up|down <scenario>` and `geotb fidelity <scenario>`: the DPDK emulator's namespaces
+// and its fidelity report. Compiled into geotb only when DPDK is found (GEOTB_HAVE_NET); the
+// sources are listed by emulator/dpdk/meson.build (geotb_net_cmd_sources).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+/// geotb net up <scenario> [--prefix P] [--emulate] | geotb net down [<scenario>] [--prefix P]
+void register_net_command(CLI::App& app);
+/// geotb fidelity <scenario> [--out PATH] [--check] ...
+void register_fidelity_command(CLI::App& app);
