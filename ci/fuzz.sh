@@ -10,7 +10,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 CXX=${FUZZ_CXX:-clang++}
 mkdir -p "$WORK/corpus" "$WORK/artifacts"
 SRCS=("$ROOT"/kernels/index_coding.cc "$ROOT"/kernels/validate.cc "$ROOT"/kernels/wire_format.cc
-      "$ROOT"/kernels/cpu/compress_ef.cc "$ROOT"/kernels/cpu/decompress_add.cc
+      "$ROOT"/kernels/cpu/compress_ef.cc "$ROOT"/kernels/cpu/decompress_add.cc "$ROOT"/kernels/cpu/ef_pass.cc
       "$ROOT"/kernels/cpu/quantize.cc "$ROOT"/kernels/cpu/topk.cc)
 FLAGS=(-std=c++20 -O2 -g -I"$ROOT" -ffp-contract=off)
 echo "fuzz: building with $($CXX --version | head -1)"

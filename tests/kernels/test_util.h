@@ -3,6 +3,7 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <random>
@@ -73,8 +74,9 @@ inline std::vector<uint8_t> build_message(uint64_t n, uint64_t k, uint32_t block
   poke<uint64_t>(w, 16, k);
   poke<uint32_t>(w, 24, block);
   poke<uint64_t>(w, 32, index_section.size());
-  w.insert(w.end(), index_section.begin(), index_section.end());
-  w.insert(w.end(), rest.begin(), rest.end());
+  w.resize(kWireHeaderBytes + index_section.size() + rest.size());
+  std::copy(index_section.begin(), index_section.end(), w.begin() + kWireHeaderBytes);
+  std::copy(rest.begin(), rest.end(), w.begin() + static_cast<std::ptrdiff_t>(kWireHeaderBytes + index_section.size()));
   if (crc) fix_crc(w);
   return w;
 }
