@@ -38,6 +38,9 @@ void register_fidelity_command(CLI::App& app) {
     emu::FidelityConfig fc;
     fc.topo = harness::net_topology(sc, o->prefix);
     fc.emulate_bin = o->emulate_bin.empty() ? harness::find_emulate_bin() : o->emulate_bin;
+    fc.udpgen_bin = fc.emulate_bin.find('/') == std::string::npos
+                        ? "geotb-udpgen"
+                        : fc.emulate_bin.substr(0, fc.emulate_bin.rfind('/') + 1) + "geotb-udpgen";
     fc.iperf_time = std::chrono::seconds{o->iperf_seconds};
     fc.ping_count = o->ping_count;
     fc.rt_priority = o->rt_priority;

@@ -25,6 +25,8 @@ namespace geotb::emu {
 struct FidelityConfig {
   NetTopology topo;                          ///< measured between dcs[0] and dcs[1] over wan[0]
   std::string emulate_bin = "geotb-emulate"; ///< path of the data-plane binary
+  std::string udpgen_bin = "geotb-udpgen";   ///< path of the UDP sender/receiver
+  int tool_nice = -10;                       ///< nice of ping/iperf3/udpgen (0 = leave alone)
   std::string work_dir = "/tmp";             ///< logs and per-run JSON files go here
   std::chrono::seconds iperf_time{5};        ///< per iperf3 run
   int ping_count = 100;                      ///< echo requests, 10 ms apart

@@ -29,7 +29,7 @@ int main(int argc, char** argv) {
   CLI::App app{"geotb-netlab: DC namespaces and emulator fidelity"};
   app.require_subcommand(1);
   std::string prefix = "gtb", dcs_arg = "a,b", rate = "1Gbps", rtt = "30ms", loss = "0", out, emulate_bin, queue = "0";
-  int iperf_s = 5, ping_count = 100, rt_priority = 50;
+  int iperf_s = 5, ping_count = 100, rt_priority = 50, tool_nice = -10;
   bool no_tbf = false, no_ge = false, no_delay_only = false, check = false;
   auto add_topo = [&](CLI::App* s) {
     s->add_option("--prefix", prefix, "namespace name prefix");
@@ -51,6 +51,7 @@ int main(int argc, char** argv) {
   fid->add_option("--ping-count", ping_count, "echo requests per ping run");
   fid->add_flag("--no-tbf", no_tbf, "skip the Linux tbf reference");
   fid->add_flag("--check", check, "exit 1 unless every verdict holds (the fidelity suite)");
+  fid->add_option("--tool-nice", tool_nice, "nice of the traffic tools (negative: ahead of other work on their CPUs)");
   fid->add_option("--rt-priority", rt_priority, "SCHED_FIFO priority of the data plane (0 = normal scheduling)");
   fid->add_flag("--no-gilbert", no_ge, "skip the Gilbert-Elliott run");
   fid->add_flag("--no-delay-only", no_delay_only, "skip the delay-only run");
@@ -84,6 +85,8 @@ int main(int argc, char** argv) {
     FidelityConfig fc;
     fc.topo = t;
     fc.emulate_bin = emulate_bin.empty() ? self_dir() + "/geotb-emulate" : emulate_bin;
+    fc.udpgen_bin = fc.emulate_bin.substr(0, fc.emulate_bin.rfind('/') + 1) + "geotb-udpgen";
+    fc.tool_nice = tool_nice;
     fc.iperf_time = std::chrono::seconds{iperf_s};
     fc.ping_count = ping_count;
     fc.run_tbf = !no_tbf;

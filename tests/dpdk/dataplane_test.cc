@@ -321,6 +321,50 @@ TEST(DataPlaneConfigTest, ValidationNamesFieldAndValue) {
   EXPECT_NE(DataPlane::validate(c).find("ports[1].port_id: 999"), std::string::npos);
 }
 
+TEST(LinkSpecParseTest, TextRoundTripsExactly) {
+  LinkConfig c;
+  c.rate_bps = 1234567890.123;
+  c.delay = Nanos{15000001};
+  c.queue_bytes = 3750000;
+  c.queue_packets = 77;
+  c.overhead_bytes = 24;
+  c.jitter = {JitterConfig::Kind::kNormal, Nanos{12345}};
+  c.reorder = true;
+  c.loss = LossConfig{LossConfig::Kind::kGilbertElliott, 0, 0.0123, 0.25, 1e-12, 0.75};
+  c.duplicate_p = 1e-5;
+  c.corrupt_p = 3e-7;
+  std::vector<LinkSpec> links;
+  parse_link_arg("a>b:" + link_spec_text(c), {"a", "b"}, links);
+  ASSERT_EQ(links.size(), 1u);
+  const LinkConfig& d = links[0].model;
+  EXPECT_EQ(d.rate_bps, c.rate_bps);
+  EXPECT_EQ(d.delay, c.delay);
+  EXPECT_EQ(d.queue_bytes, c.queue_bytes);
+  EXPECT_EQ(d.queue_packets, c.queue_packets);
+  EXPECT_EQ(d.overhead_bytes, c.overhead_bytes);
+  EXPECT_EQ(d.jitter.kind, c.jitter.kind);
+  EXPECT_EQ(d.jitter.amount, c.jitter.amount);
+  EXPECT_EQ(d.reorder, c.reorder);
+  EXPECT_EQ(d.loss.kind, c.loss.kind);
+  EXPECT_EQ(d.loss.p_good_to_bad, c.loss.p_good_to_bad);
+  EXPECT_EQ(d.loss.loss_good, c.loss.loss_good);
+  EXPECT_EQ(d.loss.loss_bad, c.loss.loss_bad);
+  EXPECT_EQ(d.duplicate_p, c.duplicate_p);
+  EXPECT_EQ(d.corrupt_p, c.corrupt_p);
+  LinkChange ch;
+  ch.at = Nanos{40000000000};
+  ch.rate_bps = 5e8;
+  ch.loss = LossConfig{LossConfig::Kind::kBernoulli, 1e-4};
+  ch.up = false;
+  parse_change_arg(change_spec_text(ch) + ",link=a>b", {"a", "b"}, links);
+  const LinkChange& e = links[0].timeline.at(0);
+  EXPECT_EQ(e.at, ch.at);
+  EXPECT_EQ(*e.rate_bps, 5e8);
+  EXPECT_EQ(e.loss->p, 1e-4);
+  EXPECT_FALSE(*e.up);
+  EXPECT_FALSE(e.delay.has_value());
+}
+
 TEST(LinkSpecParseTest, PortsLinksChanges) {
   const PortArg p = parse_port_arg("beijing=net_af_packet0,10.77.3.0/24");
   EXPECT_EQ(p.dc, "beijing");
