@@ -1,0 +1,107 @@
+#include "harness/cmd_check.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <memory>
+
+#include "harness/check.h"
+
+namespace geotb::harness {
+
+namespace {
+
+struct CheckArgs {
+  std::string report;
+  std::string baseline;
+  std::string reference = "naive_ddp";
+  bool update = false;
+};
+
+/// Copies `from` over `to` through a temporary file in the same directory and a rename, so a
+/// crash leaves either the old baseline or the new one, never half of one.
+void replace_atomically(const std::string& from, const std::string& to) {
+  namespace fs = std::filesystem;
+  std::ifstream in(from, std::ios::binary);
+  if (!in) throw ReportError(fmt::format("{}: cannot open", from));
+  const fs::path target(to);
+  if (target.has_parent_path()) fs::create_directories(target.parent_path());
+  const fs::path tmp = fmt::format("{}.tmp.{}", to, getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw ReportError(fmt::format("{}: cannot write", tmp.string()));
+    out << in.rdbuf();
+    out.flush();
+    if (!out) {
+      std::error_code ec;
+      fs::remove(tmp, ec);
+      throw ReportError(fmt::format("{}: write failed", tmp.string()));
+    }
+  }
+  fs::rename(tmp, target);
+}
+
+int run_check(const CheckArgs& a) {
+  RunReport cur;
+  try {
+    cur = load_report(a.report);
+  } catch (const ReportError& e) {
+    fmt::print(stderr, "geotb check: error: {}\n", e.what());
+    return 2;
+  }
+  const bool have_baseline = std::filesystem::exists(a.baseline);
+  if (!have_baseline && !a.update) {
+    fmt::print(stderr,
+               "geotb check: error: {}: no such baseline (create it deliberately with `geotb check {} --baseline {} "
+               "--update`)\n",
+               a.baseline, a.report, a.baseline);
+    return 2;
+  }
+  if (have_baseline) {
+    try {
+      const RunReport base = load_report(a.baseline);
+      const CheckResult res = check_report(cur, base, CheckOptions{a.reference, std::nullopt});
+      fmt::print("{}", format_check_table(res, cur, base));
+      if (!a.update) return res.passed() ? 0 : 1;
+    } catch (const ReportError& e) {
+      fmt::print(stderr, "geotb check: error: {}\n", e.what());
+      if (!a.update) return 2;
+    }
+  }
+  // --update: the run becomes the baseline, whatever the comparison said (a deliberate act).
+  if (!cur.failures.empty()) {
+    fmt::print(stderr, "geotb check: error: {}: refusing to make a run with failed strategies the baseline ({}: {})\n",
+               a.report, cur.failures[0].first, cur.failures[0].second);
+    return 2;
+  }
+  try {
+    replace_atomically(a.report, a.baseline);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "geotb check: error: updating the baseline: {}\n", e.what());
+    return 2;
+  }
+  fmt::print("baseline {} updated from {} (git {}, {}); commit it to gate on it\n", a.baseline, a.report,
+             cur.git_revision, cur.started_at);
+  return 0;
+}
+
+}  // namespace
+
+void register_check_command(CLI::App& app) {
+  auto args = std::make_shared<CheckArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "check", "Regression gate: compare a run report with a baseline report (throughput and WAN-bytes ratios to "
+               "naive_ddp in the same run, final accuracy); exit 0 pass, 1 regression, 2 bad input");
+  cmd->add_option("report", args->report, "Report of `geotb run` to check")->required();
+  cmd->add_option("--baseline", args->baseline, "Baseline report (reports/baselines/<scenario>.json)")->required();
+  cmd->add_option("--reference", args->reference, "Strategy every ratio is taken against")->capture_default_str();
+  cmd->add_flag("--update", args->update,
+                "Make this report the baseline (written to a temporary file, then renamed over it)");
+  cmd->callback([args]() {
+    if (const int rc = run_check(*args); rc != 0) throw CLI::RuntimeError(rc);
+  });
+}
+
+}  // namespace geotb::harness

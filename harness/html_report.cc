@@ -1,0 +1,354 @@
+#include "harness/html_report.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "harness/plot/bar_chart.h"
+#include "harness/plot/line_chart.h"
+#include "harness/plot/svg.h"
+
+namespace geotb::harness {
+
+namespace {
+
+using plot::xml_escape;
+
+/// Okabe-Ito colours (distinguishable with colour-blindness), fixed for the known strategies so
+/// a strategy keeps its colour from one report to the next.
+std::string strategy_color(const std::string& name, std::map<std::string, std::string>& assigned) {
+  static const std::map<std::string, std::string> kKnown = {
+      {"naive_ddp", "#D55E00"}, {"hier_ef_topk_int8", "#0072B2"}, {"hierarchical", "#009E73"}, {"lan", "#666666"},
+      {"local_sgd", "#CC79A7"}, {"diloco", "#E69F00"}};
+  static const char* kOthers[] = {"#56B4E9", "#E69F00", "#CC79A7", "#000000", "#8C564B", "#BCBD22"};
+  if (auto it = kKnown.find(name); it != kKnown.end()) return it->second;
+  if (auto it = assigned.find(name); it != assigned.end()) return it->second;
+  const std::string c = kOthers[assigned.size() % std::size(kOthers)];
+  assigned[name] = c;
+  return c;
+}
+
+const char* kDashes[] = {"", "8 4", "2 3", "10 3 2 3"};
+
+std::string fmt_duration_s(double s) {
+  if (s >= 1) return fmt::format("{:.4g} s", s);
+  if (s >= 1e-3) return fmt::format("{:.4g} ms", s * 1e3);
+  return fmt::format("{:.4g} µs", s * 1e6);
+}
+
+std::string fmt_rate(double bps) { return plot::format_si(bps, "bit/s"); }
+
+/// Trailing mean over `w` values (the first w-1 average what exists): loss per step is noisy
+/// (one mini-batch per worker), the trend is what the chart is for.
+std::vector<double> trailing_mean(const std::vector<double>& v, size_t w) {
+  std::vector<double> out(v.size());
+  double sum = 0;
+  for (size_t i = 0; i < v.size(); ++i) {
+    sum += v[i];
+    if (i >= w) sum -= v[i - w];
+    out[i] = sum / static_cast<double>(std::min(i + 1, w));
+  }
+  return out;
+}
+
+std::string css() {
+  return R"(
+body { font-family: "DejaVu Sans", "Liberation Sans", Arial, sans-serif; margin: 16px 20px; color: #222; background: #fafafa; }
+h1 { font-size: 24px; margin: 0 0 4px 0; }
+h2 { font-size: 18px; margin: 28px 0 10px 0; border-bottom: 1px solid #ddd; padding-bottom: 4px; }
+p.desc { margin: 4px 0 12px 0; color: #444; max-width: 1100px; }
+table { border-collapse: collapse; font-size: 13px; margin: 6px 0 12px 0; background: #fff; }
+th, td { border: 1px solid #ddd; padding: 4px 8px; text-align: left; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+th { background: #f0f0f0; }
+dl.ctx { display: grid; grid-template-columns: max-content auto; gap: 2px 14px; font-size: 13px; margin: 8px 0; }
+dl.ctx dt { color: #666; } dl.ctx dd { margin: 0; font-family: "DejaVu Sans Mono", monospace; }
+.charts { display: flex; flex-wrap: wrap; gap: 16px; }
+figure { margin: 0; background: #fff; border: 1px solid #ddd; border-radius: 4px; padding: 6px; }
+figcaption { font-size: 12px; color: #555; max-width: 610px; padding: 2px 6px 4px 6px; }
+.fail { color: #b00020; font-weight: bold; }
+.swatch { display: inline-block; width: 12px; height: 12px; border-radius: 2px; vertical-align: -1px; margin-right: 5px; }
+)";
+}
+
+std::string figure(const std::string& svg, const std::string& id, const std::string& caption) {
+  return fmt::format("<figure id=\"{}\">\n{}<figcaption>{}</figcaption>\n</figure>\n", xml_escape(id), svg,
+                     xml_escape(caption));
+}
+
+std::string header_html(const std::vector<RunReport>& reports) {
+  std::string h;
+  const RunReport& r0 = reports.front();
+  for (size_t i = 0; i < reports.size(); ++i) {
+    const RunReport& r = reports[i];
+    const bool first_of_scenario = i == 0 || r.scenario_hash != reports[i - 1].scenario_hash;
+    if (!first_of_scenario) continue;
+    if (reports.size() > 1 && r.scenario_name != r0.scenario_name)
+      h += fmt::format("<h2>Scenario {}</h2>\n", xml_escape(r.scenario_name));
+    if (!r.description.empty()) h += fmt::format("<p class=\"desc\">{}</p>\n", xml_escape(r.description));
+    std::string dcs, links;
+    for (const auto& [n, w] : r.datacenters) dcs += fmt::format("{}{} ({} workers)", dcs.empty() ? "" : ", ", n, w);
+    for (const auto& l : r.wan)
+      links += fmt::format("{}{} – {}: {}, RTT {}, loss {:g} %", links.empty() ? "" : "; ", l.a, l.b,
+                           fmt_rate(l.bandwidth_bps), fmt_duration_s(l.rtt_s), l.loss_rate * 100);
+    std::string workload;
+    for (const char* k : {"model", "dataset", "batch_per_worker", "steps"})
+      if (r.workload.contains(k))
+        workload += fmt::format("{}{} {}", workload.empty() ? "" : ", ", k,
+                                r.workload[k].is_string() ? r.workload[k].get<std::string>() : r.workload[k].dump());
+    h += "<dl class=\"ctx\">\n";
+    auto row = [&](const std::string& k, const std::string& v) {
+      h += fmt::format("<dt>{}</dt><dd>{}</dd>\n", xml_escape(k), xml_escape(v));
+    };
+    row("scenario", fmt::format("{} ({})", r.scenario_name, r.scenario_file));
+    row("scenario hash", r.scenario_hash);
+    row("seed", std::to_string(r.seed));
+    row("data centers", dcs);
+    row("WAN links", links.empty() ? "none" : links);
+    row("network", r.network);
+    row("workload", workload);
+    h += "</dl>\n";
+  }
+  h += "<h2>Runs</h2>\n<table>\n<tr><th>run</th><th>report</th><th>date (UTC)</th><th>git revision</th>"
+       "<th>build</th><th>host</th><th>threads</th><th>libraries</th><th>strategies</th></tr>\n";
+  for (size_t i = 0; i < reports.size(); ++i) {
+    const RunReport& r = reports[i];
+    std::string libs, names;
+    if (r.context.contains("libraries") && r.context["libraries"].is_object())
+      for (const auto& [k, v] : r.context["libraries"].items())
+        libs += fmt::format("{}{} {}", libs.empty() ? "" : ", ", k, v.is_string() ? v.get<std::string>() : v.dump());
+    for (const auto& s : r.strategies) names += (names.empty() ? "" : ", ") + s.name;
+    const std::string threads =
+        r.context.contains("hardware_threads") ? r.context["hardware_threads"].dump() : std::string("?");
+    h += fmt::format(
+        "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td><td>{}</td>"
+        "<td>{}</td></tr>\n",
+        i + 1, xml_escape(r.source), xml_escape(r.started_at), xml_escape(r.git_revision), xml_escape(r.build_type),
+        xml_escape(r.host), xml_escape(threads), xml_escape(libs), xml_escape(names));
+  }
+  h += "</table>\n";
+  for (const RunReport& r : reports)
+    for (const auto& [s, e] : r.failures)
+      h += fmt::format("<p class=\"fail\">{}: strategy {} failed: {}</p>\n", xml_escape(r.source), xml_escape(s),
+                       xml_escape(e));
+  return h;
+}
+
+std::string metrics_table(const std::vector<ComparedRun>& runs, const std::string& baseline) {
+  std::string t =
+      "<table>\n<tr><th>strategy</th><th>samples/s</th><th>× " + xml_escape(baseline) +
+      "</th><th>compute<br>ms/step</th><th>exposed comm<br>ms/step</th><th>overlapped comm<br>ms/step</th>"
+      "<th>comm / compute</th><th>WAN payload</th><th>WAN on the wire</th><th>WAN ÷ " +
+      xml_escape(baseline) +
+      "</th><th>exchanges</th><th>exchange efficiency<br>(mean)</th><th>final test accuracy</th><th>Δ accuracy<br>(points)"
+      "</th><th>wall</th></tr>\n";
+  for (const auto& c : runs) {
+    const StrategyRun& s = *c.run;
+    std::string speedup = "–", wan_ratio = "–", dacc = "–";
+    if (c.baseline) {
+      speedup = fmt::format("{:.2f}×", s.samples_per_s / c.baseline->samples_per_s);
+      if (c.baseline->wan_payload_bytes > 0)
+        wan_ratio = fmt::format("{:.4g}", static_cast<double>(s.wan_payload_bytes) /
+                                              static_cast<double>(c.baseline->wan_payload_bytes));
+      dacc = fmt::format("{:+.2f}", 100 * (s.final_test_accuracy - c.baseline->final_test_accuracy));
+    }
+    t += fmt::format(
+        "<tr><td><span class=\"swatch\" style=\"background:{}\"></span>{}</td><td class=\"num\">{:.0f}</td>"
+        "<td class=\"num\">{}</td><td class=\"num\">{:.2f}</td><td class=\"num\">{:.2f}</td><td class=\"num\">{:.2f}</td>"
+        "<td class=\"num\">{:.3f}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
+        "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{:.4f}</td><td class=\"num\">{}</td>"
+        "<td class=\"num\">{:.1f} s</td></tr>\n",
+        c.color, xml_escape(c.label), s.samples_per_s, speedup, 1e3 * s.compute_s_per_step,
+        1e3 * s.exposed_comm_s_per_step, 1e3 * s.overlapped_comm_s_per_step, s.comm_compute_ratio,
+        plot::format_si(static_cast<double>(s.wan_payload_bytes), "B"),
+        plot::format_si(static_cast<double>(s.wan_wire_bytes), "B"), wan_ratio, s.exchanges,
+        s.exchange_efficiency_mean ? fmt::format("{:.3g}", *s.exchange_efficiency_mean) : std::string("–"),
+        s.final_test_accuracy, dacc, s.wall_s);
+  }
+  return t + "</table>\n";
+}
+
+}  // namespace
+
+std::vector<ComparedRun> compared_runs(const std::vector<RunReport>& reports, const std::string& baseline_strategy) {
+  std::vector<ComparedRun> out;
+  std::map<std::string, std::string> assigned;
+  for (size_t i = 0; i < reports.size(); ++i)
+    for (const auto& s : reports[i].strategies) {
+      ComparedRun c;
+      c.report = &reports[i];
+      c.run = &s;
+      c.baseline = reports[i].find(baseline_strategy);
+      c.report_index = i;
+      c.label = reports.size() > 1 ? fmt::format("{} (run {})", s.name, i + 1) : s.name;
+      c.color = strategy_color(s.name, assigned);
+      c.dash = kDashes[i % std::size(kDashes)];
+      out.push_back(std::move(c));
+    }
+  return out;
+}
+
+std::string common_scenario_name(const std::vector<RunReport>& reports) {
+  if (reports.empty()) return "no reports";
+  for (const auto& r : reports)
+    if (r.scenario_name != reports.front().scenario_name) return "several scenarios";
+  return reports.front().scenario_name;
+}
+
+std::string render_html_report(const std::vector<RunReport>& reports, const std::string& baseline) {
+  const std::vector<ComparedRun> runs = compared_runs(reports, baseline);
+  const std::string name = common_scenario_name(reports);
+  std::string html = fmt::format(
+      "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+      "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\">\n"
+      "<title>geotb compare: {}</title>\n<style>{}</style>\n</head>\n<body>\n<h1>geotb compare: {}</h1>\n",
+      xml_escape(name), css(), xml_escape(name));
+  html += header_html(reports);
+  html += "<h2>Summary</h2>\n" + metrics_table(runs, baseline);
+
+  // --- convergence ---
+  size_t max_steps = 1;
+  for (const auto& c : runs) max_steps = std::max(max_steps, c.run->loss.size());
+  const size_t window = std::max<size_t>(1, max_steps / 40);
+  plot::LineChartSpec by_time, by_samples, acc;
+  by_time.id = "loss-time";
+  by_time.title = "Training loss vs wall time";
+  by_time.x = {"wall time since the first step", "s"};
+  by_time.y = {"training loss (cross-entropy)", "nats"};
+  by_samples.id = "loss-samples";
+  by_samples.title = "Training loss vs samples";
+  by_samples.x = {.title = "training samples (whole cluster)", .unit = "samples", .si_prefix = true, .include_zero = true};
+  by_samples.y = by_time.y;
+  acc.id = "accuracy-samples";
+  acc.title = "Test accuracy vs samples";
+  acc.x = by_samples.x;
+  acc.y = {"test accuracy (rank 0's model)", "%"};
+  for (const auto& c : runs) {
+    const StrategyRun& s = *c.run;
+    const std::vector<double> loss = trailing_mean(s.loss, window);
+    plot::LineSeries t{c.label, c.color, c.dash, s.step_end_s, loss};
+    by_time.series.push_back(t);
+    plot::LineSeries n{c.label, c.color, c.dash, {}, loss};
+    const double per_step = s.samples_per_step();
+    for (size_t i = 0; i < loss.size(); ++i) n.x.push_back(static_cast<double>(i + 1) * per_step);
+    by_samples.series.push_back(std::move(n));
+    plot::LineSeries a{c.label, c.color, c.dash, {}, {}, true, true, c.report_index % 2 == 1};
+    for (const auto& p : s.test_accuracy) {
+      a.x.push_back(static_cast<double>(p.samples));
+      a.y.push_back(100 * p.accuracy);
+    }
+    acc.series.push_back(std::move(a));
+  }
+  const std::string smooth = window > 1 ? fmt::format(" Loss is the trailing mean over {} steps.", window) : "";
+  html += "<h2>Convergence</h2>\n<div class=\"charts\">\n";
+  html += figure(plot::render_line_chart(by_time), "fig-loss-time",
+                 "Mean training loss over the workers, at the end of each step, against wall time: what a user waits "
+                 "for." + smooth);
+  html += figure(plot::render_line_chart(by_samples), "fig-loss-samples",
+                 "The same loss against training samples processed: the statistical cost of a strategy, "
+                 "independent of speed." + smooth);
+  html += figure(plot::render_line_chart(acc), "fig-accuracy",
+                 "Test accuracy of rank 0's model at evenly spaced steps (evaluated after the run, so timing is "
+                 "unaffected).");
+  html += "</div>\n";
+
+  // --- speed ---
+  plot::BarChartSpec thr;
+  thr.id = "throughput";
+  thr.title = "Throughput";
+  thr.value_axis = {.title = "training samples per second, whole cluster", .unit = "samples/s", .si_prefix = true};
+  thr.layers = {{"", "#0072B2"}};
+  for (const auto& c : runs) {
+    plot::HBar b{c.label, {c.run->samples_per_s}, c.color, {}, {}};
+    b.annotation = plot::format_si(c.run->samples_per_s, "");
+    if (c.baseline && c.baseline != c.run)
+      b.annotation += fmt::format("  ({:.2f}× {})", c.run->samples_per_s / c.baseline->samples_per_s, baseline);
+    else if (c.baseline == c.run)
+      b.annotation += "  (baseline)";
+    b.tooltip = fmt::format("{}: {:.0f} samples/s", c.label, c.run->samples_per_s);
+    thr.bars.push_back(std::move(b));
+  }
+  plot::BarChartSpec step;
+  step.id = "step-time";
+  step.title = "Time per step";
+  step.value_axis = {"time per step, mean over workers", "ms"};
+  step.layers = {{"compute", "#4C9F70"},
+                 {"exposed communication (waited for)", "#D55E00"},
+                 {"overlapped communication (hidden under compute)", "#0072B2", true}};
+  for (const auto& c : runs) {
+    const StrategyRun& s = *c.run;
+    plot::HBar b{c.label,
+                 {1e3 * s.compute_s_per_step, 1e3 * s.exposed_comm_s_per_step, 1e3 * s.overlapped_comm_s_per_step},
+                 {}, fmt::format("comm/compute {:.2f}", s.comm_compute_ratio), c.label};
+    step.bars.push_back(std::move(b));
+  }
+  html += "<h2>Speed</h2>\n<div class=\"charts\">\n";
+  html += figure(plot::render_bar_chart(thr), "fig-throughput",
+                 fmt::format("Samples per second of wall time (first step start to every replica final); speed-up "
+                             "over {} of the same run in brackets.",
+                             baseline));
+  html += figure(plot::render_bar_chart(step), "fig-step-time",
+                 "Per worker and step: compute (forward, backward, optimizer), communication the step waited for, "
+                 "and communication in flight while the leader computed (not on the critical path).");
+  html += "</div>\n";
+
+  // --- WAN ---
+  plot::BarChartSpec wan;
+  wan.id = "wan-bytes";
+  wan.title = "WAN traffic per run";
+  wan.value_axis = {.title = "payload bytes between data centers", .unit = "B", .scale = plot::Scale::kLog, .si_prefix = true, .unit_in_ticks = true};
+  wan.layers = {{"", "#0072B2"}};
+  for (const auto& c : runs) {
+    const StrategyRun& s = *c.run;
+    plot::HBar b{c.label, {static_cast<double>(s.wan_payload_bytes)}, c.color, {}, {}};
+    b.annotation = plot::format_si(static_cast<double>(s.wan_payload_bytes), "B");
+    if (s.wan_payload_bytes == 0) b.annotation += "  (nothing crossed the WAN)";
+    else if (c.baseline && c.baseline != c.run && c.baseline->wan_payload_bytes > 0)
+      b.annotation += fmt::format("  ({:.3g}× {})", static_cast<double>(s.wan_payload_bytes) /
+                                                       static_cast<double>(c.baseline->wan_payload_bytes),
+                                  baseline);
+    b.tooltip = fmt::format("{}: payload {} B, on the wire {} B, {} messages, {} retransmissions", c.label,
+                            s.wan_payload_bytes, s.wan_wire_bytes, s.wan_messages, s.wan_retransmissions);
+    wan.bars.push_back(std::move(b));
+  }
+  plot::LineChartSpec eff;
+  eff.id = "exchange-efficiency";
+  eff.title = "Exchange efficiency";
+  eff.x = {"step of the exchange", "step"};
+  eff.y = {.title = "efficiency = bound ÷ measured", .unit = "ratio", .scale = plot::Scale::kLog};
+  eff.hlines = {{1.0, "1 = the lower bound S/B + RTT/2", "#444"}};
+  eff.empty_note = "no strategy logged an inter-DC exchange (naive_ddp's ring steps are not logged as exchanges)";
+  size_t logged = 0;
+  for (const auto& c : runs) {
+    if (c.run->exchange_log.empty()) continue;
+    plot::LineSeries s{c.label, c.color, c.dash, {}, {}, false, true, c.report_index % 2 == 1};
+    for (const auto& e : c.run->exchange_log) {
+      s.x.push_back(e.step >= 0 ? static_cast<double>(e.step) : static_cast<double>(c.run->loss.size()));
+      s.y.push_back(e.efficiency);
+    }
+    logged += s.x.size();
+    eff.series.push_back(std::move(s));
+  }
+  html += "<h2>WAN</h2>\n<div class=\"charts\">\n";
+  html += figure(plot::render_bar_chart(wan), "fig-wan-bytes",
+                 fmt::format("Message bytes sent between data centers during the whole run (log scale; on-the-wire "
+                             "bytes with headers and retransmissions in the tooltip and the table). Ratio to {} in "
+                             "brackets.",
+                             baseline));
+  html += figure(plot::render_line_chart(eff), "fig-exchange-efficiency",
+                 fmt::format("Each logged inter-DC exchange ({} in all; the final dense one at the last step): lower "
+                             "bound S/B + RTT/2 for S bytes each way, divided by the time from hand-off to the "
+                             "transport until every peer's message arrived. Above 1: the peer's message had arrived "
+                             "before the wait was timed.",
+                             logged));
+  html += "</div>\n";
+  html += fmt::format(
+      "<p style=\"font-size:12px;color:#777\">Generated by geotb compare from {} report(s); metrics are defined in "
+      "README \"Metrics\".</p>\n</body>\n</html>\n",
+      reports.size());
+  return html;
+}
+
+}  // namespace geotb::harness

@@ -1,0 +1,32 @@
+// `geotb compare` output: one self-contained HTML page (inline CSS and SVG charts, no script, no
+// external resource) comparing the strategies of one or more run reports.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "harness/check.h"
+
+namespace geotb::harness {
+
+/// One strategy of one report as the comparison shows it.
+struct ComparedRun {
+  const RunReport* report = nullptr;
+  const StrategyRun* run = nullptr;
+  const StrategyRun* baseline = nullptr;  ///< the baseline strategy of the same report, if it ran
+  size_t report_index = 0;                ///< 0-based position in the input list
+  std::string label;                      ///< "hier_ef_topk_int8", or "hier_ef_topk_int8 (run 2)" with several reports
+  std::string color;                      ///< by strategy name, the same in every chart
+  std::string dash;                       ///< by report: solid for the first, dashed, dotted...
+};
+
+/// Every strategy of every report, in input order. The reports must outlive the result.
+std::vector<ComparedRun> compared_runs(const std::vector<RunReport>& reports, const std::string& baseline_strategy);
+
+/// "run 1" or the scenario name for titles: the common scenario name, else "several scenarios".
+std::string common_scenario_name(const std::vector<RunReport>& reports);
+
+/// The whole page. `baseline_strategy` is the reference of speed-ups and WAN ratios.
+std::string render_html_report(const std::vector<RunReport>& reports, const std::string& baseline_strategy);
+
+}  // namespace geotb::harness

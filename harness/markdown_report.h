@@ -1,0 +1,16 @@
+// `geotb compare` output: a Markdown summary (context, one table per report, speed-ups and WAN
+// ratios against the baseline strategy) that reads well in a terminal, a PR or an issue.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "harness/check.h"
+
+namespace geotb::harness {
+
+/// `html_name` is the file name of the HTML report written beside it (linked for the plots).
+std::string render_markdown_report(const std::vector<RunReport>& reports, const std::string& baseline_strategy,
+                                   const std::string& html_name);
+
+}  // namespace geotb::harness

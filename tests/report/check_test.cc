@@ -1,0 +1,302 @@
+// Unit tests of the regression gate (harness/check.h): exact decisions on crafted reports, at
+// the edges of each tolerance, and the errors of the report reader. Values are chosen to be
+// exact in binary floating point (ratios like 3/2, tolerances like 0.25) so "on the bound" is
+// really on the bound.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/check.h"
+
+namespace geotb::harness {
+namespace {
+
+using nlohmann::json;
+
+struct Strat {
+  std::string name;
+  double samples_per_s;
+  uint64_t wan_bytes;
+  double accuracy;
+};
+
+json strategy_json(const Strat& s) {
+  return {{"name", s.name},
+          {"config", {{"name", s.name}}},
+          {"metrics",
+           {{"samples", 1024},
+            {"wall_s", 1.0},
+            {"samples_per_s", s.samples_per_s},
+            {"compute_s_per_step", 0.001},
+            {"exposed_comm_s_per_step", 0.002},
+            {"overlapped_comm_s_per_step", 0.0},
+            {"compress_s_per_step", 0.0},
+            {"comm_compute_ratio", 2.0},
+            {"wan_payload_bytes", s.wan_bytes},
+            {"wan_wire_bytes", s.wan_bytes},
+            {"wan_messages", 4},
+            {"wan_retransmissions", 0},
+            {"exchanges", 4},
+            {"exchange_efficiency_mean", nullptr},
+            {"final_test_accuracy", s.accuracy},
+            {"replica_max_abs_diff", 0.0}}},
+          {"series",
+           {{"loss", {2.0, 1.5, 1.0, 0.5}},
+            {"step_end_s", {0.25, 0.5, 0.75, 1.0}},
+            {"test_accuracy", {{{"step", 4}, {"samples", 1024}, {"accuracy", s.accuracy}}}}}},
+          {"exchanges", json::array()}};
+}
+
+json report_json(const std::vector<Strat>& strategies, json check = nullptr, const std::string& hash = std::string(64, 'a')) {
+  json st = json::array();
+  for (const auto& s : strategies) st.push_back(strategy_json(s));
+  json sc = {{"name", "crafted"},
+             {"description", "unit test"},
+             {"file", "scenarios/crafted.json"},
+             {"hash", hash},
+             {"seed", 1},
+             {"network", "embedded"},
+             {"datacenters", {{{"name", "a"}, {"workers", 2}}, {{"name", "b"}, {"workers", 2}}}},
+             {"wan", {{{"between", {"a", "b"}}, {"bandwidth_bps", 1e9}, {"rtt_s", 0.01}, {"loss_rate", 0.0}}}},
+             {"workload", {{"model", "mlp"}, {"dataset", "fashion-mnist"}, {"batch_per_worker", 64}, {"steps", 4}}}};
+  if (!check.is_null()) sc["check"] = check;
+  return {{"schema", "geotb.report"},
+          {"schema_version", 1},
+          {"scenario", sc},
+          {"context", {{"git_revision", "abc"}, {"host", "test"}, {"started_at", "2026-01-01T00:00:00Z"}}},
+          {"strategies", st},
+          {"comparison", {{"baseline", "naive_ddp"}, {"strategies", json::object()}}},
+          {"failures", json::array()}};
+}
+
+RunReport report(const std::vector<Strat>& s, json check = nullptr) {
+  return parse_report(report_json(s, std::move(check)), "crafted.json");
+}
+
+// Tolerances exact in binary: 0.25 relative, 0.125 absolute, 0.5 relative.
+const json kTol = {{"throughput_ratio_tolerance", 0.25}, {"accuracy_tolerance", 0.125}, {"wan_bytes_ratio_tolerance", 0.5}};
+
+// Baseline: hier 4x naive's throughput (400/100), WAN ratio 1/4 (256/1024), accuracies 0.75.
+RunReport baseline() {
+  return report({{"naive_ddp", 100, 1024, 0.75}, {"hier", 400, 256, 0.75}}, kTol);
+}
+
+const CheckRow& row(const CheckResult& r, const std::string& strategy, const std::string& figure) {
+  for (const auto& x : r.rows)
+    if (x.strategy == strategy && x.figure == figure) return x;
+  ADD_FAILURE() << "no row " << strategy << " / " << figure;
+  static CheckRow none;
+  return none;
+}
+
+TEST(CheckJudge, HigherIsBetterRelativeEdges) {
+  // baseline 4, tolerance 0.25: allowed >= 3 (inclusive), improved > 5.
+  EXPECT_EQ(judge_higher_is_better_relative(4, 3, 0.25).verdict, Verdict::kPass);
+  EXPECT_EQ(*judge_higher_is_better_relative(4, 3, 0.25).allowed_lo, 3.0);
+  EXPECT_EQ(judge_higher_is_better_relative(4, std::nextafter(3.0, 0.0), 0.25).verdict, Verdict::kFail);
+  EXPECT_EQ(judge_higher_is_better_relative(4, 5, 0.25).verdict, Verdict::kPass);
+  EXPECT_EQ(judge_higher_is_better_relative(4, std::nextafter(5.0, 9.0), 0.25).verdict, Verdict::kImproved);
+  EXPECT_FALSE(judge_higher_is_better_relative(4, 3, 0.25).allowed_hi.has_value());
+}
+
+TEST(CheckJudge, LowerIsBetterRelativeEdges) {
+  // baseline 0.25, tolerance 0.5: allowed <= 0.375, improved < 0.125.
+  EXPECT_EQ(judge_lower_is_better_relative(0.25, 0.375, 0.5).verdict, Verdict::kPass);
+  EXPECT_EQ(judge_lower_is_better_relative(0.25, std::nextafter(0.375, 1.0), 0.5).verdict, Verdict::kFail);
+  EXPECT_EQ(judge_lower_is_better_relative(0.25, 0.125, 0.5).verdict, Verdict::kPass);
+  EXPECT_EQ(judge_lower_is_better_relative(0.25, std::nextafter(0.125, 0.0), 0.5).verdict, Verdict::kImproved);
+}
+
+TEST(CheckJudge, AbsoluteEdges) {
+  // baseline 0.75, tolerance 0.125: allowed >= 0.625.
+  EXPECT_EQ(judge_higher_is_better_absolute(0.75, 0.625, 0.125).verdict, Verdict::kPass);
+  EXPECT_EQ(judge_higher_is_better_absolute(0.75, std::nextafter(0.625, 0.0), 0.125).verdict, Verdict::kFail);
+  EXPECT_EQ(judge_higher_is_better_absolute(0.75, 0.875, 0.125).verdict, Verdict::kPass);
+  EXPECT_EQ(judge_higher_is_better_absolute(0.75, std::nextafter(0.875, 1.0), 0.125).verdict, Verdict::kImproved);
+}
+
+TEST(Check, IdenticalRunPasses) {
+  const CheckResult r = check_report(baseline(), baseline());
+  EXPECT_TRUE(r.passed());
+  // naive: accuracy only; hier: throughput ratio, WAN ratio, accuracy.
+  EXPECT_EQ(r.rows.size(), 4u);
+  EXPECT_EQ(r.count(Verdict::kPass), 4);
+  EXPECT_EQ(r.tolerances.throughput_ratio, 0.25);
+  EXPECT_EQ(r.tolerances.accuracy, 0.125);
+  EXPECT_EQ(r.tolerances.wan_bytes_ratio, 0.5);
+}
+
+TEST(Check, ThroughputRatioOnTheBoundPassesJustBelowFails) {
+  // Ratio 3 = 4 * (1 - 0.25): on the bound. Both strategies slower: only the ratio counts.
+  auto on = report({{"naive_ddp", 50, 1024, 0.75}, {"hier", 150, 256, 0.75}}, kTol);
+  const CheckResult pass = check_report(on, baseline());
+  EXPECT_TRUE(pass.passed());
+  EXPECT_EQ(*row(pass, "hier", "throughput ratio").current, 3.0);
+  EXPECT_EQ(*row(pass, "hier", "throughput ratio").allowed_lo, 3.0);
+
+  auto below = report({{"naive_ddp", 50, 1024, 0.75}, {"hier", std::nextafter(150.0, 0.0), 256, 0.75}}, kTol);
+  const CheckResult fail = check_report(below, baseline());
+  EXPECT_FALSE(fail.passed());
+  EXPECT_EQ(row(fail, "hier", "throughput ratio").verdict, Verdict::kFail);
+  EXPECT_EQ(fail.count(Verdict::kFail), 1);
+  const std::string table = format_check_table(fail, below, baseline());
+  EXPECT_NE(table.find("FAIL: 1 of 4"), std::string::npos) << table;
+  EXPECT_NE(table.find("hier: throughput ratio 4.000x -> 3.000x (allowed >= 3.000x)"), std::string::npos) << table;
+}
+
+TEST(Check, HalvedThroughputFails) {
+  auto halved = report({{"naive_ddp", 100, 1024, 0.75}, {"hier", 200, 256, 0.75}}, kTol);
+  const CheckResult r = check_report(halved, baseline());
+  EXPECT_FALSE(r.passed());
+  EXPECT_EQ(row(r, "hier", "throughput ratio").verdict, Verdict::kFail);
+  EXPECT_NE(row(r, "hier", "throughput ratio").note.find("fell 50% below the baseline (tolerance 25%)"), std::string::npos)
+      << row(r, "hier", "throughput ratio").note;
+}
+
+TEST(Check, FasterIsImprovedAndPasses) {
+  auto faster = report({{"naive_ddp", 100, 1024, 0.75}, {"hier", 600, 256, 0.75}}, kTol);
+  const CheckResult r = check_report(faster, baseline());
+  EXPECT_TRUE(r.passed());
+  EXPECT_EQ(row(r, "hier", "throughput ratio").verdict, Verdict::kImproved);
+}
+
+TEST(Check, WanBytesRatioEdges) {
+  // Baseline ratio 1/4; tolerance 0.5: allowed <= 3/8 = 384/1024.
+  auto on = report({{"naive_ddp", 100, 1024, 0.75}, {"hier", 400, 384, 0.75}}, kTol);
+  EXPECT_TRUE(check_report(on, baseline()).passed());
+  auto above = report({{"naive_ddp", 100, 1024, 0.75}, {"hier", 400, 385, 0.75}}, kTol);
+  const CheckResult r = check_report(above, baseline());
+  EXPECT_FALSE(r.passed());
+  EXPECT_EQ(row(r, "hier", "WAN bytes ratio").verdict, Verdict::kFail);
+  auto less = report({{"naive_ddp", 100, 1024, 0.75}, {"hier", 400, 127, 0.75}}, kTol);
+  EXPECT_EQ(row(check_report(less, baseline()), "hier", "WAN bytes ratio").verdict, Verdict::kImproved);
+}
+
+TEST(Check, AccuracyEdgesForEveryStrategyIncludingTheReference) {
+  auto on = report({{"naive_ddp", 100, 1024, 0.625}, {"hier", 400, 256, 0.625}}, kTol);
+  EXPECT_TRUE(check_report(on, baseline()).passed());
+  auto below = report({{"naive_ddp", 100, 1024, 0.6249}, {"hier", 400, 256, 0.75}}, kTol);
+  const CheckResult r = check_report(below, baseline());
+  EXPECT_FALSE(r.passed());
+  EXPECT_EQ(row(r, "naive_ddp", "final accuracy").verdict, Verdict::kFail);
+  EXPECT_EQ(row(r, "hier", "final accuracy").verdict, Verdict::kPass);
+}
+
+TEST(Check, DefaultTolerancesWithoutScenarioCheck) {
+  auto base = report({{"naive_ddp", 100, 1024, 0.75}, {"hier", 400, 256, 0.75}});
+  // Default throughput tolerance 0.15: 4 * 0.85 = 3.4 passes, 3.3 fails.
+  auto ok = report({{"naive_ddp", 100, 1024, 0.75}, {"hier", 340, 256, 0.75}});
+  auto bad = report({{"naive_ddp", 100, 1024, 0.75}, {"hier", 330, 256, 0.75}});
+  const CheckResult r_ok = check_report(ok, base);
+  EXPECT_EQ(r_ok.tolerances_from, "defaults");
+  EXPECT_TRUE(r_ok.passed());
+  EXPECT_FALSE(check_report(bad, base).passed());
+  // Default accuracy tolerance 0.01 (absolute): 0.745 passes, 0.735 fails.
+  EXPECT_TRUE(check_report(report({{"naive_ddp", 100, 1024, 0.745}, {"hier", 400, 256, 0.75}}), base).passed());
+  EXPECT_FALSE(check_report(report({{"naive_ddp", 100, 1024, 0.735}, {"hier", 400, 256, 0.75}}), base).passed());
+}
+
+TEST(Check, CommandLineTolerancesOverride) {
+  auto halved = report({{"naive_ddp", 100, 1024, 0.75}, {"hier", 200, 256, 0.75}}, kTol);
+  CheckOptions opt;
+  opt.tolerances = CheckTolerances{0.5, 0.125, 0.5};
+  const CheckResult r = check_report(halved, baseline(), opt);
+  EXPECT_TRUE(r.passed());  // 2 >= 4 * 0.5
+  EXPECT_EQ(r.tolerances_from, "command line");
+}
+
+TEST(Check, MissingStrategyFailsWithAClearMessage) {
+  auto missing = report({{"naive_ddp", 100, 1024, 0.75}}, kTol);
+  const CheckResult r = check_report(missing, baseline());
+  EXPECT_FALSE(r.passed());
+  const CheckRow& p = row(r, "hier", "present");
+  EXPECT_EQ(p.verdict, Verdict::kFail);
+  EXPECT_NE(p.note.find("in the baseline but missing from this run"), std::string::npos) << p.note;
+}
+
+TEST(Check, FailedStrategyFailsWithItsError) {
+  json j = report_json({{"naive_ddp", 100, 1024, 0.75}}, kTol);
+  j["failures"] = {{{"strategy", "hier"}, {"error", "peer us-west/1 died"}}};
+  const RunReport cur = parse_report(j, "cur.json");
+  const CheckResult r = check_report(cur, baseline());
+  EXPECT_FALSE(r.passed());
+  EXPECT_NE(row(r, "hier", "present").note.find("failed in this run: peer us-west/1 died"), std::string::npos);
+}
+
+TEST(Check, MissingReferenceInCurrentFails) {
+  auto noref = report({{"hier", 400, 256, 0.75}}, kTol);
+  const CheckResult r = check_report(noref, baseline());
+  EXPECT_FALSE(r.passed());
+  EXPECT_EQ(row(r, "naive_ddp", "present").verdict, Verdict::kFail);
+}
+
+TEST(Check, NewStrategyIsReportedNotGated) {
+  auto more = report({{"naive_ddp", 100, 1024, 0.75}, {"hier", 400, 256, 0.75}, {"lan", 900, 0, 0.8}}, kTol);
+  const CheckResult r = check_report(more, baseline());
+  EXPECT_TRUE(r.passed());
+  EXPECT_NE(row(r, "lan", "present").note.find("not in the baseline"), std::string::npos);
+}
+
+TEST(Check, ChangedScenarioHashFails) {
+  const RunReport cur = parse_report(report_json({{"naive_ddp", 100, 1024, 0.75}, {"hier", 400, 256, 0.75}}, kTol,
+                                                 std::string(64, 'b')),
+                                     "cur.json");
+  const CheckResult r = check_report(cur, baseline());
+  EXPECT_FALSE(r.passed());
+  EXPECT_NE(row(r, "-", "scenario").note.find("scenario file changed"), std::string::npos);
+}
+
+TEST(Check, DifferentScenarioOrBaselineWithoutReferenceIsAUsageError) {
+  json other = report_json({{"naive_ddp", 100, 1024, 0.75}}, kTol);
+  other["scenario"]["name"] = "other";
+  EXPECT_THROW(check_report(parse_report(other, "o.json"), baseline()), ReportError);
+  auto noref = report({{"hier", 400, 256, 0.75}}, kTol);
+  EXPECT_THROW(check_report(baseline(), noref), ReportError);
+}
+
+TEST(ReportReader, ErrorsNameFileFieldAndValue) {
+  auto message = [](const json& j) {
+    try {
+      parse_report(j, "r.json");
+    } catch (const ReportError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  json j = report_json({{"naive_ddp", 100, 1024, 0.75}});
+  json bad = j;
+  bad["strategies"][0]["metrics"]["samples_per_s"] = "fast";
+  EXPECT_EQ(message(bad), "r.json: strategies[0].metrics.samples_per_s: expected a number, got \"fast\"");
+  bad = j;
+  bad["strategies"][0]["metrics"].erase("final_test_accuracy");
+  EXPECT_EQ(message(bad), "r.json: strategies[0].metrics.final_test_accuracy: missing");
+  bad = j;
+  bad["schema"] = "something.else";
+  EXPECT_EQ(message(bad), "r.json: schema: \"something.else\": not a geotb run report (expected \"geotb.report\")");
+  bad = j;
+  bad["strategies"][0]["metrics"]["final_test_accuracy"] = 1.5;
+  EXPECT_EQ(message(bad), "r.json: strategies[0].metrics.final_test_accuracy: must be in [0, 1], got 1.5");
+  bad = j;
+  bad["strategies"][0]["series"]["step_end_s"] = {1.0};
+  EXPECT_EQ(message(bad), "r.json: strategies[0].series.step_end_s: has 1 entries but loss has 4 (one per step each)");
+  bad = j;
+  bad["strategies"].push_back(bad["strategies"][0]);
+  EXPECT_EQ(message(bad), "r.json: strategies[1].name: \"naive_ddp\" appears twice");
+  EXPECT_EQ(message(json::array()), "r.json: (top level): expected a JSON object (a geotb run report), got []");
+}
+
+TEST(ReportReader, ReadsSeriesAndSamplesPerStep) {
+  const RunReport r = baseline();
+  ASSERT_EQ(r.strategies.size(), 2u);
+  EXPECT_EQ(r.strategies[1].loss.size(), 4u);
+  EXPECT_EQ(r.strategies[1].samples_per_step(), 256.0);
+  EXPECT_EQ(r.strategies[1].test_accuracy[0].samples, 1024);
+  EXPECT_EQ(r.wan[0].bandwidth_bps, 1e9);
+  ASSERT_TRUE(r.tolerances.has_value());
+  EXPECT_EQ(r.tolerances->accuracy, 0.125);
+}
+
+}  // namespace
+}  // namespace geotb::harness

@@ -1,0 +1,126 @@
+// Unit tests of the SVG plotting helper (harness/plot/) and of the compare pages' structure.
+#include <gtest/gtest.h>
+
+#include <regex>
+#include <string>
+
+#include "harness/html_report.h"
+#include "harness/markdown_report.h"
+#include "harness/plot/axis.h"
+#include "harness/plot/bar_chart.h"
+#include "harness/plot/line_chart.h"
+#include "harness/plot/svg.h"
+
+namespace geotb::plot {
+namespace {
+
+size_t count(const std::string& hay, const std::string& needle) {
+  size_t n = 0;
+  for (size_t p = hay.find(needle); p != std::string::npos; p = hay.find(needle, p + needle.size())) ++n;
+  return n;
+}
+
+void expect_near_all(const std::vector<double>& got, const std::vector<double>& want) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-12) << "tick " << i;
+}
+
+TEST(Ticks, LinearOneTwoFive) {
+  expect_near_all(nice_linear_ticks(0, 7.3, 6), {0, 2, 4, 6, 8});
+  expect_near_all(nice_linear_ticks(0, 1, 6), {0, 0.2, 0.4, 0.6, 0.8, 1});
+  expect_near_all(nice_linear_ticks(0.52, 0.81, 6), {0.5, 0.6, 0.7, 0.8, 0.9});
+  expect_near_all(nice_linear_ticks(0, 24104, 6), {0, 5000, 10000, 15000, 20000, 25000});
+  expect_near_all(nice_linear_ticks(0, 0.9, 6), {0, 0.2, 0.4, 0.6, 0.8, 1.0});
+  // A flat series still gets an axis.
+  EXPECT_GE(nice_linear_ticks(3, 3, 6).size(), 2u);
+}
+
+TEST(Ticks, LogDecadesAndSubticks) {
+  expect_near_all(log_ticks(5e5, 4e7), {1e5, 1e6, 1e7, 1e8});  // 3 decades: decades only
+  expect_near_all(log_ticks(0.3, 8), {0.1, 0.2, 0.5, 1, 2, 5, 10});  // 2 decades: 1-2-5
+  expect_near_all(log_ticks(20, 30), {10, 20, 50, 100});
+}
+
+TEST(Ticks, Labels) {
+  EXPECT_EQ(format_si(36640800, "B"), "36.6 MB");
+  EXPECT_EQ(format_si(576511, "B"), "577 kB");
+  EXPECT_EQ(format_si(1e9, "bit/s"), "1 Gbit/s");
+  EXPECT_EQ(format_si(0.0157, ""), "0.0157");
+  EXPECT_EQ(format_si(0, "B"), "0 B");
+  EXPECT_EQ(format_tick(0.25, 0.25, false, ""), "0.25");
+  EXPECT_EQ(format_tick(4, 2, false, ""), "4");
+  EXPECT_EQ(format_tick(2500, 500, true, ""), "2.5 k");
+}
+
+TEST(AxisMap, LinearAndLogMapOntoPixels) {
+  const Axis lin(AxisSpec{"t", "s"}, 0, 10, 100, 600);
+  EXPECT_DOUBLE_EQ(lin.map(0), 100);
+  EXPECT_DOUBLE_EQ(lin.map(10), 600);
+  EXPECT_EQ(lin.title_with_unit(), "t [s]");
+  AxisSpec ls{.title = "bytes", .unit = "B", .scale = Scale::kLog, .si_prefix = true, .unit_in_ticks = true};
+  const Axis log(ls, 1e3, 5e5, 0, 300);  // domain rounded out to whole decades: 1e3 .. 1e6
+  EXPECT_DOUBLE_EQ(log.map(1e3), 0);
+  EXPECT_DOUBLE_EQ(log.map(1e6), 300);
+  EXPECT_NEAR(log.map(1e4), 100, 1e-9);
+  EXPECT_EQ(log.ticks().front().label, "1 kB");
+  EXPECT_EQ(log.title_with_unit(), "bytes [B] (log scale)");
+  // A maximum on a decade gets headroom: the top of the frame is the next decade.
+  const Axis top(ls, 0.5, 1.0, 0, 300);
+  EXPECT_DOUBLE_EQ(top.hi(), 10);
+}
+
+TEST(Svg, EscapesText) {
+  Svg s(100, 50, "a<b & \"c\"");
+  s.text(1, 2, "<script>");
+  const std::string out = s.str();
+  EXPECT_NE(out.find("<title>a&lt;b &amp; &quot;c&quot;</title>"), std::string::npos);
+  EXPECT_EQ(out.find("<script>"), std::string::npos);
+  EXPECT_NE(out.find("&lt;script&gt;"), std::string::npos);
+}
+
+TEST(LineChart, SeriesLegendAxesAndLogBreaks) {
+  LineChartSpec c;
+  c.id = "t";
+  c.title = "Loss";
+  c.x = {"time", "s"};
+  c.y = {"loss", "nats", Scale::kLog};
+  c.series.push_back({"naive", "#D55E00", "", {1, 2, 3, 4}, {2, 1, 0, 0.5}});  // 0 breaks the log line
+  c.series.push_back({"hier", "#0072B2", "8 4", {1, 2}, {1.5, 0.7}, true, true});
+  const std::string svg = render_line_chart(c);
+  EXPECT_EQ(svg.rfind("<svg", 0), 0u);
+  EXPECT_NE(svg.find("<title>Loss</title>"), std::string::npos);
+  EXPECT_NE(svg.find("time [s]"), std::string::npos);
+  EXPECT_NE(svg.find("loss [nats] (log scale)"), std::string::npos);
+  EXPECT_EQ(count(svg, "<polyline"), 2u);  // naive: one run of 2 points (the lone 0.5 draws no line); hier: one
+  EXPECT_EQ(count(svg, "<circle"), 2u + 1u);  // hier's 2 markers + its legend sample
+  EXPECT_NE(svg.find(">naive</text>"), std::string::npos);
+  EXPECT_NE(svg.find(">hier</text>"), std::string::npos);
+}
+
+TEST(LineChart, EmptyShowsTheNote) {
+  LineChartSpec c;
+  c.title = "Efficiency";
+  c.empty_note = "nothing logged";
+  const std::string svg = render_line_chart(c);
+  EXPECT_NE(svg.find("nothing logged"), std::string::npos);
+}
+
+TEST(BarChart, StackedLayersHatchingAndAnnotations) {
+  BarChartSpec b;
+  b.id = "st";
+  b.title = "Time per step";
+  b.value_axis = {"time", "ms"};
+  b.layers = {{"compute", "#4C9F70"}, {"exposed", "#D55E00"}, {"overlapped", "#0072B2", true}};
+  b.bars.push_back({"naive_ddp", {1, 17, 0}, "", "14.1", ""});
+  b.bars.push_back({"hier", {0.8, 4.2, 1.8}, "", "5.3", ""});
+  const std::string svg = render_bar_chart(b);
+  EXPECT_NE(svg.find("<pattern id=\"st-hatch2\""), std::string::npos);
+  // 5 non-zero segments + 3 legend boxes + the background.
+  EXPECT_EQ(count(svg, "<rect"), 5u + 3u + 1u + 1u /* the pattern's own rect */);
+  EXPECT_NE(svg.find("fill=\"url(#st-hatch2)\""), std::string::npos);
+  EXPECT_NE(svg.find(">14.1</text>"), std::string::npos);
+  EXPECT_NE(svg.find("time [ms]"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace geotb::plot
