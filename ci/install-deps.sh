@@ -16,6 +16,8 @@ PKGS=(
   # network emulation and tests
   iproute2 ethtool iputils-ping iperf3
   python3 python3-jsonschema
+  # the compare report's browser test (headless rendering + screenshot analysis)
+  chromium python3-pil
 )
 
 missing=()

@@ -11,3 +11,5 @@ else
   echo "test.sh: not root: skipping the dpdk and fidelity suites (they need network namespaces)"
 fi
 meson test -C build --print-errorlogs --num-processes 1 "${suites[@]}"
+# The regression gate: replay a short scenario and compare with its committed baseline.
+bash ci/check.sh
