@@ -244,7 +244,16 @@ void DataPlane::run(const std::atomic<bool>& quit, const RunOptions& opt) {
   TscClock clk;
   uint64_t next_stats = opt.stats_interval_ns;
   const uint64_t t0 = clk.now_ns();
-  uint64_t busy_since = t0;
+  constexpr uint64_t kWindow = 10000000;  // ns, for min_sleep_share
+  uint64_t win_start = t0, win_slept = 0, last_sleep_end = t0;
+  auto sleep_for = [&](uint64_t ns, uint64_t from) {
+    const timespec ts{static_cast<time_t>(ns / 1000000000), static_cast<long>(ns % 1000000000)};
+    nanosleep(&ts, nullptr);
+    const uint64_t woke = clk.now_ns();
+    win_slept += woke - from;
+    last_sleep_end = woke;
+    return woke;
+  };
   while (!quit.load(std::memory_order_relaxed)) {
     const uint64_t now = clk.now_ns();
     const uint32_t got = poll_rx(now);
@@ -255,25 +264,24 @@ void DataPlane::run(const std::atomic<bool>& quit, const RunOptions& opt) {
       next_stats = later + opt.stats_interval_ns;
     }
     if (opt.duration_ns && later - t0 >= opt.duration_ns) break;
-    bool slept = false;
+    if (later - win_start >= kWindow) {
+      win_start = later;
+      win_slept = 0;
+    }
     if (opt.idle_sleep_ns && got == 0) {
       const uint64_t due = next_release_ns();
       if (due == UINT64_MAX || due > later + opt.idle_sleep_ns + opt.wake_margin_ns) {
-        const timespec ts{0, static_cast<long>(opt.idle_sleep_ns)};
-        nanosleep(&ts, nullptr);
-        const uint64_t woke = clk.now_ns();
+        const uint64_t woke = sleep_for(opt.idle_sleep_ns, later);
         oversleep_ns_.record(woke - later > opt.idle_sleep_ns ? woke - later - opt.idle_sleep_ns : 0);
         ++idle_sleeps_;
-        slept = true;
+        continue;
       }
     }
-    if (!slept && opt.max_busy_ns && later - busy_since >= opt.max_busy_ns) {
-      const timespec ts{0, static_cast<long>(opt.forced_sleep_ns)};
-      nanosleep(&ts, nullptr);
+    if (opt.min_sleep_share > 0 && later - last_sleep_end >= opt.max_busy_ns &&
+        static_cast<double>(win_slept) < opt.min_sleep_share * static_cast<double>(later - win_start)) {
+      sleep_for(opt.forced_sleep_ns, later);
       ++forced_sleeps_;
-      slept = true;
     }
-    if (slept) busy_since = clk.now_ns();
   }
   finish();
 }

@@ -105,10 +105,14 @@ class DataPlane {
     /// lets the kernel's own work on this core run in fine-grained gaps instead of in
     /// millisecond-long preemptions.
     uint64_t idle_sleep_ns = 0;
-    /// Even when never idle, sleep 1 us after this much busy time (0 = never): keeps a
-    /// SCHED_FIFO poller under the kernel's real-time throttling limit.
-    uint64_t max_busy_ns = 0;
-    uint64_t forced_sleep_ns = 60000;  ///< length of that sleep (>= 5 % of max_busy_ns avoids RT throttling)
+    /// Keep at least this share of every 10 ms window asleep (0 = never force): a SCHED_FIFO
+    /// poller above the kernel's RT throttling limit (95 % of each second by default) would be
+    /// stopped for 50 ms at a time. Idle sleeps count; when they fall short, the loop sleeps
+    /// forced_sleep_ns, at most once per max_busy_ns of busy time, so the debt is paid in small,
+    /// spread-out gaps.
+    double min_sleep_share = 0.0;
+    uint64_t max_busy_ns = 200000;
+    uint64_t forced_sleep_ns = 12000;
     uint64_t wake_margin_ns = 50000;   ///< idle sleep only if nothing is due within sleep + this
   };
   /// Polls on TscClock until *quit. Calls finish() before returning.

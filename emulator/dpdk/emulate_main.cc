@@ -48,7 +48,8 @@ int main(int argc, char** argv) {
   uint32_t pool_size = 65535;
   uint16_t burst = 32;
   int rt_priority = 0;
-  std::string idle_sleep = "0us", max_busy = "0us", wake_margin = "30us", forced_sleep = "12us";
+  std::string idle_sleep = "5us", max_busy = "200us", wake_margin = "50us", forced_sleep = "12us";
+  double min_sleep_share = -1;
   app.add_option("--port", port_args, "NAME=DEVICE,SUBNET: a data center behind a DPDK port (at least 2)")->required();
   app.add_option("--link", link_args, "A>B:key=value,... or A<>B:... (see link_spec_parse.h)");
   app.add_option("--change", change_args, "at=10s,link=A>B,rate=..,delay=..,loss=..,up=0|1");
@@ -60,10 +61,11 @@ int main(int argc, char** argv) {
   app.add_option("--pool-size", pool_size, "mbufs in the pool (bounds frames in flight)");
   app.add_option("--burst", burst, "rx/tx burst size, 1..64");
   app.add_option("--rt-priority", rt_priority, "SCHED_FIFO priority of the polling thread (0 = normal scheduling); "
-                 "with it, --idle-sleep and --max-busy default to 5us and 200us (12us forced sleeps: 5.7 %, above the kernel's 5 % RT throttling reserve)");
+                 "with it, the loop sleeps when idle and keeps --min-sleep-share of its time asleep");
   app.add_option("--idle-sleep", idle_sleep, "sleep this long when idle (see DataPlane::RunOptions)");
-  app.add_option("--max-busy", max_busy, "sleep --forced-sleep after this much uninterrupted busy time");
-  app.add_option("--forced-sleep", forced_sleep, "see --max-busy");
+  app.add_option("--min-sleep-share", min_sleep_share, "share of every 10 ms kept asleep (default 0.06 with --rt-priority, else 0)");
+  app.add_option("--max-busy", max_busy, "forced sleeps at most once per this much busy time");
+  app.add_option("--forced-sleep", forced_sleep, "length of a forced sleep");
   app.add_option("--wake-margin", wake_margin, "idle sleep only if nothing is due within sleep + this");
   try {
     app.parse(argc, argv);
@@ -85,9 +87,9 @@ int main(int argc, char** argv) {
     run_opt.max_busy_ns = static_cast<uint64_t>(geotb::emu::parse_duration_ns(max_busy).count());
     run_opt.wake_margin_ns = static_cast<uint64_t>(geotb::emu::parse_duration_ns(wake_margin).count());
     run_opt.forced_sleep_ns = static_cast<uint64_t>(geotb::emu::parse_duration_ns(forced_sleep).count());
+    run_opt.min_sleep_share = min_sleep_share >= 0 ? min_sleep_share : (rt_priority > 0 ? 0.06 : 0.0);
+    if (rt_priority == 0 && min_sleep_share < 0) run_opt.idle_sleep_ns = 0;  // plain busy polling
     if (rt_priority > 0) {
-      if (run_opt.idle_sleep_ns == 0) run_opt.idle_sleep_ns = 5000;
-      if (run_opt.max_busy_ns == 0) run_opt.max_busy_ns = 200000;
       sched_param sp{};
       sp.sched_priority = rt_priority;
       if (sched_setscheduler(0, SCHED_FIFO, &sp) != 0)
