@@ -20,9 +20,12 @@ $CXX "${FLAGS[@]}" -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
   -o "$WORK/fuzz_decoder" "$ROOT/kernels/fuzz/fuzz_decoder.cc" "${SRCS[@]}" -lz
 "$WORK/make_seeds" "$WORK/corpus"
 start=$(date +%s)
+set +e
 "$WORK/fuzz_decoder" -runs="$RUNS" -seed=1 -max_len=4096 -print_final_stats=1 \
-  -artifact_prefix="$WORK/artifacts/" "$WORK/corpus" 2>&1 | tee "$WORK/fuzz.log" | grep -E '^(#[0-9]+ +(INITED|DONE)|stat::|==)' || true
-status=${PIPESTATUS[0]}
+  -artifact_prefix="$WORK/artifacts/" "$WORK/corpus" > "$WORK/fuzz.log" 2>&1
+status=$?
+set -e
+grep -E '^(#[0-9]+ +(INITED|DONE)|stat::|==[0-9]+== ?ERROR|SUMMARY)' "$WORK/fuzz.log" || true
 end=$(date +%s)
 execs=$(grep -E '^stat::number_of_executed_units' "$WORK/fuzz.log" | awk '{print $2}')
 echo "fuzz: exit ${status}, ${execs:-?} executions in $((end - start)) s"
