@@ -11,5 +11,7 @@ else
   echo "test.sh: not root: skipping the dpdk and fidelity suites (they need network namespaces)"
 fi
 meson test -C build --print-errorlogs --num-processes 1 "${suites[@]}"
+# Bounded libFuzzer run of the compression wire decoder (ci/fuzz.sh; 1M executions took 81 s here).
+bash ci/fuzz.sh "${GEOTB_FUZZ_RUNS:-300000}" build-fuzz
 # The regression gate: replay a short scenario and compare with its committed baseline.
 bash ci/check.sh
