@@ -91,7 +91,7 @@ std::string header_html(const std::vector<RunReport>& reports) {
     std::string dcs, links;
     for (const auto& [n, w] : r.datacenters) dcs += fmt::format("{}{} ({} workers)", dcs.empty() ? "" : ", ", n, w);
     for (const auto& l : r.wan)
-      links += fmt::format("{}{} – {}: {}, RTT {}, loss {:g} %", links.empty() ? "" : "; ", l.a, l.b,
+      links += fmt::format("{}{} – {}: {}, RTT {}, loss {:.3g} %", links.empty() ? "" : "; ", l.a, l.b,
                            fmt_rate(l.bandwidth_bps), fmt_duration_s(l.rtt_s), l.loss_rate * 100);
     std::string workload;
     for (const char* k : {"model", "dataset", "batch_per_worker", "steps"})

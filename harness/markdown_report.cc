@@ -39,7 +39,7 @@ std::string render_markdown_report(const std::vector<RunReport>& reports, const 
     for (const auto& [n, w] : r.datacenters) dcs += fmt::format("{}{} × {} workers", dcs.empty() ? "" : ", ", n, w);
     md += fmt::format("- data centers: {}\n", dcs);
     for (const auto& l : r.wan)
-      md += fmt::format("- WAN {} – {}: {}, RTT {:g} ms, loss {:g} %\n", l.a, l.b, plot::format_si(l.bandwidth_bps, "bit/s"),
+      md += fmt::format("- WAN {} – {}: {}, RTT {:g} ms, loss {:.3g} %\n", l.a, l.b, plot::format_si(l.bandwidth_bps, "bit/s"),
                         l.rtt_s * 1e3, l.loss_rate * 100);
     md += "\n";
   }
