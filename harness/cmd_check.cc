@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 
 #include "harness/check.h"
 
@@ -18,6 +19,7 @@ struct CheckArgs {
   std::string baseline;
   std::string reference = "naive_ddp";
   bool update = false;
+  std::optional<double> throughput_tol, accuracy_tol, wan_tol;  ///< overrides of scenario.check
 };
 
 /// Copies `from` over `to` through a temporary file in the same directory and a rename, so a
@@ -62,7 +64,15 @@ int run_check(const CheckArgs& a) {
   if (have_baseline) {
     try {
       const RunReport base = load_report(a.baseline);
-      const CheckResult res = check_report(cur, base, CheckOptions{a.reference, std::nullopt});
+      CheckOptions opt{a.reference, std::nullopt};
+      if (a.throughput_tol || a.accuracy_tol || a.wan_tol) {
+        CheckTolerances t = cur.tolerances.value_or(CheckTolerances{});
+        if (a.throughput_tol) t.throughput_ratio = *a.throughput_tol;
+        if (a.accuracy_tol) t.accuracy = *a.accuracy_tol;
+        if (a.wan_tol) t.wan_bytes_ratio = *a.wan_tol;
+        opt.tolerances = t;
+      }
+      const CheckResult res = check_report(cur, base, opt);
       fmt::print("{}", format_check_table(res, cur, base));
       if (!a.update) return res.passed() ? 0 : 1;
     } catch (const ReportError& e) {
@@ -97,6 +107,15 @@ void register_check_command(CLI::App& app) {
   cmd->add_option("report", args->report, "Report of `geotb run` to check")->required();
   cmd->add_option("--baseline", args->baseline, "Baseline report (reports/baselines/<scenario>.json)")->required();
   cmd->add_option("--reference", args->reference, "Strategy every ratio is taken against")->capture_default_str();
+  cmd->add_option("--throughput-tolerance", args->throughput_tol,
+                  "Relative tolerance of the throughput ratios (overrides scenario.check; 0.15 = 15 %)")
+      ->check(CLI::Range(0.0, 10.0));
+  cmd->add_option("--accuracy-tolerance", args->accuracy_tol,
+                  "Absolute tolerance of final accuracy (overrides scenario.check; 0.01 = one point)")
+      ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--wan-tolerance", args->wan_tol,
+                  "Relative tolerance of the WAN-bytes ratios (overrides scenario.check)")
+      ->check(CLI::Range(0.0, 10.0));
   cmd->add_flag("--update", args->update,
                 "Make this report the baseline (written to a temporary file, then renamed over it)");
   cmd->callback([args]() {

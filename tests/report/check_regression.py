@@ -66,6 +66,10 @@ with tempfile.TemporaryDirectory() as tmp:
     assert p.returncode == 1
     assert "hier_ef_topk_int8: WAN bytes ratio" in p.stdout and "rose 100% above the baseline" in p.stdout
 
+    # A looser tolerance from the command line lets the same halving pass, and says where it came from.
+    p = check(tmp / "slow.json", baseline, "--throughput-tolerance", "0.6")
+    assert p.returncode == 0 and "tolerances (command line): throughput ratio -60%" in p.stdout
+
     (tmp / "broken.json").write_text("{ not json")
     p = check(tmp / "broken.json", baseline)
     assert p.returncode == 2 and "broken.json: not valid JSON" in p.stderr

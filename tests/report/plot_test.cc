@@ -10,6 +10,7 @@
 #include "harness/plot/bar_chart.h"
 #include "harness/plot/line_chart.h"
 #include "harness/plot/svg.h"
+#include "crafted_report.h"
 
 namespace geotb::plot {
 namespace {
@@ -120,6 +121,36 @@ TEST(BarChart, StackedLayersHatchingAndAnnotations) {
   EXPECT_NE(svg.find("fill=\"url(#st-hatch2)\""), std::string::npos);
   EXPECT_NE(svg.find(">14.1</text>"), std::string::npos);
   EXPECT_NE(svg.find("time [ms]"), std::string::npos);
+}
+
+TEST(Pages, HtmlIsSelfContainedWithEveryChartAndMarkdownSaysTheRatios) {
+  using harness::crafted::report_json;
+  nlohmann::json a = report_json({{"naive_ddp", 100, 1024, 0.75}, {"hier", 400, 256, 0.75}});
+  a["scenario"]["description"] = "numbers from <b>somewhere</b> & elsewhere";
+  a["strategies"][1]["exchanges"] = {
+      {{"step", 2}, {"bytes", 128}, {"seconds", 0.02}, {"lower_bound_s", 0.01}, {"efficiency", 0.5}}};
+  nlohmann::json b = report_json({{"naive_ddp", 100, 1024, 0.75}, {"hier", 200, 256, 0.75}});
+  const std::vector<harness::RunReport> reports = {harness::parse_report(a, "a.json"), harness::parse_report(b, "b.json")};
+
+  const std::string html = harness::render_html_report(reports, "naive_ddp");
+  EXPECT_EQ(count(html, "<svg"), 7u);
+  for (const char* t : {"Training loss vs wall time", "Training loss vs samples", "Test accuracy vs samples",
+                        "Throughput", "Time per step", "WAN traffic per run", "Exchange efficiency"})
+    EXPECT_NE(html.find(std::string("<title>") + t + "</title>"), std::string::npos) << t;
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  EXPECT_EQ(html.find("<b>somewhere"), std::string::npos) << "the description must be escaped";
+  EXPECT_NE(html.find("numbers from &lt;b&gt;somewhere&lt;/b&gt; &amp; elsewhere"), std::string::npos);
+  EXPECT_NE(html.find(">hier (run 2)</text>"), std::string::npos);
+  EXPECT_NE(html.find("4.00×"), std::string::npos);
+  EXPECT_NE(html.find("2.00×"), std::string::npos);
+  // Two strategies with hatched overlap in the time-per-step chart use one pattern id.
+  EXPECT_EQ(count(html, "<pattern id=\"step-time-hatch2\""), 1u);
+
+  const std::string md = harness::render_markdown_report(reports, "naive_ddp", "x.html");
+  EXPECT_NE(md.find("| hier (run 1) | 400 | 4.00× |"), std::string::npos) << md;
+  EXPECT_NE(md.find("**hier (run 2)**: 2.00× the throughput of naive_ddp with 25 % of its WAN bytes"), std::string::npos)
+      << md;
+  EXPECT_NE(md.find("[x.html](x.html)"), std::string::npos);
 }
 
 }  // namespace
