@@ -63,12 +63,14 @@ table { border-collapse: collapse; font-size: 13px; margin: 6px 0 12px 0; backgr
 th, td { border: 1px solid #ddd; padding: 4px 8px; text-align: left; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 th { background: #f0f0f0; }
+td:first-child { white-space: nowrap; }
 dl.ctx { display: grid; grid-template-columns: max-content auto; gap: 2px 14px; font-size: 13px; margin: 8px 0; }
 dl.ctx dt { color: #666; } dl.ctx dd { margin: 0; font-family: "DejaVu Sans Mono", monospace; }
 .charts { display: flex; flex-wrap: wrap; gap: 16px; }
 figure { margin: 0; background: #fff; border: 1px solid #ddd; border-radius: 4px; padding: 6px; }
 figcaption { font-size: 12px; color: #555; max-width: 610px; padding: 2px 6px 4px 6px; }
 .fail { color: #b00020; font-weight: bold; }
+ul.key { font-size: 15px; margin: 6px 0 10px 0; padding-left: 22px; } ul.key li { margin: 2px 0; }
 .swatch { display: inline-block; width: 12px; height: 12px; border-radius: 2px; vertical-align: -1px; margin-right: 5px; }
 )";
 }
@@ -190,6 +192,27 @@ std::vector<ComparedRun> compared_runs(const std::vector<RunReport>& reports, co
   return out;
 }
 
+std::vector<std::pair<std::string, std::string>> key_results(const std::vector<ComparedRun>& runs,
+                                                             const std::string& baseline) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& c : runs) {
+    if (!c.baseline || c.baseline == c.run) continue;
+    const StrategyRun& s = *c.run;
+    std::string wan;
+    if (c.baseline->wan_payload_bytes > 0)
+      wan = fmt::format(" with {:.3g} % of its WAN bytes ({} instead of {})",
+                        100.0 * static_cast<double>(s.wan_payload_bytes) /
+                            static_cast<double>(c.baseline->wan_payload_bytes),
+                        plot::format_si(static_cast<double>(s.wan_payload_bytes), "B"),
+                        plot::format_si(static_cast<double>(c.baseline->wan_payload_bytes), "B"));
+    out.emplace_back(c.label, fmt::format("{:.2f}× the throughput of {}{}, final test accuracy {:.4f} ({:+.2f} points).",
+                                          s.samples_per_s / c.baseline->samples_per_s, baseline, wan,
+                                          s.final_test_accuracy,
+                                          100 * (s.final_test_accuracy - c.baseline->final_test_accuracy)));
+  }
+  return out;
+}
+
 std::string common_scenario_name(const std::vector<RunReport>& reports) {
   if (reports.empty()) return "no reports";
   for (const auto& r : reports)
@@ -206,7 +229,10 @@ std::string render_html_report(const std::vector<RunReport>& reports, const std:
       "<title>geotb compare: {}</title>\n<style>{}</style>\n</head>\n<body>\n<h1>geotb compare: {}</h1>\n",
       xml_escape(name), css(), xml_escape(name));
   html += header_html(reports);
-  html += "<h2>Summary</h2>\n" + metrics_table(runs, baseline);
+  html += "<h2>Summary</h2>\n<ul class=\"key\">\n";
+  for (const auto& [label, text] : key_results(runs, baseline))
+    html += fmt::format("<li><b>{}</b>: {}</li>\n", xml_escape(label), xml_escape(text));
+  html += "</ul>\n" + metrics_table(runs, baseline);
 
   // --- convergence ---
   size_t max_steps = 1;

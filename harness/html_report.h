@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "harness/check.h"
@@ -22,6 +23,11 @@ struct ComparedRun {
 
 /// Every strategy of every report, in input order. The reports must outlive the result.
 std::vector<ComparedRun> compared_runs(const std::vector<RunReport>& reports, const std::string& baseline_strategy);
+
+/// One finding per non-baseline strategy run: {label, "3.58× the throughput of naive_ddp with 1.57 %
+/// of its WAN bytes (577 kB instead of 36.6 MB), final test accuracy 0.7850 (-2.50 points)."}.
+std::vector<std::pair<std::string, std::string>> key_results(const std::vector<ComparedRun>& runs,
+                                                             const std::string& baseline_strategy);
 
 /// "run 1" or the scenario name for titles: the common scenario name, else "several scenarios".
 std::string common_scenario_name(const std::vector<RunReport>& reports);

@@ -74,19 +74,7 @@ std::string render_markdown_report(const std::vector<RunReport>& reports, const 
   md += "\n";
 
   // One sentence per strategy: what a reader wants to know first.
-  for (const auto& c : runs) {
-    if (!c.baseline || c.baseline == c.run) continue;
-    const StrategyRun& s = *c.run;
-    const double sp = s.samples_per_s / c.baseline->samples_per_s;
-    std::string wan;
-    if (c.baseline->wan_payload_bytes > 0)
-      wan = fmt::format(" with {:.3g} % of its WAN bytes ({} instead of {})",
-                        100.0 * static_cast<double>(s.wan_payload_bytes) / static_cast<double>(c.baseline->wan_payload_bytes),
-                        bytes(s.wan_payload_bytes), bytes(c.baseline->wan_payload_bytes));
-    md += fmt::format("- **{}**: {:.2f}× the throughput of {}{}, final test accuracy {:.4f} ({:+.2f} points).\n",
-                      c.label, sp, baseline, wan, s.final_test_accuracy,
-                      100 * (s.final_test_accuracy - c.baseline->final_test_accuracy));
-  }
+  for (const auto& [label, text] : key_results(runs, baseline)) md += fmt::format("- **{}**: {}\n", label, text);
   for (const RunReport& r : reports)
     for (const auto& [s, e] : r.failures) md += fmt::format("- **FAILED** {} in `{}`: {}\n", s, r.source, e);
   md += fmt::format(
