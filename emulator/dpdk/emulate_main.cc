@@ -46,9 +46,10 @@ int main(int argc, char** argv) {
   bool io_forward = false;
   uint64_t seed = 1;
   uint32_t pool_size = 65535;
+  uint32_t data_room = RTE_MBUF_DEFAULT_BUF_SIZE;
   uint16_t burst = 32;
   int rt_priority = 0;
-  std::string idle_sleep = "5us", max_busy = "200us", wake_margin = "50us", forced_sleep = "12us";
+  std::string idle_sleep = "5us", max_busy = "70us", wake_margin = "50us", forced_sleep = "10us";
   double min_sleep_share = -1;
   app.add_option("--port", port_args, "NAME=DEVICE,SUBNET: a data center behind a DPDK port (at least 2)")->required();
   app.add_option("--link", link_args, "A>B:key=value,... or A<>B:... (see link_spec_parse.h)");
@@ -60,10 +61,11 @@ int main(int argc, char** argv) {
   app.add_option("--seed", seed, "seed of the link models' random streams");
   app.add_option("--pool-size", pool_size, "mbufs in the pool (bounds frames in flight)");
   app.add_option("--burst", burst, "rx/tx burst size, 1..64");
+  app.add_option("--mbuf-data-room", data_room, "mbuf data room in bytes incl. 128 headroom (16512 for MTU 9000)");
   app.add_option("--rt-priority", rt_priority, "SCHED_FIFO priority of the polling thread (0 = normal scheduling); "
                  "with it, the loop sleeps when idle and keeps --min-sleep-share of its time asleep");
   app.add_option("--idle-sleep", idle_sleep, "sleep this long when idle (see DataPlane::RunOptions)");
-  app.add_option("--min-sleep-share", min_sleep_share, "share of every 10 ms kept asleep (default 0.06 with --rt-priority, else 0)");
+  app.add_option("--min-sleep-share", min_sleep_share, "share of every 10 ms kept asleep (default 0.12 with --rt-priority, else 0; the kernel throttles RT tasks above 0.95 per second, and measured rt_time ran ~1 % above our own busy share)");
   app.add_option("--max-busy", max_busy, "forced sleeps at most once per this much busy time");
   app.add_option("--forced-sleep", forced_sleep, "length of a forced sleep");
   app.add_option("--wake-margin", wake_margin, "idle sleep only if nothing is due within sleep + this");
@@ -87,7 +89,7 @@ int main(int argc, char** argv) {
     run_opt.max_busy_ns = static_cast<uint64_t>(geotb::emu::parse_duration_ns(max_busy).count());
     run_opt.wake_margin_ns = static_cast<uint64_t>(geotb::emu::parse_duration_ns(wake_margin).count());
     run_opt.forced_sleep_ns = static_cast<uint64_t>(geotb::emu::parse_duration_ns(forced_sleep).count());
-    run_opt.min_sleep_share = min_sleep_share >= 0 ? min_sleep_share : (rt_priority > 0 ? 0.06 : 0.0);
+    run_opt.min_sleep_share = min_sleep_share >= 0 ? min_sleep_share : (rt_priority > 0 ? 0.12 : 0.0);
     if (rt_priority == 0 && min_sleep_share < 0) run_opt.idle_sleep_ns = 0;  // plain busy polling
     if (rt_priority > 0) {
       sched_param sp{};
@@ -95,7 +97,9 @@ int main(int argc, char** argv) {
       if (sched_setscheduler(0, SCHED_FIFO, &sp) != 0)
         throw std::runtime_error("--rt-priority " + std::to_string(rt_priority) + ": sched_setscheduler: " + strerror(errno));
     }
-    pool = rte_pktmbuf_pool_create("geotb_pool", pool_size, 256, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
+    if (data_room < RTE_MBUF_DEFAULT_BUF_SIZE || data_room > 65535)
+      throw std::invalid_argument("--mbuf-data-room " + std::to_string(data_room) + ": must be in [2176, 65535]");
+    pool = rte_pktmbuf_pool_create("geotb_pool", pool_size, 256, 0, static_cast<uint16_t>(data_room),
                                    static_cast<int>(rte_socket_id()));
     if (!pool) throw std::runtime_error(std::string("mbuf pool: ") + rte_strerror(rte_errno));
     for (const std::string& s : port_args) {

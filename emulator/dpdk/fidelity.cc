@@ -27,9 +27,12 @@ std::pair<double, double> wilson_interval(uint64_t k, uint64_t n, double z) {
 
 namespace {
 
-// Wire bytes per UDP datagram of 1472 payload bytes: + UDP 8 + IPv4 20 + Ethernet 14 + FCS 4 +
-// preamble 8 + IFG 12 = 1538 (the link model's overhead_bytes 38 covers the last four and Ethernet).
-constexpr double kUdpPayload = 1472, kUdpWire = 1538;
+// UDP datagrams fill the MTU: payload = MTU - 28 (IPv4 20 + UDP 8); on the wire + Ethernet 14 +
+// FCS 4 + preamble 8 + IFG 12 (the link model's overhead_bytes 38 covers the last four and Ethernet).
+double udp_payload(uint32_t mtu) { return mtu - 28.0; }
+double udp_wire(uint32_t mtu) { return mtu + 38.0; }
+// TCP payload per wire byte: MSS = MTU - 52 (IPv4 20 + TCP 20 + timestamps 12).
+double tcp_efficiency(uint32_t mtu) { return (mtu - 52.0) / (mtu + 38.0); }
 
 std::string slurp(const std::string& path) {
   std::ifstream f(path);
@@ -64,21 +67,7 @@ Emulator start_emulator(Ctx& c, const std::vector<std::string>& link_args, bool 
   const std::string base = c.cfg.work_dir + "/" + c.tag + "-run" + std::to_string(c.run++);
   e.json_path = base + ".json";
   e.log_path = base + ".log";
-  std::vector<std::string> argv{c.cfg.emulate_bin, "--no-huge", "--no-pci", "-m", "512",
-                                "--file-prefix=" + c.tag + std::to_string(c.run), "-l", std::to_string(c.L.emulator_cpu),
-                                "--log-level=warning"};
-  for (size_t i = 0; i < c.L.dcs.size(); ++i)
-    argv.push_back("--vdev=net_af_packet" + std::to_string(i) + ",iface=" + c.L.dcs[i].emu_if +
-                   ",framecnt=4096,qdisc_bypass=1");
-  argv.push_back("--");
-  for (size_t i = 0; i < c.L.dcs.size(); ++i) {
-    const Ipv4Prefix& p = c.L.dcs[i].subnet;
-    std::ostringstream os;
-    os << "d" << i << "=net_af_packet" << i << "," << (p.addr >> 24) << "." << ((p.addr >> 16) & 255) << "."
-       << ((p.addr >> 8) & 255) << "." << (p.addr & 255) << "/" << int(p.len);
-    argv.push_back("--port");
-    argv.push_back(os.str());
-  }
+  std::vector<std::string> argv = emulator_base_command(c.L, c.cfg.emulate_bin, c.tag + std::to_string(c.run));
   for (const auto& l : link_args) { argv.push_back("--link"); argv.push_back(l); }
   if (io) argv.push_back("--io-forward");
   if (c.cfg.rt_priority > 0) {
@@ -194,6 +183,7 @@ json tcp(Ctx& c, int streams) {
 json udp(Ctx& c, double wire_bps) {
   const DcPlace &a = c.L.dcs[0], &b = c.L.dcs[1];
   const std::string port = std::to_string(9000 + c.iperf_calls++);
+  const double kUdpWire = udp_wire(c.L.mtu);
   const std::string rlog = c.cfg.work_dir + "/" + c.tag + "-udprecv" + port + ".json";
   Child recv(in_ns(b.ns, tool(c, {c.cfg.udpgen_bin, "recv", "--bind", b.address, "--port", port, "--idle", "1s", "--max",
                                   std::to_string(c.cfg.iperf_time.count() + 30) + "s"})),
@@ -201,7 +191,7 @@ json udp(Ctx& c, double wire_bps) {
   for (int i = 0; i < 200 && slurp(rlog).find("listening") == std::string::npos; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds{25});
   const CmdResult s = run_cmd(in_ns(a.ns, tool(c, {c.cfg.udpgen_bin, "send", "--bind", a.address, "--dst", b.address, "--port", port,
-                                                   "--rate", fmt_rate_arg(wire_bps), "--seconds",
+                                                   "--rate", fmt_rate_arg(wire_bps), "--size", std::to_string(static_cast<int>(udp_payload(c.L.mtu))), "--seconds",
                                                    std::to_string(c.cfg.iperf_time.count())})),
                               std::chrono::milliseconds{(c.cfg.iperf_time.count() + 30) * 1000});
   recv.wait(std::chrono::milliseconds{10000});
@@ -281,8 +271,8 @@ json run_fidelity(const FidelityConfig& cfg) {
       {"rtt", "ping average over count echo requests 10 ms apart, after 3 warm-up pings (ARP)"},
       {"expected_rtt_ms", "2 x configured one-way delay + io_forward base RTT"},
       {"goodput_bps", "iperf3 receiver bits/s of TCP payload"},
-      {"tcp_goodput_ceiling_bps", "rate x 1448/1538: TCP payload per wire byte at MTU 1500 with timestamps"},
-      {"received_wire_bps_overall", "geotb-udpgen receiver: datagrams x 1538 wire bytes x 8 / (last arrival - first arrival)"},
+      {"tcp_goodput_ceiling_bps", "rate x (MTU - 52)/(MTU + 38): TCP payload per wire byte with timestamps (1448/1538 at MTU 1500)"},
+      {"received_wire_bps_overall", "geotb-udpgen receiver: datagrams x (MTU + 38) wire bytes x 8 / (last arrival - first arrival), kernel timestamps"},
       {"received_wire_bps_mean", "same per 500 ms batch (first and last 100 ms left out); ci95: t interval over batches"},
       {"achieved_wire_bps", "data plane: wire bytes (L2 + 24) sent on the link after its first frame / time from first to last frame"},
       {"release_lateness_ns", "data plane: time a frame was handed to the tx ring minus the release time the link model gave it"}};
@@ -313,6 +303,7 @@ json run_fidelity(const FidelityConfig& cfg) {
   rep["host"]["emulator_cpu"] = L.emulator_cpu;
   rep["host"]["tool_cpus"] = L.tool_cpus;
   rep["host"]["emulator_rt_priority"] = cfg.rt_priority;
+  rep["configured"]["mtu"] = L.mtu;
   try {
     // 1. plain io forwarding
     {
@@ -419,7 +410,7 @@ json run_fidelity(const FidelityConfig& cfg) {
     const double t4 = num(rep, {"link", "tcp4", "goodput_bps"});
     v["tcp4_over_rate"] = t4 / m.rate_bps;
     v["tcp4_ge_0.9_rate"] = t4 >= 0.9 * m.rate_bps;
-    v["tcp_goodput_ceiling_bps"] = m.rate_bps * 1448.0 / 1538.0;
+    v["tcp_goodput_ceiling_bps"] = m.rate_bps * tcp_efficiency(L.mtu);
     const double ach = num(rep, {"link", "udp", "emulator", "a_to_b", "achieved_wire_bps"});
     v["udp_achieved_over_rate_dataplane"] = ach / m.rate_bps;
     const double recv = num(rep, {"link", "udp", "received_wire_bps_overall"});

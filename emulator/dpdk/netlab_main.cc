@@ -30,6 +30,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   std::string prefix = "gtb", dcs_arg = "a,b", rate = "1Gbps", rtt = "30ms", loss = "0", out, emulate_bin, queue = "0";
   int iperf_s = 5, ping_count = 100, rt_priority = 50, tool_nice = -10;
+  uint32_t mtu = 1500;
   bool no_tbf = false, no_ge = false, no_delay_only = false, check = false;
   auto add_topo = [&](CLI::App* s) {
     s->add_option("--prefix", prefix, "namespace name prefix");
@@ -37,6 +38,7 @@ int main(int argc, char** argv) {
     s->add_option("--rate", rate, "WAN rate per direction (e.g. 1Gbps; 0 = unlimited)");
     s->add_option("--rtt", rtt, "WAN round-trip propagation delay (e.g. 30ms)");
     s->add_option("--loss", loss, "Bernoulli loss per direction (e.g. 1e-4)");
+    s->add_option("--mtu", mtu, "MTU of the DC interfaces (576..9000)");
     s->add_option("--queue-bytes", queue, "bottleneck queue bytes (0 = one bandwidth-RTT product in fidelity)");
   };
   CLI::App* up = app.add_subcommand("up", "create the namespaces");
@@ -64,6 +66,7 @@ int main(int argc, char** argv) {
     }
     NetTopology t;
     t.prefix = prefix;
+    t.mtu = mtu;
     std::stringstream ss(dcs_arg);
     for (std::string s; std::getline(ss, s, ',');) t.dcs.push_back(s);
     WanLinkSpec w;

@@ -34,7 +34,7 @@ struct NetTopology {
   std::vector<WanLinkSpec> wan;        ///< the emulated links; also size socket buffers (BDP)
   std::vector<NetChange> timeline;     ///< scheduled link changes
   uint8_t net = 77;                    ///< second octet of the 10.x.0.0/16 used inside the namespaces
-  uint32_t mtu = 1500;                 ///< bytes
+  uint32_t mtu = 1500;                 ///< bytes, 576..9000 (above 1500 the data plane uses 16 KiB mbufs)
   /// CPU the data plane polls on. Frames the emulator sends into a DC would otherwise be
   /// received (softirq) on that CPU; RPS on the DC interfaces steers them to the other CPUs.
   /// -1: the last online CPU.
@@ -55,6 +55,7 @@ struct NetLayout {
   std::vector<DcPlace> dcs;
   uint64_t socket_buffer_bytes = 0;  ///< tcp_rmem/tcp_wmem max and rmem/wmem_max in every DC
   int emulator_cpu = 0;              ///< resolved NetTopology::emulator_cpu
+  uint32_t mtu = 1500;
   std::string tool_cpus;             ///< the other CPUs, for taskset -c (e.g. "0")
 };
 
@@ -65,6 +66,9 @@ NetLayout net_layout(const NetTopology& t);
 NetLayout net_up(const NetTopology& t);
 /// Removes every namespace "<prefix>-*" and what runs inside. Returns how many were removed.
 int net_down(const std::string& prefix);
+/// geotb-emulate, its EAL arguments, "--", the ports and the memory options for this layout
+/// (links, mode and report path are for the caller to append).
+std::vector<std::string> emulator_base_command(const NetLayout& L, const std::string& emulate_bin, const std::string& file_prefix);
 /// The geotb-emulate command line (to run inside layout.emu_ns) for this topology: one
 /// net_af_packet port per DC, every WAN link in both directions, the timeline as --change.
 std::vector<std::string> emulator_command(const NetTopology& t, const NetLayout& L, const std::string& emulate_bin,
