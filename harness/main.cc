@@ -30,7 +30,8 @@ int main(int argc, char** argv) {
   } catch (const CLI::RuntimeError& e) {
     return e.get_exit_code();
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help prints and exits 0; every usage error exits 2 like a bad scenario.
+    return app.exit(e) == 0 ? 0 : 2;
   } catch (const std::exception& e) {
     fmt::print(stderr, "geotb: error: {}\n", e.what());
     return 1;

@@ -130,7 +130,10 @@ json make_report(const Scenario& sc, const std::vector<engine::StrategyResult>& 
     wan.push_back({{"between", {sc.cluster.dcs[static_cast<size_t>(w.a)].name, sc.cluster.dcs[static_cast<size_t>(w.b)].name}},
                    {"bandwidth_bps", w.a_to_b.rate_bps},
                    {"rtt_s", std::chrono::duration<double>(w.a_to_b.delay + w.b_to_a.delay).count()},
-                   {"loss_rate", w.a_to_b.loss.stationary_loss()}});
+                   {"loss_rate", w.a_to_b.loss.stationary_loss()},
+                   {"reverse",
+                    {{"bandwidth_bps", w.b_to_a.rate_bps},
+                     {"loss_rate", w.b_to_a.loss.stationary_loss()}}}});
   return {
       {"schema", "geotb.report"},
       {"schema_version", kReportSchemaVersion},
