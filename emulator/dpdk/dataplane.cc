@@ -182,7 +182,12 @@ void DataPlane::poll_tx(uint64_t now_ns) {
         if (l.c.tx == 0) {
           l.c.first_tx_ns = now_ns;
         } else {
-          l.c.wire_bytes_after_first += len[i] - kEtherHeader + l.spec.model.overhead_bytes;
+          const uint64_t wire = len[i] - kEtherHeader + l.spec.model.overhead_bytes;
+          l.c.wire_bytes_after_first += wire;
+          if (now_ns - l.c.last_tx_ns < kBusyGapNs) {
+            l.c.busy_wire_bytes += wire;
+            l.c.busy_ns += now_ns - l.c.last_tx_ns;
+          }
         }
         ++l.c.tx;
         l.c.last_tx_ns = now_ns;
@@ -316,6 +321,8 @@ nlohmann::json DataPlane::report() const {
                {"dup_alloc_failed", l.c.dup_alloc_failed}, {"drops", d}, {"delay_line_max", l.c.delay_line_max},
                {"achieved_wire_bps", window_s > 0 ? static_cast<double>(l.c.wire_bytes_after_first) * 8 / window_s : 0.0},
                {"tx_window_s", window_s},
+               {"achieved_wire_bps_busy", l.c.busy_ns ? static_cast<double>(l.c.busy_wire_bytes) * 8e9 / static_cast<double>(l.c.busy_ns) : 0.0},
+               {"busy_s", static_cast<double>(l.c.busy_ns) / 1e9},
                {"loss_bursts", l.c.loss_bursts},
                {"mean_loss_burst", l.c.loss_bursts ? static_cast<double>(l.c.drops[kCauseLoss]) / static_cast<double>(l.c.loss_bursts) : 0.0},
                {"release_lateness_ns", {{"count", h.count()}, {"mean", h.mean()}, {"p50", h.quantile(0.5)},

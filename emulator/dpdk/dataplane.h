@@ -67,12 +67,18 @@ enum DropCause : int {
 };
 const char* drop_cause_name(int cause);
 
+inline constexpr uint64_t kBusyGapNs = 1000000;
+
 struct LinkCounters {
   uint64_t tx = 0, tx_bytes = 0;   ///< frames sent on the destination port, L2 bytes
   uint64_t duplicated = 0, corrupted = 0, dup_alloc_failed = 0;
   uint64_t drops[kNumDropCauses] = {};
   uint64_t first_tx_ns = 0, last_tx_ns = 0;
   uint64_t wire_bytes_after_first = 0;  ///< wire bytes (with overhead) sent after the first frame
+  /// Busy periods: runs of frames sent less than kBusyGapNs apart. Wire bytes of every frame but
+  /// a period's first, and the time they took: the rate while the link was transmitting, which
+  /// idle gaps (an ARP probe a second after a test) do not dilute.
+  uint64_t busy_wire_bytes = 0, busy_ns = 0;
   size_t delay_line_max = 0;
   uint64_t loss_bursts = 0;             ///< runs of consecutive kDropLoss among frames offered
   bool last_lost = false;

@@ -300,6 +300,8 @@ TEST_F(DataPlaneTest, TenMillionFramesExactAccounting) {
   // less the 0.1 % lost on the path after using the serializer.
   const double achieved = static_cast<double>(c.wire_bytes_after_first) * 8 / static_cast<double>(c.last_tx_ns - c.first_tx_ns);
   EXPECT_NEAR(achieved, 10.0 * (1 - 1e-3), 0.005);  // Gbit/s: bits per ns
+  const double busy = static_cast<double>(c.busy_wire_bytes) * 8 / static_cast<double>(c.busy_ns);
+  EXPECT_NEAR(busy, 10.0 * (1 - 1e-3), 0.005);
   RecordProperty("drops_queue_packets", std::to_string(dp.drops(kCauseQueuePackets)));
   RecordProperty("drops_loss", std::to_string(dp.drops(kCauseLoss)));
 }
