@@ -129,8 +129,8 @@ emu::LossConfig loss(const json& v, const std::string& path) {
     l.kind = emu::LossConfig::Kind::kNone;
   } else if (model == "bernoulli") {
     l.kind = emu::LossConfig::Kind::kBernoulli;
+    o.req("p");
     l.p = prob("p", 0.0);
-    if (!o.has("p")) o.req("p");
   } else if (model == "gilbert_elliott") {
     l.kind = emu::LossConfig::Kind::kGilbertElliott;
     l.p_good_to_bad = prob("p_good_to_bad", 0.0);
@@ -262,7 +262,7 @@ Scenario parse_scenario(const json& j, const std::string& origin) {
       Obj w(wan[i], fmt::format("wan[{}]", i));
       emu::WanLinkSpec spec;
       std::tie(spec.a, spec.b) = dc_pair(dc_idx, w.req("between"), w.field("between"));
-      if (!w.has("bandwidth")) w.req("bandwidth");
+      w.req("bandwidth");
       emu::LinkConfig base;
       base.rate_bps = 0;
       spec.a_to_b = link_settings(w, base, true);
@@ -294,10 +294,7 @@ Scenario parse_scenario(const json& j, const std::string& origin) {
         tc.change.at = duration(e, "at", std::chrono::hours(24), nullptr);
         std::tie(tc.site_a, tc.site_b) = dc_pair(dc_idx, e.req("link"), e.field("link"));
         Obj set(e.req("set"), e.field("set"));
-        if (const json* v = set.opt("bandwidth")) {
-          (void)v;
-          tc.change.rate_bps = bandwidth(set, "bandwidth", 0);
-        }
+        if (set.has("bandwidth")) tc.change.rate_bps = bandwidth(set, "bandwidth", 0);
         if (set.has("rtt")) tc.change.delay = duration(set, "rtt", std::chrono::seconds(10), nullptr) / 2;
         if (const json* v = set.opt("loss")) tc.change.loss = loss(*v, set.field("loss"));
         if (set.has("up")) tc.change.up = get_bool(set, "up", true);
@@ -343,8 +340,8 @@ Scenario parse_scenario(const json& j, const std::string& origin) {
       Obj o(w.req("optimizer"), "workload.optimizer");
       const std::string name = get_string(o, "name");
       if (name != "sgd") fail(o.field("name"), json(name), "unknown optimizer (sgd)");
+      o.req("lr");
       sc.workload.optimizer.lr = get_number(o, "lr", 0, 1e9, 0.05);
-      if (!o.has("lr")) o.req("lr");
       sc.workload.optimizer.momentum = get_number(o, "momentum", -1e9, 1e9, 0.0);
       sc.workload.optimizer.weight_decay = get_number(o, "weight_decay", -1e9, 1e9, 0.0);
       if (auto e = engine::validate(sc.workload.optimizer); !e.empty()) throw ScenarioError("workload." + e);

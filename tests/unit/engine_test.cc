@@ -147,8 +147,6 @@ TEST(Strategies, EveryReplicaEndsIdenticalAndCompressedTrafficIsSmall) {
   EXPECT_EQ(r.exchanges, 7u);  // 6 rounds (steps 4, 8, ..., 24) + final
   EXPECT_EQ(r.samples, 25u * 16u * 4u);
   EXPECT_EQ(r.loss.size(), 25u);
-  const auto n = small_work();
-  (void)n;
   const auto d = run_strategy(fast_cluster(), small_work(), StrategyConfig{"naive_ddp"}, data, RunOptions{}, false);
   EXPECT_LT(r.wan.payload_bytes * 20, d.wan.payload_bytes);
 }
