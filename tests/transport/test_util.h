@@ -1,0 +1,204 @@
+// Helpers shared by the socket transport tests: deterministic payloads, a raw-socket client
+// speaking the wire format, and a child process running tests/transport/peer_main.cc.
+#pragma once
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "engine/transport/socket/frame.h"
+#include "engine/transport/socket/socket_transport.h"
+
+namespace geotb::test {
+
+/// n bytes of a splitmix64 stream seeded with `seed`.
+inline std::vector<uint8_t> pattern(size_t n, uint64_t seed) {
+  std::vector<uint8_t> v(n);
+  uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
+  for (size_t i = 0; i < n; i += 8) {
+    uint64_t z = (x += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    std::memcpy(v.data() + i, &z, std::min<size_t>(8, n - i));
+  }
+  return v;
+}
+
+/// Compares without printing megabytes on failure.
+inline ::testing::AssertionResult same_bytes(const std::vector<uint8_t>& got, const std::vector<uint8_t>& want) {
+  if (got.size() != want.size())
+    return ::testing::AssertionFailure() << "size " << got.size() << " != expected " << want.size();
+  for (size_t i = 0; i < got.size(); ++i)
+    if (got[i] != want[i])
+      return ::testing::AssertionFailure() << "first difference at byte " << i << " of " << got.size();
+  return ::testing::AssertionSuccess();
+}
+
+inline double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+/// A blocking TCP client that speaks frames directly (to inject what a correct transport never sends).
+class RawPeer {
+ public:
+  explicit RawPeer(uint16_t port) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
+      ::close(fd_);
+      fd_ = -1;
+    }
+    int one = 1;
+    if (fd_ >= 0) setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  }
+  ~RawPeer() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  bool ok() const { return fd_ >= 0; }
+  bool write_all(std::span<const uint8_t> b) {
+    size_t off = 0;
+    while (off < b.size()) {
+      ssize_t n = ::send(fd_, b.data() + off, b.size() - off, MSG_NOSIGNAL);
+      if (n <= 0) return false;
+      off += static_cast<size_t>(n);
+    }
+    return true;
+  }
+  bool send_frame(engine::sockframe::FrameHeader h, std::span<const uint8_t> payload) {
+    h.seq = seq_++;
+    return write_all(engine::sockframe::make_frame(h, payload));
+  }
+  /// Next frame (header + payload), or nullopt on EOF / timeout / undecodable header.
+  std::optional<std::pair<engine::sockframe::FrameHeader, std::vector<uint8_t>>> read_frame(int timeout_ms = 3000) {
+    uint8_t hdr[engine::sockframe::kHeaderBytes];
+    if (!read_exact(hdr, sizeof(hdr), timeout_ms)) return std::nullopt;
+    engine::sockframe::FrameHeader h;
+    if (engine::sockframe::decode_header(hdr, &h)) return std::nullopt;
+    std::vector<uint8_t> p(h.payload_len);
+    if (!read_exact(p.data(), p.size(), timeout_ms)) return std::nullopt;
+    return std::make_pair(h, std::move(p));
+  }
+  /// HELLO as rank `from` to rank `to` without a secret; returns the reply's type.
+  std::optional<engine::sockframe::FrameType> hello(uint32_t from, uint32_t to, uint32_t world) {
+    engine::sockframe::Hello h;
+    h.from_rank = from;
+    h.to_rank = to;
+    h.world = world;
+    engine::sockframe::FrameHeader fh;
+    fh.type = engine::sockframe::FrameType::kHello;
+    if (!send_frame(fh, engine::sockframe::encode_hello(h))) return std::nullopt;
+    auto r = read_frame();
+    if (!r) return std::nullopt;
+    return r->first.type;
+  }
+  uint64_t next_seq() const { return seq_; }
+  void set_seq(uint64_t s) { seq_ = s; }
+
+ private:
+  bool read_exact(uint8_t* p, size_t n, int timeout_ms) {
+    size_t off = 0;
+    while (off < n) {
+      pollfd pf{fd_, POLLIN, 0};
+      if (::poll(&pf, 1, timeout_ms) <= 0) return false;
+      ssize_t k = ::recv(fd_, p + off, n - off, 0);
+      if (k <= 0) return false;
+      off += static_cast<size_t>(k);
+    }
+    return true;
+  }
+  int fd_ = -1;
+  uint64_t seq_ = 0;
+};
+
+/// A child process running peer_main (fork + exec: the test process has threads).
+struct PeerProcess {
+  pid_t pid = -1;
+  uint16_t port = 0;
+  int out_fd = -1;
+
+  static PeerProcess spawn(const std::vector<std::string>& args) {
+    PeerProcess p;
+    std::vector<std::string> all{GEOTB_SOCKET_PEER_MAIN};
+    all.insert(all.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& a : all) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC) != 0) return p;
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      ::dup2(fds[1], 1);
+      ::execv(argv[0], argv.data());
+      ::_exit(127);
+    }
+    ::close(fds[1]);
+    p.pid = pid;
+    p.out_fd = fds[0];
+    // The child prints "PORT <n>\n" once it listens.
+    std::string line;
+    char ch;
+    pollfd pf{p.out_fd, POLLIN, 0};
+    while (line.find('\n') == std::string::npos && ::poll(&pf, 1, 10000) > 0 && ::read(p.out_fd, &ch, 1) == 1)
+      line += ch;
+    if (line.rfind("PORT ", 0) == 0) p.port = static_cast<uint16_t>(std::stoi(line.substr(5)));
+    return p;
+  }
+  /// Exit status (or 128 + signal); waits at most timeout_ms, then SIGKILLs.
+  int wait(int timeout_ms = 10000) {
+    if (pid <= 0) return -1;
+    int status = 0;
+    auto t0 = std::chrono::steady_clock::now();
+    for (;;) {
+      pid_t r = ::waitpid(pid, &status, WNOHANG);
+      if (r == pid) break;
+      if (seconds_since(t0) * 1000 > timeout_ms) {
+        ::kill(pid, SIGKILL);
+        ::waitpid(pid, &status, 0);
+        break;
+      }
+      ::usleep(10000);
+    }
+    pid = -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+  ~PeerProcess() {
+    if (pid > 0) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+    }
+    if (out_fd >= 0) ::close(out_fd);
+  }
+  PeerProcess() = default;
+  PeerProcess(PeerProcess&& o) noexcept : pid(o.pid), port(o.port), out_fd(o.out_fd) {
+    o.pid = -1;
+    o.out_fd = -1;
+  }
+  PeerProcess& operator=(PeerProcess&& o) noexcept {
+    std::swap(pid, o.pid);
+    std::swap(port, o.port);
+    std::swap(out_fd, o.out_fd);
+    return *this;
+  }
+};
+
+}  // namespace geotb::test
