@@ -107,6 +107,36 @@ TEST_P(SocketRoundTrip, ThousandsOfSmallMessagesKeepFifoPerTag) {
     }
 }
 
+TEST(SocketOrdering, AMessageCompletedOnOneStreamWaitsForAnEarlierOneStillArrivingOnAnother) {
+  SocketTransport t(cfg_for(0));  // rank 1 is played by two raw connections (streams 0 and 1)
+  RawPeer s0(t.port()), s1(t.port());
+  ASSERT_EQ(s0.hello(1, 0, 2), fr::FrameType::kAccept);
+  fr::Hello h1;
+  h1.from_rank = 1;
+  h1.to_rank = 0;
+  h1.world = 2;
+  h1.stream = 1;
+  fr::FrameHeader hh;
+  hh.type = fr::FrameType::kHello;
+  ASSERT_TRUE(s1.send_frame(hh, fr::encode_hello(h1)));
+  ASSERT_EQ(s1.read_frame()->first.type, fr::FrameType::kAccept);
+  const auto first = pattern(2000, 1), second = pattern(10, 2);
+  fr::FrameHeader d;
+  d.type = fr::FrameType::kData;
+  d.tag = 7;
+  d.msg_id = 1;  // the later message, complete at once on stream 1
+  d.msg_len = second.size();
+  ASSERT_TRUE(s1.send_frame(d, second));
+  d.msg_id = 0;  // the earlier one: half now on stream 0, the rest later
+  d.msg_len = first.size();
+  ASSERT_TRUE(s0.send_frame(d, std::span(first).first(1000)));
+  std::this_thread::sleep_for(milliseconds(200));
+  d.offset = 1000;
+  ASSERT_TRUE(s0.send_frame(d, std::span(first).subspan(1000)));
+  EXPECT_TRUE(same_bytes(t.recv(1, 7), first));
+  EXPECT_TRUE(same_bytes(t.recv(1, 7), second));
+}
+
 INSTANTIATE_TEST_SUITE_P(Streams, SocketRoundTrip, ::testing::Values(1, 4),
                          [](const auto& i) { return std::to_string(i.param) + "streams"; });
 
