@@ -24,6 +24,10 @@ struct StrategyConfig {
   uint32_t block = 256;      ///< INT8 block size (selected elements per float scale)
   bool quantize = true;      ///< INT8 values (false: float32 values)
   bool overlap = true;       ///< exchange in the background, applied one round late (false: blocking)
+  /// naive_ddp's allreduce: "gloo_ring" (what c10d ProcessGroupGloo runs, receiver-ready
+  /// rendezvous per segment: collectives/gloo_ring.h) or "eager_ring" (each ring step leaves as
+  /// soon as its data is ready, the optimistic NCCL-like bound: collectives/ring_allreduce.h).
+  std::string collective = "gloo_ring";
 };
 
 /// Per-worker time accounting, in nanoseconds, accumulated over the run.

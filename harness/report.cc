@@ -50,6 +50,7 @@ json context(const RunContext& ctx) {
 
 json strategy_config(const engine::StrategyConfig& c) {
   json j = {{"name", c.name}};
+  if (c.name == "naive_ddp") j["collective"] = c.collective;
   if (engine::strategy_info(c.name).needs_intra_dc) {
     j["K"] = c.K;
     j["overlap"] = c.overlap;

@@ -367,6 +367,11 @@ Scenario parse_scenario(const json& j, const std::string& origin) {
       c.block = static_cast<uint32_t>(get_int(s, "block", 0, 1 << 30, &b_def));
       c.overlap = get_bool(s, "overlap", c.overlap);
       c.quantize = get_bool(s, "quantize", c.quantize);
+      if (s.opt("collective")) {
+        if (c.name != "naive_ddp")
+          fail(s.field("collective"), *s.opt("collective"), "only naive_ddp takes a collective");
+        c.collective = get_string(s, "collective");
+      }
       if (auto e = engine::validate(c); !e.empty()) throw ScenarioError(s.path() + "." + e);
       if (!names.insert(c.name).second) fail(s.field("name"), json(c.name), "strategy listed twice");
       s.done();

@@ -107,6 +107,11 @@ void Fabric::close() {
   for (auto& b : boxes_) b->cv.notify_all();
 }
 
+bool Fabric::closed() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return closed_;
+}
+
 TrafficStats Fabric::stats(int site_a, int site_b) const {
   std::lock_guard<std::mutex> lk(mu_);
   auto it = stats_.find({site_a, site_b});

@@ -75,6 +75,7 @@ class Fabric {
 
   /// Wakes every blocked recv with nullopt; later sends are dropped.
   void close();
+  bool closed() const;
 
   TrafficStats stats(int site_a, int site_b) const;
   /// All traffic between different sites.

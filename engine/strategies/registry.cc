@@ -34,6 +34,8 @@ std::string validate(const StrategyConfig& c) {
     os << "density: " << c.density << ": must be in (0, 100%]";
   } else if (c.block < 1 || c.block > (1u << 20)) {
     os << "block: " << c.block << ": must be in [1, 1048576] elements";
+  } else if (c.collective != "gloo_ring" && c.collective != "eager_ring") {
+    os << "collective: \"" << c.collective << "\": unknown (gloo_ring or eager_ring)";
   }
   return os.str();
 }

@@ -17,6 +17,8 @@ class EmulatedTransport final : public Transport {
   int size() const override { return fabric_.size(); }
   void send(int dst, uint64_t tag, std::vector<uint8_t> bytes) override;
   std::vector<uint8_t> recv(int src, uint64_t tag) override;
+  /// Closes the whole fabric: in embedded mode one failed rank ends the run for every rank.
+  void close() override { fabric_.close(); }
 
  private:
   emu::Fabric& fabric_;

@@ -16,6 +16,12 @@ class TransportError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// recv woke because the transport was closed (after a failure elsewhere): a consequence, not a cause.
+class TransportClosed : public TransportError {
+ public:
+  using TransportError::TransportError;
+};
+
 class Transport {
  public:
   virtual ~Transport() = default;
@@ -27,6 +33,10 @@ class Transport {
   /// Blocks until the message (src, tag) has arrived and returns it.
   /// Throws TransportError after the transport's timeout.
   virtual std::vector<uint8_t> recv(int src, uint64_t tag) = 0;
+  /// Aborts this endpoint after a failure: every recv blocked on it (and, where the backend can,
+  /// peers' recvs waiting on it) returns with TransportError instead of waiting for its timeout.
+  /// Idempotent.
+  virtual void close() = 0;
 };
 
 }  // namespace geotb::engine

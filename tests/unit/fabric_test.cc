@@ -1,10 +1,11 @@
-// The in-process fabric and the ring allreduce on top of it.
+// The in-process fabric and the ring allreduces (eager and Gloo's protocol) on top of it.
 #include "emulator/inproc/fabric.h"
 
 #include <gtest/gtest.h>
 
 #include <thread>
 
+#include "engine/collectives/gloo_ring.h"
 #include "engine/collectives/ring_allreduce.h"
 #include "engine/transport/emulated.h"
 
@@ -119,5 +120,143 @@ TEST_P(RingAllreduce, SumsExactlyOnEveryRank) {
 INSTANTIATE_TEST_SUITE_P(Sizes, RingAllreduce,
                          ::testing::Combine(::testing::Values(1, 2, 3), ::testing::Values(size_t{1}, size_t{5},
                                                                                          size_t{7}, size_t{1000})));
+
+// Gloo's ring protocol: exact sums, Gloo's segment layout, the rendezvous' wire traffic and its
+// cost in one-way delays.
+
+using Collective = void (*)(engine::Transport&, const std::vector<int>&, float*, size_t, uint64_t);
+void gloo_default(engine::Transport& t, const std::vector<int>& ring, float* d, size_t n, uint64_t tag) {
+  engine::gloo_ring_allreduce_sum(t, ring, d, n, tag);
+}
+void gloo_tiny_segments(engine::Transport& t, const std::vector<int>& ring, float* d, size_t n, uint64_t tag) {
+  engine::GlooRingOptions o;
+  o.max_segment_bytes = 12;  // 3 floats: many segments per rank (Gloo's own test hook)
+  engine::gloo_ring_allreduce_sum(t, ring, d, n, tag, o);
+}
+
+// Runs `c` on 2 sites x per_site ranks with rank-distinct integer data; returns the wall time.
+std::chrono::nanoseconds run_collective(emu::Fabric& f, const emu::Clock& clock, int p, size_t n, Collective c,
+                                        std::vector<std::vector<float>>& data) {
+  std::vector<int> ring;
+  for (int r = 0; r < p; ++r) ring.push_back(r);
+  data.assign(static_cast<size_t>(p), std::vector<float>(n));
+  std::vector<std::thread> threads;
+  const auto t0 = clock.now();
+  for (int r = 0; r < p; ++r) {
+    for (size_t i = 0; i < n; ++i) data[static_cast<size_t>(r)][i] = static_cast<float>(r * 1000 + static_cast<int>(i));
+    threads.emplace_back([&, r] {
+      engine::EmulatedTransport t(f, r, 10s);
+      c(t, ring, data[static_cast<size_t>(r)].data(), n, 1 << 21);
+    });
+  }
+  for (auto& t : threads) t.join();
+  return clock.now() - t0;
+}
+
+class GlooRing : public ::testing::TestWithParam<std::tuple<int, size_t, bool>> {};
+
+TEST_P(GlooRing, SumsExactlyOnEveryRank) {
+  const auto [per_site, n, tiny] = GetParam();
+  emu::SteadyClock clock;
+  emu::Fabric f(two_sites(per_site, 0, 0ns), clock);
+  const int p = 2 * per_site;
+  std::vector<std::vector<float>> data;
+  run_collective(f, clock, p, n, tiny ? gloo_tiny_segments : gloo_default, data);
+  for (int r = 0; r < p; ++r)
+    for (size_t i = 0; i < n; ++i)  // integers below 2^24: the float sum is exact in any order
+      ASSERT_EQ(data[static_cast<size_t>(r)][i], static_cast<float>(1000 * p * (p - 1) / 2 + p * static_cast<int>(i)))
+          << "rank " << r << " element " << i;
+}
+
+INSTANTIATE_TEST_SUITE_P(Sizes, GlooRing,
+                         ::testing::Combine(::testing::Values(1, 2, 4),
+                                            ::testing::Values(size_t{1}, size_t{5}, size_t{7}, size_t{1000}),
+                                            ::testing::Bool()));
+
+TEST(GlooRingLayout, MatchesGloosFormula) {
+  // 784-64-10 MLP (50,890 floats) on 8 ranks: ceil(203560 / 16) = 12723 -> 12724 (x4), 16 segments.
+  auto L = engine::gloo_ring_layout(50890 * 4, 8);
+  EXPECT_EQ(L.segment_bytes, 12724u);
+  EXPECT_EQ(L.num_segments, 16u);
+  EXPECT_EQ(L.segments_per_rank, 2u);
+  EXPECT_EQ(L.iterations_per_phase, 16u);
+  // 64 MiB on 4 ranks: capped at 1 MiB segments, 64 of them, 16 per rank.
+  L = engine::gloo_ring_layout(64u << 20, 4);
+  EXPECT_EQ(L.segment_bytes, 1u << 20);
+  EXPECT_EQ(L.num_segments, 64u);
+  EXPECT_EQ(L.segments_per_rank, 16u);
+  EXPECT_EQ(L.iterations_per_phase, 50u);
+  // One float on 3 ranks: minimum 2P segments, most of them empty.
+  L = engine::gloo_ring_layout(4, 3);
+  EXPECT_EQ(L.segment_bytes, 4u);
+  EXPECT_EQ(L.num_segments, 6u);
+  EXPECT_EQ(L.iterations_per_phase, 6u);
+}
+
+TEST(GlooRing, WanTrafficIsTheRendezvousProtocolExactly) {
+  emu::SteadyClock clock;
+  emu::Fabric f(two_sites(1, 0, 0ns), clock);
+  std::vector<std::vector<float>> data;
+  run_collective(f, clock, 2, 1000, gloo_default, data);
+  // P = 2, 4000 bytes: 4 segments of 1000 bytes; per phase each rank posts 2 receives (a 48-byte
+  // NOTIFY_RECV_READY each) and 2 sends (48-byte preamble + 1000 bytes each); 2 phases, 2 ranks.
+  const auto w = f.wan_total();
+  EXPECT_EQ(w.messages, 16u);
+  EXPECT_EQ(w.payload_bytes, 2u * 2u * (2u * 48u + 2u * (48u + 1000u)));
+}
+
+TEST(GlooRing, EveryWanSegmentWaitsForTheReceiversNotification) {
+  // Two ranks 20 ms apart, no rate limit. Gloo: each phase's segments leave when the peer's
+  // receive notification arrives (D) and land at 2D; the phase ends there: 4D in all. The eager
+  // ring needs one one-way delay per step: 2D. Lower bounds are exact (delivery waits for the
+  // clock); the upper bounds leave 25 ms for scheduling on a loaded machine.
+  constexpr auto D = 20ms;
+  emu::SteadyClock clock;
+  std::vector<std::vector<float>> data;
+  emu::Fabric fg(two_sites(1, 0, D), clock);
+  const auto tg = run_collective(fg, clock, 2, 1000, gloo_default, data);
+  emu::Fabric fe(two_sites(1, 0, D), clock);
+  const auto te = run_collective(
+      fe, clock, 2, 1000,
+      [](engine::Transport& t, const std::vector<int>& ring, float* d, size_t n, uint64_t tag) {
+        engine::ring_allreduce_sum(t, ring, d, n, tag);
+      },
+      data);
+  EXPECT_GE(tg, 4 * D);
+  EXPECT_LT(tg, 4 * D + 25ms);
+  EXPECT_GE(te, 2 * D);
+  EXPECT_LT(te, 2 * D + 25ms);
+}
+
+TEST(GlooRing, AFailedWanSendSurfacesAsTheTypedCauseOnTheSendingRank) {
+  emu::SteadyClock clock;
+  emu::FabricConfig fc = two_sites(1, 0, 1ms);
+  fc.wan[0].a_to_b.up = fc.wan[0].b_to_a.up = false;
+  fc.segments.min_rto = 2ms;
+  fc.segments.max_attempts = 2;
+  emu::Fabric f(fc, clock);
+  std::vector<std::string> errors(2);
+  std::vector<std::thread> threads;
+  const auto t0 = clock.now();
+  for (int r = 0; r < 2; ++r)
+    threads.emplace_back([&, r] {
+      engine::EmulatedTransport t(f, r, 10s);
+      std::vector<float> d(100, 1.0f);
+      try {
+        engine::gloo_ring_allreduce_sum(t, {0, 1}, d.data(), d.size(), 0);
+      } catch (const engine::TransportError& e) {
+        errors[static_cast<size_t>(r)] = e.what();
+      }
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_LT(clock.now() - t0, 2s);
+  // Each rank's first act is a WAN notification: at least one fails as undeliverable, and
+  // nobody waits for the 10 s timeout (the test would take that long).
+  EXPECT_TRUE(errors[0].find("undeliverable") != std::string::npos ||
+              errors[1].find("undeliverable") != std::string::npos)
+      << errors[0] << " | " << errors[1];
+  EXPECT_FALSE(errors[0].empty());
+  EXPECT_FALSE(errors[1].empty());
+}
 
 }  // namespace

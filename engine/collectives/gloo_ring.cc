@@ -1,0 +1,203 @@
+#include "engine/collectives/gloo_ring.h"
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <sys/types.h>
+#include <thread>
+
+namespace geotb::engine {
+
+namespace {
+
+size_t round_up(size_t x, size_t m) { return (x + m - 1) / m * m; }
+
+// Gloo's tcp Pair for the sending direction: sends leave in post order, each as soon as the
+// receiver's NOTIFY_RECV_READY for it has arrived (Gloo's device thread does this while the
+// user thread goes on posting and waiting).
+class RendezvousSender {
+ public:
+  RendezvousSender(Transport& t, int dst) : t_(t), dst_(dst), th_([this] { run(); }) {}
+  ~RendezvousSender() { stop(); }
+  RendezvousSender(const RendezvousSender&) = delete;
+  RendezvousSender& operator=(const RendezvousSender&) = delete;
+
+  void post(uint64_t ready_tag, uint64_t data_tag, std::vector<uint8_t> msg) {
+    std::lock_guard<std::mutex> lk(mu_);
+    q_.push_back({ready_tag, data_tag, std::move(msg)});
+    cv_.notify_all();
+  }
+  /// Blocks until `count` sends have been written; rethrows the sender's failure.
+  void wait_written(size_t count) {
+    std::unique_lock<std::mutex> lk(mu_);
+    cv_.wait(lk, [&] { return written_ >= count || err_; });
+    if (written_ < count) std::rethrow_exception(err_);
+  }
+  std::exception_ptr error() {
+    std::lock_guard<std::mutex> lk(mu_);
+    return err_;
+  }
+  /// Joins the device thread (the transport must have been closed if sends are still pending).
+  void stop() {
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      stopping_ = true;
+      cv_.notify_all();
+    }
+    if (th_.joinable()) th_.join();
+  }
+
+ private:
+  struct Item {
+    uint64_t ready_tag, data_tag;
+    std::vector<uint8_t> msg;
+  };
+  void run() {
+    for (;;) {
+      Item it;
+      {
+        std::unique_lock<std::mutex> lk(mu_);
+        cv_.wait(lk, [&] { return !q_.empty() || stopping_; });
+        if (q_.empty()) return;
+        it = std::move(q_.front());
+        q_.pop_front();
+      }
+      try {
+        (void)t_.recv(dst_, it.ready_tag);  // the receiver has posted its receive
+        t_.send(dst_, it.data_tag, std::move(it.msg));
+      } catch (...) {
+        {
+          std::lock_guard<std::mutex> lk(mu_);
+          err_ = std::current_exception();
+          cv_.notify_all();
+        }
+        t_.close();  // the user thread may be blocked in a recv that this failure makes hopeless
+        return;
+      }
+      std::lock_guard<std::mutex> lk(mu_);
+      ++written_;
+      cv_.notify_all();
+    }
+  }
+
+  Transport& t_;
+  const int dst_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Item> q_;
+  size_t written_ = 0;
+  bool stopping_ = false;
+  std::exception_ptr err_;
+  std::thread th_;  // last: starts once everything above exists
+};
+
+struct Offsets {
+  size_t send_off, recv_off;
+  ssize_t send_len, recv_len;  // <= 0: out of range, nothing to move (Gloo's convention)
+};
+
+}  // namespace
+
+GlooRingLayout gloo_ring_layout(size_t total_bytes, size_t ranks, const GlooRingOptions& o) {
+  constexpr size_t elem = sizeof(float);
+  GlooRingLayout L;
+  if (ranks == 0 || total_bytes == 0) return L;
+  const size_t max_seg = std::max(elem, elem * (o.max_segment_bytes / elem));
+  L.segment_bytes = round_up(std::min((total_bytes + ranks * 2 - 1) / (ranks * 2), max_seg), elem);
+  L.num_segments = round_up(std::max((total_bytes + L.segment_bytes - 1) / L.segment_bytes, ranks * 2), ranks);
+  L.segments_per_rank = L.num_segments / ranks;
+  L.iterations_per_phase = L.num_segments - L.segments_per_rank + 2;
+  return L;
+}
+
+void gloo_ring_allreduce_sum(Transport& t, const std::vector<int>& ring, float* data, size_t n, uint64_t tag_base,
+                             const GlooRingOptions& o) {
+  const size_t p = ring.size();
+  if (p <= 1 || n == 0) return;
+  const auto it = std::find(ring.begin(), ring.end(), t.rank());
+  if (it == ring.end()) throw std::invalid_argument("gloo_ring: rank " + std::to_string(t.rank()) + " not in ring");
+  const size_t pos = static_cast<size_t>(it - ring.begin());
+  const int send_to = ring[(pos + p - 1) % p];  // Gloo: sendRank = rank - 1
+  const int recv_from = ring[(pos + 1) % p];    // Gloo: recvRank = rank + 1
+  const size_t total = n * sizeof(float);
+  const GlooRingLayout L = gloo_ring_layout(total, p, o);
+  constexpr size_t kIterBits = 18;
+  if (L.iterations_per_phase >= (size_t{1} << kIterBits))
+    throw std::invalid_argument("gloo_ring: " + std::to_string(L.num_segments) + " segments exceed the tag space");
+  const size_t seg = L.segment_bytes, S = L.num_segments, spr = L.segments_per_rank;
+  const size_t span = S * seg;
+  auto tag = [&](uint64_t ready, uint64_t phase, size_t i) {
+    return tag_base + (ready << (kIterBits + 1)) + (phase << kIterBits) + i;
+  };
+  auto offsets = [&](size_t send_first, size_t recv_first, size_t i) {
+    Offsets r;
+    r.send_off = ((send_first * spr + i) * seg) % span;
+    r.recv_off = ((recv_first * spr + i) * seg) % span;
+    r.send_len = std::min(static_cast<ssize_t>(seg), static_cast<ssize_t>(total) - static_cast<ssize_t>(r.send_off));
+    r.recv_len = std::min(static_cast<ssize_t>(seg), static_cast<ssize_t>(total) - static_cast<ssize_t>(r.recv_off));
+    return r;
+  };
+  auto* bytes = reinterpret_cast<uint8_t*>(data);
+  const size_t pre = o.preamble_bytes;
+
+  RendezvousSender sender(t, send_to);
+  try {
+    size_t sends_posted = 0;
+    for (uint64_t phase = 0; phase < 2; ++phase) {
+      // Reduce-scatter sends segment ((rank+1)·spr + i) and receives ((rank+2)·spr + i);
+      // allgather sends (rank·spr + i) and receives ((rank+1)·spr + i).
+      const size_t send_first = phase == 0 ? pos + 1 : pos;
+      const size_t recv_first = phase == 0 ? pos + 2 : pos + 1;
+      std::vector<size_t> send_seq(L.iterations_per_phase, 0);
+      for (size_t i = 0; i < L.iterations_per_phase; ++i) {
+        if (i >= 2) {
+          const Offsets prev = offsets(send_first, recv_first, i - 2);
+          if (prev.recv_len > 0) {
+            const auto len = static_cast<size_t>(prev.recv_len);
+            const std::vector<uint8_t> in = t.recv(recv_from, tag(0, phase, i - 2));
+            if (in.size() != pre + len)
+              throw TransportError("gloo_ring: segment of " + std::to_string(in.size()) + " bytes from rank " +
+                                   std::to_string(recv_from) + ", expected " + std::to_string(pre + len));
+            if (phase == 0) {
+              float* dst = reinterpret_cast<float*>(bytes + prev.recv_off);
+              const float* src = reinterpret_cast<const float*>(in.data() + pre);
+              for (size_t k = 0, m = len / sizeof(float); k < m; ++k) dst[k] = dst[k] + src[k];
+            } else {
+              std::memcpy(bytes + prev.recv_off, in.data() + pre, len);
+            }
+          }
+          if (prev.send_len > 0) sender.wait_written(send_seq[i - 2]);
+        }
+        if (i < S - spr) {
+          const Offsets cur = offsets(send_first, recv_first, i);
+          if (cur.recv_len > 0) t.send(recv_from, tag(1, phase, i), std::vector<uint8_t>(pre, 0));
+          if (cur.send_len > 0) {
+            const auto len = static_cast<size_t>(cur.send_len);
+            std::vector<uint8_t> msg(pre + len, 0);
+            std::memcpy(msg.data() + pre, bytes + cur.send_off, len);
+            sender.post(tag(1, phase, i), tag(0, phase, i), std::move(msg));
+            send_seq[i] = ++sends_posted;
+          }
+        }
+      }
+    }
+    sender.wait_written(sends_posted);
+  } catch (const TransportClosed&) {
+    // Woken by a close: the device thread's failure, if it had one, is the cause.
+    t.close();
+    sender.stop();
+    if (std::exception_ptr e = sender.error()) std::rethrow_exception(e);
+    throw;
+  } catch (...) {
+    t.close();  // wake peers blocked on this rank, and this rank's own device thread
+    sender.stop();
+    throw;
+  }
+}
+
+}  // namespace geotb::engine
