@@ -137,17 +137,20 @@ struct Result {
 };
 
 Result run_session(const std::string& host, uint16_t port, const std::string& listen, int streams, uint64_t bytes,
-                   uint64_t msg_bytes, int rounds, const std::string& secret, uint64_t sockbuf, uint64_t chunk) {
+                   uint64_t msg_bytes, int rounds, const std::string& secret, uint64_t sockbuf, uint64_t chunk,
+                   double rate_bps, double rtt_s) {
   auto cfg = base_config(1, secret, sockbuf, chunk);
   cfg.listen_host = listen;
   cfg.streams = streams;
+  cfg.link_rate_bps = rate_bps;
+  cfg.link_rtt_s = rtt_s;
   cfg.connect_timeout = std::chrono::milliseconds(10000);
   SocketTransport t(cfg);
   t.start({{host, port}, {"", 0}});
   t.send(0, kTagHello, pack({t.port(), static_cast<uint64_t>(rounds), bytes, msg_bytes}));
   t.recv(0, kTagReady);
   if (!t.await_streams(0, std::chrono::milliseconds(10000)))
-    throw TransportError("not all " + std::to_string(streams) + " streams opened within 10 s");
+    throw TransportError("not all " + std::to_string(t.streams()) + " streams opened within 10 s");
   Result res;
   res.streams = streams;
   res.effective_streams = t.streams();
@@ -186,6 +189,7 @@ int main(int argc, char** argv) {
   uint16_t port = 0;
   bool once = false;
   int rounds = 3;
+  double rate_bps = 0, rtt_s = 0;
   auto* srv = app.add_subcommand("server", "accept client sessions (one at a time)");
   srv->add_option("--port", port, "TCP port to listen on")->required();
   srv->add_option("--bind", bind, "address to bind (default 0.0.0.0)");
@@ -194,7 +198,10 @@ int main(int argc, char** argv) {
   auto* cli = app.add_subcommand("client", "run sessions against a server and print Mbit/s");
   cli->add_option("--host", host, "server address")->required();
   cli->add_option("--port", port, "server port")->required();
-  cli->add_option("--streams", streams_list, "comma-separated stream counts, one session each (default 1,4)");
+  cli->add_option("--streams", streams_list,
+                  "comma-separated stream counts, one session each (default 1,4); 0 = derived from --rate/--rtt");
+  cli->add_option("--rate", rate_bps, "link rate in bit/s for --streams 0 (e.g. 1e9)");
+  cli->add_option("--rtt", rtt_s, "link round-trip time in seconds for --streams 0 (e.g. 0.03)");
   cli->add_option("--bytes", bytes_s, "payload per round (default 256MiB; units B KiB MiB GiB kB MB GB)");
   cli->add_option("--msg-bytes", msg_s, "message size the payload is cut into (default 16MiB)");
   cli->add_option("--rounds", rounds, "timed rounds per stream count (default 3)");
@@ -221,7 +228,8 @@ int main(int argc, char** argv) {
     for (int n : counts) {
       std::fprintf(stderr, "geotb-wanperf: %d stream(s), %d x %.1f MiB in %.1f MiB messages ...\n", n, rounds,
                    bytes / 1048576.0, msg_bytes / 1048576.0);
-      results.push_back(run_session(host, port, listen, n, bytes, msg_bytes, rounds, secret, sockbuf, chunk));
+      results.push_back(
+          run_session(host, port, listen, n, bytes, msg_bytes, rounds, secret, sockbuf, chunk, rate_bps, rtt_s));
       // The server reopens its listener between sessions.
       usleep(200000);
     }
@@ -236,6 +244,8 @@ int main(int argc, char** argv) {
     j["bytes"] = bytes;
     j["msg_bytes"] = msg_bytes;
     j["rounds"] = rounds;
+    j["link_rate_bps"] = rate_bps;
+    j["link_rtt_s"] = rtt_s;
     j["secret"] = !secret.empty();
     utsname u{};
     uname(&u);
@@ -249,8 +259,11 @@ int main(int argc, char** argv) {
       double mx = *std::max_element(r.mbps.begin(), r.mbps.end());
       std::string rs;
       for (double m : r.mbps) rs += " " + std::to_string(static_cast<long long>(m + 0.5));
-      std::fprintf(stderr, "%8d %12.0f %12.0f %14.2f %s\n", r.streams, r.median, mx, ratio, rs.c_str());
+      std::fprintf(stderr, "%8s %12.0f %12.0f %14.2f %s\n",
+                   (r.streams == 0 ? "0->" + std::to_string(r.effective_streams) : std::to_string(r.streams)).c_str(),
+                   r.median, mx, ratio, rs.c_str());
       j["results"].push_back({{"streams", r.streams},
+                              {"effective_streams", r.effective_streams},
                               {"sockbuf_bytes", r.sockbuf},
                               {"mbps", r.mbps},
                               {"median_mbps", r.median},

@@ -27,13 +27,15 @@ namespace {
 
 constexpr size_t MiB = 1 << 20;
 
-SocketTransportConfig cfg_for(int rank, int world = 2) {
+// peer_timeout 3 s by default so that a loaded 2-core machine does not fail a live peer; the
+// dead-peer tests use 1 s and assert the detection time against it.
+SocketTransportConfig cfg_for(int rank, int world = 2, milliseconds peer_timeout = milliseconds(3000)) {
   SocketTransportConfig c;
   c.rank = rank;
   c.world = world;
   c.listen_host = "127.0.0.1";
   c.heartbeat = milliseconds(100);
-  c.peer_timeout = milliseconds(1000);
+  c.peer_timeout = peer_timeout;
   c.recv_timeout = milliseconds(10000);
   c.connect_timeout = milliseconds(3000);
   return c;
@@ -266,7 +268,7 @@ struct WithChild {
   std::unique_ptr<SocketTransport> t;
   PeerProcess child;
   explicit WithChild(const char* mode) {
-    auto c = cfg_for(0);
+    auto c = cfg_for(0, 2, milliseconds(1000));
     t = std::make_unique<SocketTransport>(c);
     child = PeerProcess::spawn({"--mode", mode, "--peer-port", std::to_string(t->port()), "--heartbeat-ms",
                                 "100", "--peer-timeout-ms", "1000"});

@@ -248,7 +248,9 @@ struct SocketTransport::Impl {
       ::close(fd);
       sockbuf_eff = static_cast<size_t>(got) / 2;
     } else {
-      sockbuf_eff = read_proc_max("/proc/sys/net/ipv4/tcp_wmem", 4u << 20);
+      // Autotuning grows sk_sndbuf up to tcp_wmem's maximum, which like SO_SNDBUF's read-back
+      // counts per-packet overhead as well as payload: halved the same way.
+      sockbuf_eff = read_proc_max("/proc/sys/net/ipv4/tcp_wmem", 4u << 20) / 2;
     }
     nstreams = cfg.streams > 0 ? cfg.streams : derive_streams(cfg.link_rate_bps, cfg.link_rtt_s, sockbuf_eff);
     low_water = 2 * cfg.chunk_bytes;
