@@ -1,6 +1,7 @@
 // One SocketTransport endpoint in its own process, for the tests that kill or stop a peer.
 // Prints "PORT <n>" on stdout once listening, then:
 //   --mode hello   send "hello" (tag 1) to rank 0, then idle until killed
+//   --mode idle    never send (rank 0 only hears it on the connections rank 0 opens)
 //   --mode echo    recv a count n (tag 1, 8 bytes LE), echo n messages from tag 2 back on tag 3,
 //                  wait for tag 4, close, exit 0
 //   --mode close   send "bye" (tag 1) to rank 0, close() (GOODBYE), exit 0
@@ -46,6 +47,8 @@ int main(int argc, char** argv) {
     t.start(eps);
     if (mode == "hello") {
       t.send(0, 1, {'h', 'e', 'l', 'l', 'o'});
+      for (;;) pause();
+    } else if (mode == "idle") {
       for (;;) pause();
     } else if (mode == "echo") {
       auto c = t.recv(0, 1);

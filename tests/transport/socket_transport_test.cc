@@ -312,6 +312,16 @@ TEST(SocketDeadPeer, KilledProcessFailsBlockedRecvWithPeerDeadError) {
   EXPECT_EQ(w.child.wait(), 128 + SIGKILL);
 }
 
+TEST(SocketDeadPeer, KilledPeerThatNeverSentIsWatchedThroughTheConnectionRecvOpens) {
+  WithChild w("idle");
+  ASSERT_NE(w.child.port, 0);
+  bool dead = false;
+  auto [at, after] = recv_while_signalled(w, SIGKILL, &dead);
+  EXPECT_TRUE(dead);
+  EXPECT_GE(at, 0.29);
+  EXPECT_LE(after, 1.0 + 1.0);
+}
+
 TEST(SocketDeadPeer, StoppedProcessIsDeclaredDeadByHeartbeatTimeout) {
   // SIGSTOP: sockets stay open and the kernel keeps acking, only the heartbeats stop.
   WithChild w("hello");

@@ -928,7 +928,14 @@ struct SocketTransport::Impl {
         Partial np;
         np.tag = h.tag;
         np.len = h.msg_len;
-        np.buf.resize(h.msg_len);
+        try {
+          np.buf.resize(h.msg_len);
+        } catch (const std::bad_alloc&) {
+          const int r = c->peer;
+          close_conn(c);
+          fail_peer(r, Fail::kFrame, "cannot allocate a " + std::to_string(h.msg_len) + "-byte message from " + who(r));
+          return false;
+        }
         it = p.partial.emplace(h.msg_id, std::move(np)).first;
       } else if (it->second.tag != h.tag || it->second.len != h.msg_len ||
                  it->second.got + h.payload_len > it->second.len) {
