@@ -376,7 +376,7 @@ struct SocketTransport::Impl {
     }
     const auto deadline = Clock::now() + cfg.recv_timeout;
     for (;;) {
-      if (closing) throw TransportError(me() + "recv from rank " + std::to_string(src) + ": transport closed");
+      if (closing) throw TransportClosed(me() + "recv from rank " + std::to_string(src) + ": transport closed");
       auto it = p.mailbox.find(tag);
       if (it != p.mailbox.end() && !it->second.empty()) {
         std::vector<uint8_t> m = std::move(it->second.front());

@@ -129,10 +129,9 @@ class SocketTransport final : public Transport {
   /// Throws PeerDeadError / FrameError / AuthError once src has failed and nothing is left for
   /// (src, tag), TransportError after recv_timeout or once close() is called.
   std::vector<uint8_t> recv(int src, uint64_t tag) override;
-  /// Idempotent. Wakes blocked recv() with TransportError; flushes queued sends (bounded by
-  /// peer_timeout), says GOODBYE, closes every socket and joins the I/O thread. (Overrides
-  /// Transport::close() where the interface declares one.)
-  void close();
+  /// Idempotent. Wakes blocked recv() with TransportClosed; flushes queued sends (bounded by
+  /// peer_timeout), says GOODBYE, closes every socket and joins the I/O thread.
+  void close() override;
 
   /// Waits until every message queued by send() so far to a peer that has not failed has been
   /// written to the kernel (not: acknowledged by the peer). False on timeout.
