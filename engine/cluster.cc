@@ -10,6 +10,7 @@
 
 #include "emulator/link/clock.h"
 #include "engine/transport/emulated.h"
+#include "engine/worker_loop.h"
 
 namespace geotb::engine {
 
@@ -72,20 +73,12 @@ StrategyResult run_strategy(const ClusterSpec& cluster, const WorkloadSpec& work
     e.wan_rtt_s = wan_rtt;
   }
 
-  const int steps = work.steps;
-  const size_t B = static_cast<size_t>(work.batch_per_worker);
-  const size_t F = data.train.features();
-  std::vector<std::vector<double>> losses(static_cast<size_t>(P), std::vector<double>(static_cast<size_t>(steps), 0));
-  std::vector<double> step_end(static_cast<size_t>(steps), 0);
+  std::vector<WorkerRecord> records(static_cast<size_t>(P));
   std::chrono::nanoseconds t_start{0}, t_end{0};
-
-  // Steps after which rank 0 snapshots its parameters for the accuracy curve.
-  std::vector<int> snap_steps;
-  for (int i = 1; i < work.eval_points; ++i) snap_steps.push_back(steps * i / work.eval_points);
-  std::vector<std::vector<float>> snaps(snap_steps.size());
 
   std::mutex err_mu;
   std::string first_error;
+  std::string closed_error;  // "woken by another rank's failure": reported only if nothing else is
   auto on_start = [&]() noexcept {
     t_start = clock.now();
     for (const TimedLinkChange& tc : cluster.timeline) {
@@ -111,40 +104,20 @@ StrategyResult run_strategy(const ClusterSpec& cluster, const WorkloadSpec& work
                                : make_gloo_group(store, scfg.name + "/dc" + std::to_string(env.dc), env.local_rank, N, go);
         env.intra = intra.get();
       }
-      auto strategy = make_strategy(scfg, env);
-      BatchSampler sampler(shards[static_cast<size_t>(r)], work.seed, static_cast<uint64_t>(r));
-      std::vector<uint32_t> idx;
-      std::vector<float> x(B * F);
-      std::vector<int64_t> y(B);
-      start_line.arrive_and_wait();
-      started = true;
-      for (int s = 0; s < steps; ++s) {
-        double loss;
-        {
-          ScopedTimer t(clock, env.times.compute_ns);
-          sampler.next(B, idx);
-          for (size_t i = 0; i < B; ++i) {
-            std::memcpy(&x[i * F], &data.train.images[static_cast<size_t>(idx[i]) * F], F * sizeof(float));
-            y[i] = data.train.labels[idx[i]];
-          }
-          loss = env.learner->forward_backward(x.data(), y.data(), B);
-        }
-        strategy->step(env, s);
-        losses[static_cast<size_t>(r)][static_cast<size_t>(s)] = loss;
-        if (r == 0) {
-          const double t = std::chrono::duration<double>(clock.now() - t_start).count();
-          step_end[static_cast<size_t>(s)] = t;
-          for (size_t k = 0; k < snap_steps.size(); ++k)
-            if (snap_steps[k] == s + 1) snaps[k].assign(env.learner->params(), env.learner->params() + n);
-          if (opt.progress) opt.progress(s + 1, steps, t);
-        }
-      }
-      strategy->finish(env);
-      finish_line.arrive_and_wait();
+      WorkerLoopHooks hooks;
+      hooks.start = [&] {
+        start_line.arrive_and_wait();
+        started = true;
+        return t_start;
+      };
+      hooks.finished = [&] { finish_line.arrive_and_wait(); };
+      if (r == 0) hooks.progress = opt.progress;
+      run_worker_loop(env, scfg, work, data.train, shards[static_cast<size_t>(r)], hooks, records[static_cast<size_t>(r)]);
     } catch (const std::exception& e) {
       {
         std::lock_guard<std::mutex> lk(err_mu);
-        if (first_error.empty()) first_error = "rank " + std::to_string(r) + " (dc " + std::to_string(env.dc) + "): " + e.what();
+        std::string& slot = dynamic_cast<const TransportClosed*>(&e) ? closed_error : first_error;
+        if (slot.empty()) slot = "rank " + std::to_string(r) + " (dc " + std::to_string(env.dc) + "): " + e.what();
       }
       fabric.close();  // wake every peer blocked on the network
       if (!started) start_line.arrive_and_drop();
@@ -154,56 +127,29 @@ StrategyResult run_strategy(const ClusterSpec& cluster, const WorkloadSpec& work
   std::vector<std::thread> threads;
   for (int r = 0; r < P; ++r) threads.emplace_back(worker, r);
   for (auto& t : threads) t.join();
+  if (first_error.empty()) first_error = closed_error;
   if (!first_error.empty()) throw RunError(scfg.name + ": " + first_error);
 
-  StrategyResult res;
-  res.strategy = scfg.name;
-  res.steps = steps;
-  res.workers = P;
-  res.samples = static_cast<uint64_t>(steps) * B * static_cast<uint64_t>(P);
-  res.wall_s = std::chrono::duration<double>(t_end - t_start).count();
-  res.samples_per_s = res.wall_s > 0 ? static_cast<double>(res.samples) / res.wall_s : 0;
-  double comp = 0, comm = 0, cmpr = 0, over = 0;
-  for (const auto& e : envs) {
-    comp += static_cast<double>(e.times.compute_ns);
-    comm += static_cast<double>(e.times.exposed_comm_ns);
-    cmpr += static_cast<double>(e.times.compress_ns);
-    if (e.local_rank == 0) over += static_cast<double>(e.times.overlapped_comm_ns);
-  }
-  const double per = 1e-9 / (static_cast<double>(P) * std::max(steps, 1));
-  res.compute_s_per_step = comp * per;
-  res.exposed_comm_s_per_step = comm * per;
-  res.compress_s_per_step = cmpr * per;
-  res.overlapped_comm_s_per_step = over * 1e-9 / (static_cast<double>(M) * std::max(steps, 1));
-  res.comm_compute_ratio = res.compute_s_per_step > 0 ? res.exposed_comm_s_per_step / res.compute_s_per_step : 0;
-  res.wan = fabric.wan_total();
-  res.exchange_log = envs[0].exchanges;
-  res.exchanges = info.exchanges_every_step ? static_cast<uint64_t>(steps) : envs[0].exchanges.size();
-  res.loss.assign(static_cast<size_t>(steps), 0);
-  for (int s = 0; s < steps; ++s) {
-    double acc = 0;
-    for (int r = 0; r < P; ++r) acc += losses[static_cast<size_t>(r)][static_cast<size_t>(s)];
-    res.loss[static_cast<size_t>(s)] = acc / P;
-  }
-  res.step_end_s = step_end;
+  // The same merge as the process mode (per-rank reports), with the fabric's own WAN accounting.
+  std::vector<RankReport> reports(static_cast<size_t>(P));
   const float* x0 = learners[0]->params();
-  for (int r = 1; r < P; ++r) {
-    const float* xr = learners[static_cast<size_t>(r)]->params();
-    for (size_t i = 0; i < n; ++i)
-      res.replica_max_abs_diff = std::max(res.replica_max_abs_diff, static_cast<double>(std::fabs(xr[i] - x0[i])));
+  for (int r = 0; r < P; ++r) {
+    RankReport& rr = reports[static_cast<size_t>(r)];
+    const WorkerEnv& e = envs[static_cast<size_t>(r)];
+    WorkerRecord& rec = records[static_cast<size_t>(r)];
+    rr.rank = r;
+    rr.dc = e.dc;
+    rr.local_rank = e.local_rank;
+    rr.times = e.times;
+    rr.loss = std::move(rec.loss);
+    rr.step_end_s = std::move(rec.step_end_s);
+    rr.exchanges = e.exchanges;
+    if (r > 0) rr.replica_max_abs_diff = max_abs_diff(learners[static_cast<size_t>(r)]->params(), x0, n);
   }
-  res.final_test_accuracy = learners[0]->accuracy(data.test);
-  {
-    std::vector<float> final_x(x0, x0 + n);
-    for (size_t k = 0; k < snaps.size(); ++k) {
-      if (snaps[k].empty() || snap_steps[k] == 0) continue;
-      std::memcpy(learners[0]->params(), snaps[k].data(), n * sizeof(float));
-      res.accuracy_curve.push_back({snap_steps[k], static_cast<uint64_t>(snap_steps[k]) * B * static_cast<uint64_t>(P),
-                                    learners[0]->accuracy(data.test)});
-    }
-    std::memcpy(learners[0]->params(), final_x.data(), n * sizeof(float));
-    res.accuracy_curve.push_back({steps, res.samples, res.final_test_accuracy});
-  }
+  reports[0].wall_s = std::chrono::duration<double>(t_end - t_start).count();
+  reports[0].accuracy_curve = accuracy_curve(*learners[0], records[0], work, P, data.test);
+  StrategyResult res = merge_rank_reports(scfg.name, reports, work, M);
+  res.wan = fabric.wan_total();
   if (keep_params) res.final_params.assign(x0, x0 + n);
   return res;
 }

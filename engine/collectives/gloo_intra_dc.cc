@@ -1,48 +1,51 @@
 // c10d ProcessGroupGloo behind the IntraDc interface.
-#include <torch/csrc/distributed/c10d/HashStore.hpp>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/torch.h>
 
-#include <map>
-#include <mutex>
-
+#include "engine/collectives/c10d_store_impl.h"
 #include "engine/collectives/intra_dc.h"
 
 namespace geotb::engine {
 
-struct StoreHandle {
-  c10::intrusive_ptr<::c10d::Store> store;
-  // One Gloo TCP device (one event-loop thread) shared by every group of the process: a device
-  // per group would add a loop thread per worker, and the workers already outnumber the cores.
-  std::mutex mu;
-  std::map<std::string, std::shared_ptr<::gloo::transport::Device>> devices;  // by interface
-};
+namespace {
 
-std::shared_ptr<StoreHandle> make_inprocess_store() {
-  auto h = std::make_shared<StoreHandle>();
-  h->store = c10::make_intrusive<::c10d::HashStore>();
-  return h;
+// c10::Error's what() carries a C++ backtrace; the first line is the message.
+std::string first_line(const std::exception& e) {
+  std::string s = e.what();
+  const auto nl = s.find('\n');
+  return nl == std::string::npos ? s : s.substr(0, nl);
 }
 
-namespace {
+template <class F>
+void collective(const char* what, const std::string& group, F&& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    throw CollectiveError(std::string(what) + " in group " + group + ": " + first_line(e));
+  }
+}
 
 class GlooIntraDc final : public IntraDc {
  public:
   GlooIntraDc(const std::shared_ptr<StoreHandle>& store, const std::string& prefix, int rank, int size,
               const GlooOptions& opt)
-      : rank_(rank), size_(size) {
+      : rank_(rank), size_(size), name_(prefix) {
     auto opts = ::c10d::ProcessGroupGloo::Options::create();
     opts->timeout = opt.timeout;
     opts->threads = opt.threads;
-    {
-      std::lock_guard<std::mutex> lk(store->mu);
-      auto& dev = store->devices[opt.interface];
-      if (!dev) dev = ::c10d::ProcessGroupGloo::createDeviceForInterface(opt.interface);
-      opts->devices.push_back(dev);
-    }
-    auto ps = c10::make_intrusive<::c10d::PrefixStore>(prefix, store->store);
-    pg_ = c10::make_intrusive<::c10d::ProcessGroupGloo>(ps, rank, size, opts);
+    collective("joining", prefix, [&] {
+      {
+        std::lock_guard<std::mutex> lk(store->mu);
+        auto& dev = store->devices[opt.hostname.empty() ? "if:" + opt.interface : "host:" + opt.hostname];
+        if (!dev)
+          dev = opt.hostname.empty() ? ::c10d::ProcessGroupGloo::createDeviceForInterface(opt.interface)
+                                     : ::c10d::ProcessGroupGloo::createDeviceForHostname(opt.hostname);
+        opts->devices.push_back(dev);
+      }
+      auto ps = c10::make_intrusive<::c10d::PrefixStore>(prefix, store->store);
+      pg_ = c10::make_intrusive<::c10d::ProcessGroupGloo>(ps, rank, size, opts);
+    });
   }
   int rank() const override { return rank_; }
   int size() const override { return size_; }
@@ -50,7 +53,7 @@ class GlooIntraDc final : public IntraDc {
   void allreduce_mean(float* data, size_t n) override {
     if (size_ == 1) return;
     std::vector<at::Tensor> ts{torch::from_blob(data, {static_cast<int64_t>(n)})};
-    pg_->allreduce(ts)->wait();
+    collective("allreduce", name_, [&] { pg_->allreduce(ts)->wait(); });
     ts[0].div_(static_cast<double>(size_));
   }
   void broadcast(float* data, size_t n, int root) override {
@@ -58,15 +61,16 @@ class GlooIntraDc final : public IntraDc {
     std::vector<at::Tensor> ts{torch::from_blob(data, {static_cast<int64_t>(n)})};
     ::c10d::BroadcastOptions o;
     o.rootRank = root;
-    pg_->broadcast(ts, o)->wait();
+    collective("broadcast", name_, [&] { pg_->broadcast(ts, o)->wait(); });
   }
   void barrier() override {
     if (size_ == 1) return;
-    pg_->barrier()->wait();
+    collective("barrier", name_, [&] { pg_->barrier()->wait(); });
   }
 
  private:
   int rank_, size_;
+  std::string name_;
   c10::intrusive_ptr<::c10d::ProcessGroupGloo> pg_;
 };
 

@@ -9,6 +9,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "engine/collectives/store.h"
+
 namespace geotb::engine {
 
 class IntraDc {
@@ -23,19 +25,24 @@ class IntraDc {
   virtual void barrier() = 0;
 };
 
-/// A c10d store shared by the threads of one process (c10d::HashStore); opaque here.
-struct StoreHandle;
-std::shared_ptr<StoreHandle> make_inprocess_store();
+/// A collective failed (a member died or timed out): c10d/Gloo's error, typed.
+class CollectiveError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
 
 struct GlooOptions {
-  std::string interface = "lo";                  ///< network interface Gloo binds to
+  std::string interface = "lo";                  ///< network interface Gloo binds to (when hostname is empty)
+  std::string hostname;                          ///< address to bind and advertise instead (process mode: GEOTB_BIND_ADDR)
   std::chrono::milliseconds timeout{120000};     ///< per-operation timeout
   int threads = 1;  ///< ProcessGroupGloo worker threads (c10d's default is 2; one is enough for one
                     ///< collective at a time, and many workers share few cores here)
 };
 
-/// Joins the group `prefix` (all `size` members must call concurrently: this rendezvous blocks).
-/// Throws std::runtime_error from Gloo on failure.
+/// Joins the group `prefix` of `store` (all `size` members must call concurrently: this rendezvous
+/// blocks). The store is the in-process one (embedded mode: threads) or a TCPStore shared by
+/// processes (process mode); one Gloo device per store and address is shared by the groups.
+/// Throws CollectiveError on failure; so do the group's operations.
 std::unique_ptr<IntraDc> make_gloo_group(const std::shared_ptr<StoreHandle>& store, const std::string& prefix,
                                          int rank, int size, const GlooOptions& opt);
 

@@ -1,0 +1,81 @@
+// c10d stores behind the opaque StoreHandle (store.h).
+#include <torch/csrc/distributed/c10d/HashStore.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+#include "engine/collectives/c10d_store_impl.h"
+
+namespace geotb::engine {
+
+std::shared_ptr<StoreHandle> make_inprocess_store() {
+  auto h = std::make_shared<StoreHandle>();
+  h->store = c10::make_intrusive<::c10d::HashStore>();
+  return h;
+}
+
+std::shared_ptr<StoreHandle> make_tcp_store(const TcpStoreConfig& cfg) {
+  ::c10d::TCPStoreOptions o;
+  o.port = cfg.port;
+  o.isServer = cfg.server;
+  o.waitWorkers = false;  // the run's own barriers decide when everyone is there
+  o.timeout = cfg.timeout;
+  auto h = std::make_shared<StoreHandle>();
+  try {
+    h->store = c10::make_intrusive<::c10d::TCPStore>(cfg.host, o);
+  } catch (const std::exception& e) {
+    throw StoreError(std::string(cfg.server ? "serving" : "connecting to") + " the store at " + cfg.host + ":" +
+                     std::to_string(cfg.port) + ": " + e.what());
+  }
+  return h;
+}
+
+namespace {
+// c10::Error's what() carries a C++ backtrace; the first line is the message.
+std::string first_line(const std::exception& e) {
+  std::string s = e.what();
+  const auto nl = s.find('\n');
+  return nl == std::string::npos ? s : s.substr(0, nl);
+}
+}  // namespace
+
+void store_set(StoreHandle& s, const std::string& key, const std::vector<uint8_t>& value) {
+  try {
+    s.store->set(key, value);
+  } catch (const std::exception& e) {
+    throw StoreError("store set \"" + key + "\": " + first_line(e));
+  }
+}
+
+std::vector<uint8_t> store_get(StoreHandle& s, const std::string& key) {
+  try {
+    return s.store->get(key);
+  } catch (const std::exception& e) {
+    throw StoreError("store get \"" + key + "\" (waited up to " + std::to_string(s.store->getTimeout().count()) +
+                     " ms): " + first_line(e));
+  }
+}
+
+int64_t store_add(StoreHandle& s, const std::string& key, int64_t delta) {
+  try {
+    return s.store->add(key, delta);
+  } catch (const std::exception& e) {
+    throw StoreError("store add \"" + key + "\": " + first_line(e));
+  }
+}
+
+void store_barrier(StoreHandle& s, const std::string& key, int members) {
+  // The last to arrive publishes "<key>/done"; everyone waits for it (store timeout).
+  if (store_add(s, key, 1) == members) store_set(s, key + "/done", {1});
+  try {
+    store_get(s, key + "/done");
+  } catch (const StoreError& e) {
+    int64_t arrived = -1;
+    try {
+      arrived = store_add(s, key, 0);
+    } catch (const StoreError&) {
+    }
+    throw StoreError("barrier \"" + key + "\": " + (arrived >= 0 ? std::to_string(arrived) : std::string("?")) + " of " +
+                     std::to_string(members) + " arrived: " + e.what());
+  }
+}
+
+}  // namespace geotb::engine

@@ -1,0 +1,199 @@
+#include "engine/process_worker.h"
+
+#include <cstring>
+#include <memory>
+#include <stdexcept>
+
+#include "emulator/link/clock.h"
+#include "engine/collectives/intra_dc.h"
+#include "engine/collectives/store.h"
+#include "engine/transport/counting.h"
+#include "engine/transport/socket/frame.h"
+#include "engine/transport/socket/socket_transport.h"
+
+namespace geotb::engine {
+
+std::string validate(const ProcessWorkerConfig& c) {
+  auto s = [](auto v) { return std::to_string(v); };
+  if (c.dcs < 1) return "dcs: " + s(c.dcs) + ": need at least 1";
+  if (c.workers_per_dc < 1) return "workers_per_dc: " + s(c.workers_per_dc) + ": need at least 1";
+  if (c.world != c.dcs * c.workers_per_dc)
+    return "WORLD_SIZE: " + s(c.world) + ": the scenario has " + s(c.dcs) + " DCs x " + s(c.workers_per_dc) + " workers = " +
+           s(c.dcs * c.workers_per_dc);
+  if (c.rank < 0 || c.rank >= c.world) return "RANK: " + s(c.rank) + ": must be in [0, " + s(c.world) + ")";
+  if (c.dc != c.rank / c.workers_per_dc)
+    return "GEOTB_DC: " + s(c.dc) + ": rank " + s(c.rank) + " is in DC " + s(c.rank / c.workers_per_dc) +
+           " (ranks are numbered DC by DC: rank = dc * workers_per_dc + local_rank)";
+  if (c.local_rank != c.rank % c.workers_per_dc)
+    return "GEOTB_LOCAL_RANK: " + s(c.local_rank) + ": rank " + s(c.rank) + " is local rank " + s(c.rank % c.workers_per_dc);
+  if (c.master_addr.empty()) return "MASTER_ADDR: empty";
+  if (c.master_port == 0) return "MASTER_PORT: 0: need a fixed port";
+  if (c.bind_addr.empty()) return "GEOTB_BIND_ADDR: empty";
+  if (c.timeout.count() <= 0) return "timeout: " + s(c.timeout.count()) + " ms: must be positive";
+  if (c.heartbeat.count() <= 0 || c.heartbeat >= c.timeout)
+    return "heartbeat: " + s(c.heartbeat.count()) + " ms: must be positive and below the timeout";
+  return "";
+}
+
+namespace {
+
+uint64_t fnv1a64(const void* p, size_t n) {
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < n; ++i) h = (h ^ static_cast<const uint8_t*>(p)[i]) * 1099511628211ull;
+  return h;
+}
+
+std::vector<uint8_t> bytes_of(const std::string& s) { return {s.begin(), s.end()}; }
+std::string string_of(const std::vector<uint8_t>& b) { return {b.begin(), b.end()}; }
+
+SocketEndpoint parse_endpoint(const std::string& s, int rank) {
+  const auto colon = s.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 >= s.size())
+    throw StoreError("rank " + std::to_string(rank) + " published the address \"" + s + "\" (expected host:port)");
+  SocketEndpoint e;
+  e.host = s.substr(0, colon);
+  e.port = static_cast<uint16_t>(std::stoul(s.substr(colon + 1)));
+  return e;
+}
+
+}  // namespace
+
+RankReport run_process_worker(const ProcessWorkerConfig& cfg, const StrategyConfig& scfg, const WorkloadSpec& work,
+                              const Datasets& data, const std::function<void(int, int, double)>& progress) {
+  if (auto e = validate(cfg); !e.empty()) throw std::invalid_argument(e);
+  const int P = cfg.world, N = cfg.workers_per_dc, M = cfg.dcs;
+  const StrategyInfo info = strategy_info(scfg.name);
+  const std::string key = cfg.key_prefix + "/" + scfg.name + "/";
+  emu::SteadyClock clock;
+  set_compute_threads(1);
+
+  // Rendezvous first: a rank that cannot reach the store fails before loading anything big.
+  TcpStoreConfig sc;
+  sc.host = cfg.master_addr;
+  sc.port = cfg.master_port;
+  sc.server = cfg.rank == 0;
+  sc.timeout = cfg.timeout;
+  std::shared_ptr<StoreHandle> store = make_tcp_store(sc);
+
+  // Same seed -> the same initial weights as every other rank and as the embedded mode.
+  std::unique_ptr<Learner> learner = make_learner(work.model, work.seed);
+  const size_t n = learner->num_params();
+  Sgd opt(work.optimizer, n);
+  const auto shards = partition_iid(data.train.size, P, work.seed);
+
+  // Inter-rank messages over sockets: bind, publish host:port, learn everyone's, connect.
+  SocketTransportConfig tc;
+  tc.rank = cfg.rank;
+  tc.world = P;
+  tc.listen_host = cfg.bind_addr;
+  tc.listen_port = 0;
+  tc.streams = 0;
+  tc.link_rate_bps = cfg.wan_rate_bps;
+  tc.link_rtt_s = cfg.wan_rtt_s;
+  tc.heartbeat = cfg.heartbeat;
+  tc.peer_timeout = cfg.timeout;
+  tc.recv_timeout = cfg.timeout;
+  tc.secret = cfg.secret;
+  tc.connect_timeout = cfg.timeout;
+  SocketTransport sock(tc);
+  store_set(*store, key + "addr/" + std::to_string(cfg.rank), bytes_of(cfg.bind_addr + ":" + std::to_string(sock.port())));
+  std::vector<SocketEndpoint> peers;
+  for (int r = 0; r < P; ++r) peers.push_back(parse_endpoint(string_of(store_get(*store, key + "addr/" + std::to_string(r))), r));
+  sock.start(peers);
+  std::vector<int> dc_of;
+  for (int r = 0; r < P; ++r) dc_of.push_back(r / N);
+  CountingTransport net(sock, dc_of, tc.chunk_bytes, sockframe::kHeaderBytes);
+
+  WorkerEnv env;
+  env.rank = cfg.rank;
+  env.dc = cfg.dc;
+  env.local_rank = cfg.local_rank;
+  env.world = P;
+  env.num_dcs = M;
+  for (int d = 0; d < M; ++d) env.dc_leaders.push_back(d * N);
+  for (int r = 0; r < P; ++r) env.ring.push_back(r);
+  env.learner = learner.get();
+  env.opt = &opt;
+  env.net = &net;
+  env.clock = &clock;
+  env.wan_rate_bps = cfg.wan_rate_bps;
+  env.wan_rtt_s = cfg.wan_rtt_s;
+
+  std::unique_ptr<IntraDc> intra;
+  if (info.needs_intra_dc) {
+    GlooOptions go;
+    go.hostname = cfg.bind_addr;
+    go.timeout = cfg.timeout;
+    intra = info.one_group ? make_gloo_group(store, "all/" + scfg.name, cfg.rank, P, go)
+                           : make_gloo_group(store, "dc" + std::to_string(cfg.dc) + "/" + scfg.name, cfg.local_rank, N, go);
+    env.intra = intra.get();
+  }
+
+  std::chrono::nanoseconds t_start{0}, t_end{0};
+  WorkerLoopHooks hooks;
+  hooks.start = [&] {
+    store_barrier(*store, key + "start", P);
+    t_start = clock.now();
+    return t_start;
+  };
+  hooks.finished = [&] {
+    store_barrier(*store, key + "end", P);
+    t_end = clock.now();
+  };
+  if (cfg.rank == 0) hooks.progress = progress;
+  WorkerRecord rec;
+  try {
+    run_worker_loop(env, scfg, work, data.train, shards[static_cast<size_t>(cfg.rank)], hooks, rec);
+  } catch (...) {
+    net.close();  // peers blocked on this rank learn it now, not at their timeout
+    throw;
+  }
+  // Every rank passed the end barrier after finish(): every message sent has been received.
+  net.close();
+
+  // Replica identity: every rank compares itself with rank 0's final parameters. Rank 0
+  // publishes their hash and the parameters; a rank with the same hash is identical (FNV-1a 64
+  // over the bytes: not adversarial input) and reads nothing more, so the check costs the WAN
+  // a few bytes unless the replicas differ.
+  RankReport rr;
+  rr.rank = cfg.rank;
+  rr.dc = cfg.dc;
+  rr.local_rank = cfg.local_rank;
+  const float* x = learner->params();
+  const std::vector<uint8_t> my_hash = bytes_of(std::to_string(fnv1a64(x, n * sizeof(float))));
+  if (cfg.rank == 0) {
+    std::vector<uint8_t> blob(n * sizeof(float));
+    std::memcpy(blob.data(), x, blob.size());
+    store_set(*store, key + "params/0", blob);
+    store_set(*store, key + "params_hash/0", my_hash);
+  } else if (store_get(*store, key + "params_hash/0") != my_hash) {
+    const std::vector<uint8_t> blob = store_get(*store, key + "params/0");
+    if (blob.size() != n * sizeof(float))
+      throw StoreError("rank 0 published " + std::to_string(blob.size()) + " bytes of parameters, expected " +
+                       std::to_string(n * sizeof(float)));
+    std::vector<float> x0(n);
+    std::memcpy(x0.data(), blob.data(), blob.size());
+    rr.replica_max_abs_diff = max_abs_diff(x, x0.data(), n);
+  }
+  rr.times = env.times;
+  rr.loss = std::move(rec.loss);
+  rr.step_end_s = std::move(rec.step_end_s);
+  rr.exchanges = env.exchanges;
+  rr.wan_sent.messages = net.wan_messages();
+  rr.wan_sent.payload_bytes = net.wan_payload_bytes();
+  rr.wan_sent.wire_bytes = net.wan_wire_bytes();
+  if (cfg.rank == 0) {
+    rr.wall_s = std::chrono::duration<double>(t_end - t_start).count();
+    rr.accuracy_curve = accuracy_curve(*learner, rec, work, P, data.test);
+  }
+  // Rank 0 serves the store: it leaves last, once every other rank has read what it needs (the
+  // last one to leave says so).
+  if (cfg.rank != 0) {
+    if (store_add(*store, key + "left", 1) == P - 1) store_set(*store, key + "left/done", {1});
+  } else if (P > 1) {
+    store_get(*store, key + "left/done");
+  }
+  return rr;
+}
+
+}  // namespace geotb::engine

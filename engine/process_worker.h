@@ -1,0 +1,53 @@
+// Process mode: this OS process is one rank of the cluster (torchrun-style: every rank its own
+// process, possibly on its own host or network namespace). It meets the others through a c10d
+// TCPStore served by rank 0, joins its DC's ProcessGroupGloo over that store, talks to every
+// other rank over real sockets (transport/socket/), and runs the same training loop as the
+// embedded mode (worker_loop.h). No libtorch here.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "engine/result.h"
+#include "engine/strategy.h"
+#include "engine/worker_loop.h"
+
+namespace geotb::engine {
+
+struct ProcessWorkerConfig {
+  int rank = 0;            ///< global rank (RANK), dc * workers_per_dc + local_rank
+  int world = 1;           ///< WORLD_SIZE = dcs * workers_per_dc
+  int dc = 0;              ///< GEOTB_DC
+  int local_rank = 0;      ///< GEOTB_LOCAL_RANK
+  int dcs = 1;             ///< data centers
+  int workers_per_dc = 1;
+  std::string master_addr = "127.0.0.1";  ///< MASTER_ADDR: rank 0's store
+  uint16_t master_port = 29500;           ///< MASTER_PORT
+  std::string bind_addr = "127.0.0.1";    ///< GEOTB_BIND_ADDR: this rank's Gloo device and transport listen address
+  std::string secret;                     ///< GEOTB_SECRET: transport handshake secret ("" = none)
+  /// A message, collective or store wait not done by then is an error (seconds-scale; a rank that
+  /// dies is noticed by its peers' sockets much sooner, by this at the latest).
+  std::chrono::milliseconds timeout{30000};
+  std::chrono::milliseconds heartbeat{1000};   ///< transport keep-alive interval
+  double wan_rate_bps = 0;  ///< the WAN link's configured rate (exchange lower bound, socket sizing)
+  double wan_rtt_s = 0;     ///< the WAN link's configured round-trip time, seconds
+  /// Store key namespace; the run's strategy name is appended ("geotb/<strategy>/...").
+  std::string key_prefix = "geotb";
+};
+
+/// Returns "" if consistent, else "field: value: why" (rank/dc/local_rank/world agree, ports, ...).
+std::string validate(const ProcessWorkerConfig& c);
+
+/// Trains `scfg` as rank cfg.rank until every rank is done, then checks replica identity through
+/// the store (rank 0 publishes its parameters, every rank reports max |x_self - x_0|) and, on rank
+/// 0, evaluates the accuracy curve on data.test. Every rank's report has its times, losses, WAN
+/// traffic and (leaders) exchanges; rank 0's also the step times, wall time and accuracy curve.
+/// `progress` (rank 0; may be empty): (steps done, total, seconds since start).
+/// Throws TransportError (PeerDeadError, AuthError, ...), CollectiveError or StoreError on a
+/// network failure, within cfg.timeout; std::invalid_argument on a bad configuration.
+RankReport run_process_worker(const ProcessWorkerConfig& cfg, const StrategyConfig& scfg, const WorkloadSpec& work,
+                              const Datasets& data, const std::function<void(int, int, double)>& progress = {});
+
+}  // namespace geotb::engine

@@ -1,0 +1,92 @@
+#include "engine/result.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+namespace geotb::engine {
+
+double max_abs_diff(const float* a, const float* b, size_t n) {
+  double m = 0;
+  for (size_t i = 0; i < n; ++i) m = std::max(m, static_cast<double>(std::fabs(a[i] - b[i])));
+  return m;
+}
+
+std::vector<AccuracyPoint> accuracy_curve(Learner& learner, const WorkerRecord& rec, const WorkloadSpec& work,
+                                          int world, const Dataset& test) {
+  const size_t n = learner.num_params();
+  const uint64_t per_step = static_cast<uint64_t>(work.batch_per_worker) * static_cast<uint64_t>(world);
+  const double final_acc = learner.accuracy(test);
+  std::vector<AccuracyPoint> out;
+  std::vector<float> final_x(learner.params(), learner.params() + n);
+  for (size_t k = 0; k < rec.snapshots.size(); ++k) {
+    if (rec.snapshots[k].size() != n || rec.snapshot_steps[k] == 0) continue;
+    std::memcpy(learner.params(), rec.snapshots[k].data(), n * sizeof(float));
+    out.push_back({rec.snapshot_steps[k], static_cast<uint64_t>(rec.snapshot_steps[k]) * per_step, learner.accuracy(test)});
+  }
+  std::memcpy(learner.params(), final_x.data(), n * sizeof(float));
+  out.push_back({work.steps, static_cast<uint64_t>(work.steps) * per_step, final_acc});
+  return out;
+}
+
+StrategyResult merge_rank_reports(const std::string& strategy, const std::vector<RankReport>& reports,
+                                  const WorkloadSpec& work, int dcs) {
+  const int P = static_cast<int>(reports.size());
+  const int steps = work.steps;
+  if (P == 0 || dcs < 1 || P % dcs != 0) throw RunError(strategy + ": " + std::to_string(P) + " rank reports for " + std::to_string(dcs) + " data centers");
+  for (int r = 0; r < P; ++r) {
+    const RankReport& rr = reports[static_cast<size_t>(r)];
+    if (rr.rank != r) throw RunError(strategy + ": report " + std::to_string(r) + " is rank " + std::to_string(rr.rank) + "'s");
+    if (rr.loss.size() != static_cast<size_t>(steps))
+      throw RunError(strategy + ": rank " + std::to_string(r) + " reported " + std::to_string(rr.loss.size()) + " losses for " +
+                     std::to_string(steps) + " steps");
+  }
+  const RankReport& r0 = reports[0];
+  if (r0.step_end_s.size() != static_cast<size_t>(steps) || r0.accuracy_curve.empty())
+    throw RunError(strategy + ": rank 0 reported " + std::to_string(r0.step_end_s.size()) + " step times and " +
+                   std::to_string(r0.accuracy_curve.size()) + " accuracy points");
+  const StrategyInfo info = strategy_info(strategy);
+  const uint64_t B = static_cast<uint64_t>(work.batch_per_worker);
+
+  StrategyResult res;
+  res.strategy = strategy;
+  res.steps = steps;
+  res.workers = P;
+  res.samples = static_cast<uint64_t>(steps) * B * static_cast<uint64_t>(P);
+  res.wall_s = r0.wall_s;
+  res.samples_per_s = res.wall_s > 0 ? static_cast<double>(res.samples) / res.wall_s : 0;
+  double comp = 0, comm = 0, cmpr = 0, over = 0;
+  for (const auto& e : reports) {
+    comp += static_cast<double>(e.times.compute_ns);
+    comm += static_cast<double>(e.times.exposed_comm_ns);
+    cmpr += static_cast<double>(e.times.compress_ns);
+    if (e.local_rank == 0) over += static_cast<double>(e.times.overlapped_comm_ns);
+    res.wan.messages += e.wan_sent.messages;
+    res.wan.payload_bytes += e.wan_sent.payload_bytes;
+    res.wan.wire_bytes += e.wan_sent.wire_bytes;
+    res.wan.segments += e.wan_sent.segments;
+    res.wan.retransmissions += e.wan_sent.retransmissions;
+    res.wan.failed_messages += e.wan_sent.failed_messages;
+    res.replica_max_abs_diff = std::max(res.replica_max_abs_diff, e.replica_max_abs_diff);
+  }
+  const double per = 1e-9 / (static_cast<double>(P) * std::max(steps, 1));
+  res.compute_s_per_step = comp * per;
+  res.exposed_comm_s_per_step = comm * per;
+  res.compress_s_per_step = cmpr * per;
+  res.overlapped_comm_s_per_step = over * 1e-9 / (static_cast<double>(dcs) * std::max(steps, 1));
+  res.comm_compute_ratio = res.compute_s_per_step > 0 ? res.exposed_comm_s_per_step / res.compute_s_per_step : 0;
+  res.exchange_log = r0.exchanges;
+  res.exchanges = info.exchanges_every_step ? static_cast<uint64_t>(steps) : r0.exchanges.size();
+  res.loss.assign(static_cast<size_t>(steps), 0);
+  for (int s = 0; s < steps; ++s) {
+    double acc = 0;
+    for (int r = 0; r < P; ++r) acc += reports[static_cast<size_t>(r)].loss[static_cast<size_t>(s)];
+    res.loss[static_cast<size_t>(s)] = acc / P;
+  }
+  res.step_end_s = r0.step_end_s;
+  res.accuracy_curve = r0.accuracy_curve;
+  res.final_test_accuracy = r0.accuracy_curve.back().accuracy;
+  return res;
+}
+
+}  // namespace geotb::engine

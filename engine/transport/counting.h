@@ -1,0 +1,47 @@
+// A Transport decorator that counts what its rank sends to ranks of other data centers (the WAN
+// traffic of the process mode, where no emulator object sees every message). Thread-safe: a
+// strategy's background exchange thread and its step thread may send concurrently.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <vector>
+
+#include "engine/transport/transport.h"
+
+namespace geotb::engine {
+
+class CountingTransport final : public Transport {
+ public:
+  /// `dc_of[r]` is rank r's data center; `inner` must outlive this object. Wire bytes are
+  /// estimated from the backend's framing: `frame_header_bytes` per started `chunk_bytes` of a
+  /// message (0, 0: wire = payload).
+  CountingTransport(Transport& inner, std::vector<int> dc_of, uint64_t chunk_bytes = 0, uint64_t frame_header_bytes = 0)
+      : inner_(inner), dc_of_(std::move(dc_of)), chunk_(chunk_bytes), header_(frame_header_bytes) {}
+  int rank() const override { return inner_.rank(); }
+  int size() const override { return inner_.size(); }
+  void send(int dst, uint64_t tag, std::vector<uint8_t> bytes) override {
+    if (dc_of_.at(static_cast<size_t>(dst)) != dc_of_.at(static_cast<size_t>(inner_.rank()))) {
+      wan_messages_.fetch_add(1, std::memory_order_relaxed);
+      wan_bytes_.fetch_add(bytes.size(), std::memory_order_relaxed);
+      const uint64_t frames = chunk_ ? std::max<uint64_t>(1, (bytes.size() + chunk_ - 1) / chunk_) : 0;
+      wan_wire_.fetch_add(bytes.size() + frames * header_, std::memory_order_relaxed);
+    }
+    inner_.send(dst, tag, std::move(bytes));
+  }
+  std::vector<uint8_t> recv(int src, uint64_t tag) override { return inner_.recv(src, tag); }
+  void close() override { inner_.close(); }
+
+  uint64_t wan_messages() const { return wan_messages_.load(); }
+  uint64_t wan_payload_bytes() const { return wan_bytes_.load(); }  ///< message bytes, no framing
+  uint64_t wan_wire_bytes() const { return wan_wire_.load(); }      ///< payload + frame headers (estimate)
+
+ private:
+  Transport& inner_;
+  std::vector<int> dc_of_;
+  uint64_t chunk_, header_;
+  std::atomic<uint64_t> wan_messages_{0}, wan_bytes_{0}, wan_wire_{0};
+};
+
+}  // namespace geotb::engine

@@ -1,0 +1,63 @@
+#include "engine/worker_loop.h"
+
+#include <cstring>
+
+namespace geotb::engine {
+
+std::vector<int> snapshot_steps(const WorkloadSpec& work) {
+  std::vector<int> s;
+  for (int i = 1; i < work.eval_points; ++i) s.push_back(work.steps * i / work.eval_points);
+  return s;
+}
+
+void run_worker_loop(WorkerEnv& env, const StrategyConfig& scfg, const WorkloadSpec& work, const Dataset& train,
+                     const std::vector<uint32_t>& shard, const WorkerLoopHooks& hooks, WorkerRecord& out) {
+  const emu::Clock& clock = *env.clock;
+  const int steps = work.steps;
+  const size_t B = static_cast<size_t>(work.batch_per_worker);
+  const size_t F = train.features();
+  const size_t n = env.learner->num_params();
+  const bool rank0 = env.rank == 0;
+
+  auto strategy = make_strategy(scfg, env);
+  BatchSampler sampler(shard, work.seed, static_cast<uint64_t>(env.rank));
+  std::vector<uint32_t> idx;
+  std::vector<float> x(B * F);
+  std::vector<int64_t> y(B);
+  out.loss.assign(static_cast<size_t>(steps), 0);
+  out.step_end_s.clear();
+  out.snapshot_steps.clear();
+  out.snapshots.clear();
+  const std::vector<int> snap_at = rank0 ? snapshot_steps(work) : std::vector<int>{};
+  if (rank0) out.step_end_s.assign(static_cast<size_t>(steps), 0);
+
+  const std::chrono::nanoseconds t_start = hooks.start();
+  for (int s = 0; s < steps; ++s) {
+    double loss;
+    {
+      ScopedTimer t(clock, env.times.compute_ns);
+      sampler.next(B, idx);
+      for (size_t i = 0; i < B; ++i) {
+        std::memcpy(&x[i * F], &train.images[static_cast<size_t>(idx[i]) * F], F * sizeof(float));
+        y[i] = train.labels[idx[i]];
+      }
+      loss = env.learner->forward_backward(x.data(), y.data(), B);
+    }
+    strategy->step(env, s);
+    out.loss[static_cast<size_t>(s)] = loss;
+    if (rank0) {
+      const double t = std::chrono::duration<double>(clock.now() - t_start).count();
+      out.step_end_s[static_cast<size_t>(s)] = t;
+      for (int k : snap_at)
+        if (k == s + 1 && k != 0) {
+          out.snapshot_steps.push_back(k);
+          out.snapshots.emplace_back(env.learner->params(), env.learner->params() + n);
+        }
+      if (hooks.progress) hooks.progress(s + 1, steps, t);
+    }
+  }
+  strategy->finish(env);
+  hooks.finished();
+}
+
+}  // namespace geotb::engine

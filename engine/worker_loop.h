@@ -1,0 +1,68 @@
+// The training loop of one worker, shared by both ways of running a cluster: the embedded mode
+// (cluster.cc: every rank a thread of one process) and the process mode (process_worker.cc: every
+// rank its own OS process). Sampler, batch assembly, forward/backward, strategy->step, the loss of
+// every step, rank 0's step-end times and parameter snapshots, strategy->finish: the same code in
+// both modes, so a strategy cannot behave differently depending on how it was launched.
+// No libtorch here.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "engine/data/fashion_mnist.h"
+#include "engine/model/learner.h"
+#include "engine/optim/sgd.h"
+#include "engine/strategy.h"
+
+namespace geotb::engine {
+
+struct WorkloadSpec {
+  ModelConfig model;
+  SgdConfig optimizer;
+  int batch_per_worker = 32;
+  int steps = 100;
+  uint64_t seed = 42;
+  int eval_points = 10;  ///< test accuracy of rank 0's model at this many evenly spaced steps
+                         ///< (snapshots taken during the run, evaluated after it: no effect on timing)
+};
+
+struct Datasets {
+  Dataset train;
+  Dataset test;
+};
+
+/// Rendezvous points of the loop, provided by the mode that runs it.
+struct WorkerLoopHooks {
+  /// Every worker calls it once after its setup, before step 0. Returns when every worker of the
+  /// cluster has arrived, with the start instant on env.clock (the same for every worker of one
+  /// process; in the process mode each process's own instant after the rendezvous).
+  std::function<std::chrono::nanoseconds()> start;
+  /// Every worker calls it after strategy->finish(); returns when every replica is final.
+  std::function<void()> finished;
+  /// Rank 0 only, after each step: (steps done, total, seconds since the start). May be empty.
+  std::function<void(int, int, double)> progress;
+};
+
+/// What the loop records for one worker.
+struct WorkerRecord {
+  std::vector<double> loss;                   ///< per step: this worker's mean cross-entropy of its batch
+  std::vector<double> step_end_s;             ///< rank 0 only: per step, seconds since the start at its end
+  std::vector<int> snapshot_steps;            ///< rank 0 only: steps done when each snapshot was taken
+  std::vector<std::vector<float>> snapshots;  ///< rank 0 only: its parameters after those steps
+};
+
+/// Steps after which rank 0 snapshots its parameters: `eval_points - 1` evenly spaced steps
+/// (the final model is the last point of the accuracy curve).
+std::vector<int> snapshot_steps(const WorkloadSpec& work);
+
+/// Runs the whole training of one worker: creates its strategy (make_strategy(scfg, env)), calls
+/// hooks.start, trains work.steps steps on its shard (BatchSampler(shard, work.seed, env.rank)),
+/// calls strategy->finish and hooks.finished. env must be complete (learner, opt, net, intra if
+/// the strategy needs it, clock); charges env.times. Exceptions (TransportError, Gloo errors)
+/// propagate to the caller, which owns the failure handling of its mode.
+void run_worker_loop(WorkerEnv& env, const StrategyConfig& scfg, const WorkloadSpec& work, const Dataset& train,
+                     const std::vector<uint32_t>& shard, const WorkerLoopHooks& hooks, WorkerRecord& out);
+
+}  // namespace geotb::engine
