@@ -1,14 +1,22 @@
 #include "harness/cmd_run.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
+#include <filesystem>
 #include <memory>
+#include <optional>
 #include <sstream>
 
 #include "engine/cluster.h"
+#include "harness/process_run.h"
 #include "harness/progress.h"
 #include "harness/report.h"
 #include "harness/scenario.h"
+#include "harness/units.h"
+#ifdef GEOTB_HAVE_NET
+#include "harness/dpdk_session.h"
+#endif
 
 namespace geotb::harness {
 
@@ -19,7 +27,20 @@ struct RunArgs {
   std::string strategies;
   std::string out = "reports";
   std::vector<std::string> argv;
+  std::string net;                     ///< "" = the scenario's "network"
+  std::string worker_timeout = "30s";  ///< process modes: workers' --timeout
+  std::string deadline;                ///< process modes: per strategy ("" = 120 s + 2 s per step)
+  std::string net_prefix = "gtbrun";   ///< dpdk: namespace prefix
+  int rt_priority = 50;                ///< dpdk: data plane SCHED_FIFO priority
 };
+
+std::chrono::milliseconds ms_of(const std::string& field, const std::string& v) {
+  try {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(parse_duration(nlohmann::json(v)));
+  } catch (const UnitError& e) {
+    throw ScenarioError(fmt::format("{}: {}", field, e.what()));
+  }
+}
 
 std::vector<std::string> split_csv(const std::string& s) {
   std::vector<std::string> out;
@@ -37,6 +58,31 @@ int run(const RunArgs& a) {
   } catch (const ScenarioError& e) {
     fmt::print(stderr, "geotb: error: {}\n", e.what());
     return 2;
+  }
+  if (!a.net.empty()) {
+    if (a.net != "embedded" && a.net != "process" && a.net != "dpdk") {
+      fmt::print(stderr, "geotb: error: --net: \"{}\": one of embedded, process, dpdk\n", a.net);
+      return 2;
+    }
+    sc.network = a.net;  // the report says how it ran
+  }
+  std::chrono::milliseconds worker_timeout{0}, deadline{0};
+  try {
+    worker_timeout = ms_of("--worker-timeout", a.worker_timeout);
+    if (!a.deadline.empty()) deadline = ms_of("--deadline", a.deadline);
+  } catch (const ScenarioError& e) {
+    fmt::print(stderr, "geotb: error: {}\n", e.what());
+    return 2;
+  }
+  if (sc.network == "dpdk") {
+#ifndef GEOTB_HAVE_NET
+    fmt::print(stderr, "geotb: error: network \"dpdk\": this geotb was built without DPDK (libdpdk-dev)\n");
+    return 2;
+#endif
+    if (geteuid() != 0) {
+      fmt::print(stderr, "geotb: error: network \"dpdk\" creates network namespaces: run as root\n");
+      return 2;
+    }
   }
   std::vector<engine::StrategyConfig> chosen = sc.strategies;
   if (!a.strategies.empty()) {
@@ -78,19 +124,83 @@ int run(const RunArgs& a) {
 
   std::vector<engine::StrategyResult> results;
   std::vector<std::pair<std::string, std::string>> failures;
-  for (const auto& c : chosen) {
-    Progress prog(stdout, c.name, static_cast<size_t>(sc.workload.batch_per_worker) * static_cast<size_t>(workers));
-    engine::RunOptions opt;
-    opt.progress = [&prog](int done, int total, double t) { prog.update(done, total, t); };
-    try {
-      results.push_back(engine::run_strategy(sc.cluster, sc.workload, c, data, opt));
-      const auto& r = results.back();
-      prog.finish(fmt::format("done: {:.0f} samples/s, test accuracy {:.4f}, wall {:.1f} s", r.samples_per_s,
-                              r.final_test_accuracy, r.wall_s));
-    } catch (const std::exception& e) {
-      prog.finish(fmt::format("FAILED: {}", e.what()));
-      failures.emplace_back(c.name, e.what());
+  const size_t samples_per_step = static_cast<size_t>(sc.workload.batch_per_worker) * static_cast<size_t>(workers);
+  if (sc.network == "embedded") {
+    for (const auto& c : chosen) {
+      Progress prog(stdout, c.name, samples_per_step);
+      engine::RunOptions opt;
+      opt.progress = [&prog](int done, int total, double t) { prog.update(done, total, t); };
+      try {
+        results.push_back(engine::run_strategy(sc.cluster, sc.workload, c, data, opt));
+        const auto& r = results.back();
+        prog.finish(fmt::format("done: {:.0f} samples/s, test accuracy {:.4f}, wall {:.1f} s", r.samples_per_s,
+                                r.final_test_accuracy, r.wall_s));
+      } catch (const std::exception& e) {
+        prog.finish(fmt::format("FAILED: {}", e.what()));
+        failures.emplace_back(c.name, e.what());
+      }
     }
+  } else {
+    // One process per rank. Ctrl-C / SIGTERM: workers killed, network torn down, exit 130.
+    SignalFlag sig;
+    const std::string work_dir =
+        (std::filesystem::temp_directory_path() / fmt::format("geotb-run-{}-{}", sc.name, getpid())).string();
+    ProcessRunOptions po;
+    po.scenario_path = a.scenario;
+    po.worker_timeout = worker_timeout;
+    po.deadline = deadline;
+    po.interrupted = &sig.flag();
+    try {
+#ifdef GEOTB_HAVE_NET
+      std::optional<DpdkSession> net;
+      if (sc.network == "dpdk") {
+        DpdkSessionOptions dopt;
+        dopt.prefix = a.net_prefix;
+        dopt.rt_priority = a.rt_priority;
+        dopt.log_dir = work_dir;
+        fmt::print("geotb: network namespaces {}-* and the DPDK emulator (logs in {})\n", a.net_prefix, work_dir);
+        net.emplace(sc, dopt);
+        po.dcs = net->placements();
+      }
+#endif
+      if (sc.network == "process")
+        for (size_t d = 0; d < sc.cluster.dcs.size(); ++d) po.dcs.push_back({"", "127.0.0.1", ""});
+      for (const auto& c : chosen) {
+        Progress prog(stdout, c.name, samples_per_step);
+        po.progress = [&prog](int done, int total, double t) { prog.update(done, total, t); };
+        po.work_dir = work_dir + "/" + c.name;
+        try {
+#ifdef GEOTB_HAVE_NET
+          if (net) net->start_emulator(c.name);
+#endif
+          engine::StrategyResult r = run_strategy_processes(sc, c, po);
+#ifdef GEOTB_HAVE_NET
+          if (net) {
+            const EmulatorStats es = net->stop_emulator();
+            if (es.ok) r.wan.wire_bytes = es.wan_wire_bytes;  // measured frames, not the estimate
+          }
+#endif
+          results.push_back(std::move(r));
+          prog.finish(fmt::format("done: {:.0f} samples/s, test accuracy {:.4f}, wall {:.1f} s", results.back().samples_per_s,
+                                  results.back().final_test_accuracy, results.back().wall_s));
+        } catch (const Interrupted&) {
+          throw;
+        } catch (const std::exception& e) {
+#ifdef GEOTB_HAVE_NET
+          if (net) net->stop_emulator();
+#endif
+          prog.finish(fmt::format("FAILED: {}", e.what()));
+          failures.emplace_back(c.name, e.what());
+        }
+      }
+    } catch (const Interrupted& e) {
+      fmt::print(stderr, "\ngeotb: {}: workers killed, network torn down; no report written\n", e.what());
+      return 130;
+    } catch (const std::exception& e) {
+      fmt::print(stderr, "geotb: error: {}\n", e.what());
+      return 1;
+    }
+    if (failures.empty()) std::filesystem::remove_all(work_dir);
   }
   nlohmann::json rep = make_report(sc, results, ctx);
   rep["failures"] = nlohmann::json::array();
@@ -115,6 +225,19 @@ void register_run_command(CLI::App& app, const std::vector<std::string>& argv) {
   cmd->add_option("scenario", args->scenario, "Scenario file (scenarios/*.json)")->required();
   cmd->add_option("--strategies", args->strategies, "Comma-separated subset of the scenario's strategies");
   cmd->add_option("--out", args->out, "Directory for the report")->capture_default_str();
+  cmd->add_option("--net", args->net,
+                  "Network mode, overrides the scenario's: embedded (threads, in-process WAN model), process (one "
+                  "process per rank on loopback), dpdk (one process per rank in per-DC namespaces behind the DPDK "
+                  "emulator; root)");
+  cmd->add_option("--worker-timeout", args->worker_timeout,
+                  "process/dpdk: a worker waiting this long on a peer, collective or the store fails")
+      ->capture_default_str();
+  cmd->add_option("--deadline", args->deadline, "process/dpdk: per strategy, from start to the last worker's exit "
+                                                "(default 120 s + 2 s per step)");
+  cmd->add_option("--net-prefix", args->net_prefix, "dpdk: network namespace prefix (<= 8 characters)")
+      ->capture_default_str();
+  cmd->add_option("--rt-priority", args->rt_priority, "dpdk: SCHED_FIFO priority of the data plane (0 = normal)")
+      ->capture_default_str();
   cmd->callback([args]() {
     if (const int rc = run(*args); rc != 0) throw CLI::RuntimeError(rc);
   });

@@ -38,7 +38,7 @@ struct Scenario {
   size_t train_limit = 0;  ///< 0 = all 60000 training examples
   size_t test_limit = 0;   ///< 0 = all 10000 test examples
   std::vector<engine::StrategyConfig> strategies;
-  std::string network = "embedded";
+  std::string network = "embedded";  ///< "embedded" | "process" | "dpdk" (README "Real-network mode")
   CheckConfig check;
   nlohmann::json raw;      ///< the file as parsed
   std::string hash;        ///< SHA-256 of the canonical JSON (sorted keys, no whitespace)

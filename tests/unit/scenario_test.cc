@@ -110,7 +110,8 @@ INSTANTIATE_TEST_SUITE_P(
         Bad{"string steps", [](json& j) { j["workload"]["steps"] = "10"; },
             "workload.steps: \"10\": expected an integer"},
         Bad{"wrong schema", [](json& j) { j["schema"] = 2; }, "schema: 2: must be in [1, 1]"},
-        Bad{"dpdk mode not yet", [](json& j) { j["network"] = "dpdk"; }, "network: \"dpdk\": only \"embedded\""},
+        Bad{"unknown network mode", [](json& j) { j["network"] = "netem"; },
+            "network: \"netem\": unknown network mode (one of \"embedded\""},
         Bad{"missing wan pair", [](json& j) { j["wan"] = json::array(); }, "wan: []: no link between \"a\" and \"b\""}),
     [](const ::testing::TestParamInfo<Bad>& i) {
       std::string s = i.param.what;

@@ -1,0 +1,184 @@
+// geotb worker <scenario> --strategy NAME [--out rank.json]: one rank of a process-mode run,
+// configured torchrun-style by environment variables (README "Real-network mode").
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <memory>
+#include <optional>
+
+#include "engine/collectives/intra_dc.h"
+#include "engine/collectives/store.h"
+#include "engine/process_worker.h"
+#include "engine/transport/socket/socket_transport.h"
+#include "harness/cmd_worker.h"
+#include "harness/rank_report.h"
+#include "harness/scenario.h"
+#include "harness/units.h"
+
+namespace geotb::harness {
+
+namespace {
+
+struct WorkerArgs {
+  std::string scenario, strategy, out;
+  std::string timeout = "30s", heartbeat = "1s";
+};
+
+class ConfigError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+std::optional<std::string> env(const char* name) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return std::nullopt;
+  return std::string(v);
+}
+
+long env_int(const char* name, long lo, long hi, std::optional<long> def = std::nullopt) {
+  const auto v = env(name);
+  if (!v) {
+    if (def) return *def;
+    throw ConfigError(fmt::format("{}: not set (required)", name));
+  }
+  char* end = nullptr;
+  const long x = std::strtol(v->c_str(), &end, 10);
+  if (*end != '\0' || x < lo || x > hi) throw ConfigError(fmt::format("{}: \"{}\": expected an integer in [{}, {}]", name, *v, lo, hi));
+  return x;
+}
+
+/// The local address the kernel would use toward host:port (a connected UDP socket sends
+/// nothing); 127.0.0.1 if that fails.
+std::string address_toward(const std::string& host, uint16_t port) {
+  addrinfo hints{}, *res = nullptr;
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_DGRAM;
+  if (getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res) != 0 || !res) return "127.0.0.1";
+  std::string out = "127.0.0.1";
+  const int fd = socket(AF_INET, SOCK_DGRAM, 0);
+  if (fd >= 0 && connect(fd, res->ai_addr, res->ai_addrlen) == 0) {
+    sockaddr_in me{};
+    socklen_t len = sizeof me;
+    char buf[INET_ADDRSTRLEN];
+    if (getsockname(fd, reinterpret_cast<sockaddr*>(&me), &len) == 0 && inet_ntop(AF_INET, &me.sin_addr, buf, sizeof buf))
+      out = buf;
+  }
+  if (fd >= 0) close(fd);
+  freeaddrinfo(res);
+  return out;
+}
+
+/// The exception's type as the rank file names it (most derived first).
+RankError classify(const std::exception& e) {
+  std::string msg = e.what();
+  if (dynamic_cast<const engine::PeerDeadError*>(&e)) return {"PeerDeadError", msg};
+  if (dynamic_cast<const engine::AuthError*>(&e)) return {"AuthError", msg};
+  if (dynamic_cast<const engine::FrameError*>(&e)) return {"FrameError", msg};
+  if (dynamic_cast<const engine::TransportError*>(&e)) return {"TransportError", msg};
+  if (dynamic_cast<const engine::CollectiveError*>(&e)) return {"CollectiveError", msg};
+  if (dynamic_cast<const engine::StoreError*>(&e)) return {"StoreError", msg};
+  if (dynamic_cast<const ConfigError*>(&e) || dynamic_cast<const ScenarioError*>(&e) ||
+      dynamic_cast<const std::invalid_argument*>(&e) || dynamic_cast<const engine::DataError*>(&e))
+    return {"ConfigError", msg};
+  return {"Error", msg};
+}
+
+int run_worker(const WorkerArgs& a) {
+  int rank = -1, dc = -1, local = -1;
+  auto fail = [&](const RankError& err) {
+    fmt::print(stderr, "geotb worker: rank {} (dc {}): {}: {}\n", rank, dc, err.type, err.message);
+    if (!a.out.empty()) {
+      try {
+        write_json_atomically(rank_error_json(a.strategy, rank, dc, local, err), a.out);
+      } catch (const std::exception& e) {
+        fmt::print(stderr, "geotb worker: writing {}: {}\n", a.out, e.what());
+      }
+    }
+    // 2: configuration; 3: the network (a peer, a collective or the store failed); 1: anything else.
+    return err.type == "ConfigError" ? 2 : err.type == "Error" ? 1 : 3;
+  };
+  try {
+    const Scenario sc = load_scenario(a.scenario);
+    const engine::StrategyConfig* scfg = nullptr;
+    for (const auto& c : sc.strategies)
+      if (c.name == a.strategy) scfg = &c;
+    if (!scfg) throw ConfigError(fmt::format("--strategy: \"{}\": not in {}", a.strategy, a.scenario));
+
+    engine::ProcessWorkerConfig cfg;
+    cfg.dcs = static_cast<int>(sc.cluster.dcs.size());
+    cfg.workers_per_dc = sc.cluster.dcs[0].workers;
+    cfg.world = static_cast<int>(env_int("WORLD_SIZE", 1, 1 << 20));
+    rank = cfg.rank = static_cast<int>(env_int("RANK", 0, cfg.world - 1));
+    dc = cfg.dc = static_cast<int>(env_int("GEOTB_DC", 0, 1 << 20, cfg.rank / cfg.workers_per_dc));
+    local = cfg.local_rank = static_cast<int>(env_int("GEOTB_LOCAL_RANK", 0, 1 << 20, cfg.rank % cfg.workers_per_dc));
+    const auto master = env("MASTER_ADDR");
+    if (!master) throw ConfigError("MASTER_ADDR: not set (required)");
+    cfg.master_addr = *master;
+    cfg.master_port = static_cast<uint16_t>(env_int("MASTER_PORT", 1, 65535));
+    cfg.bind_addr = env("GEOTB_BIND_ADDR").value_or(address_toward(cfg.master_addr, cfg.master_port));
+    cfg.secret = env("GEOTB_SECRET").value_or("");
+    try {
+      cfg.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(parse_duration(nlohmann::json(a.timeout)));
+      cfg.heartbeat = std::chrono::duration_cast<std::chrono::milliseconds>(parse_duration(nlohmann::json(a.heartbeat)));
+    } catch (const UnitError& e) {
+      throw ConfigError(fmt::format("--timeout/--heartbeat: {}", e.what()));
+    }
+    if (!sc.cluster.wan.empty()) {
+      cfg.wan_rate_bps = sc.cluster.wan[0].a_to_b.rate_bps;
+      cfg.wan_rtt_s = std::chrono::duration<double>(sc.cluster.wan[0].a_to_b.delay + sc.cluster.wan[0].b_to_a.delay).count();
+    }
+    if (auto e = engine::validate(cfg); !e.empty()) throw ConfigError(e);
+
+    engine::Datasets data;
+    data.train = engine::load_fashion_mnist(engine::kFashionMnistDir, true, sc.train_limit);
+    if (cfg.rank == 0) data.test = engine::load_fashion_mnist(engine::kFashionMnistDir, false, sc.test_limit);
+
+    // Rank 0 prints "progress <done> <total> <seconds>" about once a second; the coordinator
+    // (geotb run --net process|dpdk) reads it from rank 0's log.
+    double last = -1;
+    auto progress = [&last](int done, int total, double t) {
+      if (done == total || t - last >= 1.0) {
+        last = t;
+        fmt::print("progress {} {} {:.3f}\n", done, total, t);
+        std::fflush(stdout);
+      }
+    };
+    fmt::print("geotb worker: rank {} of {} (dc {}, local rank {}), {}, store {}:{}, bind {}\n", cfg.rank, cfg.world,
+               cfg.dc, cfg.local_rank, scfg->name, cfg.master_addr, cfg.master_port, cfg.bind_addr);
+    std::fflush(stdout);
+    const engine::RankReport r = engine::run_process_worker(cfg, *scfg, sc.workload, data, progress);
+    if (!a.out.empty()) write_json_atomically(rank_report_json(scfg->name, r), a.out);
+    fmt::print("geotb worker: rank {} done{}\n", cfg.rank,
+               cfg.rank == 0 ? fmt::format(": wall {:.2f} s, test accuracy {:.4f}", r.wall_s, r.accuracy_curve.back().accuracy) : "");
+    return 0;
+  } catch (const std::exception& e) {
+    return fail(classify(e));
+  }
+}
+
+}  // namespace
+
+void register_worker_command(CLI::App& app) {
+  auto args = std::make_shared<WorkerArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "worker",
+      "Run one rank of a process-mode run (env: MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE, GEOTB_DC, "
+      "GEOTB_LOCAL_RANK, GEOTB_BIND_ADDR, GEOTB_SECRET; see README \"Real-network mode\")");
+  cmd->add_option("scenario", args->scenario, "Scenario file")->required();
+  cmd->add_option("--strategy", args->strategy, "Strategy of the scenario to train")->required();
+  cmd->add_option("--out", args->out, "Write this rank's metrics (or its error) here as JSON");
+  cmd->add_option("--timeout", args->timeout, "A peer, collective or store wait failing after this is an error")
+      ->capture_default_str();
+  cmd->add_option("--heartbeat", args->heartbeat, "Transport keep-alive interval")->capture_default_str();
+  cmd->callback([args]() {
+    if (const int rc = run_worker(*args); rc != 0) throw CLI::RuntimeError(rc);
+  });
+}
+
+}  // namespace geotb::harness

@@ -1,0 +1,97 @@
+#include "harness/dpdk_session.h"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "emulator/dpdk/netns.h"
+#include "emulator/dpdk/proc.h"
+
+namespace geotb::harness {
+
+emu::NetTopology net_topology(const Scenario& sc, const std::string& prefix);  // cmd_net.cc
+std::string find_emulate_bin();                                                 // cmd_net.cc
+
+namespace {
+std::string slurp(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+}  // namespace
+
+struct DpdkSession::Impl {
+  DpdkSessionOptions opt;
+  emu::NetTopology topo;
+  emu::NetLayout layout;
+  emu::Child emulator;
+  std::string json_path, log_path;
+};
+
+DpdkSession::DpdkSession(const Scenario& sc, const DpdkSessionOptions& opt) : impl_(std::make_unique<Impl>()) {
+  impl_->opt = opt;
+  if (impl_->opt.emulate_bin.empty()) impl_->opt.emulate_bin = find_emulate_bin();
+  impl_->topo = net_topology(sc, opt.prefix);
+  impl_->layout = emu::net_up(impl_->topo);  // tears down leftovers of the same prefix first
+}
+
+DpdkSession::~DpdkSession() {
+  try {
+    if (impl_->emulator.pid() > 0) impl_->emulator.stop(std::chrono::seconds(5));
+  } catch (...) {
+  }
+  emu::net_down(impl_->opt.prefix);
+}
+
+std::vector<DcPlacement> DpdkSession::placements() const {
+  std::vector<DcPlacement> v;
+  for (const auto& d : impl_->layout.dcs) v.push_back({d.ns, d.address, impl_->layout.tool_cpus});
+  return v;
+}
+
+void DpdkSession::start_emulator(const std::string& tag) {
+  Impl& I = *impl_;
+  std::filesystem::create_directories(I.opt.log_dir);
+  I.json_path = fmt::format("{}/emulator-{}.json", I.opt.log_dir, tag);
+  I.log_path = fmt::format("{}/emulator-{}.log", I.opt.log_dir, tag);
+  std::filesystem::remove(I.json_path);
+  const auto argv = emu::in_ns(I.layout.emu_ns, emu::emulator_command(I.topo, I.layout, I.opt.emulate_bin, I.json_path,
+                                                                      I.opt.rt_priority, I.opt.prefix + "-emu"));
+  I.emulator = emu::Child(argv, I.log_path);
+  for (int i = 0; i < 400; ++i) {
+    if (slurp(I.log_path).find("running") != std::string::npos) return;
+    if (!I.emulator.running()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // waiting for a process to start
+  }
+  const std::string log = slurp(I.log_path);
+  I.emulator.stop(std::chrono::seconds(2));
+  throw std::runtime_error(fmt::format("geotb-emulate did not start ({}): {}", emu::join(argv), log));
+}
+
+EmulatorStats DpdkSession::stop_emulator() {
+  Impl& I = *impl_;
+  EmulatorStats st;
+  st.report_path = I.json_path;
+  if (I.emulator.pid() <= 0) return st;
+  I.emulator.stop(std::chrono::seconds(10));
+  try {
+    const auto j = nlohmann::json::parse(slurp(I.json_path));
+    for (const auto& l : j.at("links")) {
+      const uint64_t tx = l.at("tx").get<uint64_t>(), bytes = l.at("tx_bytes").get<uint64_t>();
+      st.wan_frames += tx;
+      st.wan_wire_bytes += bytes + 24 * tx;  // L2 bytes - 14 (header counted in L2) + 38 (header, FCS, preamble, gap)
+    }
+    st.ok = true;
+  } catch (const std::exception&) {
+    st.ok = false;
+  }
+  return st;
+}
+
+}  // namespace geotb::harness

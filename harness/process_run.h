@@ -1,0 +1,77 @@
+// The coordinator of the process mode (`geotb run --net process|dpdk`): starts one
+// `geotb worker` process per rank (posix_spawn, never fork-without-exec: fork after OpenMP hung
+// Gloo), inside its data center's network namespace when there is one, waits for them with a
+// deadline, kills the rest when one fails or on Ctrl-C, and merges their rank files into the
+// strategy's result. No libtorch here.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "engine/result.h"
+#include "harness/scenario.h"
+
+namespace geotb::harness {
+
+/// Where the workers of one data center run.
+struct DcPlacement {
+  std::string netns;    ///< network namespace ("" = this one)
+  std::string address;  ///< the address its workers bind and advertise (GEOTB_BIND_ADDR)
+  std::string cpus;     ///< taskset -c list for its workers ("" = no pinning)
+};
+
+struct ProcessRunOptions {
+  std::string geotb_bin;                  ///< the geotb binary the workers run (default: this one)
+  std::string scenario_path;              ///< passed to every worker
+  std::vector<DcPlacement> dcs;           ///< one per data center of the scenario
+  std::string master_addr;                ///< rank 0's address (its DC's placement address)
+  uint16_t master_port = 0;               ///< 0: a free port on master_addr, chosen here
+  std::chrono::milliseconds worker_timeout{30000};  ///< workers' --timeout (peer, collective, store)
+  std::chrono::milliseconds deadline{0};  ///< whole strategy, from spawn to the last exit (0: derived from steps)
+  std::string work_dir;                   ///< rank-<r>.json and rank-<r>.log go here
+  std::function<void(int, int, double)> progress;  ///< rank 0's progress (read from its log)
+  const std::atomic<int>* interrupted = nullptr;    ///< non-zero: a signal asked to stop (its number)
+};
+
+/// A failed process-mode run; what() names the rank that failed first and why.
+class ProcessRunError : public engine::RunError {
+ public:
+  using engine::RunError::RunError;
+};
+/// SIGINT/SIGTERM arrived (ProcessRunOptions::interrupted): every worker was killed.
+class Interrupted : public std::runtime_error {
+ public:
+  explicit Interrupted(int sig) : std::runtime_error("interrupted by signal " + std::to_string(sig)), signal(sig) {}
+  int signal;
+};
+
+/// Runs `strategy` with one process per rank. Throws ProcessRunError (every worker killed and
+/// reaped first) or Interrupted.
+engine::StrategyResult run_strategy_processes(const Scenario& sc, const engine::StrategyConfig& strategy,
+                                              const ProcessRunOptions& opt);
+
+/// The path of the running executable (/proc/self/exe).
+std::string self_exe();
+
+/// A TCP port free on `addr` right now (bound and released; the caller binds it next).
+uint16_t free_tcp_port(const std::string& addr);
+
+/// Installs SIGINT/SIGTERM handlers that store the signal number in the returned flag (and do
+/// nothing else); the previous handlers come back when the guard is destroyed.
+class SignalFlag {
+ public:
+  SignalFlag();
+  ~SignalFlag();
+  SignalFlag(const SignalFlag&) = delete;
+  SignalFlag& operator=(const SignalFlag&) = delete;
+  const std::atomic<int>& flag() const;
+};
+
+}  // namespace geotb::harness
