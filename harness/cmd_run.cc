@@ -194,7 +194,8 @@ int run(const RunArgs& a) {
         }
       }
     } catch (const Interrupted& e) {
-      fmt::print(stderr, "\ngeotb: {}: workers killed, network torn down; no report written\n", e.what());
+      fmt::print(stderr, "\ngeotb: {}: workers killed, network torn down; no report written (worker logs: {})\n", e.what(),
+                 work_dir);
       return 130;
     } catch (const std::exception& e) {
       fmt::print(stderr, "geotb: error: {}\n", e.what());

@@ -203,7 +203,8 @@ engine::StrategyResult run_strategy_processes(const Scenario& sc, const engine::
   const bool one_dc = engine::strategy_info(scfg.name).one_group;
   auto place = [&](int dc) -> const DcPlacement& { return opt.dcs[static_cast<size_t>(one_dc ? 0 : dc)]; };
   const std::string master = opt.master_addr.empty() ? place(0).address : opt.master_addr;
-  const uint16_t port = opt.master_port ? opt.master_port : free_tcp_port(master);
+  // In a namespace of its own (dpdk) nothing else listens: the torchrun default port. Here, a free one.
+  const uint16_t port = opt.master_port ? opt.master_port : place(0).netns.empty() ? free_tcp_port(master) : 29500;
   const std::string bin = opt.geotb_bin.empty() ? self_exe() : opt.geotb_bin;
   const auto deadline = opt.deadline.count() > 0
                             ? opt.deadline
