@@ -32,6 +32,7 @@ struct RunArgs {
   std::string deadline;                ///< process modes: per strategy ("" = 120 s + 2 s per step)
   std::string net_prefix = "gtbrun";   ///< dpdk: namespace prefix
   int rt_priority = 50;                ///< dpdk: data plane SCHED_FIFO priority
+  std::string tcp_cc;                  ///< dpdk: TCP congestion control in the DC namespaces ("" = default)
 };
 
 std::chrono::milliseconds ms_of(const std::string& field, const std::string& v) {
@@ -158,6 +159,7 @@ int run(const RunArgs& a) {
         dopt.prefix = a.net_prefix;
         dopt.rt_priority = a.rt_priority;
         dopt.log_dir = work_dir;
+        dopt.tcp_congestion_control = a.tcp_cc;
         fmt::print("geotb: network namespaces {}-* and the DPDK emulator (logs in {})\n", a.net_prefix, work_dir);
         net.emplace(sc, dopt);
         po.dcs = net->placements();
@@ -239,6 +241,8 @@ void register_run_command(CLI::App& app, const std::vector<std::string>& argv) {
       ->capture_default_str();
   cmd->add_option("--rt-priority", args->rt_priority, "dpdk: SCHED_FIFO priority of the data plane (0 = normal)")
       ->capture_default_str();
+  cmd->add_option("--tcp-cc", args->tcp_cc,
+                  "dpdk: TCP congestion control in the DC namespaces, e.g. reno (default: the kernel's, bbr here)");
   cmd->callback([args]() {
     if (const int rc = run(*args); rc != 0) throw CLI::RuntimeError(rc);
   });

@@ -39,6 +39,16 @@ DpdkSession::DpdkSession(const Scenario& sc, const DpdkSessionOptions& opt) : im
   if (impl_->opt.emulate_bin.empty()) impl_->opt.emulate_bin = find_emulate_bin();
   impl_->topo = net_topology(sc, opt.prefix);
   impl_->layout = emu::net_up(impl_->topo);  // tears down leftovers of the same prefix first
+  try {
+    if (!opt.tcp_congestion_control.empty())
+      for (const auto& d : impl_->layout.dcs)
+        emu::run_checked(emu::in_ns(d.ns, {"sysctl", "-q", "-w", "net.ipv4.tcp_congestion_control=" + opt.tcp_congestion_control}));
+  } catch (const std::exception& e) {
+    emu::net_down(opt.prefix);
+    throw std::runtime_error(fmt::format("--tcp-cc {}: {} (a namespace may only use what the host's "
+                                         "net.ipv4.tcp_allowed_congestion_control lists)",
+                                         opt.tcp_congestion_control, e.what()));
+  }
 }
 
 DpdkSession::~DpdkSession() {

@@ -21,6 +21,9 @@ struct DpdkSessionOptions {
   std::string emulate_bin;        ///< geotb-emulate ("" = next to geotb)
   int rt_priority = 50;           ///< SCHED_FIFO priority of the data plane (0 = normal)
   std::string log_dir;            ///< emulator logs and reports
+  /// TCP congestion control in the DC namespaces ("" = the kernel's default, inherited from the
+  /// host). Only what the host's net.ipv4.tcp_allowed_congestion_control lists can be set.
+  std::string tcp_congestion_control;
 };
 
 struct EmulatorStats {
