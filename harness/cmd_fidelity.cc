@@ -16,8 +16,8 @@ std::string find_emulate_bin();
 void register_fidelity_command(CLI::App& app) {
   using namespace geotb;
   struct Opts {
-    std::string scenario, out, prefix = "gtbfid", emulate_bin;
-    int iperf_seconds = 5, ping_count = 100, rt_priority = 50;
+    std::string scenario, out, prefix = "gtbfid", emulate_bin, tcp_cc = "cubic";
+    int iperf_seconds = 5, iperf_omit = 2, ping_count = 100, rt_priority = 50;
     bool check = false, no_tbf = false, no_gilbert = false, no_delay_only = false;
   };
   auto o = std::make_shared<Opts>();
@@ -26,13 +26,15 @@ void register_fidelity_command(CLI::App& app) {
   cmd->add_option("--out", o->out, "JSON report (default reports/fidelity-<scenario name>.json)");
   cmd->add_option("--prefix", o->prefix, "namespace name prefix");
   cmd->add_option("--emulate-bin", o->emulate_bin, "geotb-emulate path (default: next to geotb)");
-  cmd->add_option("--iperf-seconds", o->iperf_seconds, "seconds per iperf3 run");
+  cmd->add_option("--iperf-seconds", o->iperf_seconds, "seconds per iperf3 run (measured part)");
+  cmd->add_option("--iperf-omit", o->iperf_omit, "seconds of slow start before the measured part (iperf3 -O)");
   cmd->add_option("--ping-count", o->ping_count, "echo requests per ping run");
   cmd->add_option("--rt-priority", o->rt_priority, "SCHED_FIFO priority of the data plane (0 = normal)");
   cmd->add_flag("--check", o->check, "exit 1 unless every verdict holds");
   cmd->add_flag("--no-tbf", o->no_tbf, "skip the Linux tbf reference");
   cmd->add_flag("--no-gilbert", o->no_gilbert, "skip the Gilbert-Elliott run");
   cmd->add_flag("--no-delay-only", o->no_delay_only, "skip the delay-only run");
+  cmd->add_option("--tcp-cc", o->tcp_cc, "TCP congestion control of the iperf3 runs (\"\" = the namespace default)");
   cmd->callback([o] {
     const harness::Scenario sc = harness::load_scenario(o->scenario);
     emu::FidelityConfig fc;
@@ -42,11 +44,13 @@ void register_fidelity_command(CLI::App& app) {
                         ? "geotb-udpgen"
                         : fc.emulate_bin.substr(0, fc.emulate_bin.rfind('/') + 1) + "geotb-udpgen";
     fc.iperf_time = std::chrono::seconds{o->iperf_seconds};
+    fc.iperf_omit = std::chrono::seconds{o->iperf_omit};
     fc.ping_count = o->ping_count;
     fc.rt_priority = o->rt_priority;
     fc.run_tbf = !o->no_tbf;
     fc.run_gilbert = !o->no_gilbert;
     fc.run_delay_only = !o->no_delay_only;
+    fc.tcp_cc = o->tcp_cc;
     nlohmann::json rep = emu::run_fidelity(fc);
     rep["schema"] = "geotb-fidelity/1";
     rep["scenario"] = {{"name", sc.name}, {"hash", sc.hash}, {"path", o->scenario}};

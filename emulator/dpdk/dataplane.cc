@@ -108,8 +108,13 @@ uint32_t DataPlane::poll_rx(uint64_t now_ns) {
   if (start_ns_ == 0) start_ns_ = now_ns ? now_ns : 1;
   rte_mbuf* bufs[kMaxBurst];
   for (size_t p = 0; p < nports_; ++p) {
+    const uint64_t c0 = rte_rdtsc();
     const uint16_t n = rte_eth_rx_burst(cfg_.ports[p].port_id, 0, bufs, cfg_.burst);
     PortCounters& ps = port_stats_[p];
+    if (n > 0) {
+      ++ps.rx_bursts;
+      ps.rx_cycles += rte_rdtsc() - c0;
+    }
     ps.rx += n;
     total += n;
     for (uint16_t i = 0; i < n; ++i) {
@@ -165,19 +170,25 @@ void DataPlane::poll_tx(uint64_t now_ns) {
   for (auto& lp : links_) {
     Link& l = *lp;
     const uint16_t port = cfg_.ports[static_cast<size_t>(l.spec.dst)].port_id;
+    const uint64_t horizon = now_ns + cfg_.tx_lead_ns;
     while (!l.line.empty() && l.line.next_release() <= now_ns) {
       uint16_t k = 0;
-      while (k < cfg_.burst && !l.line.empty() && l.line.next_release() <= now_ns) out[k++] = l.line.pop();
+      while (k < cfg_.burst && !l.line.empty() && l.line.next_release() <= horizon) out[k++] = l.line.pop();
       // Read what we need before tx: the PMD may free the mbufs.
-      uint64_t lat[kMaxBurst];
+      uint64_t rel[kMaxBurst];
       uint32_t len[kMaxBurst];
       for (uint16_t i = 0; i < k; ++i) {
-        lat[i] = now_ns - DelayLine::release_of(out[i], release_off_);
+        rel[i] = DelayLine::release_of(out[i], release_off_);
         len[i] = out[i]->pkt_len;
       }
+      const uint64_t c0 = rte_rdtsc();
       const uint16_t sent = rte_eth_tx_burst(port, 0, out, k);
+      PortCounters& ps = port_stats_[static_cast<size_t>(l.spec.dst)];
+      ++ps.tx_bursts;
+      ps.tx_cycles += rte_rdtsc() - c0;
       for (uint16_t i = 0; i < sent; ++i) {
-        l.c.lateness_ns.record(lat[i]);
+        l.c.lateness_ns.record(now_ns > rel[i] ? now_ns - rel[i] : 0);
+        l.c.earliness_ns.record(rel[i] > now_ns ? rel[i] - now_ns : 0);
         l.c.tx_bytes += len[i];
         if (l.c.tx == 0) {
           l.c.first_tx_ns = now_ns;
@@ -192,7 +203,6 @@ void DataPlane::poll_tx(uint64_t now_ns) {
         ++l.c.tx;
         l.c.last_tx_ns = now_ns;
       }
-      PortCounters& ps = port_stats_[static_cast<size_t>(l.spec.dst)];
       ps.tx += sent;
       for (uint16_t i = 0; i < sent; ++i) ps.tx_bytes += len[i];
       if (sent < k) {
@@ -207,6 +217,12 @@ void DataPlane::poll_tx(uint64_t now_ns) {
 void DataPlane::finish() {
   for (auto& l : links_)
     while (!l->line.empty()) drop(l->line.pop(), l.get(), -1, kCauseShutdown);
+}
+
+uint64_t DataPlane::port_tx_total() const {
+  uint64_t s = 0;
+  for (const auto& p : port_stats_) s += p.tx;
+  return s;
 }
 
 uint64_t DataPlane::rx() const {
@@ -256,6 +272,7 @@ void DataPlane::run(const std::atomic<bool>& quit, const RunOptions& opt) {
     nanosleep(&ts, nullptr);
     const uint64_t woke = clk.now_ns();
     win_slept += woke - from;
+    slept_ns_ += woke - from;
     last_sleep_end = woke;
     return woke;
   };
@@ -263,28 +280,33 @@ void DataPlane::run(const std::atomic<bool>& quit, const RunOptions& opt) {
     const uint64_t now = clk.now_ns();
     const uint32_t got = poll_rx(now);
     const uint64_t later = clk.now_ns();
+    const uint64_t tx_before = port_tx_total();
     poll_tx(later);
+    ++loops_;
+    busy_loops_ += got > 0 || port_tx_total() != tx_before;
+    const uint64_t done = clk.now_ns();
+    iteration_ns_.record(done - now);
     if (opt.stats_interval_ns && later >= next_stats) {
       fprintf(stderr, "%s\n", stats_line(later).c_str());
       next_stats = later + opt.stats_interval_ns;
     }
     if (opt.duration_ns && later - t0 >= opt.duration_ns) break;
-    if (later - win_start >= kWindow) {
-      win_start = later;
+    if (done - win_start >= kWindow) {
+      win_start = done;
       win_slept = 0;
     }
     if (opt.idle_sleep_ns && got == 0) {
       const uint64_t due = next_release_ns();
-      if (due == UINT64_MAX || due > later + opt.idle_sleep_ns + opt.wake_margin_ns) {
-        const uint64_t woke = sleep_for(opt.idle_sleep_ns, later);
-        oversleep_ns_.record(woke - later > opt.idle_sleep_ns ? woke - later - opt.idle_sleep_ns : 0);
+      if (due == UINT64_MAX || due > done + opt.idle_sleep_ns + opt.wake_margin_ns) {
+        const uint64_t woke = sleep_for(opt.idle_sleep_ns, done);
+        oversleep_ns_.record(woke - done > opt.idle_sleep_ns ? woke - done - opt.idle_sleep_ns : 0);
         ++idle_sleeps_;
         continue;
       }
     }
-    if (opt.min_sleep_share > 0 && later - last_sleep_end >= opt.max_busy_ns &&
-        static_cast<double>(win_slept) < opt.min_sleep_share * static_cast<double>(later - win_start)) {
-      sleep_for(opt.forced_sleep_ns, later);
+    if (opt.min_sleep_share > 0 && done - last_sleep_end >= opt.max_busy_ns &&
+        static_cast<double>(win_slept) < opt.min_sleep_share * static_cast<double>(done - win_start)) {
+      forced_slept_ns_ += sleep_for(opt.forced_sleep_ns, done) - done;
       ++forced_sleeps_;
     }
   }
@@ -296,16 +318,38 @@ nlohmann::json DataPlane::report() const {
   json j;
   j["mode"] = cfg_.io_forward ? "io_forward" : "link_model";
   j["seed"] = cfg_.seed;
+  j["tx_lead_ns"] = cfg_.tx_lead_ns;
   j["idle_sleeps"] = idle_sleeps_;
   j["forced_sleeps"] = forced_sleeps_;
   j["idle_oversleep_ns"] = {{"p50", oversleep_ns_.quantile(0.5)}, {"p99", oversleep_ns_.quantile(0.99)}, {"max", oversleep_ns_.max()}};
   j["duration_s"] = end_ns_ > start_ns_ ? static_cast<double>(end_ns_ - start_ns_) / 1e9 : 0.0;
+  const double dur_ns = end_ns_ > start_ns_ ? static_cast<double>(end_ns_ - start_ns_) : 0.0;
+  const double ns_per_cycle = 1e9 / static_cast<double>(rte_get_tsc_hz());
+  uint64_t rx_cyc = 0, tx_cyc = 0;
   json ports = json::array();
   for (size_t i = 0; i < nports_; ++i) {
     const PortCounters& p = port_stats_[i];
+    rx_cyc += p.rx_cycles;
+    tx_cyc += p.tx_cycles;
     ports.push_back({{"dc", cfg_.ports[i].dc}, {"port_id", cfg_.ports[i].port_id}, {"rx", p.rx}, {"rx_bytes", p.rx_bytes},
-                     {"tx", p.tx}, {"tx_bytes", p.tx_bytes}, {"unroutable", p.unroutable}, {"no_link", p.no_link}});
+                     {"tx", p.tx}, {"tx_bytes", p.tx_bytes}, {"unroutable", p.unroutable}, {"no_link", p.no_link},
+                     {"rx_bursts", p.rx_bursts}, {"tx_bursts", p.tx_bursts},
+                     {"rx_mean_burst", p.rx_bursts ? static_cast<double>(p.rx) / static_cast<double>(p.rx_bursts) : 0.0},
+                     {"tx_mean_burst", p.tx_bursts ? static_cast<double>(p.tx) / static_cast<double>(p.tx_bursts) : 0.0},
+                     {"rx_ns_per_frame", p.rx ? static_cast<double>(p.rx_cycles) * ns_per_cycle / static_cast<double>(p.rx) : 0.0},
+                     {"tx_ns_per_burst", p.tx_bursts ? static_cast<double>(p.tx_cycles) * ns_per_cycle / static_cast<double>(p.tx_bursts) : 0.0}});
   }
+  // Shares of the run's wall time (run() only; the TSC keeps counting while the thread is
+  // preempted, so what is left over is our own loop work plus time other tasks took the CPU).
+  if (dur_ns > 0)
+    j["time_shares"] = {{"rx_burst_calls", static_cast<double>(rx_cyc) * ns_per_cycle / dur_ns},
+                        {"tx_burst_calls", static_cast<double>(tx_cyc) * ns_per_cycle / dur_ns},
+                        {"asleep", static_cast<double>(slept_ns_) / dur_ns},
+                        {"forced_sleep", static_cast<double>(forced_slept_ns_) / dur_ns},
+                        {"loops", loops_}, {"busy_loops", busy_loops_}};
+  j["iteration_ns"] = {{"p50", iteration_ns_.quantile(0.5)}, {"p99", iteration_ns_.quantile(0.99)}, {"p999", iteration_ns_.quantile(0.999)},
+                       {"p9999", iteration_ns_.quantile(0.9999)}, {"max", iteration_ns_.max()},
+                       {"over_100us", iteration_ns_.count_above(100000)}, {"over_1ms", iteration_ns_.count_above(1000000)}};
   j["ports"] = ports;
   json links = json::array();
   for (const auto& lp : links_) {
@@ -327,7 +371,9 @@ nlohmann::json DataPlane::report() const {
                {"mean_loss_burst", l.c.loss_bursts ? static_cast<double>(l.c.drops[kCauseLoss]) / static_cast<double>(l.c.loss_bursts) : 0.0},
                {"release_lateness_ns", {{"count", h.count()}, {"mean", h.mean()}, {"p50", h.quantile(0.5)},
                                         {"p90", h.quantile(0.9)}, {"p99", h.quantile(0.99)}, {"p999", h.quantile(0.999)},
-                                        {"max", h.max()}}}};
+                                        {"max", h.max()}}},
+               {"release_earliness_ns", {{"p50", l.c.earliness_ns.quantile(0.5)}, {"p99", l.c.earliness_ns.quantile(0.99)},
+                                         {"max", l.c.earliness_ns.max()}}}};
     if (l.model) {
       const LinkStats& s = l.model->stats();
       lj["model"] = {{"offered", s.offered}, {"delivered", s.delivered}, {"changes_applied", s.changes_applied}};

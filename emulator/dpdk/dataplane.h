@@ -54,6 +54,12 @@ struct DataPlaneConfig {
   uint64_t seed = 1;               ///< link i direction uses RandomStream(seed, i)
   uint16_t burst = 32;             ///< frames per rx/tx burst, 1..64
   uint32_t delay_line_frames = 0;  ///< capacity per link; 0 = the pool's size
+  /// TX batching, in ns: once a link's next frame is due, the burst also takes every frame due
+  /// within this long after `now`, so those leave up to tx_lead_ns early (recorded in
+  /// release_earliness_ns) and the PMD's per-burst cost (af_packet: one sendto() kick, in which
+  /// the kernel also signals the receiving CPU) is shared by several frames. 0 = every frame
+  /// leaves at or after its release time (exact; the tests' default).
+  uint64_t tx_lead_ns = 0;
   rte_mempool* pool = nullptr;     ///< for duplicates; must outlive the data plane
 };
 
@@ -82,12 +88,19 @@ struct LinkCounters {
   size_t delay_line_max = 0;
   uint64_t loss_bursts = 0;             ///< runs of consecutive kDropLoss among frames offered
   bool last_lost = false;
-  LogHistogram lateness_ns;             ///< tx time − release time
+  LogHistogram lateness_ns;             ///< max(0, tx time − release time), every frame sent
+  LogHistogram earliness_ns;            ///< max(0, release time − tx time), every frame sent (tx_lead_ns)
 };
 
 struct PortCounters {
   uint64_t rx = 0, rx_bytes = 0, tx = 0, tx_bytes = 0;
   uint64_t unroutable = 0, no_link = 0;
+  // Where the poller's time goes (TSC cycles, read around the PMD calls only; never used for
+  // decisions): rx bursts that returned frames and the cycles they took (the PMD copies each
+  // frame into an mbuf), tx bursts and their cycles (af_packet: copy into the ring + one
+  // sendto() kick per call, in which the kernel builds the skbs and runs veth_xmit).
+  uint64_t rx_bursts = 0, rx_cycles = 0;
+  uint64_t tx_bursts = 0, tx_cycles = 0;
 };
 
 class DataPlane {
@@ -151,6 +164,7 @@ class DataPlane {
     Link(const LinkSpec& s, size_t cap, bool reorder, int off) : spec(s), line(cap, reorder, off) {}
   };
   void drop(rte_mbuf* m, Link* l, int port, int cause);
+  uint64_t port_tx_total() const;
 
   DataPlaneConfig cfg_;
   RouteTable routes_;
@@ -163,6 +177,9 @@ class DataPlane {
   uint64_t start_ns_ = 0, end_ns_ = 0;
   uint64_t idle_sleeps_ = 0, forced_sleeps_ = 0;
   LogHistogram oversleep_ns_;  // actual sleep minus requested
+  // run() only: loop iterations, those that moved frames, and ns asleep (idle + forced).
+  uint64_t loops_ = 0, busy_loops_ = 0, slept_ns_ = 0, forced_slept_ns_ = 0;
+  LogHistogram iteration_ns_;  // one poll_rx + poll_tx, sleeps excluded: long ones are stalls
 };
 
 /// Configure port `port_id` with one rx and one tx queue on `pool`, promiscuous, and start it.

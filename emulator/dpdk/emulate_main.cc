@@ -49,6 +49,7 @@ int main(int argc, char** argv) {
   uint32_t data_room = RTE_MBUF_DEFAULT_BUF_SIZE;
   uint16_t burst = 32;
   int rt_priority = 0;
+  std::string tx_lead = "25us";
   std::string idle_sleep = "5us", max_busy = "70us", wake_margin = "50us", forced_sleep = "10us";
   double min_sleep_share = -1;
   app.add_option("--port", port_args, "NAME=DEVICE,SUBNET: a data center behind a DPDK port (at least 2)")->required();
@@ -61,6 +62,9 @@ int main(int argc, char** argv) {
   app.add_option("--seed", seed, "seed of the link models' random streams");
   app.add_option("--pool-size", pool_size, "mbufs in the pool (bounds frames in flight)");
   app.add_option("--burst", burst, "rx/tx burst size, 1..64");
+  app.add_option("--tx-lead", tx_lead, "once a frame is due, send with it the frames due within this long: they leave up to "
+                 "this early, in fewer, larger tx bursts (af_packet: one sendto() per burst; measured at 1 Gbit/s, MTU 1500: "
+                 "6.5 us of kernel time per frame alone, 4.4 us in bursts of 3). 0us = never early");
   app.add_option("--mbuf-data-room", data_room, "mbuf data room in bytes incl. 128 headroom (16512 for MTU 9000)");
   app.add_option("--rt-priority", rt_priority, "SCHED_FIFO priority of the polling thread (0 = normal scheduling); "
                  "with it, the loop sleeps when idle and keeps --min-sleep-share of its time asleep");
@@ -116,6 +120,7 @@ int main(int argc, char** argv) {
     cfg.io_forward = io_forward;
     cfg.seed = seed;
     cfg.burst = burst;
+    cfg.tx_lead_ns = static_cast<uint64_t>(geotb::emu::parse_duration_ns(tx_lead).count());
     cfg.pool = pool;
     if (io_forward && cfg.links.empty()) {
       for (int a = 0; a < static_cast<int>(dcs.size()); ++a)

@@ -139,7 +139,8 @@ json iperf(Ctx& c, std::vector<std::string> extra) {
   const std::string server_log = c.cfg.work_dir + "/" + c.tag + "-iperf" + std::to_string(call) + "-server.log";
   Child server(in_ns(b.ns, tool(c, {"iperf3", "-s", "-1", "-J", "-B", b.address, "-p", port})), server_log);
   std::vector<std::string> argv{"iperf3", "-c", b.address, "-p", port, "-B", a.address, "-J", "-t",
-                                std::to_string(c.cfg.iperf_time.count()), "--get-server-output"};
+                                std::to_string(c.cfg.iperf_time.count()), "-O", std::to_string(c.cfg.iperf_omit.count()),
+                                "--get-server-output"};
   argv.insert(argv.end(), extra.begin(), extra.end());
   // Start the client only once the server listens (a refused first connect left iperf3 clients
   // failing repeatedly here).
@@ -151,7 +152,7 @@ json iperf(Ctx& c, std::vector<std::string> extra) {
   }
   CmdResult r;
   for (int attempt = 0; attempt < 3; ++attempt) {
-    r = run_cmd(in_ns(a.ns, tool(c, argv)), std::chrono::milliseconds{(c.cfg.iperf_time.count() + 30) * 1000});
+    r = run_cmd(in_ns(a.ns, tool(c, argv)), std::chrono::milliseconds{(c.cfg.iperf_time.count() + c.cfg.iperf_omit.count() + 30) * 1000});
     if (r.status == 0 || r.output.find("unable to connect") == std::string::npos || !server.running()) break;
     std::this_thread::sleep_for(std::chrono::milliseconds{500});
   }
@@ -169,10 +170,17 @@ json iperf(Ctx& c, std::vector<std::string> extra) {
 }
 
 json tcp(Ctx& c, int streams) {
-  json r = iperf(c, {"-P", std::to_string(streams)});
+  std::vector<std::string> extra{"-P", std::to_string(streams)};
+  if (!c.cfg.tcp_cc.empty()) extra.insert(extra.end(), {"-C", c.cfg.tcp_cc});
+  json r = iperf(c, extra);
   if (r.contains("error")) return r;
   const double bps = r["end"]["sum_received"]["bits_per_second"].get<double>();
-  return json{{"streams", streams}, {"goodput_bps", bps}, {"retransmits", r["end"]["sum_sent"].value("retransmits", 0)}};
+  json per_s = json::array();  // receiver goodput per 1 s interval: slow start vs steady state
+  if (r.contains("intervals"))
+    for (const json& i : r["intervals"])
+      if (!i["sum"].value("omitted", false)) per_s.push_back(std::round(i["sum"]["bits_per_second"].get<double>() / 1e6));
+  return json{{"streams", streams}, {"goodput_bps", bps}, {"retransmits", r["end"]["sum_sent"].value("retransmits", 0)},
+              {"congestion_control", r["end"].value("sender_tcp_congestion", c.cfg.tcp_cc)}, {"interval_mbps", per_s}};
 }
 
 // Saturating (or not) UDP at `wire_bps` offered; receiver-side rate from the server's intervals.
@@ -251,6 +259,7 @@ json link_summary(const json& em, int i) {
   return json{{"name", l["name"]}, {"tx", l["tx"]}, {"achieved_wire_bps", l["achieved_wire_bps"]},
               {"achieved_wire_bps_busy", l["achieved_wire_bps_busy"]}, {"busy_s", l["busy_s"]},
               {"drops", l["drops"]}, {"release_lateness_ns", l["release_lateness_ns"]},
+              {"release_earliness_ns", l.value("release_earliness_ns", json::object())},
               {"loss_bursts", l["loss_bursts"]}, {"mean_loss_burst", l["mean_loss_burst"]}};
 }
 
@@ -271,13 +280,15 @@ json run_fidelity(const FidelityConfig& cfg) {
       {"mean_loss_run", "receiver: datagrams missing between received sequence numbers / number of such gaps"},
       {"rtt", "ping average over count echo requests 10 ms apart, after 3 warm-up pings (ARP)"},
       {"expected_rtt_ms", "2 x configured one-way delay + io_forward base RTT"},
-      {"goodput_bps", "iperf3 receiver bits/s of TCP payload"},
+      {"goodput_bps", "iperf3 receiver bits/s of TCP payload over iperf_seconds, after iperf_omit_seconds of slow start (iperf3 -O)"},
       {"tcp_goodput_ceiling_bps", "rate x (MTU - 52)/(MTU + 38): TCP payload per wire byte with timestamps (1448/1538 at MTU 1500)"},
       {"received_wire_bps_overall", "geotb-udpgen receiver: datagrams x (MTU + 38) wire bytes x 8 / (last arrival - first arrival), kernel timestamps"},
       {"received_wire_bps_mean", "same per 500 ms batch (first and last 100 ms left out); ci95: t interval over batches"},
       {"achieved_wire_bps", "data plane: wire bytes (L2 + 24) sent on the link after its first frame / time from first to last frame"},
       {"achieved_wire_bps_busy", "data plane: the same over busy periods only (frames sent < 1 ms after the previous one); the UDP verdict uses it"},
-      {"release_lateness_ns", "data plane: time a frame was handed to the tx ring minus the release time the link model gave it"}};
+      {"release_lateness_ns", "data plane: max(0, time a frame was handed to the tx ring - the release time the link model gave it), over every frame sent"},
+      {"release_earliness_ns", "data plane: max(0, release time - time handed to the tx ring), over every frame sent: frames due within tx_lead_ns of a due frame leave with it (tx batching)"},
+      {"tcp_congestion_control", "iperf3 -C; the sender's algorithm as iperf3 reports it"}};
   rep["configured"] = {{"rate_bps", m.rate_bps}, {"one_way_delay_ns", m.delay.count()}, {"queue_bytes", m.queue_bytes},
                        {"loss_stationary", m.loss.stationary_loss()}};
   auto loadavg = [] {
@@ -306,6 +317,9 @@ json run_fidelity(const FidelityConfig& cfg) {
   rep["host"]["tool_cpus"] = L.tool_cpus;
   rep["host"]["emulator_rt_priority"] = cfg.rt_priority;
   rep["configured"]["mtu"] = L.mtu;
+  rep["configured"]["tcp_congestion_control"] = cfg.tcp_cc.empty() ? "namespace default" : cfg.tcp_cc;
+  rep["configured"]["iperf_seconds"] = cfg.iperf_time.count();
+  rep["configured"]["iperf_omit_seconds"] = cfg.iperf_omit.count();
   try {
     // 1. plain io forwarding
     {
@@ -347,7 +361,9 @@ json run_fidelity(const FidelityConfig& cfg) {
       k["tcp4"] = tcp(c, 4);
       const json em = stop_emulator(e);
       k["emulator"] = {{"totals", em["totals"]}, {"accounting_ok", em["accounting_ok"]}, {"mempool", em["mempool"]},
-                       {"a_to_b", link_summary(em, 0)}, {"b_to_a", link_summary(em, 1)}};
+                       {"a_to_b", link_summary(em, 0)}, {"b_to_a", link_summary(em, 1)}, {"tx_lead_ns", em.value("tx_lead_ns", 0)},
+                       {"time_shares", em.value("time_shares", json::object())}, {"iteration_ns", em.value("iteration_ns", json::object())},
+                       {"ports", em["ports"]}};
       if (m.rate_bps > 0) {  // saturating UDP alone, so the data plane's achieved rate is UDP's
         Emulator u = start_emulator(c, {link_arg(m, true, true, nullptr)}, false);
         k["udp"] = udp(c, m.rate_bps * cfg.udp_overload);

@@ -29,7 +29,8 @@ int main(int argc, char** argv) {
   CLI::App app{"geotb-netlab: DC namespaces and emulator fidelity"};
   app.require_subcommand(1);
   std::string prefix = "gtb", dcs_arg = "a,b", rate = "1Gbps", rtt = "30ms", loss = "0", out, emulate_bin, queue = "0";
-  int iperf_s = 5, ping_count = 100, rt_priority = 50, tool_nice = -10;
+  int iperf_s = 5, iperf_omit = 2, ping_count = 100, rt_priority = 50, tool_nice = -10;
+  std::string tcp_cc = "cubic";
   uint32_t mtu = 1500;
   bool no_tbf = false, no_ge = false, no_delay_only = false, check = false;
   auto add_topo = [&](CLI::App* s) {
@@ -49,13 +50,15 @@ int main(int argc, char** argv) {
   add_topo(fid);
   fid->add_option("--out", out, "JSON report path (default stdout)");
   fid->add_option("--emulate-bin", emulate_bin, "geotb-emulate path (default: next to this binary)");
-  fid->add_option("--iperf-seconds", iperf_s, "seconds per iperf3 run");
+  fid->add_option("--iperf-seconds", iperf_s, "seconds per iperf3 run (measured part)");
+  fid->add_option("--iperf-omit", iperf_omit, "seconds of slow start before the measured part (iperf3 -O)");
   fid->add_option("--ping-count", ping_count, "echo requests per ping run");
   fid->add_flag("--no-tbf", no_tbf, "skip the Linux tbf reference");
   fid->add_flag("--check", check, "exit 1 unless every verdict holds (the fidelity suite)");
   fid->add_option("--tool-nice", tool_nice, "nice of the traffic tools (negative: ahead of other work on their CPUs)");
   fid->add_option("--rt-priority", rt_priority, "SCHED_FIFO priority of the data plane (0 = normal scheduling)");
   fid->add_flag("--no-gilbert", no_ge, "skip the Gilbert-Elliott run");
+  fid->add_option("--tcp-cc", tcp_cc, "TCP congestion control of the iperf3 runs (\"\" = the namespace default)");
   fid->add_flag("--no-delay-only", no_delay_only, "skip the delay-only run");
   CLI11_PARSE(app, argc, argv);
 
@@ -91,11 +94,13 @@ int main(int argc, char** argv) {
     fc.udpgen_bin = fc.emulate_bin.substr(0, fc.emulate_bin.rfind('/') + 1) + "geotb-udpgen";
     fc.tool_nice = tool_nice;
     fc.iperf_time = std::chrono::seconds{iperf_s};
+    fc.iperf_omit = std::chrono::seconds{iperf_omit};
     fc.ping_count = ping_count;
     fc.run_tbf = !no_tbf;
     fc.rt_priority = rt_priority;
     fc.run_gilbert = !no_ge;
     fc.run_delay_only = !no_delay_only;
+    fc.tcp_cc = tcp_cc;
     const nlohmann::json rep = run_fidelity(fc);
     if (out.empty()) {
       std::cout << rep.dump(2) << "\n";

@@ -75,6 +75,12 @@ class LogHistogram {
     return static_cast<int>((static_cast<uint64_t>(e) << kSubBits) | m);
   }
   uint64_t bucket_count(int i) const { return counts_[i]; }
+  /// Samples in buckets entirely above v's bucket: those > v, give or take one bucket's width.
+  uint64_t count_above(uint64_t v) const {
+    uint64_t n = 0;
+    for (int i = index(v) + 1; i < kBuckets; ++i) n += counts_[i];
+    return n;
+  }
 
  private:
   std::array<uint64_t, kBuckets> counts_{};

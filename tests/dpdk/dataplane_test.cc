@@ -60,6 +60,42 @@ TEST_F(DataPlaneTest, ExactReleaseTimesOnRealMbufs) {
   expect_accounting(dp);
 }
 
+// tx_lead_ns: nothing leaves before a frame is due; then the burst takes every frame due within
+// the lead (they leave early, by exactly release - now), and no later frame rides along.
+TEST_F(DataPlaneTest, TxLeadBatchesFramesDueWithinTheLead) {
+  LinkConfig l;
+  l.rate_bps = 1e9;
+  l.delay = milliseconds(1);
+  DataPlaneConfig cfg = two_dc_config(l, l);
+  cfg.tx_lead_ns = 25000;
+  DataPlane dp(cfg);
+  // 1500 wire bytes each = 12 us: releases at 1.012, 1.024, 1.036, 1.048 ms.
+  send(0, {make_frame(dc_addr(1), 1476, 1), make_frame(dc_addr(1), 1476, 2), make_frame(dc_addr(1), 1476, 3),
+           make_frame(dc_addr(1), 1476, 4)});
+  EXPECT_EQ(dp.poll_rx(0), 4u);
+  dp.poll_tx(1011999);
+  EXPECT_EQ(collect()[1].size(), 0u);
+  dp.poll_tx(1012000);  // due: 1; within 25 us: 2 (12 us early), 3 (24 us early); 4 is 36 us away
+  auto out = collect(false);
+  ASSERT_EQ(out[1].size(), 3u);
+  for (uint32_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(seq_of(out[1][i]), i + 1);
+    rte_pktmbuf_free(out[1][i]);
+  }
+  dp.poll_tx(1047999);  // frame 4 is within the lead but nothing is due: it waits
+  EXPECT_EQ(collect()[1].size(), 0u);
+  dp.poll_tx(1048000 + 500);
+  EXPECT_EQ(collect()[1].size(), 1u);
+  const LinkCounters& c = dp.link_counters(0);
+  EXPECT_EQ(c.earliness_ns.count(), 4u);
+  EXPECT_EQ(c.earliness_ns.max(), 24000u);
+  EXPECT_EQ(c.earliness_ns.min(), 0u);
+  EXPECT_EQ(c.earliness_ns.mean(), (12000.0 + 24000.0) / 4);
+  EXPECT_EQ(c.lateness_ns.max(), 500u);  // frame 4; early frames count as 0 late
+  EXPECT_EQ(c.lateness_ns.mean(), 500.0 / 4);
+  expect_accounting(dp);
+}
+
 TEST_F(DataPlaneTest, LatenessIsTxTimeMinusRelease) {
   LinkConfig l;
   l.delay = microseconds(10);
