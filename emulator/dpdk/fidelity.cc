@@ -5,32 +5,24 @@
 
 #include <cmath>
 #include <fstream>
+#include <random>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
 
 #include "emulator/dpdk/link_spec_parse.h"
 #include "emulator/dpdk/proc.h"
+#include "emulator/stats/batch_means.h"
+#include "emulator/stats/loss_check.h"
 
 namespace geotb::emu {
 
 using nlohmann::json;
 
-std::pair<double, double> wilson_interval(uint64_t k, uint64_t n, double z) {
-  if (n == 0) return {0.0, 1.0};
-  const double p = static_cast<double>(k) / static_cast<double>(n), nn = static_cast<double>(n);
-  const double d = 1 + z * z / nn;
-  const double c = (p + z * z / (2 * nn)) / d;
-  const double h = z * std::sqrt(p * (1 - p) / nn + z * z / (4 * nn * nn)) / d;
-  return {std::max(0.0, c - h), std::min(1.0, c + h)};
-}
-
 namespace {
 
-// UDP datagrams fill the MTU: payload = MTU - 28 (IPv4 20 + UDP 8); on the wire + Ethernet 14 +
-// FCS 4 + preamble 8 + IFG 12 (the link model's overhead_bytes 38 covers the last four and Ethernet).
-double udp_payload(uint32_t mtu) { return mtu - 28.0; }
-double udp_wire(uint32_t mtu) { return mtu + 38.0; }
+// Saturating UDP datagrams fill the MTU: payload = MTU - 28 (IPv4 20 + UDP 8).
+uint32_t udp_payload(uint32_t mtu) { return mtu - 28; }
 // TCP payload per wire byte: MSS = MTU - 52 (IPv4 20 + TCP 20 + timestamps 12).
 double tcp_efficiency(uint32_t mtu) { return (mtu - 52.0) / (mtu + 38.0); }
 
@@ -62,7 +54,7 @@ struct Emulator {
   std::string json_path, log_path;
 };
 
-Emulator start_emulator(Ctx& c, const std::vector<std::string>& link_args, bool io) {
+Emulator start_emulator(Ctx& c, const std::vector<std::string>& link_args, bool io, const std::vector<std::string>& extra = {}) {
   Emulator e;
   const std::string base = c.cfg.work_dir + "/" + c.tag + "-run" + std::to_string(c.run++);
   e.json_path = base + ".json";
@@ -70,6 +62,7 @@ Emulator start_emulator(Ctx& c, const std::vector<std::string>& link_args, bool 
   std::vector<std::string> argv = emulator_base_command(c.L, c.cfg.emulate_bin, c.tag + std::to_string(c.run));
   for (const auto& l : link_args) { argv.push_back("--link"); argv.push_back(l); }
   if (io) argv.push_back("--io-forward");
+  argv.insert(argv.end(), extra.begin(), extra.end());
   if (c.cfg.rt_priority > 0) {
     argv.push_back("--rt-priority");
     argv.push_back(std::to_string(c.cfg.rt_priority));
@@ -183,15 +176,19 @@ json tcp(Ctx& c, int streams) {
               {"congestion_control", r["end"].value("sender_tcp_congestion", c.cfg.tcp_cc)}, {"interval_mbps", per_s}};
 }
 
-// Saturating (or not) UDP at `wire_bps` offered; receiver-side rate from the server's intervals.
-// UDP with geotb-udpgen: paced sender at `wire_bps` in dcs[0], counting receiver in dcs[1].
-// Received rate per 100 ms bin (first and last bin left out: queue fill and tail) gives the mean
-// and a 95 % interval (normal approximation, ~45 bins); loss = 1 - received/sent with a Wilson
-// interval; loss runs (consecutive missing sequence numbers) give the end-to-end burst length.
-json udp(Ctx& c, double wire_bps) {
+// UDP with geotb-udpgen: paced sender at `wire_bps` in dcs[0] (datagrams of `payload` bytes),
+// counting receiver in dcs[1] with kernel receive timestamps in 100 ms bins.
+//   received_wire_bps_mean: the rate over the steady window (bins 1 .. the last whole 500 ms
+//     batch before the last bin; see emulator/stats/batch_means.h) and its 95 % t interval over
+//     the 500 ms batch means: one window for the figure and its interval.
+//   received_wire_bps_overall: (datagrams - 1) x wire bytes x 8 / (last - first arrival): also
+//     counts the start and the tail (a late straggler stretches it), so it is not the verdict.
+// Loss = 1 - received/sent with a Wilson interval; loss runs (consecutive missing sequence numbers)
+// give the end-to-end burst length.
+json udp(Ctx& c, double wire_bps, uint32_t payload) {
   const DcPlace &a = c.L.dcs[0], &b = c.L.dcs[1];
   const std::string port = std::to_string(9000 + c.iperf_calls++);
-  const double kUdpWire = udp_wire(c.L.mtu);
+  const double wire = payload + 66.0;  // UDP 8 + IPv4 20 + Ethernet 14 + FCS 4 + preamble 8 + IFG 12
   const std::string rlog = c.cfg.work_dir + "/" + c.tag + "-udprecv" + port + ".json";
   Child recv(in_ns(b.ns, tool(c, {c.cfg.udpgen_bin, "recv", "--bind", b.address, "--port", port, "--idle", "1s", "--max",
                                   std::to_string(c.cfg.iperf_time.count() + 30) + "s"})),
@@ -199,7 +196,7 @@ json udp(Ctx& c, double wire_bps) {
   for (int i = 0; i < 200 && slurp(rlog).find("listening") == std::string::npos; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds{25});
   const CmdResult s = run_cmd(in_ns(a.ns, tool(c, {c.cfg.udpgen_bin, "send", "--bind", a.address, "--dst", b.address, "--port", port,
-                                                   "--rate", fmt_rate_arg(wire_bps), "--size", std::to_string(static_cast<int>(udp_payload(c.L.mtu))), "--seconds",
+                                                   "--rate", fmt_rate_arg(wire_bps), "--size", std::to_string(payload), "--seconds",
                                                    std::to_string(c.cfg.iperf_time.count())})),
                               std::chrono::milliseconds{(c.cfg.iperf_time.count() + 30) * 1000});
   recv.wait(std::chrono::milliseconds{10000});
@@ -212,39 +209,23 @@ json udp(Ctx& c, double wire_bps) {
   } catch (...) {
     return json{{"error", "udpgen: " + s.output + " | " + slurp(rlog).substr(0, 1000)}};
   }
-  json j{{"tool", "geotb-udpgen"}, {"configured_offer_wire_bps", wire_bps}, {"offered_wire_bps", sj["offered_wire_bps"]},
-         {"sent", sj["sent"]}, {"received", rj["received"]}, {"loss_runs", rj["loss_runs"]}, {"lost_inside", rj["lost_inside"]},
+  json j{{"tool", "geotb-udpgen"}, {"payload_bytes", payload}, {"configured_offer_wire_bps", wire_bps},
+         {"offered_wire_bps", sj["offered_wire_bps"]}, {"sent", sj["sent"]}, {"skipped_after_stalls", sj.value("skipped_after_stalls", 0)},
+         {"received", rj["received"]}, {"loss_runs", rj["loss_runs"]}, {"lost_inside", rj["lost_inside"]},
          {"reordered", rj["reordered"]}};
-  // Batch means: 100 ms bins grouped into 500 ms batches (first and last bin left out), mean and
-  // a 95 % t interval over the batches. Bins are noisy on a shared machine (receiver scheduling);
-  // the overall rate (all datagrams between the first and the last arrival) is the headline.
   const double bin_s = rj["bin_s"].get<double>();
-  const json& bins = rj["bins"];
-  std::vector<double> batches;
-  const size_t per = std::max<size_t>(1, static_cast<size_t>(0.5 / bin_s + 0.5));
-  for (size_t i = 1; i + per < bins.size(); i += per) {
-    double cnt = 0;
-    for (size_t k = i; k < i + per; ++k) cnt += bins[k].get<double>();
-    batches.push_back(cnt * kUdpWire * 8 / (bin_s * static_cast<double>(per)));
-  }
-  if (batches.size() >= 3) {
-    double m = 0, v = 0;
-    for (double x : batches) m += x;
-    m /= static_cast<double>(batches.size());
-    for (double x : batches) v += (x - m) * (x - m);
-    v /= static_cast<double>(batches.size() - 1);
-    static const double t975[] = {0, 12.71, 4.30, 3.18, 2.78, 2.57, 2.45, 2.36, 2.31, 2.26, 2.23, 2.20, 2.18, 2.16, 2.14, 2.13,
-                                  2.12, 2.11, 2.10, 2.09, 2.09};
-    const size_t df = batches.size() - 1;
-    const double t = df < 21 ? t975[df] : 1.96;
-    const double half = t * std::sqrt(v / static_cast<double>(batches.size()));
-    j["received_wire_bps_mean"] = m;
-    j["received_wire_bps_ci95"] = {m - half, m + half};
-    j["batches_used"] = batches.size();
+  const auto bins = rj["bins"].get<std::vector<uint64_t>>();
+  const BatchMeans bm = batch_means(bins, bin_s, std::max<size_t>(1, static_cast<size_t>(0.5 / bin_s + 0.5)), wire * 8);
+  if (bm.batches >= 2) {
+    j["received_wire_bps_mean"] = bm.mean;
+    j["received_wire_bps_ci95"] = {bm.ci_low, bm.ci_high};
+    j["batches_used"] = bm.batches;
+    j["steady_window_s"] = {static_cast<double>(bm.first_bin) * bin_s, static_cast<double>(bm.first_bin + bm.bins) * bin_s};
   }
   const double secs = rj["seconds"].get<double>();
-  if (secs > 0) j["received_wire_bps_overall"] = rj["received"].get<double>() * kUdpWire * 8 / secs;
-  const uint64_t n = sj["sent"].get<uint64_t>(), got = rj["received"].get<uint64_t>();
+  const uint64_t got = rj["received"].get<uint64_t>();
+  if (secs > 0 && got > 1) j["received_wire_bps_overall"] = static_cast<double>(got - 1) * wire * 8 / secs;
+  const uint64_t n = sj["sent"].get<uint64_t>();
   const uint64_t k = n > got ? n - got : 0;
   const auto [lo, hi] = wilson_interval(k, n);
   j["loss_rate"] = n ? static_cast<double>(k) / static_cast<double>(n) : 0.0;
@@ -282,8 +263,9 @@ json run_fidelity(const FidelityConfig& cfg) {
       {"expected_rtt_ms", "2 x configured one-way delay + io_forward base RTT"},
       {"goodput_bps", "iperf3 receiver bits/s of TCP payload over iperf_seconds, after iperf_omit_seconds of slow start (iperf3 -O)"},
       {"tcp_goodput_ceiling_bps", "rate x (MTU - 52)/(MTU + 38): TCP payload per wire byte with timestamps (1448/1538 at MTU 1500)"},
-      {"received_wire_bps_overall", "geotb-udpgen receiver: datagrams x (MTU + 38) wire bytes x 8 / (last arrival - first arrival), kernel timestamps"},
-      {"received_wire_bps_mean", "same per 500 ms batch (first and last 100 ms left out); ci95: t interval over batches"},
+      {"received_wire_bps_mean", "geotb-udpgen receiver, kernel timestamps in 100 ms bins from the first arrival: datagrams x (payload + 66) wire bytes x 8 / time over the steady window (bin 0 and the last, partial bin left out, cut to whole 500 ms batches); the verdict uses it"},
+      {"received_wire_bps_ci95", "Student t interval (exact quantile, B - 1 degrees of freedom) over the window's B 500 ms batch rates, whose mean is received_wire_bps_mean"},
+      {"received_wire_bps_overall", "(datagrams - 1) x wire bytes x 8 / (last arrival - first arrival): includes the start and the tail, for reference"},
       {"achieved_wire_bps", "data plane: wire bytes (L2 + 24) sent on the link after its first frame / time from first to last frame"},
       {"achieved_wire_bps_busy", "data plane: the same over busy periods only (frames sent < 1 ms after the previous one); the UDP verdict uses it"},
       {"release_lateness_ns", "data plane: max(0, time a frame was handed to the tx ring - the release time the link model gave it), over every frame sent"},
@@ -344,7 +326,7 @@ json run_fidelity(const FidelityConfig& cfg) {
         }
         run_checked(in_ns(ns, {"ip", "link", "set", "br0", "up"}));
         t["tcp4"] = tcp(c, 4);
-        t["udp"] = udp(c, m.rate_bps * cfg.udp_overload);
+        t["udp"] = udp(c, m.rate_bps * cfg.udp_overload, udp_payload(L.mtu));
       } catch (const std::exception& ex) {
         t["error"] = ex.what();
       }
@@ -366,7 +348,7 @@ json run_fidelity(const FidelityConfig& cfg) {
                        {"ports", em["ports"]}};
       if (m.rate_bps > 0) {  // saturating UDP alone, so the data plane's achieved rate is UDP's
         Emulator u = start_emulator(c, {link_arg(m, true, true, nullptr)}, false);
-        k["udp"] = udp(c, m.rate_bps * cfg.udp_overload);
+        k["udp"] = udp(c, m.rate_bps * cfg.udp_overload, udp_payload(L.mtu));
         const json eu = stop_emulator(u);
         k["udp"]["emulator"] = {{"accounting_ok", eu["accounting_ok"]}, {"a_to_b", link_summary(eu, 0)}};
       }
@@ -384,21 +366,40 @@ json run_fidelity(const FidelityConfig& cfg) {
     // 5. Gilbert-Elliott loss
     if (cfg.run_gilbert) {
       const LinkConfig base = m.rate_bps > 0 ? m : cfg.topo.wan[0].a_to_b;
-      Emulator e = start_emulator(c, {link_arg(base, true, false, &cfg.ge)}, false);
+      uint64_t seed = cfg.ge_seed;
+      if (seed == 0) {
+        std::random_device rd;
+        seed = (uint64_t{rd()} << 32 | rd()) | 1;
+      }
+      Emulator e = start_emulator(c, {link_arg(base, true, false, &cfg.ge)}, false, {"--seed", std::to_string(seed)});
       json g;
+      g["seed"] = seed;
       const double rate = base.rate_bps > 0 ? base.rate_bps : 1e9;
-      g["udp"] = udp(c, rate * cfg.ge_udp_load);
+      g["udp"] = udp(c, rate * cfg.ge_udp_load, cfg.ge_payload);
       const json em = stop_emulator(e);
       const json ab = link_summary(em, 0);
       g["emulator"] = ab;
       const uint64_t lost = ab["drops"]["loss"].get<uint64_t>();
       const uint64_t offered = em["links"][0]["model"]["offered"].get<uint64_t>();
+      const uint64_t runs = ab["loss_bursts"].get<uint64_t>();
+      const LossProcessCheck k = check_loss_process(cfg.ge, offered, lost, runs);
       const auto [lo, hi] = wilson_interval(lost, offered);
-      g["model_loss_rate"] = offered ? static_cast<double>(lost) / static_cast<double>(offered) : 0.0;
+      g["model_loss_rate"] = k.loss_rate;
       g["model_loss_rate_ci95_binomial"] = {lo, hi};
-      g["theory_loss_rate"] = cfg.ge.stationary_loss();
-      g["theory_mean_burst"] = cfg.ge.loss_good == 0 && cfg.ge.loss_bad == 1 ? 1.0 / cfg.ge.p_bad_to_good : 0.0;
-      g["note"] = "binomial interval understates GE variance (bursts are correlated); udp.mean_loss_run is measured end to end";
+      g["theory_loss_rate"] = k.theory_loss_rate;
+      g["loss_rate_se"] = k.loss_rate_se;
+      g["loss_rate_bound_3se"] = k.loss_rate_bound;
+      g["frames_offered"] = offered;
+      g["loss_runs"] = runs;
+      g["mean_loss_run"] = k.mean_run;
+      g["theory_mean_burst"] = k.run_checkable ? k.theory_mean_run : 0.0;
+      g["mean_loss_run_se"] = k.mean_run_se;
+      g["mean_loss_run_bound_3se"] = k.mean_run_bound;
+      g["check"] = {{"loss_rate_within_3se", k.loss_rate_agrees}, {"loss_rate_bound_le_10pct", k.loss_rate_resolves},
+                    {"mean_run_checkable", k.run_checkable}, {"mean_run_within_3se", k.mean_run_agrees},
+                    {"mean_run_bound_le_10pct", k.mean_run_resolves}};
+      g["note"] = "se from the Markov chain (loss_variance_per_frame) and from i.i.d. run lengths; the binomial interval "
+                  "understates GE variance (losses come in runs); udp.mean_loss_run is the same measured end to end";
       rep["gilbert"] = g;
     }
   } catch (...) {
@@ -431,8 +432,12 @@ json run_fidelity(const FidelityConfig& cfg) {
     v["tcp_goodput_ceiling_bps"] = m.rate_bps * tcp_efficiency(L.mtu);
     const double ach = num(rep, {"link", "udp", "emulator", "a_to_b", "achieved_wire_bps_busy"});
     v["udp_achieved_over_rate_dataplane"] = ach / m.rate_bps;
-    const double recv = num(rep, {"link", "udp", "received_wire_bps_overall"});
+    const double recv = num(rep, {"link", "udp", "received_wire_bps_mean"});
     v["udp_received_over_rate_receiver"] = recv / m.rate_bps;
+    if (rep["link"].contains("udp") && rep["link"]["udp"].contains("received_wire_bps_ci95")) {
+      const json& ci = rep["link"]["udp"]["received_wire_bps_ci95"];
+      v["udp_received_ci95_over_rate"] = {ci[0].get<double>() / m.rate_bps, ci[1].get<double>() / m.rate_bps};
+    }
     const double offered = num(rep, {"link", "udp", "offered_wire_bps"});
     v["udp_saturated"] = offered > m.rate_bps;
     v["udp_within_1pct"] = std::fabs(ach / m.rate_bps - 1) <= 0.01 && std::fabs(recv / m.rate_bps - 1) <= 0.01;
@@ -443,9 +448,20 @@ json run_fidelity(const FidelityConfig& cfg) {
   const double p99 = num(rep, {"link", "emulator", "a_to_b", "release_lateness_ns", "p99"});
   v["lateness_p99_us"] = p99 / 1000;
   v["lateness_p99_le_50us"] = p99 <= 50000;
-  const double d4 = num(rep, {"delay_only", "tcp4", "goodput_bps"}), io4 = num(rep, {"io_forward", "tcp4", "goodput_bps"});
-  v["delay_only_over_io_forward"] = d4 / io4;
-  v["delay_only_ge_0.9_io"] = d4 >= 0.9 * io4;
+  if (rep.contains("delay_only")) {
+    const double d4 = num(rep, {"delay_only", "tcp4", "goodput_bps"}), io4 = num(rep, {"io_forward", "tcp4", "goodput_bps"});
+    v["delay_only_over_io_forward"] = d4 / io4;
+    v["delay_only_ge_0.9_io"] = d4 >= 0.9 * io4;
+  }
+  if (rep.contains("gilbert") && rep["gilbert"].contains("check")) {
+    const json& k = rep["gilbert"]["check"];
+    v["ge_loss_rate_within_3se"] = k["loss_rate_within_3se"];
+    v["ge_loss_rate_bound_le_10pct"] = k["loss_rate_bound_le_10pct"];
+    if (k["mean_run_checkable"].get<bool>()) {
+      v["ge_mean_burst_within_3se"] = k["mean_run_within_3se"];
+      v["ge_mean_burst_bound_le_10pct"] = k["mean_run_bound_le_10pct"];
+    }
+  }
   rep["verdicts"] = v;
   return rep;
 }

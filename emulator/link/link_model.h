@@ -54,6 +54,18 @@ struct LossConfig {
 
   /// Long-run loss rate: pi_bad * loss_bad + pi_good * loss_good.
   double stationary_loss() const;
+  /// lim n * Var(fraction of n consecutive frames lost), the chain started in its stationary
+  /// distribution: the loss fraction over n frames has standard error sqrt(this / n).
+  /// Bernoulli: p (1 - p). Gilbert-Elliott: q (1 - q) + 2 (loss_bad - loss_good)^2 pi_bad pi_good
+  /// lambda / (1 - lambda), q = stationary_loss(), lambda = 1 - p_good_to_bad - p_bad_to_good
+  /// (losses are independent given the states; the states are correlated as lambda^k).
+  double loss_variance_per_frame() const;
+  /// Mean and standard deviation of the length of a run of consecutive lost frames, where a
+  /// closed form exists: Bernoulli (geometric: 1 / (1 - p), sqrt(p) / (1 - p)) and the simple
+  /// Gilbert model, loss_good = 0 and loss_bad = 1 (a run is a stay in the bad state:
+  /// 1 / p_bad_to_good, sqrt(1 - p_bad_to_good) / p_bad_to_good). NaN otherwise.
+  double mean_loss_run() const;
+  double loss_run_sd() const;
 };
 
 struct LinkConfig {
