@@ -23,6 +23,9 @@ StrategyResult run_strategy(const ClusterSpec& cluster, const WorkloadSpec& work
     if (d.workers != N) throw RunError("every data center must have the same number of workers");
   const int P = M * N;
   const StrategyInfo info = strategy_info(scfg.name);
+  if (info.real_network_only)
+    throw RunError(scfg.name + ": runs only over a real network (geotb run --net process|dpdk): in embedded mode "
+                   "its c10d Gloo traffic would bypass the emulated WAN");
 
   emu::FabricConfig fc;
   fc.num_sites = M;

@@ -81,6 +81,10 @@ struct StrategyInfo {
   bool needs_intra_dc = false;   ///< wants a Gloo group (env.intra) per DC
   bool one_group = false;        ///< with needs_intra_dc: one group of every worker (all in one DC)
   bool exchanges_every_step = false;  ///< every step is one inter-DC exchange (flat allreduce)
+  bool co_located = false;       ///< with one_group: every worker placed in DC 0 (the `lan` reference)
+  /// The strategy's WAN traffic is c10d Gloo's own TCP, which only a real network carries (the
+  /// process and dpdk modes); the embedded mode's Gloo runs over loopback, beside the WAN model.
+  bool real_network_only = false;
 };
 
 /// Names the registry knows, for validation and help.

@@ -200,7 +200,7 @@ engine::StrategyResult run_strategy_processes(const Scenario& sc, const engine::
   if (static_cast<int>(opt.dcs.size()) != M)
     throw std::invalid_argument(fmt::format("{} placements for {} data centers", opt.dcs.size(), M));
   // The `lan` reference puts every worker in one data center: DC 0's place.
-  const bool one_dc = engine::strategy_info(scfg.name).one_group;
+  const bool one_dc = engine::strategy_info(scfg.name).co_located;
   auto place = [&](int dc) -> const DcPlacement& { return opt.dcs[static_cast<size_t>(one_dc ? 0 : dc)]; };
   const std::string master = opt.master_addr.empty() ? place(0).address : opt.master_addr;
   // In a namespace of its own (dpdk) nothing else listens: the torchrun default port. Here, a free one.

@@ -2,6 +2,9 @@
 // if every worker sat in one data center: plain DDP, one c10d Gloo allreduce of the gradient
 // over every worker each step (the WAN is replaced by the data center's own network, so no
 // byte crosses it), then an SGD step.
+// The same step is `naive_ddp_c10d` (registry.cc): DDP itself, the Gloo group spanning the data
+// centers, in the process and dpdk modes, where Gloo's own TCP crosses the (emulated) WAN; the
+// reference for naive_ddp's message-level model of Gloo's ring (collectives/gloo_ring.h).
 #include "engine/strategies/strategies.h"
 
 namespace geotb::engine {

@@ -8,13 +8,19 @@
 namespace geotb::engine {
 
 const std::vector<std::string>& strategy_names() {
-  static const std::vector<std::string> names = {"naive_ddp", "hierarchical", "hier_ef_topk_int8", "lan"};
+  static const std::vector<std::string> names = {"naive_ddp", "naive_ddp_c10d", "hierarchical", "hier_ef_topk_int8",
+                                                 "lan"};
   return names;
 }
 
 StrategyInfo strategy_info(const std::string& name) {
   if (name == "naive_ddp") return {.needs_intra_dc = false, .one_group = false, .exchanges_every_step = true};
-  if (name == "lan") return {.needs_intra_dc = true, .one_group = true, .exchanges_every_step = false};
+  if (name == "lan")
+    return {.needs_intra_dc = true, .one_group = true, .exchanges_every_step = false, .co_located = true};
+  // DDP itself: one c10d ProcessGroupGloo spanning the data centers, its TCP through the real WAN.
+  if (name == "naive_ddp_c10d")
+    return {.needs_intra_dc = true, .one_group = true, .exchanges_every_step = true, .co_located = false,
+            .real_network_only = true};
   if (name == "hierarchical" || name == "hier_ef_topk_int8")
     return {.needs_intra_dc = true, .one_group = false, .exchanges_every_step = false};
   throw std::invalid_argument("unknown strategy \"" + name + "\"");
@@ -42,7 +48,7 @@ std::string validate(const StrategyConfig& c) {
 
 std::unique_ptr<Strategy> make_strategy(const StrategyConfig& cfg, const WorkerEnv& env) {
   if (cfg.name == "naive_ddp") return make_naive_ddp(cfg, env);
-  if (cfg.name == "lan") return make_lan_ddp(cfg, env);
+  if (cfg.name == "lan" || cfg.name == "naive_ddp_c10d") return make_lan_ddp(cfg, env);
   if (cfg.name == "hier_ef_topk_int8") return make_hier_ef_topk_int8(cfg, env);
   if (cfg.name == "hierarchical") {
     StrategyConfig dense = cfg;

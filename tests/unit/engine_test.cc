@@ -155,6 +155,16 @@ TEST(Strategies, EveryReplicaEndsIdenticalAndCompressedTrafficIsSmall) {
 
 namespace {
 
+TEST(Strategies, NaiveDdpC10dIsRefusedInEmbeddedMode) {
+  // Its Gloo TCP would run over loopback, beside the WAN model: a number that would mean nothing.
+  try {
+    run_strategy(fast_cluster(), small_work(), StrategyConfig{"naive_ddp_c10d"}, small_data(), RunOptions{}, false);
+    FAIL() << "expected RunError";
+  } catch (const RunError& e) {
+    EXPECT_NE(std::string(e.what()).find("naive_ddp_c10d: runs only over a real network"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Faults, WanDownFailsTheRunWithATypedErrorNamingTheRank) {
   ClusterSpec c = fast_cluster();
   c.wan[0].a_to_b.up = c.wan[0].b_to_a.up = false;
