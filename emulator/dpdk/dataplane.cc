@@ -48,6 +48,15 @@ int release_time_dynfield() {
   return off;
 }
 
+int duplicate_dynflag() {
+  static int bit = [] {
+    rte_mbuf_dynflag desc{};
+    snprintf(desc.name, sizeof(desc.name), "geotb_duplicate");
+    return rte_mbuf_dynflag_register(&desc);
+  }();
+  return bit;
+}
+
 std::string DataPlane::validate(const DataPlaneConfig& c) {
   std::ostringstream os;
   if (c.ports.size() < 2) { os << "ports: " << c.ports.size() << ": need at least 2"; return os.str(); }
@@ -75,6 +84,9 @@ DataPlane::DataPlane(const DataPlaneConfig& cfg) : cfg_(cfg) {
   if (auto e = validate(cfg); !e.empty()) throw std::invalid_argument("data plane config: " + e);
   release_off_ = release_time_dynfield();
   if (release_off_ < 0) throw std::runtime_error("cannot register the mbuf release-time dynfield");
+  const int dup_bit = duplicate_dynflag();
+  if (dup_bit < 0) throw std::runtime_error("cannot register the mbuf duplicate dynflag");
+  dup_flag_ = uint64_t{1} << dup_bit;
   nports_ = cfg.ports.size();
   for (size_t i = 0; i < nports_; ++i) routes_.add(cfg.ports[i].subnet, static_cast<int>(i));
   port_stats_.resize(nports_);
@@ -103,6 +115,22 @@ void DataPlane::drop(rte_mbuf* m, Link* l, int port, int cause) {
   rte_pktmbuf_free(m);
 }
 
+void DataPlane::apply_changes(Link& l, uint64_t now_ns) {
+  l.model->advance(Nanos{static_cast<int64_t>(now_ns)});
+  const std::optional<Nanos> cut = l.model->take_cut();
+  if (!cut) return;
+  uint64_t originals = 0, bytes = 0;
+  l.line.remove_released_after(static_cast<uint64_t>(cut->count()), [&](rte_mbuf* m) {
+    if (!(m->ol_flags & dup_flag_)) {
+      ++originals;
+      bytes += m->pkt_len > kEtherHeader ? m->pkt_len - kEtherHeader : 0;
+    }
+    ++l.c.lost_in_flight;
+    drop(m, &l, -1, kCauseLinkDown);
+  });
+  l.model->count_lost_in_flight(originals, bytes);
+}
+
 uint32_t DataPlane::poll_rx(uint64_t now_ns) {
   uint32_t total = 0;
   if (start_ns_ == 0) start_ns_ = now_ns ? now_ns : 1;
@@ -127,6 +155,7 @@ uint32_t DataPlane::poll_rx(uint64_t now_ns) {
       uint64_t release = now_ns;
       bool dup = false;
       if (l->model) {
+        apply_changes(*l, now_ns);
         const uint32_t payload = m->pkt_len > kEtherHeader ? m->pkt_len - kEtherHeader : 0;
         const Verdict v = l->model->offer(Nanos{static_cast<int64_t>(now_ns)}, payload);
         const bool lost = v.fate == Fate::kDropLoss;
@@ -148,6 +177,7 @@ uint32_t DataPlane::poll_rx(uint64_t now_ns) {
         if (c == nullptr) {
           ++l->c.dup_alloc_failed;
         } else {
+          c->ol_flags |= dup_flag_;
           ++l->c.duplicated;
           if (!l->line.push(c, release)) drop(c, l, -1, kCauseDelayLineFull);
         }
@@ -170,7 +200,13 @@ void DataPlane::poll_tx(uint64_t now_ns) {
   for (auto& lp : links_) {
     Link& l = *lp;
     const uint16_t port = cfg_.ports[static_cast<size_t>(l.spec.dst)].port_id;
-    const uint64_t horizon = now_ns + cfg_.tx_lead_ns;
+    uint64_t horizon = now_ns + cfg_.tx_lead_ns;
+    if (l.model) {
+      apply_changes(l, now_ns);
+      // Never early across a change: a frame released after a pending cut must not leave.
+      if (const std::optional<Nanos> next = l.model->next_change())
+        horizon = std::min(horizon, std::max(now_ns, static_cast<uint64_t>(next->count())));
+    }
     while (!l.line.empty() && l.line.next_release() <= now_ns) {
       uint16_t k = 0;
       while (k < cfg_.burst && !l.line.empty() && l.line.next_release() <= horizon) out[k++] = l.line.pop();
@@ -367,6 +403,7 @@ nlohmann::json DataPlane::report() const {
                {"tx_window_s", window_s},
                {"achieved_wire_bps_busy", l.c.busy_ns ? static_cast<double>(l.c.busy_wire_bytes) * 8e9 / static_cast<double>(l.c.busy_ns) : 0.0},
                {"busy_s", static_cast<double>(l.c.busy_ns) / 1e9},
+               {"lost_in_flight", l.c.lost_in_flight},
                {"loss_bursts", l.c.loss_bursts},
                {"mean_loss_burst", l.c.loss_bursts ? static_cast<double>(l.c.drops[kCauseLoss]) / static_cast<double>(l.c.loss_bursts) : 0.0},
                {"release_lateness_ns", {{"count", h.count()}, {"mean", h.mean()}, {"p50", h.quantile(0.5)},
@@ -376,7 +413,8 @@ nlohmann::json DataPlane::report() const {
                                          {"max", l.c.earliness_ns.max()}}}};
     if (l.model) {
       const LinkStats& s = l.model->stats();
-      lj["model"] = {{"offered", s.offered}, {"delivered", s.delivered}, {"changes_applied", s.changes_applied}};
+      lj["model"] = {{"offered", s.offered}, {"delivered", s.delivered}, {"changes_applied", s.changes_applied},
+                     {"lost_in_flight", s.lost_in_flight}};
     }
     links.push_back(lj);
   }

@@ -10,6 +10,11 @@
 // tests), so tests drive the real mbuf path with exact times. The polling functions allocate no
 // heap memory (duplication takes an mbuf from the pool, as a NIC would).
 //
+// Outages (a scheduled change up=false) cut the fibre: frames in the delay line whose release
+// time is after the cut instant are dropped as kCauseLinkDown when the data plane next polls
+// (poll_rx and poll_tx both apply due changes first; the instant is the scheduled one, however
+// late the poll), and tx_lead_ns never sends a frame early across a pending change.
+//
 // Accounting invariant (checked by tests and printed in the final JSON):
 //   rx + duplicated == tx + Σ drops[cause] + in_flight
 // and after finish(), in_flight == 0 and every mbuf is back in the pool.
@@ -86,6 +91,7 @@ struct LinkCounters {
   /// idle gaps (an ARP probe a second after a test) do not dilute.
   uint64_t busy_wire_bytes = 0, busy_ns = 0;
   size_t delay_line_max = 0;
+  uint64_t lost_in_flight = 0;          ///< of drops[kCauseLinkDown]: in the delay line when an outage began
   uint64_t loss_bursts = 0;             ///< runs of consecutive kDropLoss among frames offered
   bool last_lost = false;
   LogHistogram lateness_ns;             ///< max(0, tx time − release time), every frame sent
@@ -164,6 +170,9 @@ class DataPlane {
     Link(const LinkSpec& s, size_t cap, bool reorder, int off) : spec(s), line(cap, reorder, off) {}
   };
   void drop(rte_mbuf* m, Link* l, int port, int cause);
+  // Applies the link's changes due by now; if an outage began, drops what is in flight (release
+  // after the cut instant) as kCauseLinkDown. See LinkModel: a cut fibre loses what is on it.
+  void apply_changes(Link& l, uint64_t now_ns);
   uint64_t port_tx_total() const;
 
   DataPlaneConfig cfg_;
@@ -173,6 +182,7 @@ class DataPlane {
   std::vector<PortCounters> port_stats_;
   uint64_t port_drops_[kNumDropCauses] = {};  // drops not attributable to a link
   int release_off_ = -1;
+  uint64_t dup_flag_ = 0;  // ol_flags bit marking duplicate copies (not counted as delivered by the model)
   size_t nports_ = 0;
   uint64_t start_ns_ = 0, end_ns_ = 0;
   uint64_t idle_sleeps_ = 0, forced_sleeps_ = 0;
@@ -188,5 +198,7 @@ int setup_port(uint16_t port_id, rte_mempool* pool, uint16_t rx_desc = 1024, uin
 
 /// Registers (once per process) and returns the offset of the release-time dynfield.
 int release_time_dynfield();
+/// Registers (once per process) and returns the bit number of the "duplicate copy" mbuf dynflag.
+int duplicate_dynflag();
 
 }  // namespace geotb::emu

@@ -56,6 +56,36 @@ class DelayLine {
       push(m, release_of(m, off_));
     }
   }
+  /// Removes every frame whose release time is after `t` and hands each to `drop` (a link cut at
+  /// t). FIFO: releases are non-decreasing, so they are the newest frames; heap: a scan.
+  /// Returns how many were removed.
+  template <typename F>
+  size_t remove_released_after(uint64_t t, F&& drop) {
+    size_t n = 0;
+    if (!reorder_) {
+      while (size_ > 0) {
+        rte_mbuf* m = slots_[(head_ + size_ - 1) & (slots_.size() - 1)];
+        if (release_of(m, off_) <= t) break;
+        --size_;
+        drop(m);
+        ++n;
+      }
+      return n;
+    }
+    size_t kept = 0;
+    for (size_t i = 0; i < size_; ++i) {
+      rte_mbuf* m = slots_[i];
+      if (release_of(m, off_) > t) {
+        drop(m);
+        ++n;
+      } else {
+        slots_[kept++] = m;
+      }
+    }
+    size_ = kept;
+    std::make_heap(slots_.begin(), slots_.begin() + static_cast<std::ptrdiff_t>(size_), later());
+    return n;
+  }
   rte_mbuf* pop() {
     rte_mbuf* m;
     if (!reorder_) {

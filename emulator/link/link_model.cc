@@ -118,6 +118,21 @@ void LinkModel::schedule(const LinkChange& change) {
 }
 
 void LinkModel::apply(const LinkChange& c) {
+  if (c.up && !*c.up && cfg_.up) {
+    // The fibre is cut at c.at (exactly, however late advance() runs): what was serialized by
+    // then has left; everything else in the queue and on the serializer is lost (the holder of
+    // the frames drops them, see take_cut()). The serializer is idle from c.at on.
+    drain(c.at);
+    head_ = 0;
+    size_ = 0;
+    queue_bytes_ = 0;
+    if (busy_until() > c.at) {
+      last_depart_ = c.at;
+      last_depart_ps_ = 0;
+    }
+    last_release_ = std::min(last_release_, c.at);
+    if (!cut_) cut_ = c.at;
+  }
   if (c.rate_bps) cfg_.rate_bps = *c.rate_bps;
   if (c.delay) cfg_.delay = *c.delay;
   if (c.loss) {
@@ -135,6 +150,19 @@ void LinkModel::advance(Nanos now) {
     pending_.clear();
     next_pending_ = 0;
   }
+}
+
+std::optional<Nanos> LinkModel::take_cut() {
+  const std::optional<Nanos> c = cut_;
+  cut_.reset();
+  return c;
+}
+
+void LinkModel::count_lost_in_flight(uint64_t frames, uint64_t bytes) {
+  stats_.delivered -= std::min(frames, stats_.delivered);
+  stats_.delivered_bytes -= std::min(bytes, stats_.delivered_bytes);
+  stats_.drops[static_cast<int>(Fate::kDropLinkDown)] += frames;
+  stats_.lost_in_flight += frames;
 }
 
 std::optional<Nanos> LinkModel::next_change() const {

@@ -19,6 +19,18 @@
 //   6. propagation: release = depart + delay + jitter; without `reorder`, release is clamped to
 //      be >= the previous release so frames never overtake each other;
 //   7. duplication and corruption flags for the data plane to act on.
+// Outages cut the fibre: when the link goes down at instant T (a scheduled change up=false on a
+// link that was up), every frame still on it is lost, whatever its verdict said at offer time:
+//   - frames whose release time is after T (queued behind the serializer, being serialized, or
+//     propagating) are lost; frames released at or before T were delivered;
+//   - the serializer and the bottleneck queue are emptied at T (the next frame after the link
+//     comes back starts on an idle serializer), and the no-reordering clamp forgets the lost
+//     frames' release times.
+// The model does not hold frames in flight, so it cannot drop them itself: whoever holds them (the
+// data plane's delay line) calls take_cut() after offer()/advance(), drops every frame with
+// release > the returned instant, and reports how many through count_lost_in_flight(), which
+// moves them from `delivered` to drops[kDropLinkDown] (`lost_in_flight` says how many of those
+// were cut in flight rather than offered while down). lost_to_cut() states the rule.
 // Single-threaded: callers serialise access (one model object per direction and DC pair).
 // Allocation: offer() allocates only when the bottleneck queue grows past its largest size so far
 // (reserve() it up front, e.g. to the data plane's mbuf count, and it never allocates).
@@ -113,6 +125,7 @@ struct LinkStats {
   uint64_t duplicated = 0;
   uint64_t corrupted = 0;
   uint64_t changes_applied = 0;
+  uint64_t lost_in_flight = 0;     ///< of drops[kDropLinkDown]: delivered at offer, then cut (count_lost_in_flight)
   uint64_t total_drops() const;
 };
 
@@ -136,6 +149,17 @@ class LinkModel {
   void advance(Nanos now);
   /// Instant of the next pending change, if any.
   std::optional<Nanos> next_change() const;
+
+  /// The instant of the earliest outage start (up -> down) applied since the last call, if any;
+  /// clears it. Several outages between two calls: the earliest, which cuts a superset of what
+  /// the later ones cut (every frame in flight was offered before all of them).
+  std::optional<Nanos> take_cut();
+  /// A frame with this verdict is lost to a cut at `cut`: it was delivered at offer and is
+  /// released after the cut.
+  static bool lost_to_cut(const Verdict& v, Nanos cut) { return v.fate == Fate::kDelivered && v.release > cut; }
+  /// The holder of frames in flight dropped `frames` delivered frames (not duplicates) of
+  /// `bytes` (as offered) to a cut.
+  void count_lost_in_flight(uint64_t frames, uint64_t bytes);
 
   const LinkConfig& config() const { return cfg_; }
   const LinkStats& stats() const { return stats_; }
@@ -170,6 +194,7 @@ class LinkModel {
   void push(Queued q);
   uint64_t queue_bytes_ = 0;
   bool ge_bad_ = false;
+  std::optional<Nanos> cut_;  // earliest outage start not yet taken
 };
 
 }  // namespace geotb::emu

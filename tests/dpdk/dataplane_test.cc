@@ -3,6 +3,7 @@
 #include <rte_arp.h>
 
 #include <random>
+#include <set>
 
 #include "emulator/dpdk/link_spec_parse.h"
 #include "tests/dpdk/dpdk_env.h"
@@ -235,6 +236,150 @@ TEST_F(DataPlaneTest, AccountingAndOrderUnderLossQueueDuplicationJitter) {
   dp.finish();
   EXPECT_EQ(dp.drops(kCauseShutdown), 0u);
   EXPECT_TRUE(dp.report()["accounting_ok"].get<bool>());
+}
+
+// Link down loses what is in flight (a cut fibre). 1 Gbit/s, 50 us delay, 20 frames offered at 0
+// (release 12k + 50 us), outage from 100 to 200 us on d0->d1: frames 1-4 (released by 98 us) are
+// delivered, frames 5-20 are dropped as link_down, however late the data plane looks, and never
+// leave early across the cut with tx_lead.
+DataPlaneConfig cut_config(uint64_t tx_lead_ns) {
+  LinkConfig l;
+  l.rate_bps = 1e9;
+  l.delay = microseconds(50);
+  DataPlaneConfig cfg = two_dc_config(l, l);
+  LinkChange down, up;
+  down.at = microseconds(100);
+  down.up = false;
+  up.at = microseconds(200);
+  up.up = true;
+  cfg.links[0].timeline = {down, up};
+  cfg.tx_lead_ns = tx_lead_ns;
+  return cfg;
+}
+
+void offer_twenty(DataPlane& dp) {
+  std::vector<rte_mbuf*> f;
+  for (uint32_t i = 1; i <= 20; ++i) f.push_back(make_frame(dc_addr(1), 1476, i));
+  send(0, f);
+  EXPECT_EQ(dp.poll_rx(0), 20u);
+}
+
+void expect_cut_outcome(DataPlane& dp, const std::vector<uint32_t>& got) {
+  EXPECT_EQ(got, (std::vector<uint32_t>{1, 2, 3, 4}));
+  EXPECT_EQ(dp.drops(kCauseLinkDown), 16u);
+  EXPECT_EQ(dp.link_counters(0).lost_in_flight, 16u);
+  EXPECT_EQ(dp.in_flight(), 0u);
+  const LinkStats& st = dp.link_model(0)->stats();
+  EXPECT_EQ(st.delivered, 4u);
+  EXPECT_EQ(st.lost_in_flight, 16u);
+  EXPECT_EQ(st.drops[static_cast<int>(Fate::kDropLinkDown)], 16u);
+  EXPECT_EQ(st.offered, st.delivered + st.total_drops());
+  expect_accounting(dp);
+}
+
+std::vector<uint32_t> seqs(const std::vector<rte_mbuf*>& v) {
+  std::vector<uint32_t> s;
+  for (rte_mbuf* m : v) {
+    s.push_back(seq_of(m));
+    rte_pktmbuf_free(m);
+  }
+  return s;
+}
+
+TEST_F(DataPlaneTest, LinkDownDropsWhatIsInFlight) {
+  DataPlane dp(cut_config(0));
+  offer_twenty(dp);
+  dp.poll_tx(99000);
+  std::vector<uint32_t> got = seqs(collect(false)[1]);
+  EXPECT_EQ(dp.drops(kCauseLinkDown), 0u);
+  EXPECT_EQ(dp.in_flight(), 16u);
+  dp.poll_tx(100000);  // the outage begins: 16 frames on the fibre are lost
+  const auto more = seqs(collect(false)[1]);
+  got.insert(got.end(), more.begin(), more.end());
+  expect_cut_outcome(dp, got);
+  // Back up at 200 us: an idle serializer, nothing queued behind the lost frames.
+  send(0, {make_frame(dc_addr(1), 1476, 21)});
+  dp.poll_rx(200000);
+  dp.poll_tx(262000 - 1);
+  EXPECT_EQ(collect()[1].size(), 0u);
+  dp.poll_tx(262000);
+  EXPECT_EQ(seqs(collect(false)[1]), (std::vector<uint32_t>{21}));
+  EXPECT_EQ(dp.link_model(0)->stats().delivered, 5u);
+  expect_accounting(dp);
+}
+
+TEST_F(DataPlaneTest, LinkDownLateLookStillCutsAtTheScheduledInstant) {
+  DataPlane dp(cut_config(0));
+  offer_twenty(dp);
+  dp.poll_tx(150000);  // first look 50 us after the cut: frames released by 100 us still arrive
+  expect_cut_outcome(dp, seqs(collect(false)[1]));
+  EXPECT_EQ(dp.link_counters(0).lateness_ns.max(), 150000u - 62000u);
+}
+
+TEST_F(DataPlaneTest, LinkDownTxLeadNeverSendsEarlyAcrossTheCut) {
+  DataPlane dp(cut_config(25000));
+  offer_twenty(dp);
+  dp.poll_tx(90000);  // due: 1-3; within 25 us: 4 (98 us) and 5 (110 us), but 5 is after the cut
+  std::vector<uint32_t> got = seqs(collect(false)[1]);
+  EXPECT_EQ(got, (std::vector<uint32_t>{1, 2, 3, 4}));
+  EXPECT_EQ(dp.in_flight(), 16u);
+  dp.poll_tx(100000);
+  expect_cut_outcome(dp, got);
+}
+
+// Reordering (heap delay line) and duplicates: the frames delivered are exactly those whose
+// release time (from a mirror LinkModel with the same seed and stream) is at or before the cut;
+// duplicates are dropped with their original, and the model does not count them as delivered.
+TEST_F(DataPlaneTest, LinkDownWithReorderingAndDuplicatesExact) {
+  LinkConfig l;
+  l.delay = microseconds(100);
+  l.jitter = {JitterConfig::Kind::kUniform, microseconds(40)};
+  l.reorder = true;
+  l.duplicate_p = 0.5;
+  DataPlaneConfig cfg = two_dc_config(l, l);
+  LinkChange down;
+  down.at = microseconds(150);
+  down.up = false;
+  cfg.links[0].timeline = {down};
+  DataPlane dp(cfg);
+  LinkModel mirror(l, RandomStream(cfg.seed, 0));
+  std::multiset<uint32_t> expect_got;
+  uint64_t expect_lost = 0, expect_lost_originals = 0;
+  std::multiset<uint32_t> got;
+  for (uint32_t t = 0; t < 150; ++t) {  // one frame per microsecond until the cut
+    const Verdict v = mirror.offer(microseconds(t), 86);
+    send(0, {make_frame(dc_addr(1), 100, t)});
+    dp.poll_rx(t * 1000ull);
+    dp.poll_tx(t * 1000ull);
+    const auto out = collect(false);
+    for (rte_mbuf* m : out[1]) {
+      got.insert(seq_of(m));
+      rte_pktmbuf_free(m);
+    }
+    const uint64_t copies = 1 + (v.duplicate ? 1 : 0);
+    if (v.release <= microseconds(150)) {
+      for (uint64_t k = 0; k < copies; ++k) expect_got.insert(t);
+    } else {
+      expect_lost += copies;
+      ++expect_lost_originals;
+    }
+  }
+  ASSERT_GT(expect_lost, 100u);
+  dp.poll_tx(150000);
+  dp.poll_tx(1000000);
+  const auto rest = collect(false);
+  for (rte_mbuf* m : rest[1]) {
+    got.insert(seq_of(m));
+    rte_pktmbuf_free(m);
+  }
+  EXPECT_EQ(got, expect_got);
+  EXPECT_EQ(dp.drops(kCauseLinkDown), expect_lost);
+  EXPECT_EQ(dp.in_flight(), 0u);
+  const LinkStats& st = dp.link_model(0)->stats();
+  EXPECT_EQ(st.lost_in_flight, expect_lost_originals);
+  EXPECT_EQ(st.offered, st.delivered + st.total_drops());
+  EXPECT_EQ(dp.tx(), expect_got.size());
+  expect_accounting(dp);
 }
 
 TEST_F(DataPlaneTest, FinishFreesFramesStillInFlight) {

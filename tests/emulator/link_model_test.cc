@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <vector>
 
 namespace geotb::emu {
 namespace {
@@ -345,6 +346,96 @@ TEST(LinkModel, OutageDropsWithCauseExactlyDuringTheWindow) {
   EXPECT_EQ(m.stats().drops[static_cast<int>(Fate::kDropLinkDown)], 2u);
   EXPECT_EQ(m.stats().delivered, 2u);
   EXPECT_EQ(m.stats().changes_applied, 2u);
+}
+
+// A cut at 100 us on a 1 Gbit/s link with 50 us of delay: 20 frames offered at 0 depart every
+// 12 us (release 12k + 50 us). Frames 1-4 are released by 98 us: delivered. Frames 5-20 (release
+// >= 110 us) are on the fibre or behind the serializer at the cut: lost. The serializer is idle
+// from the cut on, so the first frame after the link comes back does not wait behind them.
+TEST(LinkModel, CutLosesWhatIsInFlightAndEmptiesTheSerializer) {
+  LinkConfig c = gig();
+  c.delay = microseconds(50);
+  LinkModel m(c, RandomStream(1, 0));
+  LinkChange down, up;
+  down.at = microseconds(100);
+  down.up = false;
+  up.at = microseconds(200);
+  up.up = true;
+  m.schedule(down);
+  m.schedule(up);
+  std::vector<Verdict> v;
+  for (int i = 0; i < 20; ++i) v.push_back(m.offer(Nanos{0}, kFrame));
+  EXPECT_EQ(v[3].release, microseconds(98));
+  EXPECT_EQ(v[4].release, microseconds(110));
+  EXPECT_EQ(m.queued_packets(microseconds(99)), 12u);  // departs 108 .. 240 us
+  EXPECT_FALSE(m.take_cut().has_value());               // not applied yet
+  m.advance(microseconds(150));                        // applied late: the cut is still at 100 us
+  const std::optional<Nanos> cut = m.take_cut();
+  ASSERT_TRUE(cut.has_value());
+  EXPECT_EQ(*cut, microseconds(100));
+  EXPECT_FALSE(m.take_cut().has_value());
+  int lost = 0;
+  for (int i = 0; i < 20; ++i) {
+    EXPECT_EQ(LinkModel::lost_to_cut(v[static_cast<size_t>(i)], *cut), i >= 4) << i;
+    lost += LinkModel::lost_to_cut(v[static_cast<size_t>(i)], *cut);
+  }
+  EXPECT_EQ(lost, 16);
+  EXPECT_EQ(m.queued_packets(microseconds(150)), 0u);
+  EXPECT_EQ(m.queued_bytes(microseconds(150)), 0u);
+  EXPECT_EQ(m.busy_until(), microseconds(100));
+  EXPECT_EQ(m.offer(microseconds(199), kFrame).fate, Fate::kDropLinkDown);
+  const Verdict after = m.offer(microseconds(200), kFrame);  // up again: idle serializer
+  EXPECT_EQ(after.fate, Fate::kDelivered);
+  EXPECT_EQ(after.depart, microseconds(212));
+  EXPECT_EQ(after.release, microseconds(262));
+  m.count_lost_in_flight(16, 16 * kFrame);
+  const LinkStats& st = m.stats();
+  EXPECT_EQ(st.offered, 22u);
+  EXPECT_EQ(st.delivered, 5u);  // 4 before the cut + 1 after
+  EXPECT_EQ(st.delivered_bytes, 5u * kFrame);
+  EXPECT_EQ(st.drops[static_cast<int>(Fate::kDropLinkDown)], 17u);  // 16 cut in flight + 1 offered while down
+  EXPECT_EQ(st.lost_in_flight, 16u);
+  EXPECT_EQ(st.offered, st.delivered + st.total_drops());
+}
+
+// The no-reordering clamp forgets the lost frames: after the outage, a frame's release is its own
+// depart + delay, not the release of a frame that never arrived.
+TEST(LinkModel, CutResetsTheReleaseClampAndSeveralCutsGiveTheEarliest) {
+  LinkConfig c = gig();
+  c.delay = milliseconds(10);
+  LinkModel m(c, RandomStream(1, 0));
+  for (const auto& [at, up] : {std::pair{microseconds(100), false}, std::pair{microseconds(150), true},
+                               std::pair{microseconds(170), false}, std::pair{microseconds(300), true}}) {
+    LinkChange ch;
+    ch.at = at;
+    ch.up = up;
+    m.schedule(ch);
+  }
+  const Verdict before = m.offer(Nanos{0}, kFrame);
+  EXPECT_EQ(before.release, milliseconds(10) + kTx);
+  m.advance(microseconds(400));  // two outages since the last look: the earliest instant
+  EXPECT_EQ(m.take_cut(), microseconds(100));
+  EXPECT_FALSE(m.take_cut().has_value());
+  EXPECT_TRUE(LinkModel::lost_to_cut(before, microseconds(100)));
+  // Idle link well after the outage; with delay lowered to 1 ms the release must not be clamped
+  // to the lost frame's 10.012 ms.
+  LinkChange lower;
+  lower.at = microseconds(500);
+  lower.delay = milliseconds(1);
+  m.schedule(lower);
+  const Verdict v = m.offer(microseconds(600), kFrame);
+  EXPECT_EQ(v.release, microseconds(600) + kTx + milliseconds(1));
+  // Down on a link already down is not a new cut.
+  LinkChange d1, d2;
+  d1.at = milliseconds(2);
+  d1.up = false;
+  d2.at = milliseconds(3);
+  d2.up = false;
+  m.schedule(d1);
+  m.schedule(d2);
+  m.advance(milliseconds(4));
+  EXPECT_EQ(m.take_cut(), milliseconds(2));
+  EXPECT_FALSE(m.take_cut().has_value());
 }
 
 TEST(LinkModel, ScheduledLossChange) {
