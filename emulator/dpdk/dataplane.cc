@@ -221,7 +221,9 @@ void DataPlane::poll_tx(uint64_t now_ns) {
       const uint16_t sent = rte_eth_tx_burst(port, 0, out, k);
       PortCounters& ps = port_stats_[static_cast<size_t>(l.spec.dst)];
       ++ps.tx_bursts;
-      ps.tx_cycles += rte_rdtsc() - c0;
+      const uint64_t cyc = rte_rdtsc() - c0;
+      ps.tx_cycles += cyc;
+      tx_call_ns_.record(cyc * 1000 / (rte_get_tsc_hz() / 1000000));
       for (uint16_t i = 0; i < sent; ++i) {
         l.c.lateness_ns.record(now_ns > rel[i] ? now_ns - rel[i] : 0);
         l.c.earliness_ns.record(rel[i] > now_ns ? rel[i] - now_ns : 0);
@@ -383,6 +385,8 @@ nlohmann::json DataPlane::report() const {
                         {"asleep", static_cast<double>(slept_ns_) / dur_ns},
                         {"forced_sleep", static_cast<double>(forced_slept_ns_) / dur_ns},
                         {"loops", loops_}, {"busy_loops", busy_loops_}};
+  j["tx_call_ns"] = {{"p50", tx_call_ns_.quantile(0.5)}, {"p99", tx_call_ns_.quantile(0.99)}, {"p999", tx_call_ns_.quantile(0.999)},
+                     {"max", tx_call_ns_.max()}, {"over_100us", tx_call_ns_.count_above(100000)}, {"over_1ms", tx_call_ns_.count_above(1000000)}};
   j["iteration_ns"] = {{"p50", iteration_ns_.quantile(0.5)}, {"p99", iteration_ns_.quantile(0.99)}, {"p999", iteration_ns_.quantile(0.999)},
                        {"p9999", iteration_ns_.quantile(0.9999)}, {"max", iteration_ns_.max()},
                        {"over_100us", iteration_ns_.count_above(100000)}, {"over_1ms", iteration_ns_.count_above(1000000)}};

@@ -190,6 +190,7 @@ class DataPlane {
   // run() only: loop iterations, those that moved frames, and ns asleep (idle + forced).
   uint64_t loops_ = 0, busy_loops_ = 0, slept_ns_ = 0, forced_slept_ns_ = 0;
   LogHistogram iteration_ns_;  // one poll_rx + poll_tx, sleeps excluded: long ones are stalls
+  LogHistogram tx_call_ns_;    // one rte_eth_tx_burst (af_packet: the sendto() kick and the kernel's tx)
 };
 
 /// Configure port `port_id` with one rx and one tx queue on `pool`, promiscuous, and start it.

@@ -372,6 +372,7 @@ json run_fidelity(const FidelityConfig& cfg) {
       k["emulator"] = {{"totals", em["totals"]}, {"accounting_ok", em["accounting_ok"]}, {"mempool", em["mempool"]},
                        {"a_to_b", link_summary(em, 0)}, {"b_to_a", link_summary(em, 1)}, {"tx_lead_ns", em.value("tx_lead_ns", 0)},
                        {"time_shares", em.value("time_shares", json::object())}, {"iteration_ns", em.value("iteration_ns", json::object())},
+                       {"tx_call_ns", em.value("tx_call_ns", json::object())},
                        {"ports", em["ports"]}};
       if (m.rate_bps > 0) {  // saturating UDP alone, so the data plane's achieved rate is UDP's
         Emulator u = start_emulator(c, {link_arg(m, true, true, nullptr)}, false);
