@@ -223,7 +223,7 @@ void DataPlane::poll_tx(uint64_t now_ns) {
       ++ps.tx_bursts;
       const uint64_t cyc = rte_rdtsc() - c0;
       ps.tx_cycles += cyc;
-      tx_call_ns_.record(cyc * 1000 / (rte_get_tsc_hz() / 1000000));
+      tx_call_ns_.record(cyc * 1000 / ((tsc_hz_ ? tsc_hz_ : rte_get_tsc_hz()) / 1000000));
       for (uint16_t i = 0; i < sent; ++i) {
         l.c.lateness_ns.record(now_ns > rel[i] ? now_ns - rel[i] : 0);
         l.c.earliness_ns.record(rel[i] > now_ns ? rel[i] - now_ns : 0);
@@ -301,6 +301,7 @@ std::string DataPlane::stats_line(uint64_t now_ns) const {
 
 void DataPlane::run(const std::atomic<bool>& quit, const RunOptions& opt) {
   TscClock clk;
+  tsc_hz_ = clk.hz();
   uint64_t next_stats = opt.stats_interval_ns;
   const uint64_t t0 = clk.now_ns();
   constexpr uint64_t kWindow = 10000000;  // ns, for min_sleep_share
@@ -357,12 +358,13 @@ nlohmann::json DataPlane::report() const {
   j["mode"] = cfg_.io_forward ? "io_forward" : "link_model";
   j["seed"] = cfg_.seed;
   j["tx_lead_ns"] = cfg_.tx_lead_ns;
+  j["tsc_hz"] = {{"measured", tsc_hz_}, {"nominal", rte_get_tsc_hz()}};
   j["idle_sleeps"] = idle_sleeps_;
   j["forced_sleeps"] = forced_sleeps_;
   j["idle_oversleep_ns"] = {{"p50", oversleep_ns_.quantile(0.5)}, {"p99", oversleep_ns_.quantile(0.99)}, {"max", oversleep_ns_.max()}};
   j["duration_s"] = end_ns_ > start_ns_ ? static_cast<double>(end_ns_ - start_ns_) / 1e9 : 0.0;
   const double dur_ns = end_ns_ > start_ns_ ? static_cast<double>(end_ns_ - start_ns_) : 0.0;
-  const double ns_per_cycle = 1e9 / static_cast<double>(rte_get_tsc_hz());
+  const double ns_per_cycle = 1e9 / static_cast<double>(tsc_hz_ ? tsc_hz_ : rte_get_tsc_hz());
   uint64_t rx_cyc = 0, tx_cyc = 0;
   json ports = json::array();
   for (size_t i = 0; i < nports_; ++i) {

@@ -182,6 +182,7 @@ class DataPlane {
   std::vector<PortCounters> port_stats_;
   uint64_t port_drops_[kNumDropCauses] = {};  // drops not attributable to a link
   int release_off_ = -1;
+  uint64_t tsc_hz_ = 0;    // run(): TSC ticks per second as measured (TscClock)
   uint64_t dup_flag_ = 0;  // ol_flags bit marking duplicate copies (not counted as delivered by the model)
   size_t nports_ = 0;
   uint64_t start_ns_ = 0, end_ns_ = 0;
