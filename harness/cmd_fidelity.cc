@@ -17,7 +17,7 @@ void register_fidelity_command(CLI::App& app) {
   using namespace geotb;
   struct Opts {
     std::string scenario, out, prefix = "gtbfid", emulate_bin, tcp_cc = "cubic";
-    int iperf_seconds = 5, iperf_omit = 2, ping_count = 100, rt_priority = 50;
+    int iperf_seconds = 5, iperf_omit = 2, throughput_samples = 2, ping_count = 100, rt_priority = 50;
     bool check = false, no_tbf = false, no_gilbert = false, no_delay_only = false;
   };
   auto o = std::make_shared<Opts>();
@@ -28,6 +28,7 @@ void register_fidelity_command(CLI::App& app) {
   cmd->add_option("--emulate-bin", o->emulate_bin, "geotb-emulate path (default: next to geotb)");
   cmd->add_option("--iperf-seconds", o->iperf_seconds, "seconds per iperf3 run (measured part)");
   cmd->add_option("--iperf-omit", o->iperf_omit, "seconds of slow start before the measured part (iperf3 -O)");
+  cmd->add_option("--throughput-samples", o->throughput_samples, "io-forward and delay-only TCP samples each, alternating");
   cmd->add_option("--ping-count", o->ping_count, "echo requests per ping run");
   cmd->add_option("--rt-priority", o->rt_priority, "SCHED_FIFO priority of the data plane (0 = normal)");
   cmd->add_flag("--check", o->check, "exit 1 unless every verdict holds");
@@ -45,6 +46,7 @@ void register_fidelity_command(CLI::App& app) {
                         : fc.emulate_bin.substr(0, fc.emulate_bin.rfind('/') + 1) + "geotb-udpgen";
     fc.iperf_time = std::chrono::seconds{o->iperf_seconds};
     fc.iperf_omit = std::chrono::seconds{o->iperf_omit};
+    fc.throughput_samples = o->throughput_samples;
     fc.ping_count = o->ping_count;
     fc.rt_priority = o->rt_priority;
     fc.run_tbf = !o->no_tbf;
