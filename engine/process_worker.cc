@@ -59,7 +59,8 @@ SocketEndpoint parse_endpoint(const std::string& s, int rank) {
 }  // namespace
 
 RankReport run_process_worker(const ProcessWorkerConfig& cfg, const StrategyConfig& scfg, const WorkloadSpec& work,
-                              const Datasets& data, const std::function<void(int, int, double)>& progress) {
+                              const Datasets& data, const std::function<void(int, int, double)>& progress,
+                              const std::function<void()>& started) {
   if (auto e = validate(cfg); !e.empty()) throw std::invalid_argument(e);
   const int P = cfg.world, N = cfg.workers_per_dc, M = cfg.dcs;
   const StrategyInfo info = strategy_info(scfg.name);
@@ -134,6 +135,7 @@ RankReport run_process_worker(const ProcessWorkerConfig& cfg, const StrategyConf
   hooks.start = [&] {
     store_barrier(*store, key + "start", P);
     t_start = clock.now();
+    if (cfg.rank == 0 && started) started();
     return t_start;
   };
   hooks.finished = [&] {

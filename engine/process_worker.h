@@ -47,7 +47,10 @@ std::string validate(const ProcessWorkerConfig& c);
 /// `progress` (rank 0; may be empty): (steps done, total, seconds since start).
 /// Throws TransportError (PeerDeadError, AuthError, ...), CollectiveError or StoreError on a
 /// network failure, within cfg.timeout; std::invalid_argument on a bad configuration.
+/// `started` (rank 0 only): called once every rank has passed the start barrier, just before the
+/// first step: the instant the embedded mode starts the scenario's timeline.
 RankReport run_process_worker(const ProcessWorkerConfig& cfg, const StrategyConfig& scfg, const WorkloadSpec& work,
-                              const Datasets& data, const std::function<void(int, int, double)>& progress = {});
+                              const Datasets& data, const std::function<void(int, int, double)>& progress = {},
+                              const std::function<void()>& started = {});
 
 }  // namespace geotb::engine

@@ -32,7 +32,7 @@ struct RunArgs {
   std::string deadline;                ///< process modes: per strategy ("" = 120 s + 2 s per step)
   std::string net_prefix = "gtbrun";   ///< dpdk: namespace prefix
   int rt_priority = 50;                ///< dpdk: data plane SCHED_FIFO priority
-  std::string tcp_cc;                  ///< dpdk: TCP congestion control in the DC namespaces ("" = default)
+  std::string tcp_cc;                  ///< dpdk: overrides the scenario's tcp_congestion_control ("" = keep it)
 };
 
 std::chrono::milliseconds ms_of(const std::string& field, const std::string& v) {
@@ -67,6 +67,21 @@ int run(const RunArgs& a) {
     }
     sc.network = a.net;  // the report says how it ran
   }
+  if (!a.tcp_cc.empty()) {
+    nlohmann::json patched = sc.raw;
+    patched["tcp_congestion_control"] = a.tcp_cc;
+    try {
+      sc.tcp_congestion_control = parse_scenario(patched, "--tcp-cc").tcp_congestion_control;
+    } catch (const ScenarioError& e) {
+      fmt::print(stderr, "geotb: error: {}\n", e.what());
+      return 2;
+    }
+  }
+  if (sc.network == "embedded" && sc.tcp_congestion_control == "bbr")
+    fmt::print(stderr,
+               "geotb: warning: tcp_congestion_control \"bbr\": the in-process WAN model does not model BBR's "
+               "pacing (README \"Real-network mode\": measured 26 % more exposed communication for naive_ddp over "
+               "real BBR); embedded results are those of an unpaced, loss-based TCP\n");
   std::chrono::milliseconds worker_timeout{0}, deadline{0};
   try {
     worker_timeout = ms_of("--worker-timeout", a.worker_timeout);
@@ -159,9 +174,12 @@ int run(const RunArgs& a) {
         dopt.prefix = a.net_prefix;
         dopt.rt_priority = a.rt_priority;
         dopt.log_dir = work_dir;
-        dopt.tcp_congestion_control = a.tcp_cc;
+        dopt.tcp_congestion_control = sc.tcp_congestion_control;
         fmt::print("geotb: network namespaces {}-* and the DPDK emulator (logs in {})\n", a.net_prefix, work_dir);
         net.emplace(sc, dopt);
+        ctx.dc_tcp_congestion_control = net->tcp_congestion_control();
+        fmt::print("geotb: TCP congestion control in the DC namespaces: {} (scenario: {})\n",
+                   ctx.dc_tcp_congestion_control, sc.tcp_congestion_control);
         po.dcs = net->placements();
       }
 #endif
@@ -173,7 +191,10 @@ int run(const RunArgs& a) {
         po.work_dir = work_dir + "/" + c.name;
         try {
 #ifdef GEOTB_HAVE_NET
-          if (net) net->start_emulator(c.name);
+          if (net) {
+            net->start_emulator(c.name);
+            po.timeline_pid = net->emulator_pid();
+          }
 #endif
           engine::StrategyResult r = run_strategy_processes(sc, c, po);
 #ifdef GEOTB_HAVE_NET
@@ -242,7 +263,8 @@ void register_run_command(CLI::App& app, const std::vector<std::string>& argv) {
   cmd->add_option("--rt-priority", args->rt_priority, "dpdk: SCHED_FIFO priority of the data plane (0 = normal)")
       ->capture_default_str();
   cmd->add_option("--tcp-cc", args->tcp_cc,
-                  "dpdk: TCP congestion control in the DC namespaces, e.g. reno (default: the kernel's, bbr here)");
+                  "dpdk: TCP congestion control of the DC hosts, overrides the scenario's tcp_congestion_control: auto "
+                  "(cubic, else reno: what the namespaces may use), default (the host's), or a name, e.g. reno, bbr");
   cmd->callback([args]() {
     if (const int rc = run(*args); rc != 0) throw CLI::RuntimeError(rc);
   });

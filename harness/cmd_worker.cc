@@ -3,12 +3,17 @@
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
 
+#include <cerrno>
+#include <climits>
 #include <cstdlib>
+#include <cstring>
+#include <functional>
 #include <memory>
 #include <optional>
 
@@ -152,7 +157,17 @@ int run_worker(const WorkerArgs& a) {
     fmt::print("geotb worker: rank {} of {} (dc {}, local rank {}), {}, store {}:{}, bind {}\n", cfg.rank, cfg.world,
                cfg.dc, cfg.local_rank, scfg->name, cfg.master_addr, cfg.master_port, cfg.bind_addr);
     std::fflush(stdout);
-    const engine::RankReport r = engine::run_process_worker(cfg, *scfg, sc.workload, data, progress);
+    // GEOTB_TIMELINE_PID (rank 0; set by geotb run --net dpdk): the emulator, which starts the
+    // scenario's timeline on SIGUSR1, gets it when every rank has passed the start barrier.
+    std::function<void()> started;
+    if (const auto tl = env("GEOTB_TIMELINE_PID"); tl && cfg.rank == 0) {
+      const auto pid = static_cast<pid_t>(env_int("GEOTB_TIMELINE_PID", 1, INT_MAX));
+      started = [pid] {
+        if (kill(pid, SIGUSR1) != 0)
+          fmt::print(stderr, "geotb worker: GEOTB_TIMELINE_PID={}: kill(SIGUSR1): {}\n", pid, std::strerror(errno));
+      };
+    }
+    const engine::RankReport r = engine::run_process_worker(cfg, *scfg, sc.workload, data, progress, started);
     if (!a.out.empty()) write_json_atomically(rank_report_json(scfg->name, r), a.out);
     fmt::print("geotb worker: rank {} done{}\n", cfg.rank,
                cfg.rank == 0 ? fmt::format(": wall {:.2f} s, test accuracy {:.4f}", r.wall_s, r.accuracy_curve.back().accuracy) : "");

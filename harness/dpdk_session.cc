@@ -1,7 +1,9 @@
 #include "harness/dpdk_session.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -26,12 +28,58 @@ std::string slurp(const std::string& path) {
 }
 }  // namespace
 
+namespace {
+std::vector<std::string> words(const std::string& s) {
+  std::vector<std::string> v;
+  std::istringstream is(s);
+  for (std::string w; is >> w;) v.push_back(w);
+  return v;
+}
+
+/// Sets `want` as every DC namespace's default congestion control and returns what the first one
+/// reads back. The kernel lets a namespace other than the host's select only the algorithms in
+/// net.ipv4.tcp_allowed_congestion_control (a global list: not ours to change), so a name outside
+/// it is refused here with the list, before any worker starts.
+std::string set_congestion_control(const emu::NetLayout& layout, const std::string& want) {
+  const std::string key = "net.ipv4.tcp_congestion_control";
+  auto current = [&] {
+    const auto w = words(emu::run_checked(emu::in_ns(layout.dcs.at(0).ns, {"sysctl", "-n", key})));
+    return w.empty() ? std::string() : w[0];
+  };
+  if (want == "default") return current();
+  const std::vector<std::string> allowed = words(slurp("/proc/sys/net/ipv4/tcp_allowed_congestion_control"));
+  auto is_allowed = [&](const std::string& n) { return std::find(allowed.begin(), allowed.end(), n) != allowed.end(); };
+  std::string name = want;
+  if (want == "auto") {
+    name.clear();
+    for (const char* c : {"cubic", "reno"})
+      if (is_allowed(c)) {
+        name = c;
+        break;
+      }
+    if (name.empty()) return current();  // neither allowed (reno always is): keep the default
+  } else if (!is_allowed(want)) {
+    throw std::runtime_error(fmt::format(
+        "tcp_congestion_control: \"{}\": a network namespace may only select what the host's "
+        "net.ipv4.tcp_allowed_congestion_control lists ({}); use one of those, \"auto\" or \"default\"",
+        want, fmt::join(allowed, " ")));
+  }
+  for (const auto& d : layout.dcs) emu::run_checked(emu::in_ns(d.ns, {"sysctl", "-q", "-w", key + "=" + name}));
+  const std::string got = current();
+  if (got != name)
+    throw std::runtime_error(fmt::format("tcp_congestion_control: set \"{}\" in {}, reads back \"{}\"", name,
+                                         layout.dcs.at(0).ns, got));
+  return got;
+}
+}  // namespace
+
 struct DpdkSession::Impl {
   DpdkSessionOptions opt;
   emu::NetTopology topo;
   emu::NetLayout layout;
   emu::Child emulator;
   std::string json_path, log_path;
+  std::string tcp_cc;  ///< what the DC namespaces use
 };
 
 DpdkSession::DpdkSession(const Scenario& sc, const DpdkSessionOptions& opt) : impl_(std::make_unique<Impl>()) {
@@ -40,16 +88,14 @@ DpdkSession::DpdkSession(const Scenario& sc, const DpdkSessionOptions& opt) : im
   impl_->topo = net_topology(sc, opt.prefix);
   impl_->layout = emu::net_up(impl_->topo);  // tears down leftovers of the same prefix first
   try {
-    if (!opt.tcp_congestion_control.empty())
-      for (const auto& d : impl_->layout.dcs)
-        emu::run_checked(emu::in_ns(d.ns, {"sysctl", "-q", "-w", "net.ipv4.tcp_congestion_control=" + opt.tcp_congestion_control}));
-  } catch (const std::exception& e) {
+    impl_->tcp_cc = set_congestion_control(impl_->layout, opt.tcp_congestion_control);
+  } catch (...) {
     emu::net_down(opt.prefix);
-    throw std::runtime_error(fmt::format("--tcp-cc {}: {} (a namespace may only use what the host's "
-                                         "net.ipv4.tcp_allowed_congestion_control lists)",
-                                         opt.tcp_congestion_control, e.what()));
+    throw;
   }
 }
+
+const std::string& DpdkSession::tcp_congestion_control() const { return impl_->tcp_cc; }
 
 DpdkSession::~DpdkSession() {
   try {
@@ -72,7 +118,8 @@ void DpdkSession::start_emulator(const std::string& tag) {
   I.log_path = fmt::format("{}/emulator-{}.log", I.opt.log_dir, tag);
   std::filesystem::remove(I.json_path);
   const auto argv = emu::in_ns(I.layout.emu_ns, emu::emulator_command(I.topo, I.layout, I.opt.emulate_bin, I.json_path,
-                                                                      I.opt.rt_priority, I.opt.prefix + "-emu"));
+                                                                      I.opt.rt_priority, I.opt.prefix + "-emu",
+                                                                      /*timeline_on_signal=*/true));
   I.emulator = emu::Child(argv, I.log_path);
   for (int i = 0; i < 400; ++i) {
     if (slurp(I.log_path).find("running") != std::string::npos) return;
@@ -83,6 +130,8 @@ void DpdkSession::start_emulator(const std::string& tag) {
   I.emulator.stop(std::chrono::seconds(2));
   throw std::runtime_error(fmt::format("geotb-emulate did not start ({}): {}", emu::join(argv), log));
 }
+
+int DpdkSession::emulator_pid() const { return impl_->emulator.pid() > 0 ? impl_->emulator.pid() : 0; }
 
 EmulatorStats DpdkSession::stop_emulator() {
   Impl& I = *impl_;
@@ -97,6 +146,7 @@ EmulatorStats DpdkSession::stop_emulator() {
       st.wan_frames += tx;
       st.wan_wire_bytes += bytes + 24 * tx;  // L2 bytes - 14 (header counted in L2) + 38 (header, FCS, preamble, gap)
     }
+    if (const auto& o = j.at("timeline").at("origin_s"); o.is_number()) st.timeline_origin_s = o.get<double>();
     st.ok = true;
   } catch (const std::exception&) {
     st.ok = false;

@@ -21,9 +21,11 @@ struct DpdkSessionOptions {
   std::string emulate_bin;        ///< geotb-emulate ("" = next to geotb)
   int rt_priority = 50;           ///< SCHED_FIFO priority of the data plane (0 = normal)
   std::string log_dir;            ///< emulator logs and reports
-  /// TCP congestion control in the DC namespaces ("" = the kernel's default, inherited from the
-  /// host). Only what the host's net.ipv4.tcp_allowed_congestion_control lists can be set.
-  std::string tcp_congestion_control;
+  /// TCP congestion control in the DC namespaces: "auto" (cubic, else reno: the first the host
+  /// lets a namespace use, i.e. listed in net.ipv4.tcp_allowed_congestion_control; loss-based and
+  /// unpaced, as the in-process model assumes), "default" (the namespace's, inherited from the
+  /// host) or a name, which must be in that list (a namespace may not select another).
+  std::string tcp_congestion_control = "auto";
 };
 
 struct EmulatorStats {
@@ -31,6 +33,9 @@ struct EmulatorStats {
   uint64_t wan_frames = 0;    ///< frames sent on every WAN link (both directions)
   uint64_t wan_wire_bytes = 0;  ///< their bytes with Ethernet overhead (preamble, FCS, gap: +24 per L2 frame)
   std::string report_path;
+  /// Seconds from the emulator's first poll to the start of the scenario's timeline (the
+  /// workers' first step); < 0 if it never started (the run failed before its first step).
+  double timeline_origin_s = -1;
 };
 
 class DpdkSession {
@@ -41,10 +46,14 @@ class DpdkSession {
   DpdkSession(const DpdkSession&) = delete;
   DpdkSession& operator=(const DpdkSession&) = delete;
 
+  /// The congestion control the DC namespaces use (read back from the first one).
+  const std::string& tcp_congestion_control() const;
   /// Where each DC's workers run: its namespace, address, and the CPUs the data plane leaves.
   std::vector<DcPlacement> placements() const;
   /// Starts geotb-emulate and waits until it forwards (up to 20 s; throws with its log).
   void start_emulator(const std::string& tag);
+  /// The running emulator's pid (0 if none). Its timeline starts when it receives SIGUSR1.
+  int emulator_pid() const;
   /// SIGTERM to the emulator (it writes its report), then reads the report.
   EmulatorStats stop_emulator();
 

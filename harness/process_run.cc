@@ -248,6 +248,7 @@ engine::StrategyResult run_strategy_processes(const Scenario& sc, const engine::
       env.push_back("GEOTB_DC=" + std::to_string(w.dc));
       env.push_back("GEOTB_LOCAL_RANK=" + std::to_string(r % N));
       env.push_back("GEOTB_BIND_ADDR=" + pl.address);
+      if (r == 0 && opt.timeline_pid > 0) env.push_back("GEOTB_TIMELINE_PID=" + std::to_string(opt.timeline_pid));
       w.pid = spawn(argv, env, w.log_path);
       w.running = true;
     }

@@ -38,6 +38,9 @@ struct ProcessRunOptions {
   std::string work_dir;                   ///< rank-<r>.json and rank-<r>.log go here
   std::function<void(int, int, double)> progress;  ///< rank 0's progress (read from its log)
   const std::atomic<int>* interrupted = nullptr;    ///< non-zero: a signal asked to stop (its number)
+  /// > 0: rank 0 gets GEOTB_TIMELINE_PID=<it> and sends that process SIGUSR1 when the first step
+  /// begins (the dpdk emulator, whose timeline then starts).
+  int timeline_pid = 0;
 };
 
 /// A failed process-mode run; what() names the rank that failed first and why.

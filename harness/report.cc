@@ -31,7 +31,7 @@ namespace {
 json context(const RunContext& ctx) {
   char host[256] = {};
   gethostname(host, sizeof host - 1);
-  return {
+  json j = {
       {"git_revision", kGitRevision},
       {"build_type", kBuildType},
       {"geotb_version", kVersion},
@@ -46,6 +46,8 @@ json context(const RunContext& ctx) {
         {"fmt", fmt::format("{}", FMT_VERSION)},
         {"compiler", kCompiler}}},
   };
+  if (!ctx.dc_tcp_congestion_control.empty()) j["dc_tcp_congestion_control"] = ctx.dc_tcp_congestion_control;
+  return j;
 }
 
 json strategy_config(const engine::StrategyConfig& c) {
@@ -145,6 +147,7 @@ json make_report(const Scenario& sc, const std::vector<engine::StrategyResult>& 
         {"hash", sc.hash},
         {"seed", sc.seed},
         {"network", sc.network},
+        {"tcp_congestion_control", sc.tcp_congestion_control},
         {"datacenters", dcs},
         {"wan", wan},
         {"workload",

@@ -18,6 +18,8 @@ struct RunContext {
   std::vector<std::string> argv;
   std::string scenario_file;
   std::string started_at;  ///< UTC, ISO 8601
+  /// dpdk mode: the TCP congestion control the DC namespaces ran with (read back), else "".
+  std::string dc_tcp_congestion_control;
 };
 
 nlohmann::json make_report(const Scenario& sc, const std::vector<engine::StrategyResult>& results,

@@ -386,6 +386,14 @@ Scenario parse_scenario(const json& j, const std::string& origin) {
            "process per rank on this host's loopback, \"dpdk\": one process per rank in per-DC namespaces behind "
            "the DPDK emulator)");
 
+    const std::string cc_auto = "auto";
+    sc.tcp_congestion_control = get_string(root, "tcp_congestion_control", &cc_auto);
+    if (sc.tcp_congestion_control.empty() || sc.tcp_congestion_control.size() > 15 ||
+        sc.tcp_congestion_control.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") != std::string::npos)
+      fail("tcp_congestion_control", json(sc.tcp_congestion_control),
+           "expected \"auto\", \"default\" or a kernel congestion control name ([a-z0-9_], at most 15 characters, "
+           "e.g. cubic, reno, bbr)");
+
     if (const json* ch = root.opt("check")) {
       Obj c(*ch, "check");
       sc.check.throughput_ratio_tolerance = get_number(c, "throughput_ratio_tolerance", 0, 10, 0.15);

@@ -39,6 +39,11 @@ struct Scenario {
   size_t test_limit = 0;   ///< 0 = all 10000 test examples
   std::vector<engine::StrategyConfig> strategies;
   std::string network = "embedded";  ///< "embedded" | "process" | "dpdk" (README "Real-network mode")
+  /// TCP congestion control of the DC hosts, set in every DC namespace in dpdk mode: "auto" (the
+  /// first of cubic, reno the host lets a namespace use: loss-based and unpaced, what the
+  /// in-process model assumes), "default" (leave the namespace's, inherited from the host), or a
+  /// kernel name (reno, cubic, bbr, ...). README "Real-network mode".
+  std::string tcp_congestion_control = "auto";
   CheckConfig check;
   nlohmann::json raw;      ///< the file as parsed
   std::string hash;        ///< SHA-256 of the canonical JSON (sorted keys, no whitespace)

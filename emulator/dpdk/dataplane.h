@@ -66,6 +66,10 @@ struct DataPlaneConfig {
   /// leaves at or after its release time (exact; the tests' default).
   uint64_t tx_lead_ns = 0;
   rte_mempool* pool = nullptr;     ///< for duplicates; must outlive the data plane
+  /// false: the links' timeline instants are on the data plane's clock (run(): from its start).
+  /// true: nothing is scheduled until start_timeline(origin), which puts every change at origin +
+  /// its instant (geotb run --net dpdk: the workers' first step, as in the embedded mode).
+  bool timeline_on_request = false;
 };
 
 enum DropCause : int {
@@ -121,6 +125,9 @@ class DataPlane {
   void poll_tx(uint64_t now_ns);
   /// Earliest release time still waiting in a delay line (UINT64_MAX if none).
   uint64_t next_release_ns();
+  /// Schedules every link's timeline at origin_ns + its instant (timeline_on_request). Only the
+  /// first call counts; returns whether it was this one.
+  bool start_timeline(uint64_t origin_ns);
 
   struct RunOptions {
     uint64_t duration_ns = 0;        ///< stop after this long; 0 = only on *quit
@@ -139,6 +146,9 @@ class DataPlane {
     uint64_t max_busy_ns = 200000;
     uint64_t forced_sleep_ns = 12000;
     uint64_t wake_margin_ns = 50000;   ///< idle sleep only if nothing is due within sleep + this
+    /// timeline_on_request: when this becomes true (a signal handler sets it), the loop calls
+    /// start_timeline(now) at its next iteration.
+    const std::atomic<bool>* start_timeline = nullptr;
   };
   /// Polls on TscClock until *quit. Calls finish() before returning.
   void run(const std::atomic<bool>& quit, const RunOptions& opt);
@@ -186,10 +196,15 @@ class DataPlane {
   uint64_t dup_flag_ = 0;  // ol_flags bit marking duplicate copies (not counted as delivered by the model)
   size_t nports_ = 0;
   uint64_t start_ns_ = 0, end_ns_ = 0;
+  bool timeline_started_ = false;
+  uint64_t timeline_origin_ns_ = 0;
   uint64_t idle_sleeps_ = 0, forced_sleeps_ = 0;
   LogHistogram oversleep_ns_;  // actual sleep minus requested
   // run() only: loop iterations, those that moved frames, and ns asleep (idle + forced).
   uint64_t loops_ = 0, busy_loops_ = 0, slept_ns_ = 0, forced_slept_ns_ = 0;
+  // run() only: wall time of the iterations that moved frames (rx or tx), sleeps excluded: the
+  // poller's forwarding work, whatever the offered load (idle polls are not in it).
+  uint64_t busy_loop_ns_ = 0;
   LogHistogram iteration_ns_;  // one poll_rx + poll_tx, sleeps excluded: long ones are stalls
   LogHistogram tx_call_ns_;    // one rte_eth_tx_burst (af_packet: the sendto() kick and the kernel's tx)
 };

@@ -27,10 +27,14 @@
 
 namespace {
 std::atomic<bool> g_quit{false};
+std::atomic<bool> g_timeline_go{false};
 void on_signal(int) { g_quit.store(true); }
+void on_timeline_signal(int) { g_timeline_go.store(true); }
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Before anything else: SIGUSR1's default action would end the process.
+  std::signal(SIGUSR1, on_timeline_signal);
   const int eal_args = rte_eal_init(argc, argv);
   if (eal_args < 0) {
     fprintf(stderr, "geotb-emulate: EAL init failed: %s\n", rte_strerror(rte_errno));
@@ -73,6 +77,11 @@ int main(int argc, char** argv) {
   app.add_option("--max-busy", max_busy, "forced sleeps at most once per this much busy time");
   app.add_option("--forced-sleep", forced_sleep, "length of a forced sleep");
   app.add_option("--wake-margin", wake_margin, "idle sleep only if nothing is due within sleep + this");
+  std::string timeline_start = "start";
+  app.add_option("--timeline-start", timeline_start,
+                 "start: --change instants count from the data plane's start; sigusr1: from the SIGUSR1 this process "
+                 "receives (geotb run --net dpdk sends it when the workers begin their first step)")
+      ->check(CLI::IsMember({"start", "sigusr1"}));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -122,6 +131,8 @@ int main(int argc, char** argv) {
     cfg.burst = burst;
     cfg.tx_lead_ns = static_cast<uint64_t>(geotb::emu::parse_duration_ns(tx_lead).count());
     cfg.pool = pool;
+    cfg.timeline_on_request = timeline_start == "sigusr1";
+    if (cfg.timeline_on_request) run_opt.start_timeline = &g_timeline_go;
     if (io_forward && cfg.links.empty()) {
       for (int a = 0; a < static_cast<int>(dcs.size()); ++a)
         for (int b = 0; b < static_cast<int>(dcs.size()); ++b)

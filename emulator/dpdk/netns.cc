@@ -95,7 +95,8 @@ std::vector<std::string> emulator_base_command(const NetLayout& L, const std::st
 }
 
 std::vector<std::string> emulator_command(const NetTopology& t, const NetLayout& L, const std::string& emulate_bin,
-                                          const std::string& json_path, int rt_priority, const std::string& file_prefix) {
+                                          const std::string& json_path, int rt_priority, const std::string& file_prefix,
+                                          bool timeline_on_signal) {
   std::vector<std::string> argv = emulator_base_command(L, emulate_bin, file_prefix);
   auto dc = [&](int i) { return "d" + std::to_string(i); };
   for (const WanLinkSpec& w : t.wan) {
@@ -105,6 +106,7 @@ std::vector<std::string> emulator_command(const NetTopology& t, const NetLayout&
   for (const NetChange& ch : t.timeline)
     argv.insert(argv.end(), {"--change", change_spec_text(ch.change) + ",link=" + dc(ch.a) + "<>" + dc(ch.b)});
   if (rt_priority > 0) argv.insert(argv.end(), {"--rt-priority", std::to_string(rt_priority)});
+  if (timeline_on_signal) argv.insert(argv.end(), {"--timeline-start", "sigusr1"});
   argv.insert(argv.end(), {"--stats-interval", "0s", "--json", json_path});
   return argv;
 }

@@ -71,8 +71,11 @@ int net_down(const std::string& prefix);
 std::vector<std::string> emulator_base_command(const NetLayout& L, const std::string& emulate_bin, const std::string& file_prefix);
 /// The geotb-emulate command line (to run inside layout.emu_ns) for this topology: one
 /// net_af_packet port per DC, every WAN link in both directions, the timeline as --change.
+/// `timeline_on_signal`: the timeline's instants count from the SIGUSR1 the emulator receives
+/// (--timeline-start sigusr1), not from its start.
 std::vector<std::string> emulator_command(const NetTopology& t, const NetLayout& L, const std::string& emulate_bin,
-                                          const std::string& json_path, int rt_priority, const std::string& file_prefix);
+                                          const std::string& json_path, int rt_priority, const std::string& file_prefix,
+                                          bool timeline_on_signal = false);
 /// Socket buffer size for a link: 4 x bandwidth-delay product (RTT = both delays), clamped to
 /// [4 MiB, 256 MiB]; an unlimited rate is sized as 10 Gbit/s.
 uint64_t socket_buffer_for(const WanLinkSpec& l);

@@ -178,6 +178,46 @@ TEST_F(DataPlaneTest, ScheduledRateChangeAtTheInstant) {
   EXPECT_EQ(dp.link_model(0)->stats().changes_applied, 1u);
 }
 
+// timeline_on_request (geotb run --net dpdk): nothing changes before start_timeline(origin); then
+// every change lands at origin + its instant, exactly; a second request moves nothing.
+TEST_F(DataPlaneTest, TimelineOnRequestCountsFromTheRequest) {
+  LinkConfig l;
+  l.rate_bps = 1e9;
+  DataPlaneConfig cfg = two_dc_config(l, l);
+  cfg.timeline_on_request = true;
+  LinkChange ch;
+  ch.at = microseconds(100);
+  ch.rate_bps = 2e9;
+  cfg.links[0].timeline.push_back(ch);
+  DataPlane dp(cfg);
+  send(0, {make_frame(dc_addr(1), 1476, 1)});
+  dp.poll_rx(500000);  // far past 100 us, no request yet: old rate, 12 us
+  dp.poll_tx(512000 - 1);
+  EXPECT_EQ(collect()[1].size(), 0u);
+  dp.poll_tx(512000);
+  EXPECT_EQ(collect()[1].size(), 1u);
+  EXPECT_EQ(dp.link_model(0)->stats().changes_applied, 0u);
+  EXPECT_TRUE(dp.start_timeline(600000));   // change due at 700 us
+  EXPECT_FALSE(dp.start_timeline(650000));  // only the first request counts
+  send(0, {make_frame(dc_addr(1), 1476, 2)});
+  dp.poll_rx(699999);  // still the old rate
+  dp.poll_tx(699999 + 12000 - 1);
+  EXPECT_EQ(collect()[1].size(), 0u);
+  dp.poll_tx(699999 + 12000);
+  EXPECT_EQ(collect()[1].size(), 1u);
+  send(0, {make_frame(dc_addr(1), 1476, 3)});
+  dp.poll_rx(800000);  // new rate: 6 us
+  dp.poll_tx(806000 - 1);
+  EXPECT_EQ(collect()[1].size(), 0u);
+  dp.poll_tx(806000);
+  EXPECT_EQ(collect()[1].size(), 1u);
+  EXPECT_EQ(dp.link_model(0)->stats().changes_applied, 1u);
+  const auto rep = dp.report();
+  EXPECT_EQ(rep["timeline"]["starts"], "on_request");
+  EXPECT_DOUBLE_EQ(rep["timeline"]["origin_s"].get<double>(), (600000.0 - 500000.0) / 1e9);  // from the first poll
+  expect_accounting(dp);
+}
+
 // Everything at once on random frame sizes: loss, queue overflow, duplication, corruption and
 // jitter without reordering. Frames leave in order, every frame is accounted for, and all mbufs
 // come back.

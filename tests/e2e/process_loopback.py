@@ -12,6 +12,8 @@
    (PeerDeadError / CollectiveError / StoreError) in its rank file, within the timeout.
 4. kill -9 of one worker of `geotb run --net process`: the coordinator stops the others, exits 1
    and its report names the rank and the signal.
+5. `geotb run --net process --deadline 25s` with GEOTB_SECRET set: every worker gets the secret and
+   trains (authenticated transport), the run is stopped at the deadline, exit 1, no worker left.
 """
 import json
 import os
@@ -196,5 +198,46 @@ with tempfile.TemporaryDirectory() as tmp:
     assert elapsed < TIMEOUT_S + 10
     shutil.rmtree(Path(tempfile.gettempdir()) / f"geotb-run-tiny-{coord.pid}", ignore_errors=True)
 
+    # 5. the coordinator's deadline, with a shared secret: GEOTB_SECRET in the coordinator's
+    #    environment reaches every worker (their transports then authenticate every connection,
+    #    and training proceeds: rank 0 reports steps done), and a run that outlives --deadline is
+    #    stopped: exit 1, every worker gone, the report names the deadline.
+    DEADLINE_S = 25
+    coord = subprocess.Popen([geotb, "run", str(tmp / "long.json"), "--net", "process", "--strategies", "hier_ef_topk_int8",
+                              "--deadline", f"{DEADLINE_S}s", "--out", str(tmp / "rep-deadline")],
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                             env=dict(os.environ, GEOTB_SECRET="e2e-secret-5"))
+    t_start = time.monotonic()
+    end = t_start + DEADLINE_S
+    seen_secret, progressed = set(), False
+    while time.monotonic() < end and coord.poll() is None:
+        for rank, pid in workers_of(tmp / "long.json").items():
+            try:
+                if b"GEOTB_SECRET=e2e-secret-5" in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0"):
+                    seen_secret.add(rank)
+            except OSError:
+                pass
+        logs0 = list(Path(tempfile.gettempdir()).glob(f"geotb-run-tiny-{coord.pid}/hier_ef_topk_int8/rank-0.log"))
+        if logs0 and "progress" in logs0[0].read_text():
+            progressed = True
+        if progressed and len(seen_secret) == 4:
+            break
+        time.sleep(0.1)
+    out_text, _ = coord.communicate(timeout=DEADLINE_S + 30)
+    elapsed = time.monotonic() - t_start
+    print(out_text[-800:])
+    assert seen_secret == {0, 1, 2, 3}, f"GEOTB_SECRET reached only ranks {sorted(seen_secret)}"
+    assert progressed, "no training progress with GEOTB_SECRET set"
+    assert coord.returncode == 1, f"coordinator exited {coord.returncode} past its deadline"
+    assert workers_of(tmp / "long.json") == {}, "workers left running after the deadline"
+    rep = json.loads(next((tmp / "rep-deadline").glob("tiny-*.json")).read_text())
+    jsonschema.validate(rep, schema, cls=jsonschema.Draft202012Validator)
+    err = rep["failures"][0]["error"]
+    assert f"not finished within the deadline of {DEADLINE_S} s; every worker killed" in err, err
+    print(f"deadline {DEADLINE_S} s with GEOTB_SECRET: all 4 workers had the secret and trained; stopped after "
+          f"{elapsed:.1f} s: {err[:200]}")
+    assert DEADLINE_S - 1 <= elapsed <= DEADLINE_S + 10, f"stopped after {elapsed:.1f} s"
+    shutil.rmtree(Path(tempfile.gettempdir()) / f"geotb-run-tiny-{coord.pid}", ignore_errors=True)
+
 print("e2e process mode: loopback workers learn, replicas identical, same losses as embedded, "
-      "report valid, a killed rank fails the others with typed errors")
+      "report valid, a killed rank fails the others with typed errors, secret passed, deadline kept")

@@ -57,6 +57,10 @@ TEST(Scenario, GoodFileParsesIntoStructs) {
   EXPECT_EQ(sc.strategies[1].block, 128u);
   EXPECT_EQ(sc.hash.size(), 64u);
   EXPECT_EQ(sc.hash, parse_scenario(good(), "x").hash);  // same content, same hash
+  EXPECT_EQ(sc.tcp_congestion_control, "auto");          // default: loss-based, unpaced
+  json j = good();
+  j["tcp_congestion_control"] = "bbr";
+  EXPECT_EQ(parse_scenario(j, "s.json").tcp_congestion_control, "bbr");
 }
 
 TEST(Scenario, ShippedScenariosLoad) {
@@ -112,6 +116,10 @@ INSTANTIATE_TEST_SUITE_P(
         Bad{"wrong schema", [](json& j) { j["schema"] = 2; }, "schema: 2: must be in [1, 1]"},
         Bad{"unknown network mode", [](json& j) { j["network"] = "netem"; },
             "network: \"netem\": unknown network mode (one of \"embedded\""},
+        Bad{"congestion control with a space", [](json& j) { j["tcp_congestion_control"] = "bbr 2"; },
+            "tcp_congestion_control: \"bbr 2\": expected \"auto\", \"default\" or a kernel congestion control name"},
+        Bad{"congestion control not a string", [](json& j) { j["tcp_congestion_control"] = 1; },
+            "tcp_congestion_control: 1: expected a string"},
         Bad{"missing wan pair", [](json& j) { j["wan"] = json::array(); }, "wan: []: no link between \"a\" and \"b\""}),
     [](const ::testing::TestParamInfo<Bad>& i) {
       std::string s = i.param.what;
