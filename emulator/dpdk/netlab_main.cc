@@ -29,7 +29,7 @@ int main(int argc, char** argv) {
   CLI::App app{"geotb-netlab: DC namespaces and emulator fidelity"};
   app.require_subcommand(1);
   std::string prefix = "gtb", dcs_arg = "a,b", rate = "1Gbps", rtt = "30ms", loss = "0", out, emulate_bin, queue = "0";
-  int iperf_s = 5, iperf_omit = 2, throughput_samples = 2, ping_count = 100, rt_priority = 50, tool_nice = -10;
+  int iperf_s = 5, iperf_omit = 2, throughput_samples = 3, ping_count = 100, rt_priority = 50, tool_nice = -10;
   std::string tcp_cc = "cubic";
   uint32_t mtu = 1500;
   bool no_tbf = false, no_ge = false, no_delay_only = false, check = false;
@@ -52,7 +52,7 @@ int main(int argc, char** argv) {
   fid->add_option("--emulate-bin", emulate_bin, "geotb-emulate path (default: next to this binary)");
   fid->add_option("--iperf-seconds", iperf_s, "seconds per iperf3 run (measured part)");
   fid->add_option("--iperf-omit", iperf_omit, "seconds of slow start before the measured part (iperf3 -O)");
-  fid->add_option("--throughput-samples", throughput_samples, "io-forward and delay-only TCP samples each, alternating");
+  fid->add_option("--throughput-samples", throughput_samples, "adjacent (io-forward, delay-only) pairs of TCP runs; the verdict is the median pair ratio");
   fid->add_option("--ping-count", ping_count, "echo requests per ping run");
   fid->add_flag("--no-tbf", no_tbf, "skip the Linux tbf reference");
   fid->add_flag("--check", check, "exit 1 unless every verdict holds (the fidelity suite)");

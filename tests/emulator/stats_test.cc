@@ -10,6 +10,7 @@
 #include "emulator/stats/batch_means.h"
 #include "emulator/stats/binomial.h"
 #include "emulator/stats/loss_check.h"
+#include "emulator/stats/paired_ratio.h"
 #include "emulator/stats/student_t.h"
 
 namespace geotb::emu {
@@ -213,6 +214,43 @@ TEST(LossCheck, BoundsFromTheSampleSizeExactly) {
   EXPECT_FALSE(check_loss_process(four, 1000, 10, 5).run_checkable);
   EXPECT_THROW(check_loss_process(g, 10, 11, 1), std::invalid_argument);
   EXPECT_THROW(check_loss_process(g, 10, 2, 3), std::invalid_argument);
+}
+
+
+TEST(PairedRatio, MedianOfOddAndEvenCounts) {
+  EXPECT_EQ(median({3.0}), 3.0);
+  EXPECT_EQ(median({5.0, 1.0, 4.0}), 4.0);
+  EXPECT_EQ(median({4.0, 1.0, 3.0, 2.0}), 2.5);
+  EXPECT_EQ(median({2.0, 2.0, 7.0, 7.0, 2.0}), 2.0);
+  EXPECT_THROW(median({}), std::invalid_argument);
+}
+
+TEST(PairedRatio, PairsCancelADriftThatTheMeansKeep) {
+  // A fidelity run (Mbit/s): io-forward 1844 then 1524 (the machine slowed between the pairs),
+  // delay-only 1542 and 1538 right after each.
+  const PairedRatio r = paired_ratio({1844, 1524}, {1542, 1538});
+  ASSERT_EQ(r.pair_ratios.size(), 2u);
+  EXPECT_DOUBLE_EQ(r.pair_ratios[0], 1542.0 / 1844);
+  EXPECT_DOUBLE_EQ(r.pair_ratios[1], 1538.0 / 1524);
+  EXPECT_DOUBLE_EQ(r.median_pair_ratio, (1542.0 / 1844 + 1538.0 / 1524) / 2);
+  EXPECT_DOUBLE_EQ(r.min_pair_ratio, 1542.0 / 1844);
+  EXPECT_DOUBLE_EQ(r.max_pair_ratio, 1538.0 / 1524);
+  EXPECT_DOUBLE_EQ(r.ratio_of_means, 3080.0 / 3368);
+  EXPECT_DOUBLE_EQ(r.ratio_of_medians, 1540.0 / 1684);
+  // Three pairs, B = 0.95 A in each while A drifts by 2x, and one pair spoiled by a stall of B:
+  // the median pair ratio is exactly 0.95, the ratio of means is pulled by the slow pair.
+  const PairedRatio s = paired_ratio({1000, 2000, 1500}, {950, 1900, 300});
+  EXPECT_DOUBLE_EQ(s.median_pair_ratio, 0.95);
+  EXPECT_DOUBLE_EQ(s.min_pair_ratio, 0.2);
+  EXPECT_DOUBLE_EQ(s.ratio_of_means, 3150.0 / 4500);
+  EXPECT_DOUBLE_EQ(s.ratio_of_medians, 950.0 / 1500);
+}
+
+TEST(PairedRatio, RejectsUnpairedOrEmptyOrNonPositiveReferences) {
+  EXPECT_THROW(paired_ratio({}, {}), std::invalid_argument);
+  EXPECT_THROW(paired_ratio({1, 2}, {1}), std::invalid_argument);
+  EXPECT_THROW(paired_ratio({1, 0}, {1, 1}), std::invalid_argument);
+  EXPECT_NO_THROW(paired_ratio({1, 2}, {0, 0}));
 }
 
 }  // namespace
