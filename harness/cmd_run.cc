@@ -201,6 +201,10 @@ int run(const RunArgs& a) {
           if (net) {
             const EmulatorStats es = net->stop_emulator();
             if (es.ok) r.wan.wire_bytes = es.wan_wire_bytes;  // measured frames, not the estimate
+            if (es.ok && !sc.cluster.timeline.empty())
+              fmt::print("geotb: emulator: timeline started {:.2f} s after the data plane (the first step), {} of {} "
+                         "scheduled link changes applied\n",
+                         es.timeline_origin_s, es.changes_applied, 2 * sc.cluster.timeline.size());
           }
 #endif
           results.push_back(std::move(r));

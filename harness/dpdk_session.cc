@@ -145,6 +145,7 @@ EmulatorStats DpdkSession::stop_emulator() {
       const uint64_t tx = l.at("tx").get<uint64_t>(), bytes = l.at("tx_bytes").get<uint64_t>();
       st.wan_frames += tx;
       st.wan_wire_bytes += bytes + 24 * tx;  // L2 bytes - 14 (header counted in L2) + 38 (header, FCS, preamble, gap)
+      st.changes_applied += l.at("model").at("changes_applied").get<uint64_t>();
     }
     if (const auto& o = j.at("timeline").at("origin_s"); o.is_number()) st.timeline_origin_s = o.get<double>();
     st.ok = true;

@@ -36,6 +36,7 @@ struct EmulatorStats {
   /// Seconds from the emulator's first poll to the start of the scenario's timeline (the
   /// workers' first step); < 0 if it never started (the run failed before its first step).
   double timeline_origin_s = -1;
+  uint64_t changes_applied = 0;  ///< scheduled changes applied, every link
 };
 
 class DpdkSession {
