@@ -28,6 +28,17 @@ void expect_accounting(const DataPlane& dp) {
   EXPECT_EQ(dp.rx() + dp.duplicated(), dp.tx() + drops + dp.in_flight());
 }
 
+// One 1476-byte frame from DC 0 to DC 1, received at rx_ns: not out at release_ns - 1, out at
+// release_ns.
+void expect_released_at(DataPlane& dp, uint32_t seq, uint64_t rx_ns, uint64_t release_ns) {
+  send(0, {make_frame(dc_addr(1), 1476, seq)});
+  dp.poll_rx(rx_ns);
+  dp.poll_tx(release_ns - 1);
+  EXPECT_EQ(collect()[1].size(), 0u) << "frame " << seq << " left before " << release_ns;
+  dp.poll_tx(release_ns);
+  EXPECT_EQ(collect()[1].size(), 1u) << "frame " << seq << " not out at " << release_ns;
+}
+
 class DataPlaneTest : public ::testing::Test {
  protected:
   void TearDown() override {
@@ -163,18 +174,8 @@ TEST_F(DataPlaneTest, ScheduledRateChangeAtTheInstant) {
   ch.rate_bps = 2e9;
   cfg.links[0].timeline.push_back(ch);
   DataPlane dp(cfg);
-  send(0, {make_frame(dc_addr(1), 1476, 1)});
-  dp.poll_rx(99999);  // old rate: 12 us
-  dp.poll_tx(99999 + 12000 - 1);
-  EXPECT_EQ(collect()[1].size(), 0u);
-  dp.poll_tx(99999 + 12000);
-  EXPECT_EQ(collect()[1].size(), 1u);
-  send(0, {make_frame(dc_addr(1), 1476, 2)});
-  dp.poll_rx(200000);  // new rate: 6 us
-  dp.poll_tx(206000 - 1);
-  EXPECT_EQ(collect()[1].size(), 0u);
-  dp.poll_tx(206000);
-  EXPECT_EQ(collect()[1].size(), 1u);
+  expect_released_at(dp, 1, 99999, 99999 + 12000);  // old rate: 12 us
+  expect_released_at(dp, 2, 200000, 206000);        // new rate: 6 us
   EXPECT_EQ(dp.link_model(0)->stats().changes_applied, 1u);
 }
 
@@ -190,27 +191,12 @@ TEST_F(DataPlaneTest, TimelineOnRequestCountsFromTheRequest) {
   ch.rate_bps = 2e9;
   cfg.links[0].timeline.push_back(ch);
   DataPlane dp(cfg);
-  send(0, {make_frame(dc_addr(1), 1476, 1)});
-  dp.poll_rx(500000);  // far past 100 us, no request yet: old rate, 12 us
-  dp.poll_tx(512000 - 1);
-  EXPECT_EQ(collect()[1].size(), 0u);
-  dp.poll_tx(512000);
-  EXPECT_EQ(collect()[1].size(), 1u);
+  expect_released_at(dp, 1, 500000, 512000);  // far past 100 us, no request yet: old rate, 12 us
   EXPECT_EQ(dp.link_model(0)->stats().changes_applied, 0u);
   EXPECT_TRUE(dp.start_timeline(600000));   // change due at 700 us
   EXPECT_FALSE(dp.start_timeline(650000));  // only the first request counts
-  send(0, {make_frame(dc_addr(1), 1476, 2)});
-  dp.poll_rx(699999);  // still the old rate
-  dp.poll_tx(699999 + 12000 - 1);
-  EXPECT_EQ(collect()[1].size(), 0u);
-  dp.poll_tx(699999 + 12000);
-  EXPECT_EQ(collect()[1].size(), 1u);
-  send(0, {make_frame(dc_addr(1), 1476, 3)});
-  dp.poll_rx(800000);  // new rate: 6 us
-  dp.poll_tx(806000 - 1);
-  EXPECT_EQ(collect()[1].size(), 0u);
-  dp.poll_tx(806000);
-  EXPECT_EQ(collect()[1].size(), 1u);
+  expect_released_at(dp, 2, 699999, 699999 + 12000);  // still the old rate
+  expect_released_at(dp, 3, 800000, 806000);          // new rate: 6 us
   EXPECT_EQ(dp.link_model(0)->stats().changes_applied, 1u);
   const auto rep = dp.report();
   EXPECT_EQ(rep["timeline"]["starts"], "on_request");
@@ -524,8 +510,14 @@ TEST_F(DataPlaneTest, TenMillionFramesExactAccounting) {
   EXPECT_NEAR(achieved, 10.0 * (1 - 1e-3), 0.005);  // Gbit/s: bits per ns
   const double busy = static_cast<double>(c.busy_wire_bytes) * 8 / static_cast<double>(c.busy_ns);
   EXPECT_NEAR(busy, 10.0 * (1 - 1e-3), 0.005);
+  RecordProperty("rx", std::to_string(dp.rx()));
+  RecordProperty("tx", std::to_string(dp.tx()));
+  RecordProperty("received", std::to_string(received));
+  RecordProperty("drops_total", std::to_string(drops));
   RecordProperty("drops_queue_packets", std::to_string(dp.drops(kCauseQueuePackets)));
   RecordProperty("drops_loss", std::to_string(dp.drops(kCauseLoss)));
+  RecordProperty("pool_avail_start", std::to_string(avail0));
+  RecordProperty("pool_avail_end_less_template", std::to_string(rte_mempool_avail_count(pool()) - 1));
 }
 
 // The data plane's clock keeps real time: over 300 ms it agrees with CLOCK_MONOTONIC to 1e-4.
