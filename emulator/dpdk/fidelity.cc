@@ -4,6 +4,7 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -299,7 +300,7 @@ json run_fidelity(const FidelityConfig& cfg) {
       {"release_lateness_ns", "data plane: max(0, time a frame was handed to the tx ring - the release time the link model gave it), over every frame sent"},
       {"release_earliness_ns", "data plane: max(0, release time - time handed to the tx ring), over every frame sent: frames due within tx_lead_ns of a due frame leave with it (tx batching)"},
       {"tcp_congestion_control", "iperf3 -C; the sender's algorithm as iperf3 reports it"},
-      {"delay_only_over_io_forward", "TCP 4-stream goodput with the configured one-way delay only (no rate limit, no loss) / plain io-forwarding: median over throughput_samples adjacent pairs (io, then delay, each a fresh data plane on the same ports) of the pair's ratio (emulator/stats/paired_ratio.h); both are bound by the CPU the TCP endpoints share"},
+      {"delay_only_over_io_forward", "TCP 4-stream goodput with the configured one-way delay only (no rate limit, no loss) / plain io-forwarding: median over throughput_samples adjacent pairs (io, then delay, each a fresh data plane on the same ports) of the pair's ratio (emulator/stats/paired_ratio.h); both are bound by the CPU the TCP endpoints share. A failed iperf3 run is measured again once; a pair still without both goodputs is left out (failed_pairs) and the verdict needs 2 measured pairs"},
       {"work_ns_per_frame", "data plane (forwarding_work): wall time of the poller iterations that moved frames / frames sent, at the load the TCP endpoints offered; work_ns_per_frame_delay_over_io is its median pair ratio. A diagnostic, not a capacity: the poller is never the bottleneck here, and a delayed frame is received and sent in two different iterations (io-forwarding: usually one), so at partial load the figure is higher for the delay line than at saturation"}};
   rep["configured"] = {{"rate_bps", m.rate_bps}, {"one_way_delay_ns", m.delay.count()}, {"queue_bytes", m.queue_bytes},
                        {"loss_stationary", m.loss.stationary_loss()}};
@@ -393,14 +394,23 @@ json run_fidelity(const FidelityConfig& cfg) {
       for (int k = 0; k < std::max(1, cfg.throughput_samples); ++k) {
         json p;
         for (const bool io : {true, false}) {
-          Emulator e = io ? start_emulator(c, {}, true) : start_emulator(c, {link_arg(m, false, false, nullptr)}, false);
-          const json t = tcp(c, 4);
-          const json em = stop_emulator(c, e);
+          // A failed iperf3 run (once in a suite run: the client returned nothing after the
+          // transfer) is no goodput of 0: the sample is measured again, once, on a fresh data plane.
+          json t, em, failed;
+          for (int attempt = 0; attempt < 2; ++attempt) {
+            Emulator e = io ? start_emulator(c, {}, true) : start_emulator(c, {link_arg(m, false, false, nullptr)}, false);
+            t = tcp(c, 4);
+            em = stop_emulator(c, e);
+            if (!t.contains("error")) break;
+            failed = t["error"];
+          }
           const json w = em.value("forwarding_work", json::object());
-          p[io ? "io_forward" : "delay_only"] = {{"goodput_bps", t.value("goodput_bps", 0.0)}, {"retransmits", t.value("retransmits", 0)},
-                                                 {"interval_mbps", t.value("interval_mbps", json::array())},
-                                                 {"frames_sent", w.value("frames_sent", 0)}, {"ns_per_frame", w.value("ns_per_frame", 0.0)}};
-          if (t.contains("error")) p[io ? "io_forward" : "delay_only"]["error"] = t["error"];
+          json& sample = p[io ? "io_forward" : "delay_only"];
+          sample = {{"goodput_bps", t.value("goodput_bps", 0.0)}, {"retransmits", t.value("retransmits", 0)},
+                    {"interval_mbps", t.value("interval_mbps", json::array())},
+                    {"frames_sent", w.value("frames_sent", 0)}, {"ns_per_frame", w.value("ns_per_frame", 0.0)}};
+          if (!failed.is_null()) sample["failed_attempt"] = failed;
+          if (t.contains("error")) sample["error"] = t["error"];
           if (!io && k == 0) {
             d["tcp4"] = t;
             d["emulator"] = {{"accounting_ok", em["accounting_ok"]}, {"a_to_b", link_summary(em, 0)}};
@@ -409,13 +419,20 @@ json run_fidelity(const FidelityConfig& cfg) {
         pairs.push_back(p);
       }
       d["pairs"] = pairs;
+      // Pairs whose runs still failed are left out of the statistics (counted in the verdicts).
       std::vector<double> gi, gd, wi, wd;
+      int failed_pairs = 0;
       for (const json& p : pairs) {
+        if (p["io_forward"].contains("error") || p["delay_only"].contains("error")) {
+          ++failed_pairs;
+          continue;
+        }
         gi.push_back(p["io_forward"]["goodput_bps"].get<double>());
         gd.push_back(p["delay_only"]["goodput_bps"].get<double>());
         wi.push_back(p["io_forward"]["ns_per_frame"].get<double>());
         wd.push_back(p["delay_only"]["ns_per_frame"].get<double>());
       }
+      d["failed_pairs"] = failed_pairs;
       auto summary = [](const PairedRatio& r) {
         return json{{"pair_ratios", r.pair_ratios}, {"median_pair_ratio", r.median_pair_ratio}, {"min_pair_ratio", r.min_pair_ratio},
                     {"max_pair_ratio", r.max_pair_ratio}, {"ratio_of_means", r.ratio_of_means}, {"ratio_of_medians", r.ratio_of_medians}};
@@ -444,7 +461,12 @@ json run_fidelity(const FidelityConfig& cfg) {
       json g;
       g["seed"] = seed;
       const double rate = base.rate_bps > 0 ? base.rate_bps : 1e9;
-      g["udp"] = udp(c, rate * cfg.ge_udp_load, cfg.ge_payload);
+      uint32_t payload = cfg.ge_payload;
+      if (payload == 0) {
+        const double wire = rate * cfg.ge_udp_load / 8 / cfg.ge_frames_per_s;  // bytes per frame on the wire
+        payload = static_cast<uint32_t>(std::clamp(wire - 66.0, 64.0, 1472.0));
+      }
+      g["udp"] = udp(c, rate * cfg.ge_udp_load, payload);
       const json em = stop_emulator(c, e);
       const json ab = link_summary(em, 0);
       g["emulator"] = ab;
@@ -523,8 +545,11 @@ json run_fidelity(const FidelityConfig& cfg) {
   v["lateness_p99_le_50us"] = p99 <= 50000;
   if (rep.contains("delay_only")) {
     const double g = num(rep, {"delay_only", "tcp4_goodput_delay_over_io", "median_pair_ratio"});
+    const int pairs = std::max(1, cfg.throughput_samples);
+    const int valid = pairs - rep["delay_only"].value("failed_pairs", 0);
     v["delay_only_over_io_forward"] = g;
-    v["delay_only_ge_0.9_io"] = g >= 0.9;
+    v["delay_only_pairs_measured"] = valid;
+    v["delay_only_ge_0.9_io"] = g >= 0.9 && valid >= std::min(2, pairs);
   }
   if (rep.contains("gilbert") && rep["gilbert"].contains("check")) {
     const json& k = rep["gilbert"]["check"];
