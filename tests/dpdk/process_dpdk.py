@@ -9,15 +9,18 @@ really crossed the emulated WAN, not loopback) and within 25 % of the embedded m
 scenario and of real c10d Gloo's (naive_ddp_c10d) in the same run, the DC namespaces ran a
 loss-based congestion control (scenario default "auto"), the scenario's timeline started at each
 strategy's first step, hier_ef_topk_int8 sends a small fraction of naive_ddp's WAN bytes, and no
-namespace of the run is left behind (also torn down in `finally`).
+namespace of the run is left behind (also torn down in `finally`). Then Ctrl-C mid-training: exit
+130, no report, no worker, emulator or namespace left.
 """
 import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 geotb, source_root = sys.argv[1], Path(sys.argv[2])
@@ -102,5 +105,38 @@ try:
     for origin, applied, scheduled in origins:
         assert float(origin) >= 0.2 and applied == scheduled == "2", (origin, applied, scheduled)
     print("dpdk replay: both strategies learned through the emulated WAN, replicas identical, namespaces removed")
+
+    # Ctrl-C in the middle of training: the coordinator kills the workers, stops the emulator,
+    # removes the namespaces and exits 130 without a report.
+    with tempfile.TemporaryDirectory() as out:
+        scen = json.loads((source_root / "scenarios/dpdk-2x2.json").read_text())
+        scen["workload"]["steps"] = 100000
+        scen_path = Path(out) / "dpdk-2x2.json"
+        scen_path.write_text(json.dumps(scen))
+        coord = subprocess.Popen([geotb, "run", str(scen_path), "--net", "dpdk", "--strategies", "naive_ddp",
+                                  "--net-prefix", prefix, "--out", out], stdout=subprocess.PIPE,
+                                 stderr=subprocess.STDOUT, text=True)
+        log0 = Path(tempfile.gettempdir()) / f"geotb-run-dpdk-2x2-{coord.pid}/naive_ddp/rank-0.log"
+        end = time.monotonic() + 120
+        while not (log0.exists() and "progress" in log0.read_text()):
+            assert time.monotonic() < end and coord.poll() is None, "no training progress before Ctrl-C"
+            time.sleep(0.1)
+        in_ns_before = namespaces()
+        coord.send_signal(signal.SIGINT)
+        t0 = time.monotonic()
+        text, _ = coord.communicate(timeout=60)
+        took = time.monotonic() - t0
+        print(text[-600:])
+        ours = [l for l in subprocess.run(["pgrep", "-af", f"{prefix}-emu|{scen_path}"], capture_output=True,
+                                          text=True).stdout.splitlines() if "pgrep" not in l]
+        print(f"Ctrl-C: exit {coord.returncode} after {took:.1f} s; namespaces before {in_ns_before}, after "
+              f"{namespaces()}; processes left {ours}")
+        assert len(in_ns_before) >= 3, in_ns_before
+        assert coord.returncode == 130, coord.returncode
+        assert namespaces() == [] and ours == [], (namespaces(), ours)
+        assert not list(Path(out).glob("dpdk-2x2-2*.json")), "a report was written after Ctrl-C"
+        assert took < 20, f"teardown took {took:.1f} s"
+        shutil.rmtree(log0.parent.parent, ignore_errors=True)
+    print("dpdk Ctrl-C: workers and emulator stopped, namespaces removed, exit 130")
 finally:
     subprocess.run([geotb, "net", "down", "--prefix", prefix], capture_output=True)
