@@ -21,6 +21,14 @@ MessageVerdict MessageLink::send(Nanos now, uint64_t payload_bytes) {
     mv.wire_bytes += frame + overhead;
     switch (v.fate) {
       case Fate::kDelivered:
+        if (const std::optional<Nanos> cut = link_.next_cut(); cut && LinkModel::lost_to_cut(v, *cut)) {
+          // Still on the fibre when it is cut: lost, and no ACK comes back; the sender
+          // retransmits when its timer fires, as for a segment offered while the link is down.
+          link_.count_lost_in_flight(1, frame);
+          const Nanos rto = seg_.min_rto * (1LL << std::min<uint32_t>(attempts - 1, 20));
+          retries.push_back({t + rto, frame, attempts + 1});
+          return;
+        }
         last_release = std::max(last_release, v.release);
         return;
       case Fate::kDropLoss:  // detected by duplicate ACKs one RTT after the segment left

@@ -14,6 +14,10 @@
 //  * a segment offered while the link is down is retransmitted after a retransmission timeout
 //    that starts at min_rto and doubles per attempt (RFC 6298); after max_attempts the message
 //    is undeliverable and send() says so;
+//  * an outage cuts what is on the fibre (LinkModel): a segment the link delivered but would
+//    release after a scheduled outage start is lost (counted as lost in flight) and retransmitted
+//    after the same timeout, counted from its transmission — as the DPDK data plane drops frames
+//    from its delay line at the cut;
 //  * the connection delivers in order: a message is delivered when its last segment is, and never
 //    before the previous message on the same connection (head-of-line blocking).
 // Pure and single-threaded like LinkModel; time is passed in.

@@ -170,6 +170,16 @@ std::optional<Nanos> LinkModel::next_change() const {
   return std::nullopt;
 }
 
+std::optional<Nanos> LinkModel::next_cut() const {
+  bool up = cfg_.up;
+  for (size_t i = next_pending_; i < pending_.size(); ++i) {
+    if (!pending_[i].up) continue;
+    if (up && !*pending_[i].up) return pending_[i].at;
+    up = *pending_[i].up;
+  }
+  return std::nullopt;
+}
+
 void LinkModel::reserve(size_t frames) {
   size_t cap = 16;
   while (cap < frames) cap *= 2;

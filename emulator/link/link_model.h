@@ -28,7 +28,9 @@
 //     frames' release times.
 // The model does not hold frames in flight, so it cannot drop them itself: whoever holds them (the
 // data plane's delay line) calls take_cut() after offer()/advance(), drops every frame with
-// release > the returned instant, and reports how many through count_lost_in_flight(), which
+// release > the returned instant (a holder that settles a frame's fate at offer time, the
+// in-process MessageLink, compares its release with next_cut() instead), and reports how many
+// through count_lost_in_flight(), which
 // moves them from `delivered` to drops[kDropLinkDown] (`lost_in_flight` says how many of those
 // were cut in flight rather than offered while down). lost_to_cut() states the rule.
 // Single-threaded: callers serialise access (one model object per direction and DC pair).
@@ -149,6 +151,10 @@ class LinkModel {
   void advance(Nanos now);
   /// Instant of the next pending change, if any.
   std::optional<Nanos> next_change() const;
+  /// Instant of the next scheduled outage start (a pending change taking the link from up to
+  /// down, following the pending changes from the current state), if any. A holder that decides
+  /// a frame's fate at offer time (MessageLink) uses it with lost_to_cut().
+  std::optional<Nanos> next_cut() const;
 
   /// The instant of the earliest outage start (up -> down) applied since the last call, if any;
   /// clears it. Several outages between two calls: the earliest, which cuts a superset of what

@@ -73,6 +73,74 @@ TEST(MessageLink, LinkDownRetransmitsWithDoublingTimeout) {
   EXPECT_EQ(link.stats().drops[static_cast<int>(Fate::kDropLinkDown)], 2u);
 }
 
+// An outage cuts the fibre (as in the DPDK data plane): the 100 segments of a message sent at 0
+// would be released from kDelay + kSeg on; the link goes down at 5 ms, before any of them
+// arrives, and comes back at 105 ms. Every segment is lost in flight and retransmitted one RTO
+// (200 ms) after it was sent, onto an idle serializer.
+TEST(MessageLink, OutageCutsSegmentsInFlight) {
+  LinkModel link(gig(), RandomStream(1, 0));
+  LinkChange down, up;
+  down.at = milliseconds(5);
+  down.up = false;
+  up.at = milliseconds(105);
+  up.up = true;
+  link.schedule(down);
+  link.schedule(up);
+  EXPECT_EQ(link.next_cut(), milliseconds(5));
+  MessageLink conn(link, SegmentConfig{});
+  const MessageVerdict v = conn.send(Nanos{0}, 100 * 1448);
+  EXPECT_TRUE(v.delivered);
+  EXPECT_EQ(v.segments, 100u);
+  EXPECT_EQ(v.transmissions, 200u);
+  EXPECT_EQ(v.wire_bytes, 200u * 1538);
+  EXPECT_EQ(v.deliver_at, milliseconds(200) + 100 * kSeg + kDelay);
+  EXPECT_EQ(link.stats().lost_in_flight, 100u);
+  EXPECT_EQ(link.stats().drops[static_cast<int>(Fate::kDropLinkDown)], 100u);
+  EXPECT_EQ(link.stats().delivered, 100u);
+  EXPECT_FALSE(link.next_cut().has_value());
+}
+
+// The cut falls inside the message: segment i (0-based) is released at kDelay + (i + 1) kSeg, so a
+// cut at kDelay + 50.5 kSeg keeps the first 50 and loses the other 50, which go again at 200 ms.
+TEST(MessageLink, OutageCutsOnlyWhatIsReleasedAfterIt) {
+  LinkModel link(gig(), RandomStream(1, 0));
+  LinkChange down, up;
+  down.at = kDelay + 50 * kSeg + kSeg / 2;
+  down.up = false;
+  up.at = milliseconds(100);
+  up.up = true;
+  link.schedule(down);
+  link.schedule(up);
+  MessageLink conn(link, SegmentConfig{});
+  const MessageVerdict v = conn.send(Nanos{0}, 100 * 1448);
+  EXPECT_TRUE(v.delivered);
+  EXPECT_EQ(v.transmissions, 150u);
+  EXPECT_EQ(link.stats().lost_in_flight, 50u);
+  EXPECT_EQ(v.deliver_at, milliseconds(200) + 50 * kSeg + kDelay);
+}
+
+// next_cut() follows the pending changes from the current state: a down while already down is no
+// cut; the first up -> down is.
+TEST(MessageLink, NextCutIsTheNextUpToDownTransition) {
+  LinkConfig c = gig();
+  c.up = false;
+  LinkModel link(c, RandomStream(1, 0));
+  LinkChange d1, u, d2;
+  d1.at = milliseconds(1);
+  d1.up = false;
+  u.at = milliseconds(2);
+  u.up = true;
+  d2.at = milliseconds(3);
+  d2.up = false;
+  LinkChange rate;  // a change without `up` does not matter
+  rate.at = milliseconds(2) + Nanos{1};
+  rate.rate_bps = 2e9;
+  for (const auto& ch : {d1, u, rate, d2}) link.schedule(ch);
+  EXPECT_EQ(link.next_cut(), milliseconds(3));
+  link.advance(milliseconds(3));
+  EXPECT_FALSE(link.next_cut().has_value());
+}
+
 TEST(MessageLink, UndeliverableAfterMaxAttempts) {
   LinkConfig c = gig();
   c.loss = LossConfig{LossConfig::Kind::kBernoulli, 1.0};
