@@ -122,7 +122,8 @@ class DataPlane {
   /// Receive one burst from every port and push each frame through its link. Returns frames received.
   uint32_t poll_rx(uint64_t now_ns);
   /// Send every frame whose release time is <= now_ns (bursts; a full tx ring keeps the rest).
-  void poll_tx(uint64_t now_ns);
+  /// Returns how many frames were sent.
+  uint32_t poll_tx(uint64_t now_ns);
   /// Earliest release time still waiting in a delay line (UINT64_MAX if none).
   uint64_t next_release_ns();
   /// Schedules every link's timeline at origin_ns + its instant (timeline_on_request). Only the
@@ -183,7 +184,6 @@ class DataPlane {
   // Applies the link's changes due by now; if an outage began, drops what is in flight (release
   // after the cut instant) as kCauseLinkDown. See LinkModel: a cut fibre loses what is on it.
   void apply_changes(Link& l, uint64_t now_ns);
-  uint64_t port_tx_total() const;
 
   DataPlaneConfig cfg_;
   RouteTable routes_;
