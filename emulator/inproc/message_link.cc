@@ -15,6 +15,12 @@ MessageVerdict MessageLink::send(Nanos now, uint64_t payload_bytes) {
   std::vector<Retry> retries;
   Nanos last_release = now;
 
+  // No ACK comes back (segment offered while the link is down, or cut in flight): the sender's
+  // timer fires min_rto after the transmission, doubling per attempt (RFC 6298).
+  auto retry_after_timeout = [&](Nanos t, uint32_t frame, uint32_t attempts) {
+    const Nanos rto = seg_.min_rto * (1LL << std::min<uint32_t>(attempts - 1, 20));
+    retries.push_back({t + rto, frame, attempts + 1});
+  };
   auto attempt = [&](Nanos t, uint32_t frame, uint32_t attempts) {
     const Verdict v = link_.offer(t, frame);
     ++mv.transmissions;
@@ -22,11 +28,9 @@ MessageVerdict MessageLink::send(Nanos now, uint64_t payload_bytes) {
     switch (v.fate) {
       case Fate::kDelivered:
         if (const std::optional<Nanos> cut = link_.next_cut(); cut && LinkModel::lost_to_cut(v, *cut)) {
-          // Still on the fibre when it is cut: lost, and no ACK comes back; the sender
-          // retransmits when its timer fires, as for a segment offered while the link is down.
+          // Still on the fibre when it is cut: lost.
           link_.count_lost_in_flight(1, frame);
-          const Nanos rto = seg_.min_rto * (1LL << std::min<uint32_t>(attempts - 1, 20));
-          retries.push_back({t + rto, frame, attempts + 1});
+          retry_after_timeout(t, frame, attempts);
           return;
         }
         last_release = std::max(last_release, v.release);
@@ -38,11 +42,9 @@ MessageVerdict MessageLink::send(Nanos now, uint64_t payload_bytes) {
       case Fate::kDropQueuePackets:
         retries.push_back({std::max(t, link_.busy_until()) + 2 * link_.config().delay, frame, attempts + 1});
         return;
-      case Fate::kDropLinkDown: {
-        const Nanos rto = seg_.min_rto * (1LL << std::min<uint32_t>(attempts - 1, 20));
-        retries.push_back({t + rto, frame, attempts + 1});
+      case Fate::kDropLinkDown:
+        retry_after_timeout(t, frame, attempts);
         return;
-      }
     }
   };
 

@@ -30,9 +30,9 @@
 // data plane's delay line) calls take_cut() after offer()/advance(), drops every frame with
 // release > the returned instant (a holder that settles a frame's fate at offer time, the
 // in-process MessageLink, compares its release with next_cut() instead), and reports how many
-// through count_lost_in_flight(), which
-// moves them from `delivered` to drops[kDropLinkDown] (`lost_in_flight` says how many of those
-// were cut in flight rather than offered while down). lost_to_cut() states the rule.
+// through count_lost_in_flight(), which moves them from `delivered` to drops[kDropLinkDown]
+// (`lost_in_flight` says how many of those were cut in flight rather than offered while down).
+// lost_to_cut() states the rule.
 // Single-threaded: callers serialise access (one model object per direction and DC pair).
 // Allocation: offer() allocates only when the bottleneck queue grows past its largest size so far
 // (reserve() it up front, e.g. to the data plane's mbuf count, and it never allocates).
