@@ -158,10 +158,10 @@ int run_worker(const WorkerArgs& a) {
                cfg.dc, cfg.local_rank, scfg->name, cfg.master_addr, cfg.master_port, cfg.bind_addr);
     std::fflush(stdout);
     // GEOTB_TIMELINE_PID (rank 0; set by geotb run --net dpdk): the emulator, which starts the
-    // scenario's timeline on SIGUSR1, gets it when every rank has passed the start barrier.
+    // scenario's timeline on SIGUSR1, gets it when every rank has passed the start barrier
+    // (run_process_worker calls `started` on rank 0 only).
     std::function<void()> started;
-    if (const auto tl = env("GEOTB_TIMELINE_PID"); tl && cfg.rank == 0) {
-      const auto pid = static_cast<pid_t>(env_int("GEOTB_TIMELINE_PID", 1, INT_MAX));
+    if (const auto pid = static_cast<pid_t>(env_int("GEOTB_TIMELINE_PID", 1, INT_MAX, 0)); pid > 0) {
       started = [pid] {
         if (kill(pid, SIGUSR1) != 0)
           fmt::print(stderr, "geotb worker: GEOTB_TIMELINE_PID={}: kill(SIGUSR1): {}\n", pid, std::strerror(errno));

@@ -26,9 +26,7 @@ std::string slurp(const std::string& path) {
   ss << f.rdbuf();
   return ss.str();
 }
-}  // namespace
 
-namespace {
 std::vector<std::string> words(const std::string& s) {
   std::vector<std::string> v;
   std::istringstream is(s);

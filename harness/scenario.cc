@@ -388,11 +388,7 @@ Scenario parse_scenario(const json& j, const std::string& origin) {
 
     const std::string cc_auto = "auto";
     sc.tcp_congestion_control = get_string(root, "tcp_congestion_control", &cc_auto);
-    if (sc.tcp_congestion_control.empty() || sc.tcp_congestion_control.size() > 15 ||
-        sc.tcp_congestion_control.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") != std::string::npos)
-      fail("tcp_congestion_control", json(sc.tcp_congestion_control),
-           "expected \"auto\", \"default\" or a kernel congestion control name ([a-z0-9_], at most 15 characters, "
-           "e.g. cubic, reno, bbr)");
+    validate_tcp_congestion_control("tcp_congestion_control", sc.tcp_congestion_control);
 
     if (const json* ch = root.opt("check")) {
       Obj c(*ch, "check");
@@ -408,6 +404,13 @@ Scenario parse_scenario(const json& j, const std::string& origin) {
   } catch (const ScenarioError& e) {
     throw ScenarioError(origin + ": " + e.what());
   }
+}
+
+void validate_tcp_congestion_control(const std::string& field, const std::string& v) {
+  if (v.empty() || v.size() > 15 || v.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") != std::string::npos)
+    fail(field, json(v),
+         "expected \"auto\", \"default\" or a kernel congestion control name ([a-z0-9_], at most 15 characters, "
+         "e.g. cubic, reno, bbr)");
 }
 
 Scenario load_scenario(const std::string& path) {

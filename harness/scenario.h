@@ -49,6 +49,10 @@ struct Scenario {
   std::string hash;        ///< SHA-256 of the canonical JSON (sorted keys, no whitespace)
 };
 
+/// Throws ScenarioError("<field>: \"<value>\": ...") unless `v` is a valid tcp_congestion_control:
+/// "auto", "default" or a kernel congestion control name ([a-z0-9_], 1-15 characters).
+void validate_tcp_congestion_control(const std::string& field, const std::string& v);
+
 /// Reads and validates a scenario file. Throws ScenarioError("<path>: <field>: <value>: <why>").
 Scenario load_scenario(const std::string& path);
 /// Validates parsed JSON; `origin` prefixes error messages.
