@@ -8,6 +8,7 @@
 #include "emulator/dpdk/link_spec_parse.h"
 #include "emulator/dpdk/tsc_clock.h"
 #include "tests/dpdk/dpdk_env.h"
+#include "tests/emulator/link_changes.h"
 
 namespace geotb::emu::test {
 namespace {
@@ -274,12 +275,7 @@ DataPlaneConfig cut_config(uint64_t tx_lead_ns) {
   l.rate_bps = 1e9;
   l.delay = microseconds(50);
   DataPlaneConfig cfg = two_dc_config(l, l);
-  LinkChange down, up;
-  down.at = microseconds(100);
-  down.up = false;
-  up.at = microseconds(200);
-  up.up = true;
-  cfg.links[0].timeline = {down, up};
+  cfg.links[0].timeline = {down_at(microseconds(100)), up_at(microseconds(200))};
   cfg.tx_lead_ns = tx_lead_ns;
   return cfg;
 }
@@ -364,10 +360,7 @@ TEST_F(DataPlaneTest, LinkDownWithReorderingAndDuplicatesExact) {
   l.reorder = true;
   l.duplicate_p = 0.5;
   DataPlaneConfig cfg = two_dc_config(l, l);
-  LinkChange down;
-  down.at = microseconds(150);
-  down.up = false;
-  cfg.links[0].timeline = {down};
+  cfg.links[0].timeline = {down_at(microseconds(150))};
   DataPlane dp(cfg);
   LinkModel mirror(l, RandomStream(cfg.seed, 0));
   std::multiset<uint32_t> expect_got;

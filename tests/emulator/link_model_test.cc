@@ -8,6 +8,8 @@
 #include <cmath>
 #include <vector>
 
+#include "tests/emulator/link_changes.h"
+
 namespace geotb::emu {
 namespace {
 
@@ -330,13 +332,8 @@ TEST(LinkModel, ChangesApplyInTimeOrderTiesInInsertionOrder) {
 
 TEST(LinkModel, OutageDropsWithCauseExactlyDuringTheWindow) {
   LinkModel m(gig(), RandomStream(1, 0));
-  LinkChange down, up;
-  down.at = milliseconds(10);
-  down.up = false;
-  up.at = milliseconds(30);
-  up.up = true;
-  m.schedule(up);
-  m.schedule(down);
+  m.schedule(up_at(milliseconds(30)));
+  m.schedule(down_at(milliseconds(10)));
   EXPECT_EQ(m.offer(milliseconds(10) - Nanos{1}, kFrame).fate, Fate::kDelivered);
   EXPECT_EQ(m.offer(milliseconds(10), kFrame).fate, Fate::kDropLinkDown);
   EXPECT_EQ(m.offer(milliseconds(30) - Nanos{1}, kFrame).fate, Fate::kDropLinkDown);
@@ -356,13 +353,8 @@ TEST(LinkModel, CutLosesWhatIsInFlightAndEmptiesTheSerializer) {
   LinkConfig c = gig();
   c.delay = microseconds(50);
   LinkModel m(c, RandomStream(1, 0));
-  LinkChange down, up;
-  down.at = microseconds(100);
-  down.up = false;
-  up.at = microseconds(200);
-  up.up = true;
-  m.schedule(down);
-  m.schedule(up);
+  m.schedule(down_at(microseconds(100)));
+  m.schedule(up_at(microseconds(200)));
   std::vector<Verdict> v;
   for (int i = 0; i < 20; ++i) v.push_back(m.offer(Nanos{0}, kFrame));
   EXPECT_EQ(v[3].release, microseconds(98));
@@ -426,13 +418,8 @@ TEST(LinkModel, CutResetsTheReleaseClampAndSeveralCutsGiveTheEarliest) {
   const Verdict v = m.offer(microseconds(600), kFrame);
   EXPECT_EQ(v.release, microseconds(600) + kTx + milliseconds(1));
   // Down on a link already down is not a new cut.
-  LinkChange d1, d2;
-  d1.at = milliseconds(2);
-  d1.up = false;
-  d2.at = milliseconds(3);
-  d2.up = false;
-  m.schedule(d1);
-  m.schedule(d2);
+  m.schedule(down_at(milliseconds(2)));
+  m.schedule(down_at(milliseconds(3)));
   m.advance(milliseconds(4));
   EXPECT_EQ(m.take_cut(), milliseconds(2));
   EXPECT_FALSE(m.take_cut().has_value());

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/emulator/link_changes.h"
+
 namespace geotb::emu {
 namespace {
 
@@ -60,10 +62,7 @@ TEST(MessageLink, LinkDownRetransmitsWithDoublingTimeout) {
   LinkConfig c = gig();
   c.up = false;
   LinkModel link(c, RandomStream(1, 0));
-  LinkChange up;
-  up.at = milliseconds(300);
-  up.up = true;
-  link.schedule(up);
+  link.schedule(up_at(milliseconds(300)));
   MessageLink conn(link, SegmentConfig{});
   // Tries at 0 (down), 200 ms (down, RTO 200), 600 ms (up, RTO 400).
   const MessageVerdict v = conn.send(Nanos{0}, 0);
@@ -79,13 +78,8 @@ TEST(MessageLink, LinkDownRetransmitsWithDoublingTimeout) {
 // (200 ms) after it was sent, onto an idle serializer.
 TEST(MessageLink, OutageCutsSegmentsInFlight) {
   LinkModel link(gig(), RandomStream(1, 0));
-  LinkChange down, up;
-  down.at = milliseconds(5);
-  down.up = false;
-  up.at = milliseconds(105);
-  up.up = true;
-  link.schedule(down);
-  link.schedule(up);
+  link.schedule(down_at(milliseconds(5)));
+  link.schedule(up_at(milliseconds(105)));
   EXPECT_EQ(link.next_cut(), milliseconds(5));
   MessageLink conn(link, SegmentConfig{});
   const MessageVerdict v = conn.send(Nanos{0}, 100 * 1448);
@@ -104,13 +98,8 @@ TEST(MessageLink, OutageCutsSegmentsInFlight) {
 // cut at kDelay + 50.5 kSeg keeps the first 50 and loses the other 50, which go again at 200 ms.
 TEST(MessageLink, OutageCutsOnlyWhatIsReleasedAfterIt) {
   LinkModel link(gig(), RandomStream(1, 0));
-  LinkChange down, up;
-  down.at = kDelay + 50 * kSeg + kSeg / 2;
-  down.up = false;
-  up.at = milliseconds(100);
-  up.up = true;
-  link.schedule(down);
-  link.schedule(up);
+  link.schedule(down_at(kDelay + 50 * kSeg + kSeg / 2));
+  link.schedule(up_at(milliseconds(100)));
   MessageLink conn(link, SegmentConfig{});
   const MessageVerdict v = conn.send(Nanos{0}, 100 * 1448);
   EXPECT_TRUE(v.delivered);
@@ -125,17 +114,11 @@ TEST(MessageLink, NextCutIsTheNextUpToDownTransition) {
   LinkConfig c = gig();
   c.up = false;
   LinkModel link(c, RandomStream(1, 0));
-  LinkChange d1, u, d2;
-  d1.at = milliseconds(1);
-  d1.up = false;
-  u.at = milliseconds(2);
-  u.up = true;
-  d2.at = milliseconds(3);
-  d2.up = false;
   LinkChange rate;  // a change without `up` does not matter
   rate.at = milliseconds(2) + Nanos{1};
   rate.rate_bps = 2e9;
-  for (const auto& ch : {d1, u, rate, d2}) link.schedule(ch);
+  for (const auto& ch : {down_at(milliseconds(1)), up_at(milliseconds(2)), rate, down_at(milliseconds(3))})
+    link.schedule(ch);
   EXPECT_EQ(link.next_cut(), milliseconds(3));
   link.advance(milliseconds(3));
   EXPECT_FALSE(link.next_cut().has_value());
