@@ -28,6 +28,9 @@ namespace {
 
 // Saturating UDP datagrams fill the MTU: payload = MTU - 28 (IPv4 20 + UDP 8).
 uint32_t udp_payload(uint32_t mtu) { return mtu - 28; }
+// Wire bytes of a UDP datagram beyond its payload: UDP 8 + IPv4 20 + Ethernet 14 + FCS 4 +
+// preamble 8 + IFG 12.
+constexpr double kUdpWireOverhead = 66.0;
 // TCP payload per wire byte: MSS = MTU - 52 (IPv4 20 + TCP 20 + timestamps 12).
 double tcp_efficiency(uint32_t mtu) { return (mtu - 52.0) / (mtu + 38.0); }
 
@@ -217,7 +220,7 @@ json tcp(Ctx& c, int streams) {
 json udp(Ctx& c, double wire_bps, uint32_t payload) {
   const DcPlace &a = c.L.dcs[0], &b = c.L.dcs[1];
   const std::string port = std::to_string(9000 + c.iperf_calls++);
-  const double wire = payload + 66.0;  // UDP 8 + IPv4 20 + Ethernet 14 + FCS 4 + preamble 8 + IFG 12
+  const double wire = payload + kUdpWireOverhead;
   const std::string rlog = c.cfg.work_dir + "/" + c.tag + "-udprecv" + port + ".json";
   Child recv(in_ns(b.ns, tool(c, {c.cfg.udpgen_bin, "recv", "--bind", b.address, "--port", port, "--idle", "1s", "--max",
                                   std::to_string(c.cfg.iperf_time.count() + 30) + "s"})),
@@ -464,7 +467,7 @@ json run_fidelity(const FidelityConfig& cfg) {
       uint32_t payload = cfg.ge_payload;
       if (payload == 0) {
         const double wire = rate * cfg.ge_udp_load / 8 / cfg.ge_frames_per_s;  // bytes per frame on the wire
-        payload = static_cast<uint32_t>(std::clamp(wire - 66.0, 64.0, 1472.0));
+        payload = static_cast<uint32_t>(std::clamp(wire - kUdpWireOverhead, 64.0, 1472.0));
       }
       g["udp"] = udp(c, rate * cfg.ge_udp_load, payload);
       const json em = stop_emulator(c, e);
