@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "emulator/link/clock.h"
+#include "engine/strategies/table.h"
 #include "engine/transport/emulated.h"
 #include "engine/worker_loop.h"
 
@@ -22,7 +23,7 @@ StrategyResult run_strategy(const ClusterSpec& cluster, const WorkloadSpec& work
   for (const auto& d : cluster.dcs)
     if (d.workers != N) throw RunError("every data center must have the same number of workers");
   const int P = M * N;
-  const StrategyInfo info = strategy_info(scfg.name);
+  const StrategyInfo& info = find_strategy(scfg.name).needs;
   if (info.real_network_only)
     throw RunError(scfg.name + ": runs only over a real network (geotb run --net process|dpdk): in embedded mode "
                    "its c10d Gloo traffic would bypass the emulated WAN");

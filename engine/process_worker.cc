@@ -7,6 +7,7 @@
 #include "emulator/link/clock.h"
 #include "engine/collectives/intra_dc.h"
 #include "engine/collectives/store.h"
+#include "engine/strategies/table.h"
 #include "engine/transport/counting.h"
 #include "engine/transport/socket/frame.h"
 #include "engine/transport/socket/socket_transport.h"
@@ -63,7 +64,7 @@ RankReport run_process_worker(const ProcessWorkerConfig& cfg, const StrategyConf
                               const std::function<void()>& started) {
   if (auto e = validate(cfg); !e.empty()) throw std::invalid_argument(e);
   const int P = cfg.world, N = cfg.workers_per_dc, M = cfg.dcs;
-  const StrategyInfo info = strategy_info(scfg.name);
+  const StrategyInfo& info = find_strategy(scfg.name).needs;
   const std::string key = cfg.key_prefix + "/" + scfg.name + "/";
   emu::SteadyClock clock;
   set_compute_threads(1);

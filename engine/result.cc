@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "engine/strategies/table.h"
+
 namespace geotb::engine {
 
 double max_abs_diff(const float* a, const float* b, size_t n) {
@@ -45,7 +47,7 @@ StrategyResult merge_rank_reports(const std::string& strategy, const std::vector
   if (r0.step_end_s.size() != static_cast<size_t>(steps) || r0.accuracy_curve.empty())
     throw RunError(strategy + ": rank 0 reported " + std::to_string(r0.step_end_s.size()) + " step times and " +
                    std::to_string(r0.accuracy_curve.size()) + " accuracy points");
-  const StrategyInfo info = strategy_info(strategy);
+  const StrategyInfo& info = find_strategy(strategy).needs;
   const uint64_t B = static_cast<uint64_t>(work.batch_per_worker);
 
   StrategyResult res;

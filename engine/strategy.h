@@ -1,6 +1,8 @@
 // A synchronisation strategy: what a worker does with its gradients after each backward pass.
 // One strategy object per worker (it holds that worker's state: residuals, anchors, ...).
 // Strategies see flat float buffers and the network/collective interfaces only: no libtorch.
+// What a strategy needs, its keys and its factory: its descriptor (strategies/descriptor.h),
+// listed in the strategy table (strategies/table.h).
 #pragma once
 
 #include <cstdint>
@@ -18,7 +20,7 @@ namespace geotb::engine {
 
 /// Strategy parameters, from the scenario's "strategies" entries.
 struct StrategyConfig {
-  std::string name;          ///< naive_ddp | hierarchical | hier_ef_topk_int8 | lan
+  std::string name;          ///< a name of the strategy table (strategies/table.h)
   int K = 16;                ///< steps between inter-DC exchanges
   double density = 0.01;     ///< fraction of elements sent per exchange, (0, 1]
   uint32_t block = 256;      ///< INT8 block size (selected elements per float scale)
@@ -72,28 +74,12 @@ class Strategy {
   virtual ~Strategy() = default;
   /// After forward/backward of `step` (grads in env.learner->grads()): synchronise and update
   /// the parameters. Must charge env.times. Throws TransportError on network failure.
+  /// Called once per step, in step order, on every rank (strategies take their message tags in
+  /// call order: transport/tags.h).
   virtual void step(WorkerEnv& env, int step) = 0;
   /// After the last step: bring every replica to the same final model.
   virtual void finish(WorkerEnv& env) = 0;
 };
-
-struct StrategyInfo {
-  bool needs_intra_dc = false;   ///< wants a Gloo group (env.intra) per DC
-  bool one_group = false;        ///< with needs_intra_dc: one group of every worker (all in one DC)
-  bool exchanges_every_step = false;  ///< every step is one inter-DC exchange (flat allreduce)
-  bool co_located = false;       ///< with one_group: every worker placed in DC 0 (the `lan` reference)
-  /// The strategy's WAN traffic is c10d Gloo's own TCP, which only a real network carries (the
-  /// process and dpdk modes); the embedded mode's Gloo runs over loopback, beside the WAN model.
-  bool real_network_only = false;
-};
-
-/// Names the registry knows, for validation and help.
-const std::vector<std::string>& strategy_names();
-/// Throws std::invalid_argument for an unknown name.
-StrategyInfo strategy_info(const std::string& name);
-/// Returns an empty string if valid, else "field: value: why" (prefix added by the caller).
-std::string validate(const StrategyConfig& c);
-std::unique_ptr<Strategy> make_strategy(const StrategyConfig& cfg, const WorkerEnv& env);
 
 /// Adds the elapsed time of its scope to a counter.
 class ScopedTimer {

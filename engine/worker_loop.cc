@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "engine/strategies/table.h"
+
 namespace geotb::engine {
 
 std::vector<int> snapshot_steps(const WorkloadSpec& work) {
@@ -19,7 +21,7 @@ void run_worker_loop(WorkerEnv& env, const StrategyConfig& scfg, const WorkloadS
   const size_t n = env.learner->num_params();
   const bool rank0 = env.rank == 0;
 
-  auto strategy = make_strategy(scfg, env);
+  auto strategy = find_strategy(scfg.name).make(scfg, env);
   BatchSampler sampler(shard, work.seed, static_cast<uint64_t>(env.rank));
   std::vector<uint32_t> idx;
   std::vector<float> x(B * F);

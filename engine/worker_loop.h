@@ -57,11 +57,12 @@ struct WorkerRecord {
 /// (the final model is the last point of the accuracy curve).
 std::vector<int> snapshot_steps(const WorkloadSpec& work);
 
-/// Runs the whole training of one worker: creates its strategy (make_strategy(scfg, env)), calls
-/// hooks.start, trains work.steps steps on its shard (BatchSampler(shard, work.seed, env.rank)),
-/// calls strategy->finish and hooks.finished. env must be complete (learner, opt, net, intra if
-/// the strategy needs it, clock); charges env.times. Exceptions (TransportError, Gloo errors)
-/// propagate to the caller, which owns the failure handling of its mode.
+/// Runs the whole training of one worker: creates its strategy (its descriptor's factory,
+/// strategies/table.h), calls hooks.start, trains work.steps steps on its shard
+/// (BatchSampler(shard, work.seed, env.rank)), calls strategy->finish and hooks.finished. env
+/// must be complete (learner, opt, net, intra if the strategy needs it, clock); charges
+/// env.times. Exceptions (TransportError, Gloo errors) propagate to the caller, which owns the
+/// failure handling of its mode.
 void run_worker_loop(WorkerEnv& env, const StrategyConfig& scfg, const WorkloadSpec& work, const Dataset& train,
                      const std::vector<uint32_t>& shard, const WorkerLoopHooks& hooks, WorkerRecord& out);
 

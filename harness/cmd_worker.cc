@@ -17,10 +17,8 @@
 #include <memory>
 #include <optional>
 
-#include "engine/collectives/intra_dc.h"
-#include "engine/collectives/store.h"
+#include "engine/errors.h"
 #include "engine/process_worker.h"
-#include "engine/transport/socket/socket_transport.h"
 #include "harness/cmd_worker.h"
 #include "harness/rank_report.h"
 #include "harness/scenario.h"
@@ -35,11 +33,6 @@ struct WorkerArgs {
   std::string timeout = "30s", heartbeat = "1s";
 };
 
-class ConfigError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
-
 std::optional<std::string> env(const char* name) {
   const char* v = std::getenv(name);
   if (!v || !*v) return std::nullopt;
@@ -50,11 +43,11 @@ long env_int(const char* name, long lo, long hi, std::optional<long> def = std::
   const auto v = env(name);
   if (!v) {
     if (def) return *def;
-    throw ConfigError(fmt::format("{}: not set (required)", name));
+    throw engine::ConfigError(fmt::format("{}: not set (required)", name));
   }
   char* end = nullptr;
   const long x = std::strtol(v->c_str(), &end, 10);
-  if (*end != '\0' || x < lo || x > hi) throw ConfigError(fmt::format("{}: \"{}\": expected an integer in [{}, {}]", name, *v, lo, hi));
+  if (*end != '\0' || x < lo || x > hi) throw engine::ConfigError(fmt::format("{}: \"{}\": expected an integer in [{}, {}]", name, *v, lo, hi));
   return x;
 }
 
@@ -79,24 +72,12 @@ std::string address_toward(const std::string& host, uint16_t port) {
   return out;
 }
 
-/// The exception's type as the rank file names it (most derived first).
-RankError classify(const std::exception& e) {
-  std::string msg = e.what();
-  if (dynamic_cast<const engine::PeerDeadError*>(&e)) return {"PeerDeadError", msg};
-  if (dynamic_cast<const engine::AuthError*>(&e)) return {"AuthError", msg};
-  if (dynamic_cast<const engine::FrameError*>(&e)) return {"FrameError", msg};
-  if (dynamic_cast<const engine::TransportError*>(&e)) return {"TransportError", msg};
-  if (dynamic_cast<const engine::CollectiveError*>(&e)) return {"CollectiveError", msg};
-  if (dynamic_cast<const engine::StoreError*>(&e)) return {"StoreError", msg};
-  if (dynamic_cast<const ConfigError*>(&e) || dynamic_cast<const ScenarioError*>(&e) ||
-      dynamic_cast<const std::invalid_argument*>(&e) || dynamic_cast<const engine::DataError*>(&e))
-    return {"ConfigError", msg};
-  return {"Error", msg};
-}
-
 int run_worker(const WorkerArgs& a) {
   int rank = -1, dc = -1, local = -1;
-  auto fail = [&](const RankError& err) {
+  // The rank file names the failure's kind; the exit status is the kind's (engine/errors.h).
+  auto fail = [&](const std::exception& failure) {
+    const engine::ErrorKind kind = engine::error_kind(failure);
+    const RankError err{std::string(engine::error_kind_name(kind)), failure.what()};
     fmt::print(stderr, "geotb worker: rank {} (dc {}): {}: {}\n", rank, dc, err.type, err.message);
     if (!a.out.empty()) {
       try {
@@ -105,15 +86,14 @@ int run_worker(const WorkerArgs& a) {
         fmt::print(stderr, "geotb worker: writing {}: {}\n", a.out, e.what());
       }
     }
-    // 2: configuration; 3: the network (a peer, a collective or the store failed); 1: anything else.
-    return err.type == "ConfigError" ? 2 : err.type == "Error" ? 1 : 3;
+    return engine::exit_code(kind);
   };
   try {
     const Scenario sc = load_scenario(a.scenario);
     const engine::StrategyConfig* scfg = nullptr;
     for (const auto& c : sc.strategies)
       if (c.name == a.strategy) scfg = &c;
-    if (!scfg) throw ConfigError(fmt::format("--strategy: \"{}\": not in {}", a.strategy, a.scenario));
+    if (!scfg) throw engine::ConfigError(fmt::format("--strategy: \"{}\": not in {}", a.strategy, a.scenario));
 
     engine::ProcessWorkerConfig cfg;
     cfg.dcs = static_cast<int>(sc.cluster.dcs.size());
@@ -123,7 +103,7 @@ int run_worker(const WorkerArgs& a) {
     dc = cfg.dc = static_cast<int>(env_int("GEOTB_DC", 0, 1 << 20, cfg.rank / cfg.workers_per_dc));
     local = cfg.local_rank = static_cast<int>(env_int("GEOTB_LOCAL_RANK", 0, 1 << 20, cfg.rank % cfg.workers_per_dc));
     const auto master = env("MASTER_ADDR");
-    if (!master) throw ConfigError("MASTER_ADDR: not set (required)");
+    if (!master) throw engine::ConfigError("MASTER_ADDR: not set (required)");
     cfg.master_addr = *master;
     cfg.master_port = static_cast<uint16_t>(env_int("MASTER_PORT", 1, 65535));
     cfg.bind_addr = env("GEOTB_BIND_ADDR").value_or(address_toward(cfg.master_addr, cfg.master_port));
@@ -132,13 +112,13 @@ int run_worker(const WorkerArgs& a) {
       cfg.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(parse_duration(nlohmann::json(a.timeout)));
       cfg.heartbeat = std::chrono::duration_cast<std::chrono::milliseconds>(parse_duration(nlohmann::json(a.heartbeat)));
     } catch (const UnitError& e) {
-      throw ConfigError(fmt::format("--timeout/--heartbeat: {}", e.what()));
+      throw engine::ConfigError(fmt::format("--timeout/--heartbeat: {}", e.what()));
     }
     if (!sc.cluster.wan.empty()) {
       cfg.wan_rate_bps = sc.cluster.wan[0].a_to_b.rate_bps;
       cfg.wan_rtt_s = std::chrono::duration<double>(sc.cluster.wan[0].a_to_b.delay + sc.cluster.wan[0].b_to_a.delay).count();
     }
-    if (auto e = engine::validate(cfg); !e.empty()) throw ConfigError(e);
+    if (auto e = engine::validate(cfg); !e.empty()) throw engine::ConfigError(e);
 
     engine::Datasets data;
     data.train = engine::load_fashion_mnist(engine::kFashionMnistDir, true, sc.train_limit);
@@ -173,7 +153,7 @@ int run_worker(const WorkerArgs& a) {
                cfg.rank == 0 ? fmt::format(": wall {:.2f} s, test accuracy {:.4f}", r.wall_s, r.accuracy_curve.back().accuracy) : "");
     return 0;
   } catch (const std::exception& e) {
-    return fail(classify(e));
+    return fail(e);
   }
 }
 

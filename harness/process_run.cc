@@ -18,6 +18,8 @@
 #include <sstream>
 #include <thread>
 
+#include "engine/errors.h"
+#include "engine/strategies/table.h"
 #include "harness/rank_report.h"
 
 extern char** environ;
@@ -137,7 +139,11 @@ std::string describe(const Worker& w) {
   RankError err;
   if (std::filesystem::exists(w.json_path)) {
     try {
-      if (!parse_rank_report(nlohmann::json::parse(slurp(w.json_path)), rr, err)) why = err.type + ": " + err.message;
+      if (!parse_rank_report(nlohmann::json::parse(slurp(w.json_path)), rr, err)) {
+        // The worker wrote its failure's kind (engine/errors.h); a name we do not know is kOther's.
+        const engine::ErrorKind kind = engine::parse_error_kind(err.type).value_or(engine::ErrorKind::kOther);
+        why = std::string(engine::error_kind_name(kind)) + ": " + err.message;
+      }
     } catch (const std::exception&) {
     }
   }
@@ -200,7 +206,7 @@ engine::StrategyResult run_strategy_processes(const Scenario& sc, const engine::
   if (static_cast<int>(opt.dcs.size()) != M)
     throw std::invalid_argument(fmt::format("{} placements for {} data centers", opt.dcs.size(), M));
   // The `lan` reference puts every worker in one data center: DC 0's place.
-  const bool one_dc = engine::strategy_info(scfg.name).co_located;
+  const bool one_dc = engine::find_strategy(scfg.name).needs.co_located;
   auto place = [&](int dc) -> const DcPlacement& { return opt.dcs[static_cast<size_t>(one_dc ? 0 : dc)]; };
   const std::string master = opt.master_addr.empty() ? place(0).address : opt.master_addr;
   // In a namespace of its own (dpdk) nothing else listens: the torchrun default port. Here, a free one.

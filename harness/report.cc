@@ -10,6 +10,7 @@
 #include <fstream>
 #include <thread>
 
+#include "engine/strategies/table.h"
 #include "harness/build_info.h"
 #include "harness/units.h"
 
@@ -52,16 +53,8 @@ json context(const RunContext& ctx) {
 
 json strategy_config(const engine::StrategyConfig& c) {
   json j = {{"name", c.name}};
-  if (c.name == "naive_ddp") j["collective"] = c.collective;
-  if (engine::strategy_info(c.name).needs_intra_dc) {
-    j["K"] = c.K;
-    j["overlap"] = c.overlap;
-    if (c.name == "hier_ef_topk_int8") {
-      j["density"] = c.density;
-      j["block"] = c.block;
-      j["quantize"] = c.quantize;
-    }
-  }
+  for (const auto& [key, value] : engine::find_strategy(c.name).report(c))
+    std::visit([&j, key = std::string(key)](const auto& v) { j[key] = v; }, value);
   return j;
 }
 

@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "engine/strategies/table.h"
 #include "harness/units.h"
 
 namespace geotb::harness {
@@ -358,21 +359,43 @@ Scenario parse_scenario(const json& j, const std::string& origin) {
       Obj s(st[i], fmt::format("strategies[{}]", i));
       engine::StrategyConfig c;
       c.name = get_string(s, "name");
-      const int64_t k_def = c.K;
-      c.K = static_cast<int>(get_int(s, "K", -1000000000, 1000000000, &k_def));
-      if (const json* d = s.opt("density")) c.density = with_field(s.field("density"), *d, [](const json& x) {
-        return parse_probability(x);
-      });
-      const int64_t b_def = c.block;
-      c.block = static_cast<uint32_t>(get_int(s, "block", 0, 1 << 30, &b_def));
-      c.overlap = get_bool(s, "overlap", c.overlap);
-      c.quantize = get_bool(s, "quantize", c.quantize);
-      if (s.opt("collective")) {
-        if (c.name != "naive_ddp")
-          fail(s.field("collective"), *s.opt("collective"), "only naive_ddp takes a collective");
-        c.collective = get_string(s, "collective");
+      const engine::StrategyDescriptor* desc = nullptr;
+      try {
+        desc = &engine::find_strategy(c.name);
+      } catch (const engine::UnknownStrategy& e) {
+        throw ScenarioError(s.path() + "." + e.what());
       }
-      if (auto e = engine::validate(c); !e.empty()) throw ScenarioError(s.path() + "." + e);
+      // A key another strategy takes: say which (the generic "unknown key" for the rest).
+      for (auto it = st[i].begin(); it != st[i].end(); ++it) {
+        if (it.key() == "name" || desc->key(it.key())) continue;
+        std::string takers;
+        size_t count = 0;
+        for (const engine::StrategyDescriptor* other : engine::strategy_table())
+          if (other->key(it.key())) takers += (count++ ? ", " : "") + std::string(other->name);
+        if (count)
+          fail(s.field(it.key()), it.value(), fmt::format("only {} take{} a {}", takers, count > 1 ? "" : "s", it.key()));
+      }
+      // Each key the strategy accepts, read by its kind; an absent key keeps StrategyConfig's default.
+      for (const engine::StrategyKey* k : desc->keys) {
+        const std::string key(k->name);
+        const json* v = s.opt(key);
+        if (!v) continue;
+        switch (k->kind) {
+          case engine::StrategyKey::Kind::kInteger:
+            k->set(c, get_int(s, key, k->lo, k->hi));
+            break;
+          case engine::StrategyKey::Kind::kFraction:
+            k->set(c, with_field(s.field(key), *v, [](const json& x) { return parse_probability(x); }));
+            break;
+          case engine::StrategyKey::Kind::kFlag:
+            k->set(c, get_bool(s, key, false));  // present: the default is not used
+            break;
+          case engine::StrategyKey::Kind::kText:
+            k->set(c, get_string(s, key));
+            break;
+        }
+      }
+      if (auto e = desc->validate(c); !e.empty()) throw ScenarioError(s.path() + "." + e);
       if (!names.insert(c.name).second) fail(s.field("name"), json(c.name), "strategy listed twice");
       s.done();
       sc.strategies.push_back(c);

@@ -11,13 +11,15 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/cluster.h"
+#include "engine/errors.h"
 #include "engine/strategy.h"
 
 namespace geotb::harness {
 
-class ScenarioError : public std::runtime_error {
+/// A bad scenario: a configuration error (engine::ErrorKind::kConfig, exit status 2).
+class ScenarioError : public engine::ConfigError {
  public:
-  using std::runtime_error::runtime_error;
+  using engine::ConfigError::ConfigError;
 };
 
 struct CheckConfig {

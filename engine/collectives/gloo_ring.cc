@@ -115,7 +115,13 @@ GlooRingLayout gloo_ring_layout(size_t total_bytes, size_t ranks, const GlooRing
   return L;
 }
 
-void gloo_ring_allreduce_sum(Transport& t, const std::vector<int>& ring, float* data, size_t n, uint64_t tag_base,
+uint64_t gloo_ring_tag_count(size_t n, size_t ranks, const GlooRingOptions& o) {
+  if (ranks <= 1 || n == 0) return 0;
+  const GlooRingLayout L = gloo_ring_layout(n * sizeof(float), ranks, o);
+  return 4 * static_cast<uint64_t>(L.num_segments - L.segments_per_rank);
+}
+
+void gloo_ring_allreduce_sum(Transport& t, const std::vector<int>& ring, float* data, size_t n, const TagRange& tags,
                              const GlooRingOptions& o) {
   const size_t p = ring.size();
   if (p <= 1 || n == 0) return;
@@ -126,14 +132,16 @@ void gloo_ring_allreduce_sum(Transport& t, const std::vector<int>& ring, float* 
   const int recv_from = ring[(pos + 1) % p];    // Gloo: recvRank = rank + 1
   const size_t total = n * sizeof(float);
   const GlooRingLayout L = gloo_ring_layout(total, p, o);
-  constexpr size_t kIterBits = 18;
-  if (L.iterations_per_phase >= (size_t{1} << kIterBits))
-    throw std::invalid_argument("gloo_ring: " + std::to_string(L.num_segments) + " segments exceed the tag space");
   const size_t seg = L.segment_bytes, S = L.num_segments, spr = L.segments_per_rank;
   const size_t span = S * seg;
-  auto tag = [&](uint64_t ready, uint64_t phase, size_t i) {
-    return tag_base + (ready << (kIterBits + 1)) + (phase << kIterBits) + i;
-  };
+  // Iteration i < S - spr of a phase sends one segment: its receiver-ready and data messages
+  // each take a tag of their own range, phase by phase.
+  const uint64_t sends = S - spr;
+  tags.require(gloo_ring_tag_count(n, p, o));
+  TagAllocator alloc(tags);
+  const TagRange ready_tags = alloc.take("gloo_ring.ready", 2 * sends);
+  const TagRange data_tags = alloc.take("gloo_ring.data", 2 * sends);
+  auto tag = [&](bool ready, uint64_t phase, size_t i) { return (ready ? ready_tags : data_tags).tag(phase * sends + i); };
   auto offsets = [&](size_t send_first, size_t recv_first, size_t i) {
     Offsets r;
     r.send_off = ((send_first * spr + i) * seg) % span;
@@ -159,7 +167,7 @@ void gloo_ring_allreduce_sum(Transport& t, const std::vector<int>& ring, float* 
           const Offsets prev = offsets(send_first, recv_first, i - 2);
           if (prev.recv_len > 0) {
             const auto len = static_cast<size_t>(prev.recv_len);
-            const std::vector<uint8_t> in = t.recv(recv_from, tag(0, phase, i - 2));
+            const std::vector<uint8_t> in = t.recv(recv_from, tag(false, phase, i - 2));
             if (in.size() != pre + len)
               throw TransportError("gloo_ring: segment of " + std::to_string(in.size()) + " bytes from rank " +
                                    std::to_string(recv_from) + ", expected " + std::to_string(pre + len));
@@ -175,12 +183,12 @@ void gloo_ring_allreduce_sum(Transport& t, const std::vector<int>& ring, float* 
         }
         if (i < S - spr) {
           const Offsets cur = offsets(send_first, recv_first, i);
-          if (cur.recv_len > 0) t.send(recv_from, tag(1, phase, i), std::vector<uint8_t>(pre, 0));
+          if (cur.recv_len > 0) t.send(recv_from, tag(true, phase, i), std::vector<uint8_t>(pre, 0));
           if (cur.send_len > 0) {
             const auto len = static_cast<size_t>(cur.send_len);
             std::vector<uint8_t> msg(pre + len, 0);
             std::memcpy(msg.data() + pre, bytes + cur.send_off, len);
-            sender.post(tag(1, phase, i), tag(0, phase, i), std::move(msg));
+            sender.post(tag(true, phase, i), tag(false, phase, i), std::move(msg));
             send_seq[i] = ++sends_posted;
           }
         }

@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "engine/transport/tags.h"
 #include "engine/transport/transport.h"
 
 namespace geotb::engine {
@@ -39,11 +40,17 @@ struct GlooRingLayout {
 };
 GlooRingLayout gloo_ring_layout(size_t total_bytes, size_t ranks, const GlooRingOptions& o = {});
 
+/// Tags one gloo_ring_allreduce_sum of n floats over `ranks` ranks uses: one receiver-ready and
+/// one data message per sending iteration (the first S - S/P of each phase), 4 (S - S/P) in all,
+/// laid out [ready: reduce-scatter, allgather][data: reduce-scatter, allgather].
+uint64_t gloo_ring_tag_count(size_t n, size_t ranks, const GlooRingOptions& o = {});
+
 /// In place: data[0..n) becomes the element-wise sum over all ranks in `ring` (ring order; every
-/// member calls with the same ring, n and tag_base). Tags tag_base .. tag_base + 2^20 are used.
-/// Throws TransportError on a transport failure (after closing the transport so that peers
-/// blocked on this rank wake up).
-void gloo_ring_allreduce_sum(Transport& t, const std::vector<int>& ring, float* data, size_t n, uint64_t tag_base,
+/// member calls with the same ring, n, tags and options). Uses the first gloo_ring_tag_count(n,
+/// ring.size(), o) tags of `tags`. Throws TagError (before sending anything) if `tags` is smaller;
+/// TransportError on a transport failure (after closing the transport so that peers blocked on
+/// this rank wake up).
+void gloo_ring_allreduce_sum(Transport& t, const std::vector<int>& ring, float* data, size_t n, const TagRange& tags,
                              const GlooRingOptions& o = {});
 
 }  // namespace geotb::engine

@@ -15,9 +15,12 @@ std::vector<uint8_t> pack(const float* p, size_t n) {
 }
 }  // namespace
 
-void ring_allreduce_sum(Transport& t, const std::vector<int>& ring, float* data, size_t n, uint64_t tag_base) {
+uint64_t ring_allreduce_tag_count(size_t ranks) { return ranks <= 1 ? 0 : 2 * (ranks - 1); }
+
+void ring_allreduce_sum(Transport& t, const std::vector<int>& ring, float* data, size_t n, const TagRange& tags) {
   const size_t p = ring.size();
   if (p <= 1) return;
+  tags.require(ring_allreduce_tag_count(p));
   const auto it = std::find(ring.begin(), ring.end(), t.rank());
   if (it == ring.end()) throw std::invalid_argument("ring_allreduce: rank " + std::to_string(t.rank()) + " not in ring");
   const size_t pos = static_cast<size_t>(it - ring.begin());
@@ -30,8 +33,8 @@ void ring_allreduce_sum(Transport& t, const std::vector<int>& ring, float* data,
   for (size_t s = 0; s + 1 < p; ++s) {
     const size_t send_c = (pos + p - s) % p;
     const size_t recv_c = (pos + p - s - 1) % p;
-    t.send(next, tag_base + s, pack(data + lo(send_c), len(send_c)));
-    const std::vector<uint8_t> in = t.recv(prev, tag_base + s);
+    t.send(next, tags.tag(s), pack(data + lo(send_c), len(send_c)));
+    const std::vector<uint8_t> in = t.recv(prev, tags.tag(s));
     if (in.size() != len(recv_c) * sizeof(float))
       throw TransportError("ring_allreduce: chunk of " + std::to_string(in.size()) + " bytes, expected " +
                            std::to_string(len(recv_c) * sizeof(float)));
@@ -43,8 +46,8 @@ void ring_allreduce_sum(Transport& t, const std::vector<int>& ring, float* data,
   for (size_t s = 0; s + 1 < p; ++s) {
     const size_t send_c = (pos + 1 + p - s) % p;
     const size_t recv_c = (pos + p - s) % p;
-    t.send(next, tag_base + p + s, pack(data + lo(send_c), len(send_c)));
-    const std::vector<uint8_t> in = t.recv(prev, tag_base + p + s);
+    t.send(next, tags.tag(p - 1 + s), pack(data + lo(send_c), len(send_c)));
+    const std::vector<uint8_t> in = t.recv(prev, tags.tag(p - 1 + s));
     if (in.size() != len(recv_c) * sizeof(float))
       throw TransportError("ring_allreduce: chunk of " + std::to_string(in.size()) + " bytes, expected " +
                            std::to_string(len(recv_c) * sizeof(float)));

@@ -8,14 +8,20 @@
 #include <cstdint>
 #include <vector>
 
+#include "engine/transport/tags.h"
 #include "engine/transport/transport.h"
 
 namespace geotb::engine {
 
 /// In place: data[0..n) becomes the element-wise sum over all ranks in `ring`.
 /// `ring` lists the participating ranks in ring order and must contain t.rank(); every member
-/// calls with the same ring, n and tag_base. Tags tag_base .. tag_base + 2*ring.size() are used.
-/// Throws TransportError on a transport failure.
-void ring_allreduce_sum(Transport& t, const std::vector<int>& ring, float* data, size_t n, uint64_t tag_base);
+/// calls with the same ring, n and tags. Uses the first ring_allreduce_tag_count(ring.size()) tags
+/// of `tags`: reduce-scatter step s tag s, allgather step s tag p - 1 + s.
+/// Throws TagError (before sending anything) if `tags` is smaller, TransportError on a transport
+/// failure.
+void ring_allreduce_sum(Transport& t, const std::vector<int>& ring, float* data, size_t n, const TagRange& tags);
+
+/// Tags one ring_allreduce_sum over `ranks` ranks uses: 2 (ranks - 1).
+uint64_t ring_allreduce_tag_count(size_t ranks);
 
 }  // namespace geotb::engine

@@ -21,21 +21,28 @@
 //                   progress (x_d - mark_d + e_d), so every replica ends with the same model.
 //
 // `hierarchical` is the same code with density 1 and float32 values: uncompressed, residual 0.
+// Tags: each round (and the final exchange) takes two from the strategy's TagAllocator, one for
+// the leaders' exchange and one for the leader's forward to its members.
+#include <array>
 #include <cstring>
 #include <future>
 #include <string>
 
+#include "engine/strategies/descriptor.h"
+#include "engine/transport/tags.h"
 #include "kernels/compress.h"
-#include "engine/strategies/strategies.h"
 
 namespace geotb::engine {
 
 namespace {
 
-constexpr uint64_t kExchangeTag = uint64_t{1} << 62;
-constexpr uint64_t kForwardTag = uint64_t{1} << 61;  // leader -> DC members, same round number
-constexpr uint64_t kFinalRound = uint64_t{1} << 40;
 constexpr size_t kHeader = sizeof(int64_t);           // sender's clock at hand-off, ns
+
+/// The tags of one round (and of the final dense exchange): leader <-> leaders, leader -> members.
+struct RoundTags {
+  uint64_t exchange = 0;
+  uint64_t forward = 0;
+};
 
 struct Arrived {
   std::vector<std::vector<uint8_t>> wires;  // one per peer DC, in DC order, header stripped
@@ -83,21 +90,28 @@ class HierEfTopkInt8 final : public Strategy {
   void finish(WorkerEnv& env) override {
     const size_t n = env.learner->num_params();
     float* x = env.learner->params();
-    if (in_flight_) apply(env, collect(env, pending_, in_flight_tag_), s_prev_, last_round_step_);
+    if (in_flight_) apply(env, collect(env, pending_, in_flight_tags_), s_prev_, last_round_step_);
     // Dense float32 exchange of everything not yet in xbar, so every replica ends identical.
     kernels::CompressConfig dense;
     dense.density = 1.0;
     dense.values = kernels::ValueCoding::kFloat32;
     std::vector<uint8_t> wire = compress(env, dense);
-    const uint64_t tag = kFinalRound;
+    const RoundTags tags = take_round_tags("hier.final");
     std::future<Arrived> fut;
-    if (leader(env)) fut = launch(env, std::move(wire), tag);
-    apply(env, collect(env, fut, tag), s_cur_, -1);
+    if (leader(env)) fut = launch(env, std::move(wire), tags);
+    apply(env, collect(env, fut, tags), s_cur_, -1);
     std::memcpy(x, xbar_.data(), n * sizeof(float));
   }
 
  private:
   static bool leader(const WorkerEnv& env) { return env.local_rank == 0; }
+
+  /// Every worker takes a round's tags at the same point (each round, then the final exchange),
+  /// so leaders and members agree on them.
+  RoundTags take_round_tags(std::string_view name) {
+    const TagRange r = tags_.take(name, 2);
+    return {.exchange = r.tag(0), .forward = r.tag(1)};
+  }
 
   /// acc = x - mark; wire = compress_ef(acc, resid); s_cur = dequantised(wire).
   std::vector<uint8_t> compress(WorkerEnv& env, const kernels::CompressConfig& kc) {
@@ -116,21 +130,21 @@ class HierEfTopkInt8 final : public Strategy {
     const size_t n = env.learner->num_params();
     float* x = env.learner->params();
     std::vector<uint8_t> wire = compress(env, kcfg_);
-    const uint64_t tag = static_cast<uint64_t>(rounds_++);
+    const RoundTags tags = take_round_tags("hier.round");
     std::future<Arrived> fut;
-    if (leader(env)) fut = launch(env, std::move(wire), tag);
+    if (leader(env)) fut = launch(env, std::move(wire), tags);
     if (cfg_.overlap) {
       // Apply the previous round (it had K steps to arrive); this one flies under the next K.
-      if (in_flight_) apply(env, collect(env, pending_, in_flight_tag_), s_prev_, last_round_step_);
+      if (in_flight_) apply(env, collect(env, pending_, in_flight_tags_), s_prev_, last_round_step_);
       pending_ = std::move(fut);
       in_flight_ = true;
-      in_flight_tag_ = tag;
+      in_flight_tags_ = tags;
       last_round_step_ = step;
       ScopedTimer t(*env.clock, env.times.compress_ns);
       for (size_t i = 0; i < n; ++i) x[i] = xbar_[i] + s_cur_[i] + resid_[i];
       s_prev_.swap(s_cur_);
     } else {
-      apply(env, collect(env, fut, tag), s_cur_, step);
+      apply(env, collect(env, fut, tags), s_cur_, step);
       ScopedTimer t(*env.clock, env.times.compress_ns);
       for (size_t i = 0; i < n; ++i) x[i] = xbar_[i] + resid_[i];
     }
@@ -138,10 +152,10 @@ class HierEfTopkInt8 final : public Strategy {
   }
 
   /// Leader: hands `wire` to every other DC leader and collects theirs on a background thread.
-  std::future<Arrived> launch(WorkerEnv& env, std::vector<uint8_t> wire, uint64_t round_tag) {
+  std::future<Arrived> launch(WorkerEnv& env, std::vector<uint8_t> wire, const RoundTags& tags) {
     Transport* net = env.net;
     const emu::Clock* clock = env.clock;
-    const uint64_t tag = kExchangeTag | round_tag;
+    const uint64_t tag = tags.exchange;
     return std::async(std::launch::async, [net, clock, peers = peers_, tag, w = std::move(wire)]() {
       std::vector<uint8_t> msg(kHeader + w.size());
       const int64_t t0 = clock->now().count();
@@ -167,7 +181,7 @@ class HierEfTopkInt8 final : public Strategy {
 
   /// The peers' messages of a round: the leader waits for its exchange and forwards them to its
   /// DC members; a member receives them from its leader.
-  Arrived collect(WorkerEnv& env, std::future<Arrived>& exchange, uint64_t round_tag) {
+  Arrived collect(WorkerEnv& env, std::future<Arrived>& exchange, const RoundTags& tags) {
     Arrived a;
     const auto t0 = env.clock->now();
     {
@@ -175,10 +189,10 @@ class HierEfTopkInt8 final : public Strategy {
       if (leader(env)) {
         a = exchange.get();
         for (int m : members_)
-          for (const auto& w : a.wires) env.net->send(m, kForwardTag | round_tag, w);
+          for (const auto& w : a.wires) env.net->send(m, tags.forward, w);
       } else {
         for (size_t i = 0; i < peers_.size(); ++i)
-          a.wires.push_back(env.net->recv(env.dc_leaders[static_cast<size_t>(env.dc)], kForwardTag | round_tag));
+          a.wires.push_back(env.net->recv(env.dc_leaders[static_cast<size_t>(env.dc)], tags.forward));
       }
     }
     if (leader(env)) {
@@ -217,15 +231,53 @@ class HierEfTopkInt8 final : public Strategy {
   std::vector<float> xbar_, mark_, resid_, acc_, s_cur_, s_prev_, sum_;
   std::future<Arrived> pending_;  // leader: the exchange in flight (overlap mode)
   bool in_flight_ = false;
-  uint64_t in_flight_tag_ = 0;
-  int rounds_ = 0;
+  RoundTags in_flight_tags_;
+  TagAllocator tags_;
   int last_round_step_ = 0;
 };
-
-}  // namespace
 
 std::unique_ptr<Strategy> make_hier_ef_topk_int8(const StrategyConfig& cfg, const WorkerEnv& env) {
   return std::make_unique<HierEfTopkInt8>(cfg, env);
 }
+
+std::unique_ptr<Strategy> make_hierarchical(const StrategyConfig& cfg, const WorkerEnv& env) {
+  StrategyConfig dense = cfg;
+  dense.density = 1.0;
+  dense.quantize = false;
+  return std::make_unique<HierEfTopkInt8>(dense, env);
+}
+
+constexpr std::array<const StrategyKey*, 5> kKeys = {&strategy_keys::K, &strategy_keys::density, &strategy_keys::block,
+                                                     &strategy_keys::overlap, &strategy_keys::quantize};
+constexpr std::array<const StrategyKey*, 5> kReported = {&strategy_keys::K, &strategy_keys::overlap,
+                                                         &strategy_keys::density, &strategy_keys::block,
+                                                         &strategy_keys::quantize};
+// hierarchical sends everything in float32: density, block and quantize are accepted (as every
+// strategy accepts the common keys) but not used, and not reported.
+constexpr std::array<const StrategyKey*, 2> kReportedDense = {&strategy_keys::K, &strategy_keys::overlap};
+
+constexpr StrategyInfo kNeeds = {.needs_intra_dc = true, .one_group = false, .exchanges_every_step = false};
+
+}  // namespace
+
+extern const StrategyDescriptor kHierEfTopkInt8;
+constexpr StrategyDescriptor kHierEfTopkInt8{
+    .name = "hier_ef_topk_int8",
+    .description = "Gloo allreduce inside each DC; every K steps error-feedback top-k + INT8 deltas between DC leaders",
+    .needs = kNeeds,
+    .keys = kKeys,
+    .reported = kReported,
+    .make = make_hier_ef_topk_int8,
+};
+
+extern const StrategyDescriptor kHierarchical;
+constexpr StrategyDescriptor kHierarchical{
+    .name = "hierarchical",
+    .description = "hier_ef_topk_int8 uncompressed: density 100 %, float32 values",
+    .needs = kNeeds,
+    .keys = kKeys,
+    .reported = kReportedDense,
+    .make = make_hierarchical,
+};
 
 }  // namespace geotb::engine

@@ -2,10 +2,12 @@
 // if every worker sat in one data center: plain DDP, one c10d Gloo allreduce of the gradient
 // over every worker each step (the WAN is replaced by the data center's own network, so no
 // byte crosses it), then an SGD step.
-// The same step is `naive_ddp_c10d` (registry.cc): DDP itself, the Gloo group spanning the data
-// centers, in the process and dpdk modes, where Gloo's own TCP crosses the (emulated) WAN; the
-// reference for naive_ddp's message-level model of Gloo's ring (collectives/gloo_ring.h).
-#include "engine/strategies/strategies.h"
+// The same step is `naive_ddp_c10d`: DDP itself, the Gloo group spanning the data centers, in the
+// process and dpdk modes, where Gloo's own TCP crosses the (emulated) WAN; the reference for
+// naive_ddp's message-level model of Gloo's ring (collectives/gloo_ring.h).
+#include <array>
+
+#include "engine/strategies/descriptor.h"
 
 namespace geotb::engine {
 
@@ -24,8 +26,39 @@ class LanDdp final : public Strategy {
   void finish(WorkerEnv&) override {}
 };
 
+std::unique_ptr<Strategy> make(const StrategyConfig&, const WorkerEnv&) { return std::make_unique<LanDdp>(); }
+
+// Every strategy accepts the common keys (scenarios may set them on any entry); these use none.
+constexpr std::array<const StrategyKey*, 5> kKeys = {&strategy_keys::K, &strategy_keys::density, &strategy_keys::block,
+                                                     &strategy_keys::overlap, &strategy_keys::quantize};
+// The report shows K and overlap for every strategy with a Gloo group per DC (as it always has).
+constexpr std::array<const StrategyKey*, 2> kReported = {&strategy_keys::K, &strategy_keys::overlap};
+
 }  // namespace
 
-std::unique_ptr<Strategy> make_lan_ddp(const StrategyConfig&, const WorkerEnv&) { return std::make_unique<LanDdp>(); }
+extern const StrategyDescriptor kLan;
+constexpr StrategyDescriptor kLan{
+    .name = "lan",
+    .description = "the same-DC reference: every worker in one c10d Gloo group, gradient allreduce every step, no WAN",
+    .needs = {.needs_intra_dc = true, .one_group = true, .exchanges_every_step = false, .co_located = true},
+    .keys = kKeys,
+    .reported = kReported,
+    .make = make,
+};
+
+// DDP itself: one c10d ProcessGroupGloo spanning the data centers, its TCP through the real WAN.
+extern const StrategyDescriptor kNaiveDdpC10d;
+constexpr StrategyDescriptor kNaiveDdpC10d{
+    .name = "naive_ddp_c10d",
+    .description = "DDP itself: one c10d Gloo group spanning every site (process and dpdk modes only)",
+    .needs = {.needs_intra_dc = true,
+              .one_group = true,
+              .exchanges_every_step = true,
+              .co_located = false,
+              .real_network_only = true},
+    .keys = kKeys,
+    .reported = kReported,
+    .make = make,
+};
 
 }  // namespace geotb::engine

@@ -4,9 +4,12 @@
 // protocol (collectives/gloo_ring.h: what c10d ProcessGroupGloo, hence CPU DDP, runs), message
 // by message over the transport; "collective": "eager_ring" selects the optimistic ring instead.
 // Then a plain SGD step on the averaged gradient.
+#include <array>
+
 #include "engine/collectives/gloo_ring.h"
 #include "engine/collectives/ring_allreduce.h"
-#include "engine/strategies/strategies.h"
+#include "engine/strategies/descriptor.h"
+#include "engine/transport/tags.h"
 
 namespace geotb::engine {
 
@@ -14,17 +17,21 @@ namespace {
 
 class NaiveDdp final : public Strategy {
  public:
-  explicit NaiveDdp(bool gloo) : gloo_(gloo) {}
-  void step(WorkerEnv& env, int step) override {
+  NaiveDdp(const StrategyConfig& cfg, const WorkerEnv& env)
+      : gloo_(cfg.collective == "gloo_ring"),
+        tags_per_step_(gloo_ ? gloo_ring_tag_count(env.learner->num_params(), env.ring.size())
+                             : ring_allreduce_tag_count(env.ring.size())) {}
+
+  void step(WorkerEnv& env, int) override {
     float* g = env.learner->grads();
     const size_t n = env.learner->num_params();
     {
       ScopedTimer t(*env.clock, env.times.exposed_comm_ns);
-      const uint64_t tag = static_cast<uint64_t>(step) << 21;
+      const TagRange tags = tags_.take("naive_ddp.step", tags_per_step_);  // one allreduce per step
       if (gloo_)
-        gloo_ring_allreduce_sum(*env.net, env.ring, g, n, tag);
+        gloo_ring_allreduce_sum(*env.net, env.ring, g, n, tags);
       else
-        ring_allreduce_sum(*env.net, env.ring, g, n, tag);
+        ring_allreduce_sum(*env.net, env.ring, g, n, tags);
     }
     ScopedTimer t(*env.clock, env.times.compute_ns);
     const float inv = 1.0f / static_cast<float>(env.world);
@@ -36,12 +43,44 @@ class NaiveDdp final : public Strategy {
 
  private:
   bool gloo_;
+  uint64_t tags_per_step_;
+  TagAllocator tags_;
 };
+
+// naive_ddp's allreduce: "gloo_ring" or "eager_ring" (StrategyConfig::collective).
+constexpr StrategyKey kCollective{
+    .name = "collective",
+    .kind = StrategyKey::Kind::kText,
+    .set = [](StrategyConfig& c, const KeyValue& v) { c.collective = std::get<std::string>(v); },
+    .get = [](const StrategyConfig& c) { return KeyValue{c.collective}; },
+    .check = [](const StrategyConfig& c) {
+      return c.collective != "gloo_ring" && c.collective != "eager_ring"
+                 ? "collective: \"" + c.collective + "\": unknown (gloo_ring or eager_ring)"
+                 : std::string();
+    },
+};
+
+// Every strategy accepts the common keys (scenarios may set them on any entry); naive_ddp uses
+// only its collective.
+constexpr std::array<const StrategyKey*, 6> kKeys = {&strategy_keys::K,       &strategy_keys::density,
+                                                     &strategy_keys::block,   &strategy_keys::overlap,
+                                                     &strategy_keys::quantize, &kCollective};
+constexpr std::array<const StrategyKey*, 1> kReported = {&kCollective};
+
+std::unique_ptr<Strategy> make(const StrategyConfig& cfg, const WorkerEnv& env) {
+  return std::make_unique<NaiveDdp>(cfg, env);
+}
 
 }  // namespace
 
-std::unique_ptr<Strategy> make_naive_ddp(const StrategyConfig& cfg, const WorkerEnv&) {
-  return std::make_unique<NaiveDdp>(cfg.collective == "gloo_ring");
-}
+extern const StrategyDescriptor kNaiveDdp;
+constexpr StrategyDescriptor kNaiveDdp{
+    .name = "naive_ddp",
+    .description = "DDP with one group spanning every site: a float32 gradient allreduce over all ranks every step",
+    .needs = {.needs_intra_dc = false, .one_group = false, .exchanges_every_step = true},
+    .keys = kKeys,
+    .reported = kReported,
+    .make = make,
+};
 
 }  // namespace geotb::engine

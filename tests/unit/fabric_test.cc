@@ -107,7 +107,7 @@ TEST_P(RingAllreduce, SumsExactlyOnEveryRank) {
     for (size_t i = 0; i < n; ++i) data[static_cast<size_t>(r)][i] = static_cast<float>(r * 1000 + static_cast<int>(i));
     threads.emplace_back([&, r] {
       engine::EmulatedTransport t(f, r, 10s);
-      engine::ring_allreduce_sum(t, ring, data[static_cast<size_t>(r)].data(), n, 1 << 20);
+      engine::ring_allreduce_sum(t, ring, data[static_cast<size_t>(r)].data(), n, engine::all_tags());
     });
   }
   for (auto& t : threads) t.join();
@@ -124,14 +124,15 @@ INSTANTIATE_TEST_SUITE_P(Sizes, RingAllreduce,
 // Gloo's ring protocol: exact sums, Gloo's segment layout, the rendezvous' wire traffic and its
 // cost in one-way delays.
 
-using Collective = void (*)(engine::Transport&, const std::vector<int>&, float*, size_t, uint64_t);
-void gloo_default(engine::Transport& t, const std::vector<int>& ring, float* d, size_t n, uint64_t tag) {
-  engine::gloo_ring_allreduce_sum(t, ring, d, n, tag);
+using Collective = void (*)(engine::Transport&, const std::vector<int>&, float*, size_t, const engine::TagRange&);
+void gloo_default(engine::Transport& t, const std::vector<int>& ring, float* d, size_t n, const engine::TagRange& tags) {
+  engine::gloo_ring_allreduce_sum(t, ring, d, n, tags);
 }
-void gloo_tiny_segments(engine::Transport& t, const std::vector<int>& ring, float* d, size_t n, uint64_t tag) {
+void gloo_tiny_segments(engine::Transport& t, const std::vector<int>& ring, float* d, size_t n,
+                        const engine::TagRange& tags) {
   engine::GlooRingOptions o;
   o.max_segment_bytes = 12;  // 3 floats: many segments per rank (Gloo's own test hook)
-  engine::gloo_ring_allreduce_sum(t, ring, d, n, tag, o);
+  engine::gloo_ring_allreduce_sum(t, ring, d, n, tags, o);
 }
 
 // Runs `c` on 2 sites x per_site ranks with rank-distinct integer data; returns the wall time.
@@ -146,7 +147,7 @@ std::chrono::nanoseconds run_collective(emu::Fabric& f, const emu::Clock& clock,
     for (size_t i = 0; i < n; ++i) data[static_cast<size_t>(r)][i] = static_cast<float>(r * 1000 + static_cast<int>(i));
     threads.emplace_back([&, r] {
       engine::EmulatedTransport t(f, r, 10s);
-      c(t, ring, data[static_cast<size_t>(r)].data(), n, 1 << 21);
+      c(t, ring, data[static_cast<size_t>(r)].data(), n, engine::all_tags());
     });
   }
   for (auto& t : threads) t.join();
@@ -218,8 +219,8 @@ TEST(GlooRing, EveryWanSegmentWaitsForTheReceiversNotification) {
   emu::Fabric fe(two_sites(1, 0, D), clock);
   const auto te = run_collective(
       fe, clock, 2, 1000,
-      [](engine::Transport& t, const std::vector<int>& ring, float* d, size_t n, uint64_t tag) {
-        engine::ring_allreduce_sum(t, ring, d, n, tag);
+      [](engine::Transport& t, const std::vector<int>& ring, float* d, size_t n, const engine::TagRange& tags) {
+        engine::ring_allreduce_sum(t, ring, d, n, tags);
       },
       data);
   EXPECT_GE(tg, 4 * D);
@@ -243,7 +244,7 @@ TEST(GlooRing, AFailedWanSendSurfacesAsTheTypedCauseOnTheSendingRank) {
       engine::EmulatedTransport t(f, r, 10s);
       std::vector<float> d(100, 1.0f);
       try {
-        engine::gloo_ring_allreduce_sum(t, {0, 1}, d.data(), d.size(), 0);
+        engine::gloo_ring_allreduce_sum(t, {0, 1}, d.data(), d.size(), engine::all_tags());
       } catch (const engine::TransportError& e) {
         errors[static_cast<size_t>(r)] = e.what();
       }

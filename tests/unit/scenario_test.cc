@@ -63,6 +63,28 @@ TEST(Scenario, GoodFileParsesIntoStructs) {
   EXPECT_EQ(parse_scenario(j, "s.json").tcp_congestion_control, "bbr");
 }
 
+TEST(Scenario, StrategyKeysParseIntoTheConfig) {
+  json j = good();
+  j["strategies"] = json::parse(R"([{"name": "naive_ddp", "collective": "eager_ring"},
+      {"name": "hierarchical", "K": 4, "overlap": false, "quantize": false, "density": 0.5, "block": 7},
+      {"name": "lan"}])");
+  const auto sc = parse_scenario(j, "s.json");
+  ASSERT_EQ(sc.strategies.size(), 3u);
+  EXPECT_EQ(sc.strategies[0].name, "naive_ddp");
+  EXPECT_EQ(sc.strategies[0].collective, "eager_ring");
+  EXPECT_EQ(sc.strategies[0].K, 16);  // defaults kept for absent keys
+  EXPECT_EQ(sc.strategies[1].K, 4);
+  EXPECT_FALSE(sc.strategies[1].overlap);
+  EXPECT_FALSE(sc.strategies[1].quantize);
+  EXPECT_DOUBLE_EQ(sc.strategies[1].density, 0.5);
+  EXPECT_EQ(sc.strategies[1].block, 7u);
+  EXPECT_EQ(sc.strategies[1].collective, "gloo_ring");
+  EXPECT_EQ(sc.strategies[2].name, "lan");
+  EXPECT_TRUE(sc.strategies[2].overlap);
+  EXPECT_DOUBLE_EQ(sc.strategies[2].density, 0.01);
+  EXPECT_EQ(sc.strategies[2].block, 256u);
+}
+
 TEST(Scenario, ShippedScenariosLoad) {
   for (const char* f : {"beijing-ningxia.json", "tiny.json"}) {
     SCOPED_TRACE(f);
@@ -106,6 +128,28 @@ INSTANTIATE_TEST_SUITE_P(
         Bad{"zero K", [](json& j) { j["strategies"][1]["K"] = 0; }, "strategies[1].K: 0: must be in [1, 100000]"},
         Bad{"density above 100%", [](json& j) { j["strategies"][1]["density"] = "150%"; },
             "strategies[1].density: \"150%\": a probability must be in [0, 1]"},
+        Bad{"zero density", [](json& j) { j["strategies"][1]["density"] = 0; },
+            "strategies[1].density: 0: must be in (0, 100%]"},
+        Bad{"zero block", [](json& j) { j["strategies"][1]["block"] = 0; },
+            "strategies[1].block: 0: must be in [1, 1048576] elements"},
+        Bad{"block beyond the field", [](json& j) { j["strategies"][1]["block"] = 1ll << 31; },
+            "strategies[1].block: 2147483648: must be in [0, 1073741824]"},
+        Bad{"K not an integer", [](json& j) { j["strategies"][1]["K"] = "8"; },
+            "strategies[1].K: \"8\": expected an integer"},
+        Bad{"K on naive_ddp too", [](json& j) { j["strategies"][0]["K"] = 0; },
+            "strategies[0].K: 0: must be in [1, 100000] steps"},
+        Bad{"overlap not a flag", [](json& j) { j["strategies"][1]["overlap"] = "yes"; },
+            "strategies[1].overlap: \"yes\": expected true or false"},
+        Bad{"unknown collective", [](json& j) { j["strategies"][0]["collective"] = "tree"; },
+            "strategies[0].collective: \"tree\": unknown (gloo_ring or eager_ring)"},
+        Bad{"collective not a string", [](json& j) { j["strategies"][0]["collective"] = 1; },
+            "strategies[0].collective: 1: expected a string"},
+        Bad{"collective on another strategy", [](json& j) { j["strategies"][1]["collective"] = "eager_ring"; },
+            "strategies[1].collective: \"eager_ring\": only naive_ddp takes a collective"},
+        Bad{"unknown strategy key", [](json& j) { j["strategies"][1]["topk"] = 3; },
+            "strategies[1].topk: unknown key (known here: K, block, density, name, overlap, quantize)"},
+        Bad{"strategy listed twice", [](json& j) { j["strategies"][1]["name"] = "naive_ddp"; },
+            "strategies[1].name: \"naive_ddp\": strategy listed twice"},
         Bad{"link to nowhere", [](json& j) { j["wan"][0]["between"][1] = "mars"; },
             "wan[0].between[1]: \"mars\": no such data center (have: a, b)"},
         Bad{"unequal DCs", [](json& j) { j["datacenters"][1]["workers"] = 3; },

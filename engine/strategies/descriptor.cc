@@ -1,0 +1,94 @@
+#include "engine/strategies/descriptor.h"
+
+#include <cmath>
+#include <sstream>
+
+namespace geotb::engine {
+
+const StrategyKey* StrategyDescriptor::key(std::string_view k) const {
+  for (const StrategyKey* s : keys)
+    if (s->name == k) return s;
+  return nullptr;
+}
+
+std::string StrategyDescriptor::validate(const StrategyConfig& c) const {
+  for (const StrategyKey* k : keys)
+    if (k->check)
+      if (std::string e = k->check(c); !e.empty()) return e;
+  return "";
+}
+
+std::vector<std::pair<std::string_view, KeyValue>> StrategyDescriptor::report(const StrategyConfig& c) const {
+  std::vector<std::pair<std::string_view, KeyValue>> out;
+  for (const StrategyKey* k : reported) out.emplace_back(k->name, k->get(c));
+  return out;
+}
+
+namespace {
+
+template <typename T>
+std::string show(const T& v) {
+  std::ostringstream os;
+  os << v;
+  return os.str();
+}
+
+}  // namespace
+
+namespace strategy_keys {
+
+// The integer keys' [lo, hi] are what the field can hold; `check` states the valid range.
+extern constexpr StrategyKey K{
+    .name = "K",
+    .kind = StrategyKey::Kind::kInteger,
+    .lo = -1000000000,
+    .hi = 1000000000,
+    .set = [](StrategyConfig& c, const KeyValue& v) { c.K = static_cast<int>(std::get<int64_t>(v)); },
+    .get = [](const StrategyConfig& c) { return KeyValue{int64_t{c.K}}; },
+    .check = [](const StrategyConfig& c) {
+      return c.K < 1 || c.K > 100000 ? "K: " + show(c.K) + ": must be in [1, 100000] steps" : std::string();
+    },
+};
+
+extern constexpr StrategyKey density{
+    .name = "density",
+    .kind = StrategyKey::Kind::kFraction,
+    .set = [](StrategyConfig& c, const KeyValue& v) { c.density = std::get<double>(v); },
+    .get = [](const StrategyConfig& c) { return KeyValue{c.density}; },
+    .check = [](const StrategyConfig& c) {
+      return !std::isfinite(c.density) || c.density <= 0 || c.density > 1
+                 ? "density: " + show(c.density) + ": must be in (0, 100%]"
+                 : std::string();
+    },
+};
+
+extern constexpr StrategyKey block{
+    .name = "block",
+    .kind = StrategyKey::Kind::kInteger,
+    .lo = 0,
+    .hi = 1 << 30,
+    .set = [](StrategyConfig& c, const KeyValue& v) { c.block = static_cast<uint32_t>(std::get<int64_t>(v)); },
+    .get = [](const StrategyConfig& c) { return KeyValue{int64_t{c.block}}; },
+    .check = [](const StrategyConfig& c) {
+      return c.block < 1 || c.block > (1u << 20) ? "block: " + show(c.block) + ": must be in [1, 1048576] elements"
+                                                 : std::string();
+    },
+};
+
+extern constexpr StrategyKey overlap{
+    .name = "overlap",
+    .kind = StrategyKey::Kind::kFlag,
+    .set = [](StrategyConfig& c, const KeyValue& v) { c.overlap = std::get<bool>(v); },
+    .get = [](const StrategyConfig& c) { return KeyValue{c.overlap}; },
+};
+
+extern constexpr StrategyKey quantize{
+    .name = "quantize",
+    .kind = StrategyKey::Kind::kFlag,
+    .set = [](StrategyConfig& c, const KeyValue& v) { c.quantize = std::get<bool>(v); },
+    .get = [](const StrategyConfig& c) { return KeyValue{c.quantize}; },
+};
+
+}  // namespace strategy_keys
+
+}  // namespace geotb::engine

@@ -1,0 +1,81 @@
+// A strategy's descriptor: everything the engine and the harness need to know about a strategy,
+// in the strategy's own file. The table (strategies/table.h) lists every descriptor; nothing else
+// branches on a strategy's name. JSON stays out: the harness reads each key by its kind (its own
+// unit parsers, its own error prefixes) and writes the reported values; the descriptor says which
+// keys, their ranges and checks, and builds the strategy.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "engine/strategy.h"
+
+namespace geotb::engine {
+
+/// What a strategy needs from the cluster (embedded mode) or the process runner.
+struct StrategyInfo {
+  bool needs_intra_dc = false;   ///< wants a Gloo group (env.intra) per DC
+  bool one_group = false;        ///< with needs_intra_dc: one group of every worker (all in one DC)
+  bool exchanges_every_step = false;  ///< every step is one inter-DC exchange (flat allreduce)
+  bool co_located = false;       ///< with one_group: every worker placed in DC 0 (the `lan` reference)
+  /// The strategy's WAN traffic is c10d Gloo's own TCP, which only a real network carries (the
+  /// process and dpdk modes); the embedded mode's Gloo runs over loopback, beside the WAN model.
+  bool real_network_only = false;
+};
+
+/// A config key's value as read from a scenario or shown in a report.
+using KeyValue = std::variant<int64_t, double, bool, std::string>;
+
+/// One key of a strategy's scenario entry ("K", "density", ...), bound to its StrategyConfig field.
+struct StrategyKey {
+  enum class Kind {
+    kInteger,   ///< a JSON integer in [lo, hi] (the field's representable range; `check` narrows it)
+    kFraction,  ///< a probability: 0.01, "1e-4" or "1%" (the harness's unit parser)
+    kFlag,      ///< true or false
+    kText,      ///< a string
+  };
+  std::string_view name;
+  Kind kind = Kind::kInteger;
+  int64_t lo = 0, hi = 0;  ///< kInteger only
+  /// Stores a value of `kind` (int64_t, double, bool, std::string) into the field.
+  void (*set)(StrategyConfig&, const KeyValue&) = nullptr;
+  /// The field's value, of `kind`'s type.
+  KeyValue (*get)(const StrategyConfig&) = nullptr;
+  /// "" if the field's value is valid, else "<key>: <value>: <why>"; null: any value is.
+  std::string (*check)(const StrategyConfig&) = nullptr;
+};
+
+/// The keys every strategy accepts (each strategy lists them in its `keys`).
+namespace strategy_keys {
+extern const StrategyKey K;         ///< steps between inter-DC exchanges, [1, 100000]
+extern const StrategyKey density;   ///< fraction of elements sent per exchange, (0, 1]
+extern const StrategyKey block;     ///< INT8 block size, [1, 2^20] elements
+extern const StrategyKey overlap;   ///< exchange in the background, applied one round late
+extern const StrategyKey quantize;  ///< INT8 values (false: float32)
+}  // namespace strategy_keys
+
+struct StrategyDescriptor {
+  std::string_view name;
+  std::string_view description;  ///< one line
+  StrategyInfo needs;
+  std::span<const StrategyKey* const> keys;      ///< accepted in its scenario entry, checked in this order
+  std::span<const StrategyKey* const> reported;  ///< shown in the report's "config" after "name", in order
+  /// Builds one worker's strategy from a config this descriptor validated.
+  std::unique_ptr<Strategy> (*make)(const StrategyConfig& cfg, const WorkerEnv& env) = nullptr;
+
+  /// The accepted key `key`, or null.
+  const StrategyKey* key(std::string_view key) const;
+  /// "" if every accepted key's value is valid, else the first "<key>: <value>: <why>" (the
+  /// caller prefixes the entry's path).
+  std::string validate(const StrategyConfig& c) const;
+  /// The reported keys and their values, in order.
+  std::vector<std::pair<std::string_view, KeyValue>> report(const StrategyConfig& c) const;
+};
+
+}  // namespace geotb::engine

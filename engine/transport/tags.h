@@ -1,0 +1,70 @@
+// Message tags. A Transport matches a message by (source rank, tag), a 64-bit number, and delivers
+// the messages of one (source, tag) in FIFO order; two exchanges that may be in flight at the same
+// time between the same ranks must therefore use different tags. This file names the tag spaces
+// instead of packing them into bit fields by hand: every user (a strategy, one collective call, a
+// purpose such as "forward to the DC members") takes a named range of a stated size from a
+// TagAllocator, and a tag asked for outside its range throws TagError instead of silently landing
+// in someone else's range.
+//
+// Layout: an allocator hands out consecutive ranges of its space in call order, the first at the
+// space's base. Every rank that makes the same take() calls in the same order gets the same tags,
+// which is how the ranks of a strategy agree on them without talking (every rank runs the same
+// steps and rounds). The numbers are internal: they never leave the transport, and a change of
+// layout changes no message, size or order.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string_view>
+
+namespace geotb::engine {
+
+/// A tag range was exceeded or over-allocated: a programming error or an absurd size (an
+/// invariant, not a recoverable failure).
+class TagError : public std::logic_error {
+ public:
+  using std::logic_error::logic_error;
+};
+
+/// A named range [base, base + size) of tags. `name` must outlive the range (a string literal).
+class TagRange {
+ public:
+  /// Throws TagError if base + size overflows 64 bits.
+  TagRange(std::string_view name, uint64_t base, uint64_t size);
+
+  std::string_view name() const { return name_; }
+  uint64_t base() const { return base_; }
+  uint64_t size() const { return size_; }
+  /// The i-th tag of the range, base + i; throws TagError("<name>: tag <i> of <size>") if i >= size.
+  uint64_t tag(uint64_t i) const;
+  bool contains(uint64_t tag) const { return tag >= base_ && tag - base_ < size_; }
+  /// Throws TagError("<name>: <n> tags needed, the range has <size>") if size() < n: a user
+  /// checks its range once before sending anything.
+  void require(uint64_t n) const;
+
+ private:
+  std::string_view name_;
+  uint64_t base_, size_;
+};
+
+/// Every tag a transport user may take: [0, 2^63).
+TagRange all_tags();
+
+/// Hands out consecutive, non-overlapping ranges of one space, in call order.
+class TagAllocator {
+ public:
+  explicit TagAllocator(TagRange space = all_tags()) : space_(space) {}
+
+  /// The next `size` tags of the space, named `name` (a string literal); throws
+  /// TagError("<space>: <name>: <size> tags, only <left> left") when fewer are left.
+  TagRange take(std::string_view name, uint64_t size);
+  /// Tags handed out so far, and still free.
+  uint64_t used() const { return next_; }
+  uint64_t left() const { return space_.size() - next_; }
+
+ private:
+  TagRange space_;
+  uint64_t next_ = 0;  ///< offset of the next range in space_
+};
+
+}  // namespace geotb::engine

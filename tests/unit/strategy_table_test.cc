@@ -1,0 +1,155 @@
+// The strategy table (engine/strategies/table.h) and each descriptor: names, what each needs from
+// the engine, accepted keys, validation messages and the reported config.
+#include "engine/strategies/table.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+
+using namespace geotb::engine;
+
+namespace {
+
+TEST(StrategyTable, EveryNameResolvesInTableOrder) {
+  const std::vector<std::string> names = {"naive_ddp", "naive_ddp_c10d", "hierarchical", "hier_ef_topk_int8", "lan"};
+  EXPECT_EQ(strategy_names(), names);
+  ASSERT_EQ(strategy_table().size(), names.size());
+  for (size_t i = 0; i < names.size(); ++i) {
+    EXPECT_EQ(strategy_table()[i]->name, names[i]);
+    EXPECT_EQ(&find_strategy(names[i]), strategy_table()[i]);
+    EXPECT_FALSE(strategy_table()[i]->description.empty()) << names[i];
+    EXPECT_NE(strategy_table()[i]->make, nullptr) << names[i];
+  }
+}
+
+TEST(StrategyTable, UnknownNameListsTheTable) {
+  try {
+    (void)find_strategy("magic");
+    FAIL() << "no UnknownStrategy";
+  } catch (const UnknownStrategy& e) {
+    EXPECT_STREQ(e.what(),
+                 "name: \"magic\": unknown strategy (one of naive_ddp naive_ddp_c10d hierarchical hier_ef_topk_int8 lan)");
+  }
+  EXPECT_THROW((void)find_strategy(""), std::invalid_argument);
+}
+
+// (needs_intra_dc, one_group, exchanges_every_step, co_located, real_network_only)
+using Flags = std::tuple<bool, bool, bool, bool, bool>;
+Flags flags(const StrategyInfo& i) {
+  return {i.needs_intra_dc, i.one_group, i.exchanges_every_step, i.co_located, i.real_network_only};
+}
+
+TEST(StrategyTable, WhatEachNeedsFromTheEngine) {
+  EXPECT_EQ(flags(find_strategy("naive_ddp").needs), Flags(false, false, true, false, false));
+  EXPECT_EQ(flags(find_strategy("naive_ddp_c10d").needs), Flags(true, true, true, false, true));
+  EXPECT_EQ(flags(find_strategy("hierarchical").needs), Flags(true, false, false, false, false));
+  EXPECT_EQ(flags(find_strategy("hier_ef_topk_int8").needs), Flags(true, false, false, false, false));
+  EXPECT_EQ(flags(find_strategy("lan").needs), Flags(true, true, false, true, false));
+}
+
+std::vector<std::string> key_names(const StrategyDescriptor& d) {
+  std::vector<std::string> v;
+  for (const StrategyKey* k : d.keys) v.emplace_back(k->name);
+  return v;
+}
+
+TEST(StrategyTable, AcceptedKeys) {
+  const std::vector<std::string> common = {"K", "density", "block", "overlap", "quantize"};
+  std::vector<std::string> naive = common;
+  naive.push_back("collective");
+  EXPECT_EQ(key_names(find_strategy("naive_ddp")), naive);
+  for (const char* n : {"naive_ddp_c10d", "hierarchical", "hier_ef_topk_int8", "lan"})
+    EXPECT_EQ(key_names(find_strategy(n)), common) << n;
+  EXPECT_NE(find_strategy("naive_ddp").key("collective"), nullptr);
+  EXPECT_EQ(find_strategy("lan").key("collective"), nullptr);
+  EXPECT_EQ(find_strategy("naive_ddp").key("name"), nullptr);
+}
+
+StrategyConfig config(const std::string& name) {
+  StrategyConfig c;
+  c.name = name;
+  return c;
+}
+
+TEST(StrategyTable, DefaultsAreValidForEveryStrategy) {
+  for (const StrategyDescriptor* d : strategy_table()) EXPECT_EQ(d->validate(config(std::string(d->name))), "") << d->name;
+}
+
+TEST(StrategyTable, ValidationMessagesNameKeyAndValue) {
+  for (const StrategyDescriptor* d : strategy_table()) {
+    StrategyConfig c = config(std::string(d->name));
+    c.K = 0;
+    EXPECT_EQ(d->validate(c), "K: 0: must be in [1, 100000] steps") << d->name;
+    c.K = 100001;
+    EXPECT_EQ(d->validate(c), "K: 100001: must be in [1, 100000] steps");
+    c = config(std::string(d->name));
+    c.density = 0;
+    EXPECT_EQ(d->validate(c), "density: 0: must be in (0, 100%]");
+    c.density = 1.5;
+    EXPECT_EQ(d->validate(c), "density: 1.5: must be in (0, 100%]");
+    c.density = std::numeric_limits<double>::quiet_NaN();
+    EXPECT_EQ(d->validate(c), "density: nan: must be in (0, 100%]");
+    c = config(std::string(d->name));
+    c.block = 0;
+    EXPECT_EQ(d->validate(c), "block: 0: must be in [1, 1048576] elements");
+    c.block = (1u << 20) + 1;
+    EXPECT_EQ(d->validate(c), "block: 1048577: must be in [1, 1048576] elements");
+    // The first invalid key in the descriptor's order.
+    c.K = -1;
+    EXPECT_EQ(d->validate(c), "K: -1: must be in [1, 100000] steps");
+  }
+  StrategyConfig c = config("naive_ddp");
+  c.collective = "tree";
+  EXPECT_EQ(find_strategy("naive_ddp").validate(c), "collective: \"tree\": unknown (gloo_ring or eager_ring)");
+  c.collective = "eager_ring";
+  EXPECT_EQ(find_strategy("naive_ddp").validate(c), "");
+}
+
+TEST(StrategyTable, KeysStoreAndReadTheirFields) {
+  StrategyConfig c;
+  const StrategyDescriptor& d = find_strategy("naive_ddp");
+  d.key("K")->set(c, KeyValue{int64_t{7}});
+  d.key("density")->set(c, KeyValue{0.25});
+  d.key("block")->set(c, KeyValue{int64_t{64}});
+  d.key("overlap")->set(c, KeyValue{false});
+  d.key("quantize")->set(c, KeyValue{false});
+  d.key("collective")->set(c, KeyValue{std::string("eager_ring")});
+  EXPECT_EQ(c.K, 7);
+  EXPECT_EQ(c.density, 0.25);
+  EXPECT_EQ(c.block, 64u);
+  EXPECT_FALSE(c.overlap);
+  EXPECT_FALSE(c.quantize);
+  EXPECT_EQ(c.collective, "eager_ring");
+  for (const StrategyKey* k : d.keys) {
+    const KeyValue v = k->get(c);
+    const size_t kinds[] = {0, 1, 2, 3};  // variant index per kind: int64_t, double, bool, string
+    EXPECT_EQ(v.index(), kinds[static_cast<int>(k->kind)]) << k->name;
+  }
+}
+
+using Reported = std::map<std::string, KeyValue>;
+Reported reported(const std::string& name, const StrategyConfig& c) {
+  Reported r;
+  for (const auto& [k, v] : find_strategy(name).report(c)) r.emplace(k, v);
+  return r;
+}
+
+TEST(StrategyTable, ReportedConfigPerStrategy) {
+  StrategyConfig c;
+  c.K = 8;
+  c.density = 0.05;
+  c.block = 128;
+  c.overlap = false;
+  c.quantize = true;
+  c.collective = "eager_ring";
+  EXPECT_EQ(reported("naive_ddp", c), (Reported{{"collective", std::string("eager_ring")}}));
+  const Reported k_overlap = {{"K", int64_t{8}}, {"overlap", false}};
+  EXPECT_EQ(reported("lan", c), k_overlap);
+  EXPECT_EQ(reported("naive_ddp_c10d", c), k_overlap);
+  EXPECT_EQ(reported("hierarchical", c), k_overlap);
+  EXPECT_EQ(reported("hier_ef_topk_int8", c),
+            (Reported{{"K", int64_t{8}}, {"overlap", false}, {"density", 0.05}, {"block", int64_t{128}}, {"quantize", true}}));
+}
+
+}  // namespace
