@@ -36,7 +36,7 @@ namespace geotb::engine {
 
 namespace {
 
-constexpr size_t kHeader = sizeof(int64_t);           // sender's clock at hand-off, ns
+constexpr size_t kHeader = sizeof(int64_t);  // sender's clock at hand-off, ns
 
 /// The tags of one round (and of the final dense exchange): leader <-> leaders, leader -> members.
 struct RoundTags {
