@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # README command (b): build, then run every test suite that this machine can run.
-# unit + e2e always; dpdk needs root (namespaces, veth); gpu skips without a device.
+# unit + e2e + timing always (timing: wall-clock upper bounds, generous, kept apart from unit);
+# dpdk needs root (namespaces, veth); gpu skips without a device.
 # The fidelity suite (root; 3 configurations of ~2.5 min, and 1 Gbit/s at MTU 1500 misses its
 # targets on a 2-core machine) runs only when asked: GEOTB_FIDELITY=1 ci/test.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash ci/build.sh
-suites=(--suite unit --suite e2e --suite gpu)
+suites=(--suite unit --suite e2e --suite timing --suite gpu)
 if [ "$(id -u)" -eq 0 ]; then
   suites+=(--suite dpdk)
   if [ "${GEOTB_FIDELITY:-0}" = 1 ]; then suites+=(--suite fidelity); fi

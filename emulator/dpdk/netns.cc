@@ -75,7 +75,8 @@ int net_down(const std::string& prefix) {
 }
 
 std::vector<std::string> emulator_base_command(const NetLayout& L, const std::string& emulate_bin, const std::string& file_prefix) {
-  // Jumbo frames (as design.md measured): 16 KiB af_packet frames and mbufs, fewer of them.
+  // Jumbo frames: 16 KiB af_packet frames and mbufs, fewer of them (plain io forwarding between
+  // two namespaces on 2 cores: 4.7 Gbit/s at MTU 9000 with these sizes, 1.9 Gbit/s at MTU 1500).
   const bool jumbo = L.mtu > 1500;
   std::vector<std::string> argv{emulate_bin, "--no-huge", "--no-pci", "-m", jumbo ? "1024" : "512", "--file-prefix=" + file_prefix,
                                 "-l", std::to_string(L.emulator_cpu), "--log-level=warning"};

@@ -75,11 +75,13 @@ std::optional<std::vector<uint8_t>> Fabric::recv(int dst, int src, uint64_t tag,
   {
     std::unique_lock<std::mutex> lk(mu_);
     const auto key = std::make_pair(src, tag);
+    ++waiting_receivers_;
     const bool got = box.cv.wait_for(lk, timeout, [&] {
       if (closed_) return true;
       auto it = box.q.find(key);
       return it != box.q.end() && !it->second.empty();
     });
+    --waiting_receivers_;
     if (!got || closed_) return std::nullopt;
     auto it = box.q.find(key);
     msg = std::move(it->second.front());
@@ -110,6 +112,11 @@ void Fabric::close() {
 bool Fabric::closed() const {
   std::lock_guard<std::mutex> lk(mu_);
   return closed_;
+}
+
+int Fabric::waiting_receivers() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return waiting_receivers_;
 }
 
 TrafficStats Fabric::stats(int site_a, int site_b) const {

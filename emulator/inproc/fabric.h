@@ -77,6 +77,11 @@ class Fabric {
   void close();
   bool closed() const;
 
+  /// recv() calls blocked right now waiting for a message (not those sleeping until a delivery
+  /// instant). A count read here is exact: a receiver holds the fabric's lock from the moment it
+  /// counts itself until it sleeps on its mailbox. For tests that must know a receiver is blocked.
+  int waiting_receivers() const;
+
   TrafficStats stats(int site_a, int site_b) const;
   /// All traffic between different sites.
   TrafficStats wan_total() const;
@@ -96,6 +101,7 @@ class Fabric {
   const Clock& clock_;
   mutable std::mutex mu_;
   bool closed_ = false;
+  int waiting_receivers_ = 0;
   std::map<std::pair<int, int>, std::unique_ptr<LinkModel>> wan_links_;  // ordered site pair
   std::map<std::pair<int, int>, std::unique_ptr<LinkModel>> lan_links_;  // ordered endpoint pair
   std::map<std::pair<int, int>, std::unique_ptr<MessageLink>> conns_;    // ordered endpoint pair

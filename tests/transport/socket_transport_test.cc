@@ -1,8 +1,7 @@
-// SocketTransport over loopback: delivery, ordering, striping, corrupt frames, dead peers
-// (separate processes, killed or stopped), authentication, timeouts and close.
+// SocketTransport over loopback: delivery, ordering, striping, corrupt frames, another process,
+// authentication. Dead peers, timeouts and close are timed: socket_timing_test.cc (suite timing).
 #include <signal.h>
 
-#include <atomic>
 #include <chrono>
 #include <memory>
 #include <numeric>
@@ -15,49 +14,18 @@
 #include "test_util.h"
 
 using namespace geotb::engine;
+using geotb::test::cfg_for;
+using geotb::test::Pair;
 using geotb::test::pattern;
-using geotb::test::PeerProcess;
 using geotb::test::RawPeer;
 using geotb::test::same_bytes;
-using geotb::test::seconds_since;
+using geotb::test::WithChild;
 using std::chrono::milliseconds;
 namespace fr = geotb::engine::sockframe;
 
 namespace {
 
 constexpr size_t MiB = 1 << 20;
-
-// peer_timeout 3 s by default so that a loaded 2-core machine does not fail a live peer; the
-// dead-peer tests use 1 s and assert the detection time against it.
-SocketTransportConfig cfg_for(int rank, int world = 2, milliseconds peer_timeout = milliseconds(3000)) {
-  SocketTransportConfig c;
-  c.rank = rank;
-  c.world = world;
-  c.listen_host = "127.0.0.1";
-  c.heartbeat = milliseconds(100);
-  c.peer_timeout = peer_timeout;
-  c.recv_timeout = milliseconds(10000);
-  c.connect_timeout = milliseconds(3000);
-  return c;
-}
-
-// Two endpoints in this process, started with each other's addresses.
-struct Pair {
-  std::unique_ptr<SocketTransport> a, b;
-  explicit Pair(SocketTransportConfig ca, SocketTransportConfig cb) {
-    a = std::make_unique<SocketTransport>(ca);
-    b = std::make_unique<SocketTransport>(cb);
-    std::vector<SocketEndpoint> eps{{"127.0.0.1", a->port()}, {"127.0.0.1", b->port()}};
-    a->start(eps);
-    b->start(eps);
-  }
-  explicit Pair(int streams = 1) : Pair(with_streams(0, streams), with_streams(1, streams)) {}
-  static SocketTransportConfig with_streams(int rank, int s) {
-    auto c = cfg_for(rank);
-    c.streams = s;
-    return c;
-  }
-};
 
 std::vector<uint8_t> u64_bytes(uint64_t v) {
   std::vector<uint8_t> b(8);
@@ -132,7 +100,10 @@ TEST(SocketOrdering, AMessageCompletedOnOneStreamWaitsForAnEarlierOneStillArrivi
   d.msg_id = 0;  // the earlier one: half now on stream 0, the rest later
   d.msg_len = first.size();
   ASSERT_TRUE(s0.send_frame(d, std::span(first).first(1000)));
-  std::this_thread::sleep_for(milliseconds(200));
+  // Both frames are in (all their payload counted) and the complete later message is held back.
+  EXPECT_TRUE(geotb::test::wait_until([&] { return t.stats().payload_bytes_received == second.size() + 1000; },
+                                      milliseconds(10000)));
+  EXPECT_EQ(t.stats().messages_received, 0u);
   d.offset = 1000;
   ASSERT_TRUE(s0.send_frame(d, std::span(first).subspan(1000)));
   EXPECT_TRUE(same_bytes(t.recv(1, 7), first));
@@ -188,7 +159,11 @@ enum class Corruption { kPayloadByte, kHeaderByte, kSequenceGap, kChunkPastEnd }
 class SocketCorruptFrame : public ::testing::TestWithParam<Corruption> {};
 
 TEST_P(SocketCorruptFrame, RejectedCountedNeverDeliveredAndRecvThrowsFrameError) {
-  SocketTransport t(cfg_for(0));  // rank 0; the raw socket plays rank 1 without a secret
+  // Rank 0; the raw socket plays rank 1 without a secret. recv never times out here: the frame
+  // error itself must end it (a recv left asleep hangs the binary into meson's test timeout).
+  auto c = cfg_for(0);
+  c.recv_timeout = std::chrono::hours(1);
+  SocketTransport t(c);
   RawPeer raw(t.port());
   ASSERT_TRUE(raw.ok());
   ASSERT_EQ(raw.hello(1, 0, 2), fr::FrameType::kAccept);
@@ -239,9 +214,7 @@ TEST_P(SocketCorruptFrame, RejectedCountedNeverDeliveredAndRecvThrowsFrameError)
     }
   }
   ASSERT_TRUE(raw.write_all(frame));
-  const auto t0 = std::chrono::steady_clock::now();
   EXPECT_THROW(t.recv(1, 7), FrameError);
-  EXPECT_LT(seconds_since(t0), 2.0);
   const auto s = t.stats();
   EXPECT_EQ(s.corrupt_frames_rejected, 1u);
   EXPECT_EQ(s.messages_received, 1u);  // "good" only
@@ -260,106 +233,8 @@ INSTANTIATE_TEST_SUITE_P(Kinds, SocketCorruptFrame,
                            }
                          });
 
-// ------------------------------------------------------------------ dead peers (other processes)
-
-namespace {
-// Rank 0 here, rank 1 in peer_main; returns once the child's "hello" arrived.
-struct WithChild {
-  std::unique_ptr<SocketTransport> t;
-  PeerProcess child;
-  explicit WithChild(const char* mode) {
-    auto c = cfg_for(0, 2, milliseconds(1000));
-    t = std::make_unique<SocketTransport>(c);
-    child = PeerProcess::spawn({"--mode", mode, "--peer-port", std::to_string(t->port()), "--heartbeat-ms",
-                                "100", "--peer-timeout-ms", "1000"});
-    if (child.port != 0) t->start({{"127.0.0.1", t->port()}, {"127.0.0.1", child.port}});
-  }
-};
-
-// Blocks in recv from rank 1 while another thread sends `sig` to the child after 300 ms.
-// Returns {seconds from start to the throw, seconds from the signal to the throw}.
-std::pair<double, double> recv_while_signalled(WithChild& w, int sig, bool* threw_dead) {
-  std::atomic<double> signalled_at{-1};
-  const auto t0 = std::chrono::steady_clock::now();
-  std::thread killer([&] {
-    std::this_thread::sleep_for(milliseconds(300));
-    ::kill(w.child.pid, sig);
-    signalled_at = seconds_since(t0);
-  });
-  *threw_dead = false;
-  try {
-    w.t->recv(1, 99);
-  } catch (const PeerDeadError&) {
-    *threw_dead = true;
-  } catch (...) {
-  }
-  const double at = seconds_since(t0);
-  killer.join();
-  return {at, at - signalled_at.load()};
-}
-}  // namespace
-
-TEST(SocketDeadPeer, KilledProcessFailsBlockedRecvWithPeerDeadError) {
-  WithChild w("hello");
-  ASSERT_NE(w.child.port, 0);
-  EXPECT_EQ(w.t->recv(1, 1), (std::vector<uint8_t>{'h', 'e', 'l', 'l', 'o'}));
-  bool dead = false;
-  auto [at, after] = recv_while_signalled(w, SIGKILL, &dead);
-  EXPECT_TRUE(dead);
-  EXPECT_GE(at, 0.29);  // not before the kill
-  EXPECT_LE(after, 1.0 + 1.0);  // peer_timeout + 1 s (the reset is seen at once in practice)
-  EXPECT_THROW(w.t->send(1, 5, {1}), PeerDeadError);
-  EXPECT_EQ(w.child.wait(), 128 + SIGKILL);
-}
-
-TEST(SocketDeadPeer, KilledPeerThatNeverSentIsWatchedThroughTheConnectionRecvOpens) {
-  WithChild w("idle");
-  ASSERT_NE(w.child.port, 0);
-  bool dead = false;
-  auto [at, after] = recv_while_signalled(w, SIGKILL, &dead);
-  EXPECT_TRUE(dead);
-  EXPECT_GE(at, 0.29);
-  EXPECT_LE(after, 1.0 + 1.0);
-}
-
-TEST(SocketDeadPeer, StoppedProcessIsDeclaredDeadByHeartbeatTimeout) {
-  // SIGSTOP: sockets stay open and the kernel keeps acking, only the heartbeats stop.
-  WithChild w("hello");
-  ASSERT_NE(w.child.port, 0);
-  EXPECT_EQ(w.t->recv(1, 1).size(), 5u);
-  bool dead = false;
-  auto [at, after] = recv_while_signalled(w, SIGSTOP, &dead);
-  EXPECT_TRUE(dead);
-  EXPECT_GE(after, 1.0 - 0.1 - 0.1);  // peer_timeout - heartbeat - slack: the timeout did it
-  EXPECT_LE(after, 1.0 + 1.0);
-  (void)at;
-}
-
-TEST(SocketDeadPeer, PeerThatClosedIsReportedAndItsLastMessageStillArrives) {
-  WithChild w("close");
-  ASSERT_NE(w.child.port, 0);
-  EXPECT_EQ(w.t->recv(1, 1), (std::vector<uint8_t>{'b', 'y', 'e'}));
-  EXPECT_EQ(w.child.wait(), 0);
-  const auto t0 = std::chrono::steady_clock::now();
-  EXPECT_THROW(w.t->recv(1, 2), PeerDeadError);
-  EXPECT_LT(seconds_since(t0), 2.0);
-}
-
-TEST(SocketDeadPeer, UnreachablePeerFailsAfterConnectTimeout) {
-  auto c = cfg_for(0);
-  c.connect_timeout = milliseconds(500);
-  SocketTransport t(c);
-  uint16_t closed_port;
-  {
-    SocketTransport gone(cfg_for(1));  // a port that was just free
-    closed_port = gone.port();
-  }
-  t.start({{"127.0.0.1", t.port()}, {"127.0.0.1", closed_port}});
-  const auto t0 = std::chrono::steady_clock::now();
-  EXPECT_THROW(t.recv(1, 0), PeerDeadError);
-  EXPECT_GE(seconds_since(t0), 0.45);
-  EXPECT_LE(seconds_since(t0), 1.5);
-}
+// ------------------------------------------------------------------ another process
+// (dead peers and timeouts: socket_timing_test.cc, suite timing)
 
 TEST(SocketCrossProcess, EchoThroughAnotherProcess) {
   WithChild w("echo");
@@ -394,12 +269,13 @@ TEST_P(SocketAuthRefused, BothSidesGetAuthErrorAndNothingIsDelivered) {
   auto ca = cfg_for(0), cb = cfg_for(1);
   ca.secret = GetParam().first;
   cb.secret = GetParam().second;
+  // recv never times out here: the refusal itself must end it (a recv left asleep hangs the
+  // binary into meson's test timeout).
+  ca.recv_timeout = cb.recv_timeout = std::chrono::hours(1);
   Pair p(ca, cb);
   p.a->send(1, 1, {1, 2, 3});  // queued; the handshake it triggers is refused
-  const auto t0 = std::chrono::steady_clock::now();
   EXPECT_THROW(p.b->recv(0, 1), AuthError);
   EXPECT_THROW(p.a->recv(1, 1), AuthError);
-  EXPECT_LT(seconds_since(t0), 2.0);
   EXPECT_THROW(p.a->send(1, 1, {4}), AuthError);
   EXPECT_EQ(p.b->stats().messages_received, 0u);
   EXPECT_EQ(p.b->stats().payload_bytes_received, 0u);
@@ -438,45 +314,3 @@ TEST(SocketAuth, UnexpectedRankOrEarlyDataIsRefused) {
   EXPECT_EQ(t.stats().messages_received, 0u);
 }
 
-// ------------------------------------------------------------------ timeouts and close
-
-TEST(SocketTimeouts, RecvTimeoutOnALivePeerIsAPlainTransportError) {
-  auto ca = cfg_for(0), cb = cfg_for(1);
-  ca.recv_timeout = milliseconds(400);
-  Pair p(ca, cb);
-  const auto t0 = std::chrono::steady_clock::now();
-  try {
-    p.a->recv(1, 5);
-    ADD_FAILURE() << "recv returned";
-  } catch (const PeerDeadError& e) {
-    ADD_FAILURE() << "live peer reported dead: " << e.what();
-  } catch (const TransportError&) {
-  }
-  EXPECT_GE(seconds_since(t0), 0.39);
-  EXPECT_LT(seconds_since(t0), 1.5);
-  EXPECT_GT(p.a->stats().heartbeats_sent, 0u);  // the idle connection was kept alive meanwhile
-}
-
-TEST(SocketTimeouts, CloseWakesBlockedRecvAndIsIdempotent) {
-  Pair p(1);
-  std::atomic<bool> threw{false};
-  const auto t0 = std::chrono::steady_clock::now();
-  std::thread r([&] {
-    try {
-      p.a->recv(1, 1);
-    } catch (const TransportError&) {
-      threw = true;
-    }
-  });
-  std::this_thread::sleep_for(milliseconds(200));
-  p.a->close();
-  r.join();
-  EXPECT_TRUE(threw);
-  EXPECT_LT(seconds_since(t0), 1.5);
-  p.a->close();
-  EXPECT_THROW(p.a->send(1, 1, {1}), TransportError);
-  // The other side learns that rank 0 went away (GOODBYE), not by timeout.
-  const auto t1 = std::chrono::steady_clock::now();
-  EXPECT_THROW(p.b->recv(0, 1), PeerDeadError);
-  EXPECT_LT(seconds_since(t1), 0.9);
-}

@@ -1,5 +1,7 @@
-// Helpers shared by the socket transport tests: deterministic payloads, a raw-socket client
-// speaking the wire format, and a child process running tests/transport/peer_main.cc.
+// Helpers shared by the socket transport tests (socket_transport_test.cc, suite unit;
+// socket_timing_test.cc, suite timing): deterministic payloads, endpoint configurations, a
+// raw-socket client speaking the wire format, a child process running
+// tests/transport/peer_main.cc, and waits on conditions instead of sleeps.
 #pragma once
 
 #include <arpa/inet.h>
@@ -8,16 +10,21 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
+#include <linux/futex.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <fstream>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -54,6 +61,63 @@ inline ::testing::AssertionResult same_bytes(const std::vector<uint8_t>& got, co
 inline double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
+
+/// Polls `pred` (yielding between calls) until it holds or `timeout` passes; returns its last value.
+template <class Pred>
+bool wait_until(Pred pred, std::chrono::milliseconds timeout) {
+  const auto give_up = std::chrono::steady_clock::now() + timeout;
+  while (!pred()) {
+    if (std::chrono::steady_clock::now() >= give_up) return pred();
+    std::this_thread::yield();
+  }
+  return true;
+}
+
+/// True when thread `tid` of this process is asleep on a condition variable: its current system
+/// call (/proc/self/task/<tid>/syscall) is futex with FUTEX_WAIT_BITSET, which glibc uses for
+/// condition variable waits and not for mutexes (FUTEX_WAIT). SocketTransport::recv sleeps on a
+/// condition variable only to wait for a message, so a thread that called recv and is seen here is
+/// blocked in it. False if the file cannot be read.
+inline bool asleep_on_condition(pid_t tid) {
+  std::ifstream f("/proc/self/task/" + std::to_string(tid) + "/syscall");
+  long nr = -1;
+  unsigned long addr = 0, op = 0;
+  if (!(f >> nr >> std::hex >> addr >> op)) return false;
+  return nr == SYS_futex && (op & FUTEX_CMD_MASK) == FUTEX_WAIT_BITSET;
+}
+
+// peer_timeout 3 s by default so that a loaded 2-core machine does not fail a live peer; the
+// dead-peer tests use 1 s and assert the detection time against it.
+inline engine::SocketTransportConfig cfg_for(int rank, int world = 2,
+                                             std::chrono::milliseconds peer_timeout = std::chrono::milliseconds(3000)) {
+  engine::SocketTransportConfig c;
+  c.rank = rank;
+  c.world = world;
+  c.listen_host = "127.0.0.1";
+  c.heartbeat = std::chrono::milliseconds(100);
+  c.peer_timeout = peer_timeout;
+  c.recv_timeout = std::chrono::milliseconds(10000);
+  c.connect_timeout = std::chrono::milliseconds(3000);
+  return c;
+}
+
+/// Two endpoints in this process, started with each other's addresses.
+struct Pair {
+  std::unique_ptr<engine::SocketTransport> a, b;
+  explicit Pair(engine::SocketTransportConfig ca, engine::SocketTransportConfig cb) {
+    a = std::make_unique<engine::SocketTransport>(ca);
+    b = std::make_unique<engine::SocketTransport>(cb);
+    std::vector<engine::SocketEndpoint> eps{{"127.0.0.1", a->port()}, {"127.0.0.1", b->port()}};
+    a->start(eps);
+    b->start(eps);
+  }
+  explicit Pair(int streams = 1) : Pair(with_streams(0, streams), with_streams(1, streams)) {}
+  static engine::SocketTransportConfig with_streams(int rank, int s) {
+    auto c = cfg_for(rank);
+    c.streams = s;
+    return c;
+  }
+};
 
 /// A blocking TCP client that speaks frames directly (to inject what a correct transport never sends).
 class RawPeer {
@@ -163,21 +227,21 @@ struct PeerProcess {
     if (line.rfind("PORT ", 0) == 0) p.port = static_cast<uint16_t>(std::stoi(line.substr(5)));
     return p;
   }
-  /// Exit status (or 128 + signal); waits at most timeout_ms, then SIGKILLs.
+  /// Exit status (or 128 + signal); waits at most timeout_ms (on a pidfd, which becomes readable
+  /// when the child exits), then SIGKILLs.
   int wait(int timeout_ms = 10000) {
     if (pid <= 0) return -1;
-    int status = 0;
-    auto t0 = std::chrono::steady_clock::now();
-    for (;;) {
-      pid_t r = ::waitpid(pid, &status, WNOHANG);
-      if (r == pid) break;
-      if (seconds_since(t0) * 1000 > timeout_ms) {
-        ::kill(pid, SIGKILL);
-        ::waitpid(pid, &status, 0);
-        break;
-      }
-      ::usleep(10000);
+    const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+    if (pidfd >= 0) {
+      pollfd pf{pidfd, POLLIN, 0};
+      const bool exited = ::poll(&pf, 1, timeout_ms) > 0;
+      ::close(pidfd);
+      if (!exited) ::kill(pid, SIGKILL);
+    } else {
+      ::kill(pid, SIGKILL);  // cannot wait with a bound: do not hang the test
     }
+    int status = 0;
+    ::waitpid(pid, &status, 0);
     pid = -1;
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   }
@@ -198,6 +262,19 @@ struct PeerProcess {
     std::swap(port, o.port);
     std::swap(out_fd, o.out_fd);
     return *this;
+  }
+};
+
+/// Rank 0 in this process (peer_timeout 1 s), rank 1 a peer_main child in `mode`; both started.
+struct WithChild {
+  std::unique_ptr<engine::SocketTransport> t;
+  PeerProcess child;
+  explicit WithChild(const char* mode) {
+    auto c = cfg_for(0, 2, std::chrono::milliseconds(1000));
+    t = std::make_unique<engine::SocketTransport>(c);
+    child = PeerProcess::spawn({"--mode", mode, "--peer-port", std::to_string(t->port()), "--heartbeat-ms",
+                                "100", "--peer-timeout-ms", "1000"});
+    if (child.port != 0) t->start({{"127.0.0.1", t->port()}, {"127.0.0.1", child.port}});
   }
 };
 
