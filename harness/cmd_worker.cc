@@ -22,9 +22,9 @@
 #include "engine/process_worker.h"
 #include "engine/transport/socket/socket_transport.h"
 #include "harness/cmd_worker.h"
-#include "harness/rank_report.h"
 #include "harness/scenario.h"
 #include "harness/units.h"
+#include "model/rank_report.h"
 
 namespace geotb::harness {
 
@@ -80,7 +80,7 @@ std::string address_toward(const std::string& host, uint16_t port) {
 }
 
 /// The exception's type as the rank file names it (most derived first).
-RankError classify(const std::exception& e) {
+model::RankFailure classify(const std::exception& e) {
   std::string msg = e.what();
   if (dynamic_cast<const engine::PeerDeadError*>(&e)) return {"PeerDeadError", msg};
   if (dynamic_cast<const engine::AuthError*>(&e)) return {"AuthError", msg};
@@ -96,11 +96,17 @@ RankError classify(const std::exception& e) {
 
 int run_worker(const WorkerArgs& a) {
   int rank = -1, dc = -1, local = -1;
-  auto fail = [&](const RankError& err) {
+  auto fail = [&](const model::RankFailure& err) {
     fmt::print(stderr, "geotb worker: rank {} (dc {}): {}: {}\n", rank, dc, err.type, err.message);
     if (!a.out.empty()) {
       try {
-        write_json_atomically(rank_error_json(a.strategy, rank, dc, local, err), a.out);
+        model::RankReport failed;
+        failed.strategy = a.strategy;
+        failed.rank = rank;
+        failed.dc = dc;
+        failed.local_rank = local;
+        failed.failure = err;
+        model::save_rank_report(failed, a.out);
       } catch (const std::exception& e) {
         fmt::print(stderr, "geotb worker: writing {}: {}\n", a.out, e.what());
       }
@@ -167,8 +173,8 @@ int run_worker(const WorkerArgs& a) {
           fmt::print(stderr, "geotb worker: GEOTB_TIMELINE_PID={}: kill(SIGUSR1): {}\n", pid, std::strerror(errno));
       };
     }
-    const engine::RankReport r = engine::run_process_worker(cfg, *scfg, sc.workload, data, progress, started);
-    if (!a.out.empty()) write_json_atomically(rank_report_json(scfg->name, r), a.out);
+    const model::RankReport r = engine::run_process_worker(cfg, *scfg, sc.workload, data, progress, started);
+    if (!a.out.empty()) model::save_rank_report(r, a.out);
     fmt::print("geotb worker: rank {} done{}\n", cfg.rank,
                cfg.rank == 0 ? fmt::format(": wall {:.2f} s, test accuracy {:.4f}", r.wall_s, r.accuracy_curve.back().accuracy) : "");
     return 0;

@@ -18,7 +18,7 @@
 #include <sstream>
 #include <thread>
 
-#include "harness/rank_report.h"
+#include "model/rank_report.h"
 
 extern char** environ;
 
@@ -133,11 +133,10 @@ void kill_all(std::vector<Worker>& ws) {
 
 std::string describe(const Worker& w) {
   std::string why;
-  engine::RankReport rr;
-  RankError err;
   if (std::filesystem::exists(w.json_path)) {
     try {
-      if (!parse_rank_report(nlohmann::json::parse(slurp(w.json_path)), rr, err)) why = err.type + ": " + err.message;
+      if (const model::RankReport rr = model::load_rank_report(w.json_path); rr.failure)
+        why = rr.failure->type + ": " + rr.failure->message;
     } catch (const std::exception&) {
     }
   }
@@ -192,8 +191,8 @@ SignalFlag::~SignalFlag() {
 }
 const std::atomic<int>& SignalFlag::flag() const { return g_signal; }
 
-engine::StrategyResult run_strategy_processes(const Scenario& sc, const engine::StrategyConfig& scfg,
-                                              const ProcessRunOptions& opt) {
+model::StrategyRun run_strategy_processes(const Scenario& sc, const engine::StrategyConfig& scfg,
+                                          const ProcessRunOptions& opt) {
   const int M = static_cast<int>(sc.cluster.dcs.size());
   const int N = sc.cluster.dcs[0].workers;
   const int P = M * N;
@@ -319,13 +318,13 @@ engine::StrategyResult run_strategy_processes(const Scenario& sc, const engine::
     throw;
   }
 
-  std::vector<engine::RankReport> reports(static_cast<size_t>(P));
+  std::vector<model::RankReport> reports(static_cast<size_t>(P));
   for (int r = 0; r < P; ++r) {
     const Worker& w = ws[static_cast<size_t>(r)];
-    RankError err;
     try {
-      if (!parse_rank_report(nlohmann::json::parse(slurp(w.json_path)), reports[static_cast<size_t>(r)], err))
-        throw std::runtime_error(err.type + ": " + err.message);
+      model::RankReport& rr = reports[static_cast<size_t>(r)];
+      rr = model::load_rank_report(w.json_path);
+      if (rr.failure) throw std::runtime_error(rr.failure->type + ": " + rr.failure->message);
     } catch (const std::exception& e) {
       throw ProcessRunError(fmt::format("{}: rank {} exited 0 but its report {} is unusable: {}", scfg.name, r, w.json_path, e.what()));
     }
