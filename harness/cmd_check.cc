@@ -17,7 +17,7 @@ namespace {
 struct CheckArgs {
   std::string report;
   std::string baseline;
-  std::string reference = "naive_ddp";
+  std::string reference = model::metrics::kDefaultBaseline;
   bool update = false;
   std::optional<double> throughput_tol, accuracy_tol, wan_tol;  ///< overrides of scenario.check
 };

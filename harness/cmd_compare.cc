@@ -7,6 +7,7 @@
 #include <fstream>
 #include <memory>
 
+#include "model/metrics.h"
 #include "model/report.h"
 #include "harness/html_report.h"
 #include "harness/markdown_report.h"
@@ -17,7 +18,7 @@ namespace {
 
 struct CompareArgs {
   std::vector<std::string> reports;
-  std::string baseline = "naive_ddp";
+  std::string baseline = model::metrics::kDefaultBaseline;
   std::string out = "reports";
   std::string name;
 };
