@@ -15,8 +15,8 @@
 
 namespace geotb::engine {
 
-StrategyResult run_strategy(const ClusterSpec& cluster, const WorkloadSpec& work, const StrategyConfig& scfg,
-                            const Datasets& data, const RunOptions& opt, bool keep_params) {
+model::StrategyRun run_strategy(const ClusterSpec& cluster, const WorkloadSpec& work, const StrategyConfig& scfg,
+                                const Datasets& data, const RunOptions& opt, std::vector<float>* final_params) {
   if (cluster.dcs.empty()) throw RunError("cluster has no data centers");
   const int M = static_cast<int>(cluster.dcs.size());
   const int N = cluster.dcs[0].workers;
@@ -141,6 +141,7 @@ StrategyResult run_strategy(const ClusterSpec& cluster, const WorkloadSpec& work
     RankReport& rr = reports[static_cast<size_t>(r)];
     const WorkerEnv& e = envs[static_cast<size_t>(r)];
     WorkerRecord& rec = records[static_cast<size_t>(r)];
+    rr.strategy = scfg.name;
     rr.rank = r;
     rr.dc = e.dc;
     rr.local_rank = e.local_rank;
@@ -152,9 +153,14 @@ StrategyResult run_strategy(const ClusterSpec& cluster, const WorkloadSpec& work
   }
   reports[0].wall_s = std::chrono::duration<double>(t_end - t_start).count();
   reports[0].accuracy_curve = accuracy_curve(*learners[0], records[0], work, P, data.test);
-  StrategyResult res = merge_rank_reports(scfg.name, reports, work, M);
-  res.wan = fabric.wan_total();
-  if (keep_params) res.final_params.assign(x0, x0 + n);
+  model::StrategyRun res = merge_rank_reports(scfg.name, reports, work, M);
+  // The fabric's own WAN accounting (it also counts retransmissions).
+  const emu::TrafficStats wan = fabric.wan_total();
+  res.metrics.wan_messages = wan.messages;
+  res.metrics.wan_payload_bytes = wan.payload_bytes;
+  res.metrics.wan_wire_bytes = wan.wire_bytes;
+  res.metrics.wan_retransmissions = wan.retransmissions;
+  if (final_params) final_params->assign(x0, x0 + n);
   return res;
 }
 

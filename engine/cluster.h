@@ -49,8 +49,11 @@ struct RunOptions {
 };
 
 /// Runs one strategy from the same initial weights and data order as every other strategy with
-/// the same workload seed. Throws RunError naming the failing rank on a worker failure.
-StrategyResult run_strategy(const ClusterSpec& cluster, const WorkloadSpec& work, const StrategyConfig& strategy,
-                            const Datasets& data, const RunOptions& opt, bool keep_params = false);
+/// the same workload seed. Throws RunError naming the failing rank on a worker failure. The
+/// run's config is left empty (the harness fills it). `final_params`, if given, receives rank
+/// 0's final model (tests).
+model::StrategyRun run_strategy(const ClusterSpec& cluster, const WorkloadSpec& work, const StrategyConfig& strategy,
+                                const Datasets& data, const RunOptions& opt,
+                                std::vector<float>* final_params = nullptr);
 
 }  // namespace geotb::engine

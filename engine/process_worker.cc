@@ -159,6 +159,7 @@ RankReport run_process_worker(const ProcessWorkerConfig& cfg, const StrategyConf
   // over the bytes: not adversarial input) and reads nothing more, so the check costs the WAN
   // a few bytes unless the replicas differ.
   RankReport rr;
+  rr.strategy = scfg.name;
   rr.rank = cfg.rank;
   rr.dc = cfg.dc;
   rr.local_rank = cfg.local_rank;

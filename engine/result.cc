@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "engine/strategies/table.h"
+#include "model/metrics.h"
 
 namespace geotb::engine {
 
@@ -31,7 +32,7 @@ std::vector<AccuracyPoint> accuracy_curve(Learner& learner, const WorkerRecord& 
   return out;
 }
 
-StrategyResult merge_rank_reports(const std::string& strategy, const std::vector<RankReport>& reports,
+model::StrategyRun merge_rank_reports(const std::string& strategy, const std::vector<RankReport>& reports,
                                   const WorkloadSpec& work, int dcs) {
   const int P = static_cast<int>(reports.size());
   const int steps = work.steps;
@@ -49,45 +50,42 @@ StrategyResult merge_rank_reports(const std::string& strategy, const std::vector
                    std::to_string(r0.accuracy_curve.size()) + " accuracy points");
   const StrategyInfo& info = find_strategy(strategy).needs;
   const uint64_t B = static_cast<uint64_t>(work.batch_per_worker);
+  namespace mx = model::metrics;
 
-  StrategyResult res;
-  res.strategy = strategy;
-  res.steps = steps;
-  res.workers = P;
-  res.samples = static_cast<uint64_t>(steps) * B * static_cast<uint64_t>(P);
-  res.wall_s = r0.wall_s;
-  res.samples_per_s = res.wall_s > 0 ? static_cast<double>(res.samples) / res.wall_s : 0;
+  model::StrategyRun res;
+  res.name = strategy;
+  model::StrategyMetrics& m = res.metrics;
+  m.samples = static_cast<uint64_t>(steps) * B * static_cast<uint64_t>(P);
+  m.wall_s = r0.wall_s;
+  m.samples_per_s = mx::samples_per_s(m.samples, m.wall_s);
   double comp = 0, comm = 0, cmpr = 0, over = 0;
   for (const auto& e : reports) {
     comp += static_cast<double>(e.times.compute_ns);
     comm += static_cast<double>(e.times.exposed_comm_ns);
     cmpr += static_cast<double>(e.times.compress_ns);
     if (e.local_rank == 0) over += static_cast<double>(e.times.overlapped_comm_ns);
-    res.wan.messages += e.wan_sent.messages;
-    res.wan.payload_bytes += e.wan_sent.payload_bytes;
-    res.wan.wire_bytes += e.wan_sent.wire_bytes;
-    res.wan.segments += e.wan_sent.segments;
-    res.wan.retransmissions += e.wan_sent.retransmissions;
-    res.wan.failed_messages += e.wan_sent.failed_messages;
-    res.replica_max_abs_diff = std::max(res.replica_max_abs_diff, e.replica_max_abs_diff);
+    m.wan_messages += e.wan_sent.messages;
+    m.wan_payload_bytes += e.wan_sent.payload_bytes;
+    m.wan_wire_bytes += e.wan_sent.wire_bytes;
+    m.replica_max_abs_diff = std::max(m.replica_max_abs_diff, e.replica_max_abs_diff);
   }
-  const double per = 1e-9 / (static_cast<double>(P) * std::max(steps, 1));
-  res.compute_s_per_step = comp * per;
-  res.exposed_comm_s_per_step = comm * per;
-  res.compress_s_per_step = cmpr * per;
-  res.overlapped_comm_s_per_step = over * 1e-9 / (static_cast<double>(dcs) * std::max(steps, 1));
-  res.comm_compute_ratio = res.compute_s_per_step > 0 ? res.exposed_comm_s_per_step / res.compute_s_per_step : 0;
-  res.exchange_log = r0.exchanges;
-  res.exchanges = info.exchanges_every_step ? static_cast<uint64_t>(steps) : r0.exchanges.size();
-  res.loss.assign(static_cast<size_t>(steps), 0);
+  m.compute_s_per_step = mx::per_step_mean_s(comp, P, steps);
+  m.exposed_comm_s_per_step = mx::per_step_mean_s(comm, P, steps);
+  m.compress_s_per_step = mx::per_step_mean_s(cmpr, P, steps);
+  m.overlapped_comm_s_per_step = mx::per_step_mean_s(over, dcs, steps);
+  m.comm_compute_ratio = mx::comm_compute_ratio(m.exposed_comm_s_per_step, m.compute_s_per_step);
+  res.exchanges = r0.exchanges;
+  m.exchanges = info.exchanges_every_step ? static_cast<uint64_t>(steps) : r0.exchanges.size();
+  m.exchange_efficiency_mean = mx::exchange_efficiency_mean(res.exchanges);
+  res.series.loss.assign(static_cast<size_t>(steps), 0);
   for (int s = 0; s < steps; ++s) {
     double acc = 0;
     for (int r = 0; r < P; ++r) acc += reports[static_cast<size_t>(r)].loss[static_cast<size_t>(s)];
-    res.loss[static_cast<size_t>(s)] = acc / P;
+    res.series.loss[static_cast<size_t>(s)] = acc / P;
   }
-  res.step_end_s = r0.step_end_s;
-  res.accuracy_curve = r0.accuracy_curve;
-  res.final_test_accuracy = r0.accuracy_curve.back().accuracy;
+  res.series.step_end_s = r0.step_end_s;
+  res.series.test_accuracy = r0.accuracy_curve;
+  m.final_test_accuracy = r0.accuracy_curve.back().accuracy;
   return res;
 }
 

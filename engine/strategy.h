@@ -15,6 +15,7 @@
 #include "engine/model/learner.h"
 #include "engine/optim/sgd.h"
 #include "engine/transport/transport.h"
+#include "model/measurements.h"
 
 namespace geotb::engine {
 
@@ -32,21 +33,9 @@ struct StrategyConfig {
   std::string collective = "gloo_ring";
 };
 
-/// Per-worker time accounting, in nanoseconds, accumulated over the run.
-struct WorkerTimes {
-  uint64_t compute_ns = 0;       ///< forward, backward, optimizer
-  uint64_t exposed_comm_ns = 0;  ///< waiting on communication (intra-DC or WAN)
-  uint64_t compress_ns = 0;      ///< compression / decompression work on the critical path
-  uint64_t overlapped_comm_ns = 0;  ///< background exchange time hidden under compute
-};
-
-/// One inter-DC exchange, as seen by one DC leader.
-struct ExchangeRecord {
-  int step = 0;                ///< step after which the round was compressed (-1: the final one)
-  uint64_t bytes_sent = 0;     ///< this leader's message to each peer
-  double seconds = 0;          ///< slowest peer message: arrival minus the peer's hand-off time
-  double lower_bound_s = 0;    ///< S / B + RTT / 2, S the largest message of the exchange
-};
+// The worker's time accounting and exchange log are the model's (model/measurements.h).
+using model::ExchangeRecord;
+using model::WorkerTimes;
 
 /// What a worker is and what it can reach.
 struct WorkerEnv {

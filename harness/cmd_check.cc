@@ -17,7 +17,7 @@ namespace {
 struct CheckArgs {
   std::string report;
   std::string baseline;
-  std::string reference = "naive_ddp";
+  std::string reference = model::metrics::kDefaultBaseline;
   bool update = false;
   std::optional<double> throughput_tol, accuracy_tol, wan_tol;  ///< overrides of scenario.check
 };
@@ -27,29 +27,29 @@ struct CheckArgs {
 void replace_atomically(const std::string& from, const std::string& to) {
   namespace fs = std::filesystem;
   std::ifstream in(from, std::ios::binary);
-  if (!in) throw ReportError(fmt::format("{}: cannot open", from));
+  if (!in) throw model::ReportError(fmt::format("{}: cannot open", from));
   const fs::path target(to);
   if (target.has_parent_path()) fs::create_directories(target.parent_path());
   const fs::path tmp = fmt::format("{}.tmp.{}", to, getpid());
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw ReportError(fmt::format("{}: cannot write", tmp.string()));
+    if (!out) throw model::ReportError(fmt::format("{}: cannot write", tmp.string()));
     out << in.rdbuf();
     out.flush();
     if (!out) {
       std::error_code ec;
       fs::remove(tmp, ec);
-      throw ReportError(fmt::format("{}: write failed", tmp.string()));
+      throw model::ReportError(fmt::format("{}: write failed", tmp.string()));
     }
   }
   fs::rename(tmp, target);
 }
 
 int run_check(const CheckArgs& a) {
-  RunReport cur;
+  model::RunReport cur;
   try {
-    cur = load_report(a.report);
-  } catch (const ReportError& e) {
+    cur = model::load_report(a.report);
+  } catch (const model::ReportError& e) {
     fmt::print(stderr, "geotb check: error: {}\n", e.what());
     return 2;
   }
@@ -63,10 +63,10 @@ int run_check(const CheckArgs& a) {
   }
   if (have_baseline) {
     try {
-      const RunReport base = load_report(a.baseline);
+      const model::RunReport base = model::load_report(a.baseline);
       CheckOptions opt{a.reference, std::nullopt};
       if (a.throughput_tol || a.accuracy_tol || a.wan_tol) {
-        CheckTolerances t = cur.tolerances.value_or(CheckTolerances{});
+        model::CheckTolerances t = cur.scenario.check.value_or(model::CheckTolerances{});
         if (a.throughput_tol) t.throughput_ratio = *a.throughput_tol;
         if (a.accuracy_tol) t.accuracy = *a.accuracy_tol;
         if (a.wan_tol) t.wan_bytes_ratio = *a.wan_tol;
@@ -75,7 +75,7 @@ int run_check(const CheckArgs& a) {
       const CheckResult res = check_report(cur, base, opt);
       fmt::print("{}", format_check_table(res, cur, base));
       if (!a.update) return res.passed() ? 0 : 1;
-    } catch (const ReportError& e) {
+    } catch (const model::ReportError& e) {
       fmt::print(stderr, "geotb check: error: {}\n", e.what());
       if (!a.update) return 2;
     }
@@ -83,7 +83,7 @@ int run_check(const CheckArgs& a) {
   // --update: the run becomes the baseline, whatever the comparison said (a deliberate act).
   if (!cur.failures.empty()) {
     fmt::print(stderr, "geotb check: error: {}: refusing to make a run with failed strategies the baseline ({}: {})\n",
-               a.report, cur.failures[0].first, cur.failures[0].second);
+               a.report, cur.failures[0].strategy, cur.failures[0].error);
     return 2;
   }
   try {
@@ -93,7 +93,7 @@ int run_check(const CheckArgs& a) {
     return 2;
   }
   fmt::print("baseline {} updated from {} (git {}, {}); commit it to gate on it\n", a.baseline, a.report,
-             cur.git_revision, cur.started_at);
+             cur.context.git_revision, cur.context.started_at);
   return 0;
 }
 

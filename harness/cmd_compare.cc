@@ -7,7 +7,8 @@
 #include <fstream>
 #include <memory>
 
-#include "harness/check.h"
+#include "model/metrics.h"
+#include "model/report.h"
 #include "harness/html_report.h"
 #include "harness/markdown_report.h"
 
@@ -17,7 +18,7 @@ namespace {
 
 struct CompareArgs {
   std::vector<std::string> reports;
-  std::string baseline = "naive_ddp";
+  std::string baseline = model::metrics::kDefaultBaseline;
   std::string out = "reports";
   std::string name;
 };
@@ -36,10 +37,10 @@ void write_atomically(const std::filesystem::path& path, const std::string& text
 }
 
 int run_compare(const CompareArgs& a) {
-  std::vector<RunReport> reports;
+  std::vector<model::RunReport> reports;
   try {
-    for (const auto& p : a.reports) reports.push_back(load_report(p));
-  } catch (const ReportError& e) {
+    for (const auto& p : a.reports) reports.push_back(model::load_report(p));
+  } catch (const model::ReportError& e) {
     fmt::print(stderr, "geotb compare: error: {}\n", e.what());
     return 2;
   }
@@ -54,7 +55,7 @@ int run_compare(const CompareArgs& a) {
   }
   std::string name = a.name;
   if (name.empty()) {
-    name = common_scenario_name(reports) == reports.front().scenario_name ? reports.front().scenario_name : "compare";
+    name = common_scenario_name(reports) == reports.front().scenario.name ? reports.front().scenario.name : "compare";
     name += "-compare";
   }
   if (name.find('/') != std::string::npos) {

@@ -137,8 +137,8 @@ int run(const RunArgs& a) {
              sc.name, sc.hash.substr(0, 12), sc.cluster.dcs.size(), sc.cluster.dcs[0].workers, sc.workload.steps,
              sc.workload.batch_per_worker, data.train.size, data.test.size);
 
-  std::vector<engine::StrategyResult> results;
-  std::vector<std::pair<std::string, std::string>> failures;
+  std::vector<model::StrategyRun> results;
+  std::vector<model::Failure> failures;
   const size_t samples_per_step = static_cast<size_t>(sc.workload.batch_per_worker) * static_cast<size_t>(workers);
   if (sc.network == "embedded") {
     for (const auto& c : chosen) {
@@ -148,11 +148,11 @@ int run(const RunArgs& a) {
       try {
         results.push_back(engine::run_strategy(sc.cluster, sc.workload, c, data, opt));
         const auto& r = results.back();
-        prog.finish(fmt::format("done: {:.0f} samples/s, test accuracy {:.4f}, wall {:.1f} s", r.samples_per_s,
-                                r.final_test_accuracy, r.wall_s));
+        prog.finish(fmt::format("done: {:.0f} samples/s, test accuracy {:.4f}, wall {:.1f} s", r.metrics.samples_per_s,
+                                r.metrics.final_test_accuracy, r.metrics.wall_s));
       } catch (const std::exception& e) {
         prog.finish(fmt::format("FAILED: {}", e.what()));
-        failures.emplace_back(c.name, e.what());
+        failures.push_back({c.name, e.what()});
       }
     }
   } else {
@@ -195,11 +195,11 @@ int run(const RunArgs& a) {
             po.timeline_pid = net->emulator_pid();
           }
 #endif
-          engine::StrategyResult r = run_strategy_processes(sc, c, po);
+          model::StrategyRun r = run_strategy_processes(sc, c, po);
 #ifdef GEOTB_HAVE_NET
           if (net) {
             const EmulatorStats es = net->stop_emulator();
-            if (es.ok) r.wan.wire_bytes = es.wan_wire_bytes;  // measured frames, not the estimate
+            if (es.ok) r.metrics.wan_wire_bytes = es.wan_wire_bytes;  // measured frames, not the estimate
             if (es.ok && !sc.cluster.timeline.empty())
               fmt::print("geotb: emulator: timeline started {:.2f} s after the data plane (the first step), {} of {} "
                          "scheduled link changes applied\n",
@@ -207,8 +207,9 @@ int run(const RunArgs& a) {
           }
 #endif
           results.push_back(std::move(r));
-          prog.finish(fmt::format("done: {:.0f} samples/s, test accuracy {:.4f}, wall {:.1f} s", results.back().samples_per_s,
-                                  results.back().final_test_accuracy, results.back().wall_s));
+          const model::StrategyMetrics& m = results.back().metrics;
+          prog.finish(fmt::format("done: {:.0f} samples/s, test accuracy {:.4f}, wall {:.1f} s", m.samples_per_s,
+                                  m.final_test_accuracy, m.wall_s));
         } catch (const Interrupted&) {
           throw;
         } catch (const std::exception& e) {
@@ -216,7 +217,7 @@ int run(const RunArgs& a) {
           if (net) net->stop_emulator();
 #endif
           prog.finish(fmt::format("FAILED: {}", e.what()));
-          failures.emplace_back(c.name, e.what());
+          failures.push_back({c.name, e.what()});
         }
       }
     } catch (const Interrupted& e) {
@@ -229,9 +230,8 @@ int run(const RunArgs& a) {
     }
     if (failures.empty()) std::filesystem::remove_all(work_dir);
   }
-  nlohmann::json rep = make_report(sc, results, ctx);
-  rep["failures"] = nlohmann::json::array();
-  for (const auto& [n, e] : failures) rep["failures"].push_back({{"strategy", n}, {"error", e}});
+  const bool failed = !failures.empty();
+  const model::RunReport rep = make_report(sc, std::move(results), std::move(failures), ctx);
   std::string path;
   try {
     path = write_report(rep, a.out, sc.name);
@@ -240,7 +240,7 @@ int run(const RunArgs& a) {
     return 1;
   }
   fmt::print("\n{}\nreport: {}\n", summary_table(rep), path);
-  return failures.empty() ? 0 : 1;
+  return failed ? 1 : 0;
 }
 
 }  // namespace

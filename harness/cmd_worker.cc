@@ -20,9 +20,9 @@
 #include "engine/errors.h"
 #include "engine/process_worker.h"
 #include "harness/cmd_worker.h"
-#include "harness/rank_report.h"
 #include "harness/scenario.h"
 #include "harness/units.h"
+#include "model/rank_report.h"
 
 namespace geotb::harness {
 
@@ -77,11 +77,17 @@ int run_worker(const WorkerArgs& a) {
   // The rank file names the failure's kind; the exit status is the kind's (engine/errors.h).
   auto fail = [&](const std::exception& failure) {
     const engine::ErrorKind kind = engine::error_kind(failure);
-    const RankError err{std::string(engine::error_kind_name(kind)), failure.what()};
+    const model::RankFailure err{std::string(engine::error_kind_name(kind)), failure.what()};
     fmt::print(stderr, "geotb worker: rank {} (dc {}): {}: {}\n", rank, dc, err.type, err.message);
     if (!a.out.empty()) {
       try {
-        write_json_atomically(rank_error_json(a.strategy, rank, dc, local, err), a.out);
+        model::RankReport failed;
+        failed.strategy = a.strategy;
+        failed.rank = rank;
+        failed.dc = dc;
+        failed.local_rank = local;
+        failed.failure = err;
+        model::save_rank_report(failed, a.out);
       } catch (const std::exception& e) {
         fmt::print(stderr, "geotb worker: writing {}: {}\n", a.out, e.what());
       }
@@ -147,8 +153,8 @@ int run_worker(const WorkerArgs& a) {
           fmt::print(stderr, "geotb worker: GEOTB_TIMELINE_PID={}: kill(SIGUSR1): {}\n", pid, std::strerror(errno));
       };
     }
-    const engine::RankReport r = engine::run_process_worker(cfg, *scfg, sc.workload, data, progress, started);
-    if (!a.out.empty()) write_json_atomically(rank_report_json(scfg->name, r), a.out);
+    const model::RankReport r = engine::run_process_worker(cfg, *scfg, sc.workload, data, progress, started);
+    if (!a.out.empty()) model::save_rank_report(r, a.out);
     fmt::print("geotb worker: rank {} done{}\n", cfg.rank,
                cfg.rank == 0 ? fmt::format(": wall {:.2f} s, test accuracy {:.4f}", r.wall_s, r.accuracy_curve.back().accuracy) : "");
     return 0;

@@ -1,5 +1,7 @@
 #include "harness/html_report.h"
 
+#include "engine/strategies/table.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -9,25 +11,34 @@
 #include "harness/plot/bar_chart.h"
 #include "harness/plot/line_chart.h"
 #include "harness/plot/svg.h"
+#include "engine/strategy.h"
+#include "model/metrics.h"
 
 namespace geotb::harness {
 
 namespace {
 
+namespace mx = model::metrics;
 using plot::xml_escape;
 
-/// Okabe-Ito colours (distinguishable with colour-blindness), fixed for the known strategies so
-/// a strategy keeps its colour from one report to the next.
-std::string strategy_color(const std::string& name, std::map<std::string, std::string>& assigned) {
-  static const std::map<std::string, std::string> kKnown = {
-      {"naive_ddp", "#D55E00"}, {"hier_ef_topk_int8", "#0072B2"}, {"hierarchical", "#009E73"}, {"lan", "#666666"},
-      {"local_sgd", "#CC79A7"}, {"diloco", "#E69F00"}};
-  static const char* kOthers[] = {"#56B4E9", "#E69F00", "#CC79A7", "#000000", "#8C564B", "#BCBD22"};
-  if (auto it = kKnown.find(name); it != kKnown.end()) return it->second;
-  if (auto it = assigned.find(name); it != assigned.end()) return it->second;
-  const std::string c = kOthers[assigned.size() % std::size(kOthers)];
-  assigned[name] = c;
-  return c;
+/// Okabe-Ito colours (distinguishable with colour-blindness), one per strategy of the strategy
+/// table (engine::strategy_names(), in its order) so a strategy keeps its colour from one report
+/// to the next; strategies the table does not know (older reports) take the rest in order of
+/// appearance.
+constexpr const char* kPalette[] = {"#D55E00", "#56B4E9", "#009E73", "#0072B2", "#666666", "#CC79A7",
+                                    "#E69F00", "#000000", "#8C564B", "#BCBD22"};
+
+/// name -> colour for every strategy of `reports`.
+std::map<std::string, std::string> strategy_colors(const std::vector<model::RunReport>& reports) {
+  std::map<std::string, std::string> out;
+  size_t next = 0;
+  auto assign = [&](const std::string& name) {
+    if (!out.count(name)) out[name] = kPalette[next++ % std::size(kPalette)];
+  };
+  for (const auto& n : engine::strategy_names()) assign(n);
+  for (const auto& r : reports)
+    for (const auto& s : r.strategies) assign(s.name);
+  return out;
 }
 
 const char* kDashes[] = {"", "8 4", "2 3", "10 3 2 3"};
@@ -80,61 +91,59 @@ std::string figure(const std::string& svg, const std::string& id, const std::str
                      xml_escape(caption));
 }
 
-std::string header_html(const std::vector<RunReport>& reports) {
+std::string header_html(const std::vector<model::RunReport>& reports) {
   std::string h;
-  const RunReport& r0 = reports.front();
+  const model::RunReport& r0 = reports.front();
   for (size_t i = 0; i < reports.size(); ++i) {
-    const RunReport& r = reports[i];
-    const bool first_of_scenario = i == 0 || r.scenario_hash != reports[i - 1].scenario_hash;
+    const model::RunReport& r = reports[i];
+    const model::ScenarioSummary& sc = r.scenario;
+    const bool first_of_scenario = i == 0 || sc.hash != reports[i - 1].scenario.hash;
     if (!first_of_scenario) continue;
-    if (reports.size() > 1 && r.scenario_name != r0.scenario_name)
-      h += fmt::format("<h2>Scenario {}</h2>\n", xml_escape(r.scenario_name));
-    if (!r.description.empty()) h += fmt::format("<p class=\"desc\">{}</p>\n", xml_escape(r.description));
+    if (reports.size() > 1 && sc.name != r0.scenario.name)
+      h += fmt::format("<h2>Scenario {}</h2>\n", xml_escape(sc.name));
+    if (!sc.description.empty()) h += fmt::format("<p class=\"desc\">{}</p>\n", xml_escape(sc.description));
     std::string dcs, links;
-    for (const auto& [n, w] : r.datacenters) dcs += fmt::format("{}{} ({} workers)", dcs.empty() ? "" : ", ", n, w);
-    for (const auto& l : r.wan)
+    for (const auto& d : sc.datacenters)
+      dcs += fmt::format("{}{} ({} workers)", dcs.empty() ? "" : ", ", d.name, d.workers);
+    for (const auto& l : sc.wan)
       links += fmt::format("{}{} – {}: {}, RTT {}, loss {:.3g} %", links.empty() ? "" : "; ", l.a, l.b,
                            fmt_rate(l.bandwidth_bps), fmt_duration_s(l.rtt_s), l.loss_rate * 100);
-    std::string workload;
-    for (const char* k : {"model", "dataset", "batch_per_worker", "steps"})
-      if (r.workload.contains(k))
-        workload += fmt::format("{}{} {}", workload.empty() ? "" : ", ", k,
-                                r.workload[k].is_string() ? r.workload[k].get<std::string>() : r.workload[k].dump());
+    const std::string workload = fmt::format("model {}, dataset {}, batch_per_worker {}, steps {}", sc.workload.model,
+                                             sc.workload.dataset, sc.workload.batch_per_worker, sc.workload.steps);
     h += "<dl class=\"ctx\">\n";
     auto row = [&](const std::string& k, const std::string& v) {
       h += fmt::format("<dt>{}</dt><dd>{}</dd>\n", xml_escape(k), xml_escape(v));
     };
-    row("scenario", fmt::format("{} ({})", r.scenario_name, r.scenario_file));
-    row("scenario hash", r.scenario_hash);
-    row("seed", std::to_string(r.seed));
+    row("scenario", fmt::format("{} ({})", sc.name, sc.file));
+    row("scenario hash", sc.hash);
+    row("seed", std::to_string(sc.seed));
     row("data centers", dcs);
     row("WAN links", links.empty() ? "none" : links);
-    row("network", r.network);
+    row("network", sc.network);
     row("workload", workload);
     h += "</dl>\n";
   }
   h += "<h2>Runs</h2>\n<table>\n<tr><th>run</th><th>report</th><th>date (UTC)</th><th>git revision</th>"
        "<th>build</th><th>host</th><th>threads</th><th>libraries</th><th>strategies</th></tr>\n";
   for (size_t i = 0; i < reports.size(); ++i) {
-    const RunReport& r = reports[i];
+    const model::RunReport& r = reports[i];
     std::string libs, names;
-    if (r.context.contains("libraries") && r.context["libraries"].is_object())
-      for (const auto& [k, v] : r.context["libraries"].items())
-        libs += fmt::format("{}{} {}", libs.empty() ? "" : ", ", k, v.is_string() ? v.get<std::string>() : v.dump());
+    for (const auto& [k, v] : r.context.libraries) libs += fmt::format("{}{} {}", libs.empty() ? "" : ", ", k, v);
     for (const auto& s : r.strategies) names += (names.empty() ? "" : ", ") + s.name;
     const std::string threads =
-        r.context.contains("hardware_threads") ? r.context["hardware_threads"].dump() : std::string("?");
+        r.context.hardware_threads ? std::to_string(*r.context.hardware_threads) : std::string("?");
     h += fmt::format(
         "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td><td>{}</td>"
         "<td>{}</td></tr>\n",
-        i + 1, xml_escape(r.source), xml_escape(r.started_at), xml_escape(r.git_revision), xml_escape(r.build_type),
-        xml_escape(r.host), xml_escape(threads), xml_escape(libs), xml_escape(names));
+        i + 1, xml_escape(r.source), xml_escape(r.context.started_at), xml_escape(r.context.git_revision),
+        xml_escape(r.context.build_type), xml_escape(r.context.host), xml_escape(threads), xml_escape(libs),
+        xml_escape(names));
   }
   h += "</table>\n";
-  for (const RunReport& r : reports)
-    for (const auto& [s, e] : r.failures)
-      h += fmt::format("<p class=\"fail\">{}: strategy {} failed: {}</p>\n", xml_escape(r.source), xml_escape(s),
-                       xml_escape(e));
+  for (const model::RunReport& r : reports)
+    for (const auto& x : r.failures)
+      h += fmt::format("<p class=\"fail\">{}: strategy {} failed: {}</p>\n", xml_escape(r.source),
+                       xml_escape(x.strategy), xml_escape(x.error));
   return h;
 }
 
@@ -147,14 +156,13 @@ std::string metrics_table(const std::vector<ComparedRun>& runs, const std::strin
       "</th><th>exchanges</th><th>exchange efficiency<br>(mean)</th><th>final test accuracy</th><th>Δ accuracy<br>(points)"
       "</th><th>wall</th></tr>\n";
   for (const auto& c : runs) {
-    const StrategyRun& s = *c.run;
+    const model::StrategyMetrics& s = c.run->metrics;
     std::string speedup = "–", wan_ratio = "–", dacc = "–";
     if (c.baseline) {
-      speedup = fmt::format("{:.2f}×", s.samples_per_s / c.baseline->samples_per_s);
-      if (c.baseline->wan_payload_bytes > 0)
-        wan_ratio = fmt::format("{:.4g}", static_cast<double>(s.wan_payload_bytes) /
-                                              static_cast<double>(c.baseline->wan_payload_bytes));
-      dacc = fmt::format("{:+.2f}", 100 * (s.final_test_accuracy - c.baseline->final_test_accuracy));
+      const model::StrategyMetrics& b = c.baseline->metrics;
+      speedup = fmt::format("{:.2f}×", mx::throughput_ratio(s, b));
+      if (b.wan_payload_bytes > 0) wan_ratio = fmt::format("{:.4g}", mx::wan_bytes_ratio(s, b));
+      dacc = fmt::format("{:+.2f}", 100 * mx::accuracy_delta(s, b));
     }
     t += fmt::format(
         "<tr><td><span class=\"swatch\" style=\"background:{}\"></span>{}</td><td class=\"num\">{:.0f}</td>"
@@ -174,9 +182,10 @@ std::string metrics_table(const std::vector<ComparedRun>& runs, const std::strin
 
 }  // namespace
 
-std::vector<ComparedRun> compared_runs(const std::vector<RunReport>& reports, const std::string& baseline_strategy) {
+std::vector<ComparedRun> compared_runs(const std::vector<model::RunReport>& reports,
+                                       const std::string& baseline_strategy) {
   std::vector<ComparedRun> out;
-  std::map<std::string, std::string> assigned;
+  const std::map<std::string, std::string> colors = strategy_colors(reports);
   for (size_t i = 0; i < reports.size(); ++i)
     for (const auto& s : reports[i].strategies) {
       ComparedRun c;
@@ -185,7 +194,7 @@ std::vector<ComparedRun> compared_runs(const std::vector<RunReport>& reports, co
       c.baseline = reports[i].find(baseline_strategy);
       c.report_index = i;
       c.label = reports.size() > 1 ? fmt::format("{} (run {})", s.name, i + 1) : s.name;
-      c.color = strategy_color(s.name, assigned);
+      c.color = colors.at(s.name);
       c.dash = kDashes[i % std::size(kDashes)];
       out.push_back(std::move(c));
     }
@@ -197,30 +206,28 @@ std::vector<std::pair<std::string, std::string>> key_results(const std::vector<C
   std::vector<std::pair<std::string, std::string>> out;
   for (const auto& c : runs) {
     if (!c.baseline || c.baseline == c.run) continue;
-    const StrategyRun& s = *c.run;
+    const model::StrategyMetrics& s = c.run->metrics;
+    const model::StrategyMetrics& b = c.baseline->metrics;
     std::string wan;
-    if (c.baseline->wan_payload_bytes > 0)
-      wan = fmt::format(" with {:.3g} % of its WAN bytes ({} instead of {})",
-                        100.0 * static_cast<double>(s.wan_payload_bytes) /
-                            static_cast<double>(c.baseline->wan_payload_bytes),
+    if (b.wan_payload_bytes > 0)
+      wan = fmt::format(" with {:.3g} % of its WAN bytes ({} instead of {})", 100.0 * mx::wan_bytes_ratio(s, b),
                         plot::format_si(static_cast<double>(s.wan_payload_bytes), "B"),
-                        plot::format_si(static_cast<double>(c.baseline->wan_payload_bytes), "B"));
+                        plot::format_si(static_cast<double>(b.wan_payload_bytes), "B"));
     out.emplace_back(c.label, fmt::format("{:.2f}× the throughput of {}{}, final test accuracy {:.4f} ({:+.2f} points).",
-                                          s.samples_per_s / c.baseline->samples_per_s, baseline, wan,
-                                          s.final_test_accuracy,
-                                          100 * (s.final_test_accuracy - c.baseline->final_test_accuracy)));
+                                          mx::throughput_ratio(s, b), baseline, wan, s.final_test_accuracy,
+                                          100 * mx::accuracy_delta(s, b)));
   }
   return out;
 }
 
-std::string common_scenario_name(const std::vector<RunReport>& reports) {
+std::string common_scenario_name(const std::vector<model::RunReport>& reports) {
   if (reports.empty()) return "no reports";
   for (const auto& r : reports)
-    if (r.scenario_name != reports.front().scenario_name) return "several scenarios";
-  return reports.front().scenario_name;
+    if (r.scenario.name != reports.front().scenario.name) return "several scenarios";
+  return reports.front().scenario.name;
 }
 
-std::string render_html_report(const std::vector<RunReport>& reports, const std::string& baseline) {
+std::string render_html_report(const std::vector<model::RunReport>& reports, const std::string& baseline) {
   const std::vector<ComparedRun> runs = compared_runs(reports, baseline);
   const std::string name = common_scenario_name(reports);
   std::string html = fmt::format(
@@ -236,7 +243,7 @@ std::string render_html_report(const std::vector<RunReport>& reports, const std:
 
   // --- convergence ---
   size_t max_steps = 1;
-  for (const auto& c : runs) max_steps = std::max(max_steps, c.run->loss.size());
+  for (const auto& c : runs) max_steps = std::max(max_steps, c.run->series.loss.size());
   const size_t window = std::max<size_t>(1, max_steps / 40);
   plot::LineChartSpec by_time, by_samples, acc;
   by_time.id = "loss-time";
@@ -252,16 +259,16 @@ std::string render_html_report(const std::vector<RunReport>& reports, const std:
   acc.x = by_samples.x;
   acc.y = {"test accuracy (rank 0's model)", "%"};
   for (const auto& c : runs) {
-    const StrategyRun& s = *c.run;
-    const std::vector<double> loss = trailing_mean(s.loss, window);
-    plot::LineSeries t{c.label, c.color, c.dash, s.step_end_s, loss};
+    const model::StrategyRun& s = *c.run;
+    const std::vector<double> loss = trailing_mean(s.series.loss, window);
+    plot::LineSeries t{c.label, c.color, c.dash, s.series.step_end_s, loss};
     by_time.series.push_back(t);
     plot::LineSeries n{c.label, c.color, c.dash, {}, loss};
-    const double per_step = s.samples_per_step();
+    const double per_step = mx::samples_per_step(s);
     for (size_t i = 0; i < loss.size(); ++i) n.x.push_back(static_cast<double>(i + 1) * per_step);
     by_samples.series.push_back(std::move(n));
     plot::LineSeries a{c.label, c.color, c.dash, {}, {}, true, true, c.report_index % 2 == 1};
-    for (const auto& p : s.test_accuracy) {
+    for (const auto& p : s.series.test_accuracy) {
       a.x.push_back(static_cast<double>(p.samples));
       a.y.push_back(100 * p.accuracy);
     }
@@ -287,13 +294,14 @@ std::string render_html_report(const std::vector<RunReport>& reports, const std:
   thr.value_axis = {.title = "training samples per second, whole cluster", .unit = "samples/s", .si_prefix = true};
   thr.layers = {{"", "#0072B2"}};
   for (const auto& c : runs) {
-    plot::HBar b{c.label, {c.run->samples_per_s}, c.color, {}, {}};
-    b.annotation = plot::format_si(c.run->samples_per_s, "");
+    const model::StrategyMetrics& m = c.run->metrics;
+    plot::HBar b{c.label, {m.samples_per_s}, c.color, {}, {}};
+    b.annotation = plot::format_si(m.samples_per_s, "");
     if (c.baseline && c.baseline != c.run)
-      b.annotation += fmt::format("  ({:.2f}× {})", c.run->samples_per_s / c.baseline->samples_per_s, baseline);
+      b.annotation += fmt::format("  ({:.2f}× {})", mx::throughput_ratio(m, c.baseline->metrics), baseline);
     else if (c.baseline == c.run)
       b.annotation += "  (baseline)";
-    b.tooltip = fmt::format("{}: {:.0f} samples/s", c.label, c.run->samples_per_s);
+    b.tooltip = fmt::format("{}: {:.0f} samples/s", c.label, m.samples_per_s);
     thr.bars.push_back(std::move(b));
   }
   plot::BarChartSpec step;
@@ -304,7 +312,7 @@ std::string render_html_report(const std::vector<RunReport>& reports, const std:
                  {"exposed communication (waited for)", "#D55E00"},
                  {"overlapped communication (hidden under compute)", "#0072B2", true}};
   for (const auto& c : runs) {
-    const StrategyRun& s = *c.run;
+    const model::StrategyMetrics& s = c.run->metrics;
     plot::HBar b{c.label,
                  {1e3 * s.compute_s_per_step, 1e3 * s.exposed_comm_s_per_step, 1e3 * s.overlapped_comm_s_per_step},
                  {}, fmt::format("comm/compute {:.2f}", s.comm_compute_ratio), c.label};
@@ -327,14 +335,12 @@ std::string render_html_report(const std::vector<RunReport>& reports, const std:
   wan.value_axis = {.title = "payload bytes between data centers", .unit = "B", .scale = plot::Scale::kLog, .si_prefix = true, .unit_in_ticks = true};
   wan.layers = {{"", "#0072B2"}};
   for (const auto& c : runs) {
-    const StrategyRun& s = *c.run;
+    const model::StrategyMetrics& s = c.run->metrics;
     plot::HBar b{c.label, {static_cast<double>(s.wan_payload_bytes)}, c.color, {}, {}};
     b.annotation = plot::format_si(static_cast<double>(s.wan_payload_bytes), "B");
     if (s.wan_payload_bytes == 0) b.annotation += "  (nothing crossed the WAN)";
-    else if (c.baseline && c.baseline != c.run && c.baseline->wan_payload_bytes > 0)
-      b.annotation += fmt::format("  ({:.3g}× {})", static_cast<double>(s.wan_payload_bytes) /
-                                                       static_cast<double>(c.baseline->wan_payload_bytes),
-                                  baseline);
+    else if (c.baseline && c.baseline != c.run && c.baseline->metrics.wan_payload_bytes > 0)
+      b.annotation += fmt::format("  ({:.3g}× {})", mx::wan_bytes_ratio(s, c.baseline->metrics), baseline);
     b.tooltip = fmt::format("{}: payload {} B, on the wire {} B, {} messages, {} retransmissions", c.label,
                             s.wan_payload_bytes, s.wan_wire_bytes, s.wan_messages, s.wan_retransmissions);
     wan.bars.push_back(std::move(b));
@@ -348,11 +354,11 @@ std::string render_html_report(const std::vector<RunReport>& reports, const std:
   eff.empty_note = "no strategy logged an inter-DC exchange (naive_ddp's ring steps are not logged as exchanges)";
   size_t logged = 0;
   for (const auto& c : runs) {
-    if (c.run->exchange_log.empty()) continue;
+    if (c.run->exchanges.empty()) continue;
     plot::LineSeries s{c.label, c.color, c.dash, {}, {}, false, true, c.report_index % 2 == 1};
-    for (const auto& e : c.run->exchange_log) {
-      s.x.push_back(e.step >= 0 ? static_cast<double>(e.step) : static_cast<double>(c.run->loss.size()));
-      s.y.push_back(e.efficiency);
+    for (const auto& e : c.run->exchanges) {
+      s.x.push_back(e.step >= 0 ? static_cast<double>(e.step) : static_cast<double>(c.run->series.loss.size()));
+      s.y.push_back(mx::exchange_efficiency(e));
     }
     logged += s.x.size();
     eff.series.push_back(std::move(s));

@@ -6,23 +6,23 @@
 #include <utility>
 #include <vector>
 
-#include "harness/check.h"
+#include "model/report.h"
 
 namespace geotb::harness {
 
 /// One strategy of one report as the comparison shows it.
 struct ComparedRun {
-  const RunReport* report = nullptr;
-  const StrategyRun* run = nullptr;
-  const StrategyRun* baseline = nullptr;  ///< the baseline strategy of the same report, if it ran
+  const model::RunReport* report = nullptr;
+  const model::StrategyRun* run = nullptr;
+  const model::StrategyRun* baseline = nullptr;  ///< the baseline strategy of the same report, if it ran
   size_t report_index = 0;                ///< 0-based position in the input list
   std::string label;                      ///< "hier_ef_topk_int8", or "hier_ef_topk_int8 (run 2)" with several reports
-  std::string color;                      ///< by strategy name, the same in every chart
+  std::string color;                      ///< by strategy name (the strategy table's order), the same in every chart
   std::string dash;                       ///< by report: solid for the first, dashed, dotted...
 };
 
 /// Every strategy of every report, in input order. The reports must outlive the result.
-std::vector<ComparedRun> compared_runs(const std::vector<RunReport>& reports, const std::string& baseline_strategy);
+std::vector<ComparedRun> compared_runs(const std::vector<model::RunReport>& reports, const std::string& baseline_strategy);
 
 /// One finding per non-baseline strategy run: {label, "3.58× the throughput of naive_ddp with 1.57 %
 /// of its WAN bytes (577 kB instead of 36.6 MB), final test accuracy 0.7850 (-2.50 points)."}.
@@ -30,9 +30,9 @@ std::vector<std::pair<std::string, std::string>> key_results(const std::vector<C
                                                              const std::string& baseline_strategy);
 
 /// "run 1" or the scenario name for titles: the common scenario name, else "several scenarios".
-std::string common_scenario_name(const std::vector<RunReport>& reports);
+std::string common_scenario_name(const std::vector<model::RunReport>& reports);
 
 /// The whole page. `baseline_strategy` is the reference of speed-ups and WAN ratios.
-std::string render_html_report(const std::vector<RunReport>& reports, const std::string& baseline_strategy);
+std::string render_html_report(const std::vector<model::RunReport>& reports, const std::string& baseline_strategy);
 
 }  // namespace geotb::harness

@@ -5,12 +5,12 @@
 #include <string>
 #include <vector>
 
-#include "harness/check.h"
+#include "model/report.h"
 
 namespace geotb::harness {
 
 /// `html_name` is the file name of the HTML report written beside it (linked for the plots).
-std::string render_markdown_report(const std::vector<RunReport>& reports, const std::string& baseline_strategy,
+std::string render_markdown_report(const std::vector<model::RunReport>& reports, const std::string& baseline_strategy,
                                    const std::string& html_name);
 
 }  // namespace geotb::harness

@@ -20,7 +20,7 @@
 
 #include "engine/errors.h"
 #include "engine/strategies/table.h"
-#include "harness/rank_report.h"
+#include "model/rank_report.h"
 
 extern char** environ;
 
@@ -135,14 +135,13 @@ void kill_all(std::vector<Worker>& ws) {
 
 std::string describe(const Worker& w) {
   std::string why;
-  engine::RankReport rr;
-  RankError err;
   if (std::filesystem::exists(w.json_path)) {
     try {
-      if (!parse_rank_report(nlohmann::json::parse(slurp(w.json_path)), rr, err)) {
+      if (const model::RankReport rr = model::load_rank_report(w.json_path); rr.failure) {
         // The worker wrote its failure's kind (engine/errors.h); a name we do not know is kOther's.
-        const engine::ErrorKind kind = engine::parse_error_kind(err.type).value_or(engine::ErrorKind::kOther);
-        why = std::string(engine::error_kind_name(kind)) + ": " + err.message;
+        const engine::ErrorKind kind =
+            engine::parse_error_kind(rr.failure->type).value_or(engine::ErrorKind::kOther);
+        why = std::string(engine::error_kind_name(kind)) + ": " + rr.failure->message;
       }
     } catch (const std::exception&) {
     }
@@ -198,8 +197,8 @@ SignalFlag::~SignalFlag() {
 }
 const std::atomic<int>& SignalFlag::flag() const { return g_signal; }
 
-engine::StrategyResult run_strategy_processes(const Scenario& sc, const engine::StrategyConfig& scfg,
-                                              const ProcessRunOptions& opt) {
+model::StrategyRun run_strategy_processes(const Scenario& sc, const engine::StrategyConfig& scfg,
+                                          const ProcessRunOptions& opt) {
   const int M = static_cast<int>(sc.cluster.dcs.size());
   const int N = sc.cluster.dcs[0].workers;
   const int P = M * N;
@@ -325,13 +324,13 @@ engine::StrategyResult run_strategy_processes(const Scenario& sc, const engine::
     throw;
   }
 
-  std::vector<engine::RankReport> reports(static_cast<size_t>(P));
+  std::vector<model::RankReport> reports(static_cast<size_t>(P));
   for (int r = 0; r < P; ++r) {
     const Worker& w = ws[static_cast<size_t>(r)];
-    RankError err;
     try {
-      if (!parse_rank_report(nlohmann::json::parse(slurp(w.json_path)), reports[static_cast<size_t>(r)], err))
-        throw std::runtime_error(err.type + ": " + err.message);
+      model::RankReport& rr = reports[static_cast<size_t>(r)];
+      rr = model::load_rank_report(w.json_path);
+      if (rr.failure) throw std::runtime_error(rr.failure->type + ": " + rr.failure->message);
     } catch (const std::exception& e) {
       throw ProcessRunError(fmt::format("{}: rank {} exited 0 but its report {} is unusable: {}", scfg.name, r, w.json_path, e.what()));
     }

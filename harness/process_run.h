@@ -57,8 +57,8 @@ class Interrupted : public std::runtime_error {
 
 /// Runs `strategy` with one process per rank. Throws ProcessRunError (every worker killed and
 /// reaped first) or Interrupted.
-engine::StrategyResult run_strategy_processes(const Scenario& sc, const engine::StrategyConfig& strategy,
-                                              const ProcessRunOptions& opt);
+model::StrategyRun run_strategy_processes(const Scenario& sc, const engine::StrategyConfig& strategy,
+                                          const ProcessRunOptions& opt);
 
 /// The path of the running executable (/proc/self/exe).
 std::string self_exe();

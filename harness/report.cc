@@ -13,10 +13,10 @@
 #include "engine/strategies/table.h"
 #include "harness/build_info.h"
 #include "harness/units.h"
+#include "model/json_file.h"
+#include "model/metrics.h"
 
 namespace geotb::harness {
-
-using nlohmann::json;
 
 std::string utc_now_iso() {
   const std::time_t t = std::time(nullptr);
@@ -29,136 +29,74 @@ std::string utc_now_iso() {
 
 namespace {
 
-json context(const RunContext& ctx) {
+model::ReportContext context(const RunContext& ctx) {
   char host[256] = {};
   gethostname(host, sizeof host - 1);
-  json j = {
-      {"git_revision", kGitRevision},
-      {"build_type", kBuildType},
-      {"geotb_version", kVersion},
-      {"host", host},
-      {"hardware_threads", std::thread::hardware_concurrency()},
-      {"started_at", ctx.started_at},
-      {"argv", ctx.argv},
-      {"libraries",
-       {{"libtorch", engine::torch_version()},
-        {"nlohmann_json", fmt::format("{}.{}.{}", NLOHMANN_JSON_VERSION_MAJOR, NLOHMANN_JSON_VERSION_MINOR,
-                                      NLOHMANN_JSON_VERSION_PATCH)},
-        {"fmt", fmt::format("{}", FMT_VERSION)},
-        {"compiler", kCompiler}}},
-  };
-  if (!ctx.dc_tcp_congestion_control.empty()) j["dc_tcp_congestion_control"] = ctx.dc_tcp_congestion_control;
-  return j;
+  model::ReportContext c;
+  c.git_revision = kGitRevision;
+  c.build_type = kBuildType;
+  c.geotb_version = kVersion;
+  c.host = host;
+  c.hardware_threads = std::thread::hardware_concurrency();
+  c.started_at = ctx.started_at;
+  c.argv = ctx.argv;
+  c.libraries = {{"libtorch", engine::torch_version()},
+                 {"nlohmann_json", fmt::format("{}.{}.{}", NLOHMANN_JSON_VERSION_MAJOR, NLOHMANN_JSON_VERSION_MINOR,
+                                               NLOHMANN_JSON_VERSION_PATCH)},
+                 {"fmt", fmt::format("{}", FMT_VERSION)},
+                 {"compiler", kCompiler}};
+  if (!ctx.dc_tcp_congestion_control.empty()) c.dc_tcp_congestion_control = ctx.dc_tcp_congestion_control;
+  return c;
 }
 
-json strategy_config(const engine::StrategyConfig& c) {
-  json j = {{"name", c.name}};
+model::ScenarioSummary scenario_summary(const Scenario& sc, const RunContext& ctx) {
+  model::ScenarioSummary s;
+  s.name = sc.name;
+  s.description = sc.description;
+  s.file = ctx.scenario_file;
+  s.hash = sc.hash;
+  s.seed = sc.seed;
+  s.network = sc.network;
+  s.tcp_congestion_control = sc.tcp_congestion_control;
+  for (const auto& d : sc.cluster.dcs) s.datacenters.push_back({d.name, d.workers});
+  for (const auto& w : sc.cluster.wan)
+    s.wan.push_back({sc.cluster.dcs[static_cast<size_t>(w.a)].name, sc.cluster.dcs[static_cast<size_t>(w.b)].name,
+                     w.a_to_b.rate_bps, std::chrono::duration<double>(w.a_to_b.delay + w.b_to_a.delay).count(),
+                     w.a_to_b.loss.stationary_loss(),
+                     model::WanReverse{w.b_to_a.rate_bps, w.b_to_a.loss.stationary_loss()}});
+  s.workload = {sc.workload.model.name, sc.dataset, sc.workload.batch_per_worker, sc.workload.steps};
+  s.check = model::CheckTolerances{sc.check.throughput_ratio_tolerance, sc.check.accuracy_tolerance,
+                                   sc.check.wan_bytes_ratio_tolerance};
+  return s;
+}
+
+}  // namespace
+
+nlohmann::json strategy_config_json(const engine::StrategyConfig& c) {
+  nlohmann::json j = {{"name", c.name}};
   for (const auto& [key, value] : engine::find_strategy(c.name).report(c))
     std::visit([&j, key = std::string(key)](const auto& v) { j[key] = v; }, value);
   return j;
 }
 
-json strategy_json(const engine::StrategyResult& r, const engine::StrategyConfig& c) {
-  json ex = json::array();
-  double eff_sum = 0;
-  for (const auto& e : r.exchange_log) {
-    const double eff = e.seconds > 0 ? e.lower_bound_s / e.seconds : 0;
-    eff_sum += eff;
-    ex.push_back({{"step", e.step}, {"bytes", e.bytes_sent}, {"seconds", e.seconds},
-                  {"lower_bound_s", e.lower_bound_s}, {"efficiency", eff}});
-  }
-  json m = {
-      {"samples", r.samples},
-      {"wall_s", r.wall_s},
-      {"samples_per_s", r.samples_per_s},
-      {"compute_s_per_step", r.compute_s_per_step},
-      {"exposed_comm_s_per_step", r.exposed_comm_s_per_step},
-      {"overlapped_comm_s_per_step", r.overlapped_comm_s_per_step},
-      {"compress_s_per_step", r.compress_s_per_step},
-      {"comm_compute_ratio", r.comm_compute_ratio},
-      {"wan_payload_bytes", r.wan.payload_bytes},
-      {"wan_wire_bytes", r.wan.wire_bytes},
-      {"wan_messages", r.wan.messages},
-      {"wan_retransmissions", r.wan.retransmissions},
-      {"exchanges", r.exchanges},
-      {"exchange_efficiency_mean", r.exchange_log.empty() ? json(nullptr) : json(eff_sum / r.exchange_log.size())},
-      {"final_test_accuracy", r.final_test_accuracy},
-      {"replica_max_abs_diff", r.replica_max_abs_diff},
-  };
-  json acc = json::array();
-  for (const auto& p : r.accuracy_curve) acc.push_back({{"step", p.step}, {"samples", p.samples}, {"accuracy", p.accuracy}});
-  return {{"name", r.strategy}, {"config", strategy_config(c)}, {"metrics", m},
-          {"series", {{"loss", r.loss}, {"step_end_s", r.step_end_s}, {"test_accuracy", acc}}}, {"exchanges", ex}};
-}
-
-}  // namespace
-
-json make_report(const Scenario& sc, const std::vector<engine::StrategyResult>& results, const RunContext& ctx,
-                 const std::string& baseline) {
-  json strategies = json::array();
-  const engine::StrategyResult* base = nullptr;
-  const engine::StrategyResult* lan = nullptr;
-  for (size_t i = 0; i < results.size(); ++i) {
+model::RunReport make_report(const Scenario& sc, std::vector<model::StrategyRun> runs,
+                             std::vector<model::Failure> failures, const RunContext& ctx, const std::string& baseline) {
+  model::RunReport r;
+  r.scenario = scenario_summary(sc, ctx);
+  r.context = context(ctx);
+  for (auto& run : runs) {
     const engine::StrategyConfig* cfg = nullptr;
     for (const auto& c : sc.strategies)
-      if (c.name == results[i].strategy) cfg = &c;
-    strategies.push_back(strategy_json(results[i], cfg ? *cfg : engine::StrategyConfig{results[i].strategy}));
-    if (results[i].strategy == baseline) base = &results[i];
-    if (results[i].strategy == "lan") lan = &results[i];
+      if (c.name == run.name) cfg = &c;
+    run.config = strategy_config_json(cfg ? *cfg : engine::StrategyConfig{run.name});
   }
-  json cmp = {{"baseline", base ? json(baseline) : json(nullptr)}, {"strategies", json::object()}};
-  for (const auto& r : results) {
-    json c;
-    if (base) {
-      c["throughput_ratio"] = base->samples_per_s > 0 ? r.samples_per_s / base->samples_per_s : 0;
-      c["wan_bytes_ratio"] = base->wan.payload_bytes > 0
-                                 ? static_cast<double>(r.wan.payload_bytes) / static_cast<double>(base->wan.payload_bytes)
-                                 : 0;
-      c["accuracy_delta"] = r.final_test_accuracy - base->final_test_accuracy;
-    }
-    if (lan) c["fraction_of_lan_throughput"] = lan->samples_per_s > 0 ? r.samples_per_s / lan->samples_per_s : 0;
-    cmp["strategies"][r.strategy] = c;
-  }
-  json dcs = json::array();
-  for (const auto& d : sc.cluster.dcs) dcs.push_back({{"name", d.name}, {"workers", d.workers}});
-  json wan = json::array();
-  for (const auto& w : sc.cluster.wan)
-    wan.push_back({{"between", {sc.cluster.dcs[static_cast<size_t>(w.a)].name, sc.cluster.dcs[static_cast<size_t>(w.b)].name}},
-                   {"bandwidth_bps", w.a_to_b.rate_bps},
-                   {"rtt_s", std::chrono::duration<double>(w.a_to_b.delay + w.b_to_a.delay).count()},
-                   {"loss_rate", w.a_to_b.loss.stationary_loss()},
-                   {"reverse",
-                    {{"bandwidth_bps", w.b_to_a.rate_bps},
-                     {"loss_rate", w.b_to_a.loss.stationary_loss()}}}});
-  return {
-      {"schema", "geotb.report"},
-      {"schema_version", kReportSchemaVersion},
-      {"scenario",
-       {{"name", sc.name},
-        {"description", sc.description},
-        {"file", ctx.scenario_file},
-        {"hash", sc.hash},
-        {"seed", sc.seed},
-        {"network", sc.network},
-        {"tcp_congestion_control", sc.tcp_congestion_control},
-        {"datacenters", dcs},
-        {"wan", wan},
-        {"workload",
-         {{"model", sc.workload.model.name},
-          {"dataset", sc.dataset},
-          {"batch_per_worker", sc.workload.batch_per_worker},
-          {"steps", sc.workload.steps}}},
-        {"check",
-         {{"throughput_ratio_tolerance", sc.check.throughput_ratio_tolerance},
-          {"accuracy_tolerance", sc.check.accuracy_tolerance},
-          {"wan_bytes_ratio_tolerance", sc.check.wan_bytes_ratio_tolerance}}}}},
-      {"context", context(ctx)},
-      {"strategies", strategies},
-      {"comparison", cmp},
-  };
+  r.comparison = model::metrics::compare(runs, baseline);
+  r.strategies = std::move(runs);
+  r.failures = std::move(failures);
+  return r;
 }
 
-std::string write_report(const json& j, const std::string& dir, const std::string& name) {
+std::string write_report(const model::RunReport& r, const std::string& dir, const std::string& name) {
   namespace fs = std::filesystem;
   fs::create_directories(dir);
   std::string stamp = utc_now_iso();
@@ -166,36 +104,29 @@ std::string write_report(const json& j, const std::string& dir, const std::strin
     if (ch == ':') ch = '-';
   fs::path final_path = fs::path(dir) / fmt::format("{}-{}.json", name, stamp);
   for (int i = 2; fs::exists(final_path); ++i) final_path = fs::path(dir) / fmt::format("{}-{}-{}.json", name, stamp, i);
-  const fs::path tmp = final_path.string() + ".tmp";
-  {
-    std::ofstream out(tmp);
-    if (!out) throw std::runtime_error("cannot write " + tmp.string());
-    out << j.dump(1) << "\n";
-    out.flush();
-    if (!out) throw std::runtime_error("write failed: " + tmp.string());
-  }
-  fs::rename(tmp, final_path);
+  model::write_json_atomically(nlohmann::json(r), final_path.string(), 1);
   return final_path.string();
 }
 
-std::string summary_table(const json& rep) {
+std::string summary_table(const model::RunReport& rep) {
   std::string out = fmt::format("{:<18} {:>10} {:>8} {:>7} {:>10} {:>10} {:>8} {:>11} {:>6} {:>8} {:>8}\n", "strategy",
                                 "samples/s", "x base", "of lan", "compute", "exp.comm", "comm/cp", "WAN bytes",
                                 "exch", "test acc", "wall");
   out += fmt::format("{:<18} {:>10} {:>8} {:>7} {:>10} {:>10} {:>8} {:>11} {:>6} {:>8} {:>8}\n", "", "", "", "",
                      "ms/step", "ms/step", "", "", "", "", "s");
-  for (const auto& s : rep["strategies"]) {
-    const auto& m = s["metrics"];
-    const auto& c = rep["comparison"]["strategies"][s["name"].get<std::string>()];
-    auto opt = [&](const char* k, const char* f) -> std::string {
-      return c.contains(k) ? fmt::format(fmt::runtime(f), c[k].get<double>()) : "-";
+  for (const auto& s : rep.strategies) {
+    const model::StrategyMetrics& m = s.metrics;
+    const auto it = rep.comparison.strategies.find(s.name);
+    const model::StrategyComparison c = it != rep.comparison.strategies.end() ? it->second : model::StrategyComparison{};
+    auto opt = [](const std::optional<double>& v, const char* f) -> std::string {
+      return v ? fmt::format(fmt::runtime(f), *v) : "-";
     };
     out += fmt::format("{:<18} {:>10.0f} {:>8} {:>7} {:>10.2f} {:>10.2f} {:>8.3f} {:>11} {:>6} {:>8.4f} {:>8.1f}\n",
-                       s["name"].get<std::string>(), m["samples_per_s"].get<double>(), opt("throughput_ratio", "{:.2f}x"),
-                       opt("fraction_of_lan_throughput", "{:.2f}"), 1e3 * m["compute_s_per_step"].get<double>(),
-                       1e3 * m["exposed_comm_s_per_step"].get<double>(), m["comm_compute_ratio"].get<double>(),
-                       format_bytes(m["wan_payload_bytes"].get<double>()), m["exchanges"].get<uint64_t>(),
-                       m["final_test_accuracy"].get<double>(), m["wall_s"].get<double>());
+                       s.name, m.samples_per_s, opt(c.throughput_ratio, "{:.2f}x"),
+                       opt(c.fraction_of_lan_throughput, "{:.2f}"), 1e3 * m.compute_s_per_step,
+                       1e3 * m.exposed_comm_s_per_step, m.comm_compute_ratio,
+                       format_bytes(static_cast<double>(m.wan_payload_bytes)), m.exchanges, m.final_test_accuracy,
+                       m.wall_s);
   }
   return out;
 }

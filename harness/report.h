@@ -1,5 +1,5 @@
-// The JSON report of one `geotb run`: versioned schema (harness/report.schema.json), context,
-// per-strategy metrics and series, and the comparison against the baseline strategy.
+// Writing the JSON report of one `geotb run` (its shape: model/report.h; JSON Schema:
+// harness/report.schema.json) and the table printed after a run.
 #pragma once
 
 #include <string>
@@ -7,13 +7,14 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/cluster.h"
+#include "engine/strategy.h"
 #include "harness/scenario.h"
+#include "model/metrics.h"
+#include "model/report.h"
 
 namespace geotb::harness {
 
-inline constexpr int kReportSchemaVersion = 1;
-
+/// What the run knows beyond the scenario and the results.
 struct RunContext {
   std::vector<std::string> argv;
   std::string scenario_file;
@@ -22,15 +23,22 @@ struct RunContext {
   std::string dc_tcp_congestion_control;
 };
 
-nlohmann::json make_report(const Scenario& sc, const std::vector<engine::StrategyResult>& results,
-                           const RunContext& ctx, const std::string& baseline = "naive_ddp");
+/// The report's per-strategy "config" object: the strategy's parameters from the scenario.
+nlohmann::json strategy_config_json(const engine::StrategyConfig& c);
 
-/// Writes `j` to `dir/<name>-<UTC timestamp>.json` through a temporary file and rename, so a
+/// The report of a run: the scenario summary, this build's and host's context, `runs` with their
+/// configs from the scenario, the comparison against `baseline` (model::metrics::compare) and
+/// the failures (strategy, error).
+model::RunReport make_report(const Scenario& sc, std::vector<model::StrategyRun> runs,
+                             std::vector<model::Failure> failures, const RunContext& ctx,
+                             const std::string& baseline = model::metrics::kDefaultBaseline);
+
+/// Writes `r` to `dir/<name>-<UTC timestamp>.json` through a temporary file and rename, so a
 /// crash never leaves a half-written report and never touches existing ones. Returns the path.
-std::string write_report(const nlohmann::json& j, const std::string& dir, const std::string& name);
+std::string write_report(const model::RunReport& r, const std::string& dir, const std::string& name);
 
 /// The table printed after a run (plain text, aligned).
-std::string summary_table(const nlohmann::json& report);
+std::string summary_table(const model::RunReport& report);
 
 /// UTC now as "2026-11-29T15:04:05Z".
 std::string utc_now_iso();

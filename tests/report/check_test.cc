@@ -9,6 +9,8 @@
 #include <nlohmann/json.hpp>
 
 #include "harness/check.h"
+#include "model/metrics.h"
+#include "model/report.h"
 #include "crafted_report.h"
 
 namespace geotb::harness {
@@ -18,6 +20,10 @@ using nlohmann::json;
 
 using crafted::report_json;
 using crafted::Strat;
+using model::CheckTolerances;
+using model::parse_report;
+using model::ReportError;
+using model::RunReport;
 
 RunReport report(const std::vector<Strat>& s, json check = nullptr) {
   return parse_report(report_json(s, std::move(check)), "crafted.json");
@@ -238,12 +244,12 @@ TEST(ReportReader, ErrorsNameFileFieldAndValue) {
 TEST(ReportReader, ReadsSeriesAndSamplesPerStep) {
   const RunReport r = baseline();
   ASSERT_EQ(r.strategies.size(), 2u);
-  EXPECT_EQ(r.strategies[1].loss.size(), 4u);
-  EXPECT_EQ(r.strategies[1].samples_per_step(), 256.0);
-  EXPECT_EQ(r.strategies[1].test_accuracy[0].samples, 1024);
-  EXPECT_EQ(r.wan[0].bandwidth_bps, 1e9);
-  ASSERT_TRUE(r.tolerances.has_value());
-  EXPECT_EQ(r.tolerances->accuracy, 0.125);
+  EXPECT_EQ(r.strategies[1].series.loss.size(), 4u);
+  EXPECT_EQ(model::metrics::samples_per_step(r.strategies[1]), 256.0);
+  EXPECT_EQ(r.strategies[1].series.test_accuracy[0].samples, 1024u);
+  EXPECT_EQ(r.scenario.wan[0].bandwidth_bps, 1e9);
+  ASSERT_TRUE(r.scenario.check.has_value());
+  EXPECT_EQ(r.scenario.check->accuracy, 0.125);
 }
 
 }  // namespace

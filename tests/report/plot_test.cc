@@ -130,7 +130,7 @@ TEST(Pages, HtmlIsSelfContainedWithEveryChartAndMarkdownSaysTheRatios) {
   a["strategies"][1]["exchanges"] = {
       {{"step", 2}, {"bytes", 128}, {"seconds", 0.02}, {"lower_bound_s", 0.01}, {"efficiency", 0.5}}};
   nlohmann::json b = report_json({{"naive_ddp", 100, 1024, 0.75}, {"hier", 200, 256, 0.75}});
-  const std::vector<harness::RunReport> reports = {harness::parse_report(a, "a.json"), harness::parse_report(b, "b.json")};
+  const std::vector<model::RunReport> reports = {model::parse_report(a, "a.json"), model::parse_report(b, "b.json")};
 
   const std::string html = harness::render_html_report(reports, "naive_ddp");
   EXPECT_EQ(count(html, "<svg"), 7u);

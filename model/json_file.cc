@@ -1,0 +1,37 @@
+#include "model/json_file.h"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+
+#include "model/report_error.h"
+
+namespace geotb::model {
+
+nlohmann::json read_json_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw ReportError(fmt::format("{}: cannot open", path));
+  try {
+    return nlohmann::json::parse(in);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw ReportError(fmt::format("{}: not valid JSON: {}", path, e.what()));
+  }
+}
+
+void write_json_atomically(const nlohmann::json& j, const std::string& path, int indent) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp);
+    if (!out) throw std::runtime_error("cannot write " + tmp);
+    out << j.dump(indent) << "\n";
+    out.flush();
+    if (!out) throw std::runtime_error("write failed: " + tmp);
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) throw std::runtime_error(fmt::format("rename {} -> {}: {}", tmp, path, ec.message()));
+}
+
+}  // namespace geotb::model

@@ -1,0 +1,28 @@
+// What one worker measures while it trains: its time accounting and the inter-DC exchanges it
+// logged. Plain structs without JSON (engine/strategy.h includes this header); their JSON forms
+// are in model/report.h (ExchangeRecord, as the report's "exchanges") and model/rank_report.h
+// (WorkerTimes, as a rank file's "times_ns").
+#pragma once
+
+#include <cstdint>
+
+namespace geotb::model {
+
+/// Per-worker time accounting, in nanoseconds, accumulated over the run.
+struct WorkerTimes {
+  uint64_t compute_ns = 0;          ///< forward, backward, optimizer
+  uint64_t exposed_comm_ns = 0;     ///< waiting on communication (intra-DC or WAN)
+  uint64_t compress_ns = 0;         ///< compression / decompression work on the critical path
+  uint64_t overlapped_comm_ns = 0;  ///< background exchange time hidden under compute
+};
+
+/// One inter-DC exchange, as seen by one DC leader. Its efficiency is
+/// model::metrics::exchange_efficiency().
+struct ExchangeRecord {
+  int step = 0;              ///< step after which the round was compressed (-1: the final one)
+  uint64_t bytes_sent = 0;   ///< this leader's message to each peer, bytes
+  double seconds = 0;        ///< slowest peer message: arrival minus the peer's hand-off time
+  double lower_bound_s = 0;  ///< S / B + RTT / 2, S the largest message of the exchange
+};
+
+}  // namespace geotb::model

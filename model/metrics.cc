@@ -1,0 +1,73 @@
+#include "model/metrics.h"
+
+#include <algorithm>
+
+namespace geotb::model::metrics {
+
+double samples_per_s(uint64_t samples, double wall_s) {
+  return wall_s > 0 ? static_cast<double>(samples) / wall_s : 0;
+}
+
+double samples_per_step(uint64_t samples, size_t steps) {
+  return steps == 0 ? static_cast<double>(samples) : static_cast<double>(samples) / static_cast<double>(steps);
+}
+
+double samples_per_step(const StrategyRun& s) { return samples_per_step(s.metrics.samples, s.series.loss.size()); }
+
+double per_step_mean_s(double total_ns, int participants, int steps) {
+  return total_ns * (1e-9 / (static_cast<double>(participants) * std::max(steps, 1)));
+}
+
+double comm_compute_ratio(double exposed_comm_s, double compute_s) {
+  return compute_s > 0 ? exposed_comm_s / compute_s : 0;
+}
+
+double exchange_efficiency(const ExchangeRecord& e) { return e.seconds > 0 ? e.lower_bound_s / e.seconds : 0; }
+
+std::optional<double> exchange_efficiency_mean(const std::vector<ExchangeRecord>& log) {
+  if (log.empty()) return std::nullopt;
+  double sum = 0;
+  for (const auto& e : log) sum += exchange_efficiency(e);
+  return sum / static_cast<double>(log.size());
+}
+
+double throughput_ratio(const StrategyMetrics& s, const StrategyMetrics& reference) {
+  return reference.samples_per_s > 0 ? s.samples_per_s / reference.samples_per_s : 0;
+}
+
+double wan_bytes_ratio(const StrategyMetrics& s, const StrategyMetrics& reference) {
+  return reference.wan_payload_bytes > 0
+             ? static_cast<double>(s.wan_payload_bytes) / static_cast<double>(reference.wan_payload_bytes)
+             : 0;
+}
+
+double accuracy_delta(const StrategyMetrics& s, const StrategyMetrics& reference) {
+  return s.final_test_accuracy - reference.final_test_accuracy;
+}
+
+double fraction_of_lan_throughput(const StrategyMetrics& s, const StrategyMetrics& lan) {
+  return throughput_ratio(s, lan);
+}
+
+Comparison compare(const std::vector<StrategyRun>& runs, const std::string& baseline) {
+  const StrategyRun* base = nullptr;
+  const StrategyRun* lan = nullptr;
+  for (const auto& r : runs) {
+    if (r.name == baseline) base = &r;
+    if (r.name == kLanReference) lan = &r;
+  }
+  Comparison c;
+  if (base) c.baseline = baseline;
+  for (const auto& r : runs) {
+    StrategyComparison& x = c.strategies[r.name];
+    if (base) {
+      x.throughput_ratio = throughput_ratio(r.metrics, base->metrics);
+      x.wan_bytes_ratio = wan_bytes_ratio(r.metrics, base->metrics);
+      x.accuracy_delta = accuracy_delta(r.metrics, base->metrics);
+    }
+    if (lan) x.fraction_of_lan_throughput = fraction_of_lan_throughput(r.metrics, lan->metrics);
+  }
+  return c;
+}
+
+}  // namespace geotb::model::metrics

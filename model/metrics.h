@@ -1,0 +1,55 @@
+// The only definition of every derived figure of a run (README "Metrics"). The merge of the
+// ranks' measurements (engine merge_rank_reports), the report writer, the gate (`geotb check`),
+// the summary table and the Markdown and HTML renderers call these; nobody else divides.
+// Each function states its zero case: a figure whose reference is zero is 0 (the report's
+// convention), except where it returns std::nullopt ("not defined").
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/measurements.h"
+#include "model/report.h"
+
+namespace geotb::model::metrics {
+
+/// The strategy every ratio of a run is taken against by default, and the same-DC reference.
+inline constexpr const char* kDefaultBaseline = "naive_ddp";
+inline constexpr const char* kLanReference = "lan";
+
+/// samples / wall_s; 0 when wall_s <= 0.
+double samples_per_s(uint64_t samples, double wall_s);
+
+/// Training samples of the whole cluster per step: samples / steps (samples when steps == 0).
+double samples_per_step(uint64_t samples, size_t steps);
+double samples_per_step(const StrategyRun& s);
+
+/// Mean seconds per step and per participant of a total in nanoseconds:
+/// total_ns * 1e-9 / (participants * max(steps, 1)).
+double per_step_mean_s(double total_ns, int participants, int steps);
+
+/// exposed comm / compute (per step); 0 when compute is 0.
+double comm_compute_ratio(double exposed_comm_s, double compute_s);
+
+/// lower_bound_s / seconds of one exchange: 1 = as fast as S/B + RTT/2; 0 when seconds <= 0.
+double exchange_efficiency(const ExchangeRecord& e);
+/// Mean exchange_efficiency over the log; nullopt for an empty log.
+std::optional<double> exchange_efficiency_mean(const std::vector<ExchangeRecord>& log);
+
+/// samples_per_s(s) / samples_per_s(reference); 0 when the reference's is 0.
+double throughput_ratio(const StrategyMetrics& s, const StrategyMetrics& reference);
+/// wan_payload_bytes(s) / wan_payload_bytes(reference); 0 when the reference sent nothing.
+double wan_bytes_ratio(const StrategyMetrics& s, const StrategyMetrics& reference);
+/// final_test_accuracy(s) - final_test_accuracy(reference), in accuracy units.
+double accuracy_delta(const StrategyMetrics& s, const StrategyMetrics& reference);
+/// samples_per_s(s) / samples_per_s(lan): the fraction of same-DC throughput.
+double fraction_of_lan_throughput(const StrategyMetrics& s, const StrategyMetrics& lan);
+
+/// The report's "comparison": every strategy against `baseline` (throughput ratio, WAN bytes
+/// ratio, accuracy delta; absent when the baseline did not run) and against kLanReference
+/// (fraction of lan throughput; absent when lan did not run).
+Comparison compare(const std::vector<StrategyRun>& runs, const std::string& baseline = kDefaultBaseline);
+
+}  // namespace geotb::model::metrics

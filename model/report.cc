@@ -1,0 +1,331 @@
+#include "model/report.h"
+
+#include <fmt/format.h>
+
+#include "model/json_fields.h"
+#include "model/json_file.h"
+#include "model/metrics.h"
+
+namespace geotb::model {
+
+namespace f = field;
+
+// ---- series points and exchanges ----
+
+void to_json(json& j, const AccuracyPoint& p) {
+  j = {{"step", p.step}, {"samples", p.samples}, {"accuracy", p.accuracy}};
+}
+
+void from_json(const json& j, AccuracyPoint& p) {
+  p.step = static_cast<int>(f::integer(j, "step"));
+  p.samples = f::count(j, "samples");
+  p.accuracy = f::number(j, "accuracy");
+  if (!(p.accuracy >= 0 && p.accuracy <= 1)) f::fail("accuracy", fmt::format("must be in [0, 1], got {}", p.accuracy));
+}
+
+void to_json(json& j, const ExchangeRecord& e) {
+  j = {{"step", e.step},
+       {"bytes", e.bytes_sent},
+       {"seconds", e.seconds},
+       {"lower_bound_s", e.lower_bound_s},
+       {"efficiency", metrics::exchange_efficiency(e)}};
+}
+
+void from_json(const json& j, ExchangeRecord& e) {
+  e.step = static_cast<int>(f::integer(j, "step"));
+  e.bytes_sent = f::count(j, "bytes");
+  e.seconds = f::nonneg(j, "seconds");
+  e.lower_bound_s = f::nonneg(j, "lower_bound_s");
+  f::nonneg(j, "efficiency");  // derived: validated, recomputed on writing
+}
+
+// ---- one strategy ----
+
+void to_json(json& j, const StrategyMetrics& m) {
+  j = {{"samples", m.samples},
+       {"wall_s", m.wall_s},
+       {"samples_per_s", m.samples_per_s},
+       {"compute_s_per_step", m.compute_s_per_step},
+       {"exposed_comm_s_per_step", m.exposed_comm_s_per_step},
+       {"overlapped_comm_s_per_step", m.overlapped_comm_s_per_step},
+       {"compress_s_per_step", m.compress_s_per_step},
+       {"comm_compute_ratio", m.comm_compute_ratio},
+       {"wan_payload_bytes", m.wan_payload_bytes},
+       {"wan_wire_bytes", m.wan_wire_bytes},
+       {"wan_messages", m.wan_messages},
+       {"wan_retransmissions", m.wan_retransmissions},
+       {"exchanges", m.exchanges},
+       {"exchange_efficiency_mean", m.exchange_efficiency_mean ? json(*m.exchange_efficiency_mean) : json(nullptr)},
+       {"final_test_accuracy", m.final_test_accuracy},
+       {"replica_max_abs_diff", m.replica_max_abs_diff}};
+}
+
+void from_json(const json& j, StrategyMetrics& m) {
+  const int64_t samples = f::integer(j, "samples");
+  if (samples < 1) f::fail("samples", fmt::format("must be >= 1, got {}", samples));
+  m.samples = static_cast<uint64_t>(samples);
+  m.wall_s = f::nonneg(j, "wall_s");
+  m.samples_per_s = f::number(j, "samples_per_s");
+  if (!(m.samples_per_s > 0)) f::fail("samples_per_s", fmt::format("must be > 0, got {}", m.samples_per_s));
+  m.compute_s_per_step = f::nonneg(j, "compute_s_per_step");
+  m.exposed_comm_s_per_step = f::nonneg(j, "exposed_comm_s_per_step");
+  m.overlapped_comm_s_per_step = f::nonneg(j, "overlapped_comm_s_per_step");
+  m.compress_s_per_step = f::nonneg(j, "compress_s_per_step");
+  m.comm_compute_ratio = f::nonneg(j, "comm_compute_ratio");
+  m.wan_payload_bytes = f::count(j, "wan_payload_bytes");
+  m.wan_wire_bytes = f::count(j, "wan_wire_bytes");
+  m.wan_messages = f::count(j, "wan_messages");
+  m.wan_retransmissions = f::count(j, "wan_retransmissions");
+  m.exchanges = f::count(j, "exchanges");
+  m.exchange_efficiency_mean.reset();
+  if (!f::req(j, "exchange_efficiency_mean").is_null()) m.exchange_efficiency_mean = f::nonneg(j, "exchange_efficiency_mean");
+  m.final_test_accuracy = f::number(j, "final_test_accuracy");
+  if (!(m.final_test_accuracy >= 0 && m.final_test_accuracy <= 1))
+    f::fail("final_test_accuracy", fmt::format("must be in [0, 1], got {}", m.final_test_accuracy));
+  m.replica_max_abs_diff = f::nonneg(j, "replica_max_abs_diff");
+}
+
+void to_json(json& j, const StrategySeries& s) {
+  j = {{"loss", s.loss}, {"step_end_s", s.step_end_s}, {"test_accuracy", s.test_accuracy}};
+}
+
+void from_json(const json& j, StrategySeries& s) {
+  s.loss = f::numbers(j, "loss");
+  s.step_end_s = f::numbers(j, "step_end_s");
+  if (s.loss.size() != s.step_end_s.size())
+    f::fail("step_end_s",
+            fmt::format("has {} entries but loss has {} (one per step each)", s.step_end_s.size(), s.loss.size()));
+  f::list(j, "test_accuracy", s.test_accuracy);
+}
+
+void to_json(json& j, const StrategyRun& s) {
+  j = {{"name", s.name}, {"config", s.config}, {"metrics", s.metrics}, {"series", s.series}, {"exchanges", s.exchanges}};
+}
+
+void from_json(const json& j, StrategyRun& s) {
+  s.name = f::str(j, "name");
+  if (s.name.empty()) f::fail("name", "must not be empty");
+  s.config = f::has(j, "config") ? f::object(j, "config") : json::object();
+  f::get(j, "metrics", s.metrics);
+  f::get(j, "series", s.series);
+  f::list(j, "exchanges", s.exchanges);
+}
+
+// ---- scenario and context ----
+
+void to_json(json& j, const DatacenterSummary& d) { j = {{"name", d.name}, {"workers", d.workers}}; }
+
+void from_json(const json& j, DatacenterSummary& d) {
+  d.name = f::str(j, "name");
+  d.workers = static_cast<int>(f::integer(j, "workers"));
+}
+
+void to_json(json& j, const WanReverse& r) { j = {{"bandwidth_bps", r.bandwidth_bps}, {"loss_rate", r.loss_rate}}; }
+
+void from_json(const json& j, WanReverse& r) {
+  r.bandwidth_bps = f::nonneg(j, "bandwidth_bps");
+  r.loss_rate = f::nonneg(j, "loss_rate");
+}
+
+void to_json(json& j, const WanLinkSummary& w) {
+  j = {{"between", {w.a, w.b}}, {"bandwidth_bps", w.bandwidth_bps}, {"rtt_s", w.rtt_s}, {"loss_rate", w.loss_rate}};
+  if (w.reverse) j["reverse"] = *w.reverse;
+}
+
+void from_json(const json& j, WanLinkSummary& w) {
+  const json& b = f::array(j, "between");
+  if (b.size() != 2 || !b[0].is_string() || !b[1].is_string())
+    f::fail("between", fmt::format("expected two data center names, got {}", f::shown(b)));
+  w.a = b[0].get<std::string>();
+  w.b = b[1].get<std::string>();
+  w.bandwidth_bps = f::nonneg(j, "bandwidth_bps");
+  w.rtt_s = f::nonneg(j, "rtt_s");
+  w.loss_rate = f::nonneg(j, "loss_rate");
+  w.reverse.reset();
+  if (f::has(j, "reverse")) f::get(j, "reverse", w.reverse.emplace());
+}
+
+void to_json(json& j, const WorkloadSummary& w) {
+  j = {{"model", w.model}, {"dataset", w.dataset}, {"batch_per_worker", w.batch_per_worker}, {"steps", w.steps}};
+}
+
+void from_json(const json& j, WorkloadSummary& w) {
+  w.model = f::str(j, "model");
+  w.dataset = f::str(j, "dataset");
+  w.batch_per_worker = static_cast<int>(f::count(j, "batch_per_worker"));
+  w.steps = static_cast<int>(f::count(j, "steps"));
+}
+
+void to_json(json& j, const CheckTolerances& t) {
+  j = {{"throughput_ratio_tolerance", t.throughput_ratio},
+       {"accuracy_tolerance", t.accuracy},
+       {"wan_bytes_ratio_tolerance", t.wan_bytes_ratio}};
+}
+
+void from_json(const json& j, CheckTolerances& t) {
+  t.throughput_ratio = f::nonneg(j, "throughput_ratio_tolerance");
+  t.accuracy = f::nonneg(j, "accuracy_tolerance");
+  t.wan_bytes_ratio = f::nonneg(j, "wan_bytes_ratio_tolerance");
+}
+
+void to_json(json& j, const ScenarioSummary& s) {
+  j = {{"name", s.name},       {"description", s.description}, {"file", s.file},
+       {"hash", s.hash},       {"seed", s.seed},               {"network", s.network},
+       {"datacenters", s.datacenters}, {"wan", s.wan},         {"workload", s.workload}};
+  if (s.tcp_congestion_control) j["tcp_congestion_control"] = *s.tcp_congestion_control;
+  if (s.check) j["check"] = *s.check;
+}
+
+void from_json(const json& j, ScenarioSummary& s) {
+  s.name = f::str(j, "name");
+  s.description = f::has(j, "description") ? f::str(j, "description") : "";
+  s.file = f::has(j, "file") ? f::str(j, "file") : "";
+  s.hash = f::str(j, "hash");
+  s.seed = f::count(j, "seed");
+  s.network = f::has(j, "network") ? f::str(j, "network") : "";
+  s.tcp_congestion_control.reset();
+  if (f::has(j, "tcp_congestion_control")) s.tcp_congestion_control = f::str(j, "tcp_congestion_control");
+  f::list(j, "datacenters", s.datacenters);
+  f::list(j, "wan", s.wan);
+  f::get(j, "workload", s.workload);
+  s.check.reset();
+  if (f::has(j, "check")) f::get(j, "check", s.check.emplace());
+}
+
+void to_json(json& j, const ReportContext& c) {
+  j = {{"git_revision", c.git_revision},
+       {"build_type", c.build_type},
+       {"geotb_version", c.geotb_version},
+       {"host", c.host},
+       {"started_at", c.started_at},
+       {"argv", c.argv},
+       {"libraries", c.libraries}};
+  if (c.hardware_threads) j["hardware_threads"] = *c.hardware_threads;
+  if (c.dc_tcp_congestion_control) j["dc_tcp_congestion_control"] = *c.dc_tcp_congestion_control;
+}
+
+void from_json(const json& j, ReportContext& c) {
+  // Only git_revision, host and started_at are shown everywhere; reports written by tests may
+  // leave the rest out.
+  auto text = [&](const char* key, const char* def) { return f::has(j, key) ? f::str(j, key) : std::string(def); };
+  if (!j.is_object()) f::fail("", fmt::format("expected an object, got {}", f::shown(j)));
+  c.git_revision = text("git_revision", "unknown");
+  c.build_type = text("build_type", "");
+  c.geotb_version = text("geotb_version", "");
+  c.host = text("host", "");
+  c.started_at = text("started_at", "");
+  c.hardware_threads.reset();
+  if (f::has(j, "hardware_threads")) c.hardware_threads = f::count(j, "hardware_threads");
+  c.argv = f::has(j, "argv") ? f::strings(j, "argv") : std::vector<std::string>{};
+  c.libraries.clear();
+  if (f::has(j, "libraries"))
+    for (const auto& [k, v] : f::object(j, "libraries").items()) {
+      if (!v.is_string()) f::fail("libraries." + k, fmt::format("expected a string, got {}", f::shown(v)));
+      c.libraries[k] = v.get<std::string>();
+    }
+  c.dc_tcp_congestion_control.reset();
+  if (f::has(j, "dc_tcp_congestion_control")) c.dc_tcp_congestion_control = f::str(j, "dc_tcp_congestion_control");
+}
+
+// ---- comparison, failures, the report ----
+
+void to_json(json& j, const StrategyComparison& c) {
+  j = json::object();
+  if (c.throughput_ratio) j["throughput_ratio"] = *c.throughput_ratio;
+  if (c.wan_bytes_ratio) j["wan_bytes_ratio"] = *c.wan_bytes_ratio;
+  if (c.accuracy_delta) j["accuracy_delta"] = *c.accuracy_delta;
+  if (c.fraction_of_lan_throughput) j["fraction_of_lan_throughput"] = *c.fraction_of_lan_throughput;
+}
+
+void from_json(const json& j, StrategyComparison& c) {
+  auto opt = [&](const char* key) { return f::has(j, key) ? std::optional<double>(f::number(j, key)) : std::nullopt; };
+  if (!j.is_object()) f::fail("", fmt::format("expected an object, got {}", f::shown(j)));
+  c.throughput_ratio = opt("throughput_ratio");
+  c.wan_bytes_ratio = opt("wan_bytes_ratio");
+  c.accuracy_delta = opt("accuracy_delta");
+  c.fraction_of_lan_throughput = opt("fraction_of_lan_throughput");
+}
+
+void to_json(json& j, const Comparison& c) {
+  json st = json::object();
+  for (const auto& [name, s] : c.strategies) st[name] = s;
+  j = {{"baseline", c.baseline ? json(*c.baseline) : json(nullptr)}, {"strategies", st}};
+}
+
+void from_json(const json& j, Comparison& c) {
+  c.baseline.reset();
+  if (!f::req(j, "baseline").is_null()) c.baseline = f::str(j, "baseline");
+  c.strategies.clear();
+  for (const auto& [name, v] : f::object(j, "strategies").items()) {
+    try {
+      from_json(v, c.strategies[name]);
+    } catch (FieldError& e) {
+      e.prepend(name);
+      e.prepend("strategies");
+      throw;
+    }
+  }
+}
+
+void to_json(json& j, const Failure& x) { j = {{"strategy", x.strategy}, {"error", x.error}}; }
+
+void from_json(const json& j, Failure& x) {
+  x.strategy = f::str(j, "strategy");
+  x.error = f::str(j, "error");
+}
+
+const StrategyRun* RunReport::find(std::string_view strategy) const {
+  for (const auto& s : strategies)
+    if (s.name == strategy) return &s;
+  return nullptr;
+}
+
+const Failure* RunReport::failure_of(std::string_view strategy) const {
+  for (const auto& x : failures)
+    if (x.strategy == strategy) return &x;
+  return nullptr;
+}
+
+void to_json(json& j, const RunReport& r) {
+  j = {{"schema", kReportSchema},
+       {"schema_version", kReportSchemaVersion},
+       {"scenario", r.scenario},
+       {"context", r.context},
+       {"strategies", r.strategies},
+       {"comparison", r.comparison},
+       {"failures", r.failures}};
+}
+
+void from_json(const json& j, RunReport& r) {
+  if (!j.is_object()) f::fail("", fmt::format("expected a JSON object (a geotb run report), got {}", f::shown(j)));
+  if (const std::string schema = f::str(j, "schema"); schema != kReportSchema)
+    f::fail("schema", fmt::format("\"{}\": not a geotb run report (expected \"{}\")", schema, kReportSchema));
+  if (const int64_t v = f::integer(j, "schema_version"); v != kReportSchemaVersion)
+    f::fail("schema_version", fmt::format("{}: this geotb reads schema_version {}", v, kReportSchemaVersion));
+  f::get(j, "scenario", r.scenario);
+  f::get(j, "context", r.context);
+  f::list(j, "strategies", r.strategies);
+  for (size_t i = 0; i < r.strategies.size(); ++i)
+    for (size_t k = 0; k < i; ++k)
+      if (r.strategies[k].name == r.strategies[i].name)
+        f::fail(fmt::format("strategies[{}].name", i), fmt::format("\"{}\" appears twice", r.strategies[i].name));
+  r.comparison = {};
+  if (f::has(j, "comparison")) f::get(j, "comparison", r.comparison);
+  r.failures.clear();
+  if (f::has(j, "failures")) f::list(j, "failures", r.failures);
+}
+
+RunReport parse_report(const json& j, const std::string& source) {
+  RunReport r;
+  try {
+    from_json(j, r);
+  } catch (const FieldError& e) {
+    throw report_error(source, e);
+  }
+  r.source = source;
+  return r;
+}
+
+RunReport load_report(const std::string& path) { return parse_report(read_json_file(path), path); }
+
+}  // namespace geotb::model

@@ -1,0 +1,202 @@
+// The JSON report of one `geotb run` (schema "geotb.report", schema_version 1; JSON Schema:
+// harness/report.schema.json): the scenario summary, the run's context, every strategy's metrics,
+// series and exchange log, the comparison against the baseline strategy and the failures.
+// Each type has ONE JSON mapping, to_json/from_json beside it: the writer (harness/report.cc),
+// the gate (harness/check.cc) and the renderers (summary table, Markdown, HTML) all use it.
+// from_json validates strictly and throws FieldError naming the field path and the value;
+// parse_report()/load_report() turn that into a ReportError naming the file as well.
+// Every derived figure (ratios, efficiencies, per-step means) is defined in model/metrics.h.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "model/measurements.h"
+#include "model/report_error.h"
+
+namespace geotb::model {
+
+using nlohmann::json;
+
+inline constexpr const char* kReportSchema = "geotb.report";
+inline constexpr int kReportSchemaVersion = 1;
+
+/// One point of the test-accuracy curve: {"step", "samples", "accuracy"}.
+struct AccuracyPoint {
+  int step = 0;          ///< steps done
+  uint64_t samples = 0;  ///< cluster samples processed by then
+  double accuracy = 0;   ///< rank 0's replica on the test set, in [0, 1]
+};
+void to_json(json& j, const AccuracyPoint& p);
+void from_json(const json& j, AccuracyPoint& p);
+
+/// ExchangeRecord (model/measurements.h) in a report or rank file: {"step", "bytes",
+/// "seconds", "lower_bound_s", "efficiency"}; "efficiency" is written as
+/// metrics::exchange_efficiency() and only validated (>= 0) on reading.
+void to_json(json& j, const ExchangeRecord& e);
+void from_json(const json& j, ExchangeRecord& e);
+
+/// A strategy's figures ("metrics"). Definitions: README "Metrics"; the derived ones
+/// (samples_per_s, the per-step means, comm_compute_ratio, exchange_efficiency_mean) are
+/// computed by model/metrics.h when the run is merged.
+struct StrategyMetrics {
+  uint64_t samples = 0;                   ///< training samples processed, whole cluster (>= 1)
+  double wall_s = 0;                      ///< first step start -> every replica final, seconds
+  double samples_per_s = 0;               ///< samples / wall_s (> 0)
+  double compute_s_per_step = 0;          ///< mean over workers, seconds
+  double exposed_comm_s_per_step = 0;     ///< mean over workers, seconds
+  double overlapped_comm_s_per_step = 0;  ///< mean over DC leaders, seconds
+  double compress_s_per_step = 0;         ///< mean over workers, seconds
+  double comm_compute_ratio = 0;          ///< exposed comm / compute
+  uint64_t wan_payload_bytes = 0;         ///< message bytes between data centers
+  uint64_t wan_wire_bytes = 0;            ///< the same with headers and retransmissions
+  uint64_t wan_messages = 0;
+  uint64_t wan_retransmissions = 0;
+  uint64_t exchanges = 0;                          ///< inter-DC exchanges (rounds incl. the final one)
+  std::optional<double> exchange_efficiency_mean;  ///< null when the run logged no exchange
+  double final_test_accuracy = 0;                  ///< in [0, 1]
+  double replica_max_abs_diff = 0;                 ///< max |x_rank - x_0| after finish (0 = identical)
+};
+void to_json(json& j, const StrategyMetrics& m);
+void from_json(const json& j, StrategyMetrics& m);
+
+/// A strategy's series ("series"): one loss and one step-end time per step, the accuracy curve.
+struct StrategySeries {
+  std::vector<double> loss;                  ///< per step, mean over workers
+  std::vector<double> step_end_s;            ///< per step, rank 0's seconds since the first step started
+  std::vector<AccuracyPoint> test_accuracy;  ///< the last point is the final model
+};
+void to_json(json& j, const StrategySeries& s);
+void from_json(const json& j, StrategySeries& s);
+
+/// One strategy of a run: {"name", "config", "metrics", "series", "exchanges"}.
+struct StrategyRun {
+  std::string name;
+  json config = json::object();  ///< the strategy's parameters (harness strategy_config_json())
+  StrategyMetrics metrics;
+  StrategySeries series;
+  std::vector<ExchangeRecord> exchanges;  ///< DC 0 leader's view
+};
+void to_json(json& j, const StrategyRun& s);
+void from_json(const json& j, StrategyRun& s);
+
+struct DatacenterSummary {
+  std::string name;
+  int workers = 0;
+};
+void to_json(json& j, const DatacenterSummary& d);
+void from_json(const json& j, DatacenterSummary& d);
+
+/// The b -> a direction of a WAN link ("reverse"); absent in reports before asymmetric links.
+struct WanReverse {
+  double bandwidth_bps = 0;
+  double loss_rate = 0;
+};
+void to_json(json& j, const WanReverse& r);
+void from_json(const json& j, WanReverse& r);
+
+struct WanLinkSummary {
+  std::string a, b;          ///< "between"
+  double bandwidth_bps = 0;  ///< a -> b, bits per second
+  double rtt_s = 0;          ///< seconds
+  double loss_rate = 0;      ///< a -> b, stationary loss probability
+  std::optional<WanReverse> reverse;
+};
+void to_json(json& j, const WanLinkSummary& w);
+void from_json(const json& j, WanLinkSummary& w);
+
+struct WorkloadSummary {
+  std::string model, dataset;
+  int batch_per_worker = 0;
+  int steps = 0;
+};
+void to_json(json& j, const WorkloadSummary& w);
+void from_json(const json& j, WorkloadSummary& w);
+
+/// Tolerances of `geotb check` (the scenario's "check"); the defaults are those of README
+/// "Scenario files".
+struct CheckTolerances {
+  double throughput_ratio = 0.15;  ///< relative: 0.15 allows a ratio down to 85 % of the baseline's
+  double accuracy = 0.01;          ///< absolute, in accuracy units (0.01 = one percentage point)
+  double wan_bytes_ratio = 0.05;   ///< relative: 0.05 allows a WAN ratio up to 105 % of the baseline's
+};
+void to_json(json& j, const CheckTolerances& t);
+void from_json(const json& j, CheckTolerances& t);
+
+/// The report's "scenario": what was run.
+struct ScenarioSummary {
+  std::string name, description, file;
+  std::string hash;     ///< SHA-256 of the scenario file, hex
+  uint64_t seed = 0;
+  std::string network;  ///< "embedded", "process" or "dpdk"
+  std::optional<std::string> tcp_congestion_control;
+  std::vector<DatacenterSummary> datacenters;
+  std::vector<WanLinkSummary> wan;
+  WorkloadSummary workload;
+  std::optional<CheckTolerances> check;
+};
+void to_json(json& j, const ScenarioSummary& s);
+void from_json(const json& j, ScenarioSummary& s);
+
+/// The report's "context": where and how it ran.
+struct ReportContext {
+  std::string git_revision = "unknown", build_type, geotb_version, host;
+  std::optional<uint64_t> hardware_threads;
+  std::string started_at;  ///< UTC, ISO 8601
+  std::vector<std::string> argv;
+  std::map<std::string, std::string> libraries;  ///< name -> version
+  /// dpdk mode: the TCP congestion control the DC namespaces ran with (read back).
+  std::optional<std::string> dc_tcp_congestion_control;
+};
+void to_json(json& j, const ReportContext& c);
+void from_json(const json& j, ReportContext& c);
+
+/// One strategy against the baseline strategy and the `lan` reference of the same run
+/// (metrics::compare()). A figure is absent when its reference did not run.
+struct StrategyComparison {
+  std::optional<double> throughput_ratio, wan_bytes_ratio, accuracy_delta, fraction_of_lan_throughput;
+};
+void to_json(json& j, const StrategyComparison& c);
+void from_json(const json& j, StrategyComparison& c);
+
+struct Comparison {
+  std::optional<std::string> baseline;  ///< null when the baseline strategy did not run
+  std::map<std::string, StrategyComparison> strategies;
+};
+void to_json(json& j, const Comparison& c);
+void from_json(const json& j, Comparison& c);
+
+/// A strategy that did not complete, and why.
+struct Failure {
+  std::string strategy, error;
+};
+void to_json(json& j, const Failure& f);
+void from_json(const json& j, Failure& f);
+
+/// A whole `geotb run` report.
+struct RunReport {
+  std::string source;  ///< the file it was read from (or a label), for messages; not serialised
+  ScenarioSummary scenario;
+  ReportContext context;
+  std::vector<StrategyRun> strategies;  ///< names unique
+  Comparison comparison;
+  std::vector<Failure> failures;
+
+  const StrategyRun* find(std::string_view strategy) const;
+  const Failure* failure_of(std::string_view strategy) const;
+};
+void to_json(json& j, const RunReport& r);
+void from_json(const json& j, RunReport& r);
+
+/// from_json with ReportError("source: path: detail") for an invalid report.
+RunReport parse_report(const json& j, const std::string& source);
+/// Reads and parses a report file; throws ReportError (unreadable, not JSON, not a report).
+RunReport load_report(const std::string& path);
+
+}  // namespace geotb::model

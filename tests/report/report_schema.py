@@ -1,0 +1,40 @@
+#!/usr/bin/env python3
+"""The report writer against its JSON Schema: write_crafted_report writes a report through
+harness::make_report/write_report from crafted measurements; the file must validate against
+harness/report.schema.json and carry the derived figures of model/metrics.h exactly.
+
+  report_schema.py <write_crafted_report> <source root>"""
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import jsonschema
+
+exe, root = sys.argv[1], Path(sys.argv[2])
+schema = json.loads((root / "harness/report.schema.json").read_text())
+with tempfile.TemporaryDirectory() as tmp:
+    path = subprocess.run([exe, str(root), tmp], check=True, capture_output=True, text=True).stdout.strip()
+    rep = json.loads(Path(path).read_text())
+jsonschema.validate(rep, schema, cls=jsonschema.Draft202012Validator)
+
+by = {s["name"]: s for s in rep["strategies"]}
+naive, hier = by["naive_ddp"]["metrics"], by["hier_ef_topk_int8"]["metrics"]
+steps = rep["scenario"]["workload"]["steps"]
+assert naive["samples"] == steps * 32 * 4 and naive["wall_s"] == 0.25 * steps, naive
+assert naive["samples_per_s"] == naive["samples"] / naive["wall_s"], naive
+assert naive["compute_s_per_step"] == 1e-3 and naive["exposed_comm_s_per_step"] == 3e-3, naive
+assert naive["comm_compute_ratio"] == 3.0, naive
+assert naive["exchanges"] == steps and naive["exchange_efficiency_mean"] is None, naive
+assert naive["wan_payload_bytes"] == 4 << 20 and naive["final_test_accuracy"] == 0.75, naive
+assert hier["exchanges"] == steps // 4 and hier["exchange_efficiency_mean"] == 0.5, hier
+assert all(e["efficiency"] == 0.5 and e["bytes"] == 1024 for e in by["hier_ef_topk_int8"]["exchanges"])
+cmp = rep["comparison"]
+assert cmp["baseline"] == "naive_ddp", cmp
+assert cmp["strategies"]["hier_ef_topk_int8"] == {
+    "throughput_ratio": 1.0, "wan_bytes_ratio": (4 << 14) / (4 << 20), "accuracy_delta": 0.0}, cmp
+assert rep["failures"] == [{"strategy": "lan", "error": "crafted failure"}], rep["failures"]
+assert by["hier_ef_topk_int8"]["config"] == {"name": "hier_ef_topk_int8", "K": 4, "density": 0.05, "block": 256,
+                                              "overlap": True, "quantize": True}, by["hier_ef_topk_int8"]["config"]
+print(f"{path}: valid against the schema, derived figures exact")

@@ -1,0 +1,66 @@
+// Writes one report through the real writer, from crafted measurements: every rank's
+// measurements of scenarios/tiny.json (2 DCs x 2 workers, 60 steps) merged by
+// engine::merge_rank_reports, then harness::make_report and harness::write_report, plus one
+// failed strategy. report_schema.py validates the file against harness/report.schema.json and
+// checks the derived figures. Usage: write_crafted_report <source root> <out dir>; prints the path.
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "engine/result.h"
+#include "harness/report.h"
+#include "harness/scenario.h"
+
+using namespace geotb;
+
+namespace {
+
+/// Rank r of 4: loss 2 - step/60 + r/8 per step; rank 0 also its step-end times (0.25 s per
+/// step), the wall time and 2 accuracy points; DC leaders an exchange every `every` steps.
+std::vector<model::RankReport> ranks(const std::string& strategy, int steps, int every, uint64_t wan_per_rank) {
+  std::vector<model::RankReport> out(4);
+  for (int r = 0; r < 4; ++r) {
+    model::RankReport& x = out[static_cast<size_t>(r)];
+    x.strategy = strategy;
+    x.rank = r;
+    x.dc = r / 2;
+    x.local_rank = r % 2;
+    x.times = {static_cast<uint64_t>(steps) * 1'000'000, static_cast<uint64_t>(steps) * 3'000'000, 0, 0};
+    for (int s = 0; s < steps; ++s) x.loss.push_back(2.0 - s / 60.0 + r / 8.0);
+    x.wan_sent = {static_cast<uint64_t>(steps), wan_per_rank, wan_per_rank + 52 * static_cast<uint64_t>(steps)};
+    if (x.local_rank == 0 && every > 0)
+      for (int s = every - 1; s < steps; s += every) x.exchanges.push_back({s, 1024, 0.02, 0.01});
+    if (r == 0) {
+      for (int s = 0; s < steps; ++s) x.step_end_s.push_back(0.25 * (s + 1));
+      x.wall_s = 0.25 * steps;
+      x.accuracy_curve = {{steps / 2, static_cast<uint64_t>(steps / 2) * 128, 0.5},
+                          {steps, static_cast<uint64_t>(steps) * 128, 0.75}};
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 3) {
+    std::fprintf(stderr, "usage: write_crafted_report <source root> <out dir>\n");
+    return 2;
+  }
+  const harness::Scenario sc = harness::load_scenario(std::string(argv[1]) + "/scenarios/tiny.json");
+  const int steps = sc.workload.steps;
+  std::vector<model::StrategyRun> runs;
+  runs.push_back(engine::merge_rank_reports("naive_ddp", ranks("naive_ddp", steps, 0, 1 << 20), sc.workload, 2));
+  runs.push_back(engine::merge_rank_reports("hier_ef_topk_int8", ranks("hier_ef_topk_int8", steps, 4, 1 << 14),
+                                            sc.workload, 2));
+  harness::RunContext ctx;
+  ctx.argv = {"write_crafted_report"};
+  ctx.scenario_file = "scenarios/tiny.json";
+  ctx.started_at = harness::utc_now_iso();
+  const model::RunReport rep =
+      harness::make_report(sc, std::move(runs), {{"lan", "crafted failure"}}, ctx);
+  fmt::print("{}\n", harness::write_report(rep, argv[2], sc.name));
+  return 0;
+}
