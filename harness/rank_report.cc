@@ -1,8 +1,9 @@
 #include "harness/rank_report.h"
 
 #include <cstdio>
-#include <fstream>
 #include <stdexcept>
+
+#include "common/atomic_file.h"
 
 namespace geotb::harness {
 
@@ -98,15 +99,7 @@ bool parse_rank_report(const json& j, engine::RankReport& out, RankError& err) {
 }
 
 void write_json_atomically(const json& j, const std::string& path) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp);
-    if (!out) throw std::runtime_error("cannot write " + tmp);
-    out << j.dump() << "\n";
-    out.flush();
-    if (!out) throw std::runtime_error("write failed: " + tmp);
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) throw std::runtime_error("rename " + tmp + " -> " + path + " failed");
+  common::write_file_atomically(path, j.dump() + "\n");
 }
 
 }  // namespace geotb::harness

@@ -6,12 +6,11 @@
 #include <chrono>
 #include <cstdio>
 #include <ctime>
-#include <filesystem>
-#include <fstream>
 #include <thread>
 
+#include "common/atomic_file.h"
+#include "common/units.h"
 #include "harness/build_info.h"
-#include "harness/units.h"
 
 namespace geotb::harness {
 
@@ -166,23 +165,10 @@ json make_report(const Scenario& sc, const std::vector<engine::StrategyResult>& 
 }
 
 std::string write_report(const json& j, const std::string& dir, const std::string& name) {
-  namespace fs = std::filesystem;
-  fs::create_directories(dir);
   std::string stamp = utc_now_iso();
   for (char& ch : stamp)
     if (ch == ':') ch = '-';
-  fs::path final_path = fs::path(dir) / fmt::format("{}-{}.json", name, stamp);
-  for (int i = 2; fs::exists(final_path); ++i) final_path = fs::path(dir) / fmt::format("{}-{}-{}.json", name, stamp, i);
-  const fs::path tmp = final_path.string() + ".tmp";
-  {
-    std::ofstream out(tmp);
-    if (!out) throw std::runtime_error("cannot write " + tmp.string());
-    out << j.dump(1) << "\n";
-    out.flush();
-    if (!out) throw std::runtime_error("write failed: " + tmp.string());
-  }
-  fs::rename(tmp, final_path);
-  return final_path.string();
+  return common::write_new_file(dir, fmt::format("{}-{}", name, stamp), ".json", j.dump(1) + "\n");
 }
 
 std::string summary_table(const json& rep) {
@@ -201,7 +187,7 @@ std::string summary_table(const json& rep) {
                        s["name"].get<std::string>(), m["samples_per_s"].get<double>(), opt("throughput_ratio", "{:.2f}x"),
                        opt("fraction_of_lan_throughput", "{:.2f}"), 1e3 * m["compute_s_per_step"].get<double>(),
                        1e3 * m["exposed_comm_s_per_step"].get<double>(), m["comm_compute_ratio"].get<double>(),
-                       format_bytes(m["wan_payload_bytes"].get<double>()), m["exchanges"].get<uint64_t>(),
+                       common::format_bytes(m["wan_payload_bytes"].get<double>()), m["exchanges"].get<uint64_t>(),
                        m["final_test_accuracy"].get<double>(), m["wall_s"].get<double>());
   }
   return out;

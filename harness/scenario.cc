@@ -8,7 +8,7 @@
 #include <set>
 #include <sstream>
 
-#include "harness/units.h"
+#include "common/units.h"
 
 namespace geotb::harness {
 
@@ -63,7 +63,7 @@ template <typename F>
 auto with_field(const std::string& field, const json& v, F&& f) -> decltype(f(v)) {
   try {
     return f(v);
-  } catch (const UnitError& e) {
+  } catch (const common::UnitError& e) {
     throw ScenarioError(fmt::format("{}: {}", field, e.what()));
   }
 }
@@ -103,7 +103,7 @@ bool get_bool(Obj& o, const std::string& key, bool def) {
 double bandwidth(Obj& o, const std::string& key, double def) {
   const json* v = o.opt(key);
   if (!v) return def;
-  const double bps = with_field(o.field(key), *v, [](const json& x) { return parse_bandwidth_bps(x); });
+  const double bps = with_field(o.field(key), *v, [](const json& x) { return common::bandwidth_bps_from_json(x); });
   if (bps < 1e3 || bps > 1e13) fail(o.field(key), *v, "must be between 1kbps and 10Tbps");
   return bps;
 }
@@ -112,8 +112,8 @@ std::chrono::nanoseconds duration(Obj& o, const std::string& key, std::chrono::n
                                   const std::chrono::nanoseconds* def) {
   const json* v = def ? o.opt(key) : &o.req(key);
   if (!v) return *def;
-  const auto d = with_field(o.field(key), *v, [](const json& x) { return parse_duration(x); });
-  if (d > hi) fail(o.field(key), *v, fmt::format("must be at most {}", format_duration(hi)));
+  const auto d = with_field(o.field(key), *v, [](const json& x) { return common::duration_from_json(x); });
+  if (d > hi) fail(o.field(key), *v, fmt::format("must be at most {}", common::format_duration(hi)));
   return d;
 }
 
@@ -123,7 +123,7 @@ emu::LossConfig loss(const json& v, const std::string& path) {
   const std::string model = get_string(o, "model");
   auto prob = [&](const std::string& key, double def) {
     const json* p = o.opt(key);
-    return p ? with_field(o.field(key), *p, [](const json& x) { return parse_probability(x); }) : def;
+    return p ? with_field(o.field(key), *p, [](const json& x) { return common::probability_from_json(x); }) : def;
   };
   if (model == "none") {
     l.kind = emu::LossConfig::Kind::kNone;
@@ -152,7 +152,7 @@ emu::JitterConfig jitter(Obj& o) {
   if (!v) return j;
   if (v->is_string()) {  // shorthand: uniform +- amount
     j.kind = emu::JitterConfig::Kind::kUniform;
-    j.amount = with_field(o.field("jitter"), *v, [](const json& x) { return parse_duration(x); });
+    j.amount = with_field(o.field("jitter"), *v, [](const json& x) { return common::duration_from_json(x); });
   } else {
     Obj jo(*v, o.field("jitter"));
     const std::string kind = get_string(jo, "distribution");
@@ -178,7 +178,7 @@ emu::LinkConfig link_settings(Obj& o, const emu::LinkConfig& base, bool rtt_requ
   if (o.has("jitter")) c.jitter = jitter(o);
   c.reorder = get_bool(o, "reorder", base.reorder);
   if (const json* v = o.opt("queue")) {
-    c.queue_bytes = with_field(o.field("queue"), *v, [](const json& x) { return parse_bytes(x); });
+    c.queue_bytes = with_field(o.field("queue"), *v, [](const json& x) { return common::bytes_from_json(x); });
   }
   return c;
 }
@@ -361,7 +361,7 @@ Scenario parse_scenario(const json& j, const std::string& origin) {
       const int64_t k_def = c.K;
       c.K = static_cast<int>(get_int(s, "K", -1000000000, 1000000000, &k_def));
       if (const json* d = s.opt("density")) c.density = with_field(s.field("density"), *d, [](const json& x) {
-        return parse_probability(x);
+        return common::probability_from_json(x);
       });
       const int64_t b_def = c.block;
       c.block = static_cast<uint32_t>(get_int(s, "block", 0, 1 << 30, &b_def));

@@ -11,6 +11,7 @@
 #include <sstream>
 #include <thread>
 
+#include "common/child_process.h"
 #include "emulator/dpdk/netns.h"
 #include "emulator/dpdk/proc.h"
 
@@ -31,6 +32,13 @@ struct NetGuard {
   ~NetGuard() { net_down(prefix); }
   std::string prefix;
 };
+
+common::ChildProcess background(const std::vector<std::string>& argv, const std::string& log_path) {
+  common::ChildOptions o;
+  o.argv = argv;
+  o.log_path = log_path;
+  return common::ChildProcess(o);
+}
 
 std::string slurp(const std::string& path) {
   std::ifstream f(path);
@@ -54,7 +62,7 @@ TEST(NetnsTcp, RealTcpThroughTheEmulatedLink) {
   ASSERT_EQ(L.dcs.size(), 2u);
   const std::string json_path = "/tmp/" + g_prefix + "-emu.json", log_path = "/tmp/" + g_prefix + "-emu.log";
   unlink(json_path.c_str());
-  Child emu(in_ns(L.emu_ns, {g_emulate, "--no-huge", "--no-pci", "-m", "256", "--file-prefix=" + g_prefix, "-l",
+  common::ChildProcess emu = background(in_ns(L.emu_ns, {g_emulate, "--no-huge", "--no-pci", "-m", "256", "--file-prefix=" + g_prefix, "-l",
                              std::to_string(L.emulator_cpu), "--log-level=warning",
                              "--vdev=net_af_packet0,iface=e0", "--vdev=net_af_packet1,iface=e1", "--",
                              "--port", "east=net_af_packet0,10.77.0.0/24", "--port", "west=net_af_packet1,10.77.1.0/24",
@@ -78,7 +86,7 @@ TEST(NetnsTcp, RealTcpThroughTheEmulatedLink) {
   EXPECT_LE(avg, 11.0);
 
   // TCP: goodput close to the link's TCP ceiling (100 Mbit/s x 1448/1538 = 94.1 Mbit/s), never above.
-  Child server(in_ns(L.dcs[1].ns, {"iperf3", "-s", "-1", "-B", L.dcs[1].address}), "");
+  common::ChildProcess server = background(in_ns(L.dcs[1].ns, {"iperf3", "-s", "-1", "-B", L.dcs[1].address}), "/dev/null");
   CmdResult c;
   for (int i = 0; i < 50; ++i) {
     c = run_cmd(in_ns(L.dcs[0].ns, {"iperf3", "-c", L.dcs[1].address, "-B", L.dcs[0].address, "-t", "3", "-P", "2"}),

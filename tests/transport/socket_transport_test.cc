@@ -283,7 +283,7 @@ std::pair<double, double> recv_while_signalled(WithChild& w, int sig, bool* thre
   const auto t0 = std::chrono::steady_clock::now();
   std::thread killer([&] {
     std::this_thread::sleep_for(milliseconds(300));
-    ::kill(w.child.pid, sig);
+    ::kill(w.child.pid(), sig);
     signalled_at = seconds_since(t0);
   });
   *threw_dead = false;
