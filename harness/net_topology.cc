@@ -2,14 +2,16 @@
 
 #include <unistd.h>
 
+#include "model/topology.h"
+
 namespace geotb::harness {
 
 emu::NetTopology net_topology(const Scenario& sc, const std::string& prefix) {
   emu::NetTopology t;
   t.prefix = prefix;
   for (const auto& dc : sc.cluster.dcs) t.dcs.push_back(dc.name);
-  t.wan = sc.cluster.wan;
-  for (const auto& ch : sc.cluster.timeline) t.timeline.push_back({ch.site_a, ch.site_b, ch.change});
+  t.wan = model::directed_wan_links(sc.cluster);  // the emulator's view: one --link per direction
+  for (const auto& ch : sc.cluster.timeline) t.timeline.push_back({ch.a, ch.b, ch.change});
   return t;
 }
 

@@ -231,7 +231,7 @@ Scenario parse_scenario(const json& j, const std::string& origin) {
     std::map<std::string, int> dc_idx;
     for (size_t i = 0; i < dcs.size(); ++i) {
       Obj d(dcs[i], fmt::format("datacenters[{}]", i));
-      engine::DcSpec spec;
+      model::DataCenter spec;
       spec.name = get_string(d, "name");
       if (spec.name.empty()) fail(d.field("name"), json(spec.name), "must not be empty");
       spec.workers = static_cast<int>(get_int(d, "workers", 1, 64));
@@ -260,7 +260,7 @@ Scenario parse_scenario(const json& j, const std::string& origin) {
     std::set<std::pair<int, int>> linked;
     for (size_t i = 0; i < wan.size(); ++i) {
       Obj w(wan[i], fmt::format("wan[{}]", i));
-      emu::WanLinkSpec spec;
+      model::WanLink spec;
       std::tie(spec.a, spec.b) = dc_pair(dc_idx, w.req("between"), w.field("between"));
       w.req("bandwidth");
       emu::LinkConfig base;
@@ -290,9 +290,9 @@ Scenario parse_scenario(const json& j, const std::string& origin) {
         Obj e((*tl)[i], fmt::format("timeline[{}]", i));
         if (e.has("kill") || e.has("at_step"))
           fail(e.field(e.has("kill") ? "kill" : "at_step"), (*tl)[i], "fault injection is not implemented yet");
-        engine::TimedLinkChange tc;
+        model::ScheduledChange tc;
         tc.change.at = duration(e, "at", std::chrono::hours(24), nullptr);
-        std::tie(tc.site_a, tc.site_b) = dc_pair(dc_idx, e.req("link"), e.field("link"));
+        std::tie(tc.a, tc.b) = dc_pair(dc_idx, e.req("link"), e.field("link"));
         Obj set(e.req("set"), e.field("set"));
         if (set.has("bandwidth")) tc.change.rate_bps = bandwidth(set, "bandwidth", 0);
         if (set.has("rtt")) tc.change.delay = duration(set, "rtt", std::chrono::seconds(10), nullptr) / 2;

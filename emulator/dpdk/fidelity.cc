@@ -290,7 +290,7 @@ json link_summary(const json& em, int i) {
 json run_fidelity(const FidelityConfig& cfg) {
   if (cfg.topo.wan.empty()) throw std::invalid_argument("topo.wan: empty: fidelity needs the link between dcs[0] and dcs[1]");
   Ctx c{cfg, {}, "gtbfid" + std::to_string(getpid()), 0};
-  LinkConfig m = cfg.topo.wan[0].a_to_b;
+  LinkConfig m = cfg.topo.wan[0].config;
   if (m.rate_bps > 0 && m.queue_bytes == 0 && m.queue_packets == 0) {
     // Drop-tail queue of one bandwidth-delay product (RTT), so saturating UDP is dropped at the
     // queue instead of filling the mbuf pool.
@@ -463,7 +463,7 @@ json run_fidelity(const FidelityConfig& cfg) {
     }
     // 5. Gilbert-Elliott loss
     if (cfg.run_gilbert) {
-      const LinkConfig base = m.rate_bps > 0 ? m : cfg.topo.wan[0].a_to_b;
+      const LinkConfig base = m.rate_bps > 0 ? m : cfg.topo.wan[0].config;
       uint64_t seed = cfg.ge_seed;
       if (seed == 0) {
         std::random_device rd;

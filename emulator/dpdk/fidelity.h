@@ -32,7 +32,7 @@ class App;
 namespace geotb::emu {
 
 struct FidelityConfig {
-  NetTopology topo;                          ///< measured between dcs[0] and dcs[1] over wan[0]
+  NetTopology topo;                          ///< measured from wan[0].from to wan[0].to (dcs[0] -> dcs[1])
   std::string emulate_bin = "geotb-emulate"; ///< path of the data-plane binary
   std::string udpgen_bin = "geotb-udpgen";   ///< path of the UDP sender/receiver
   int tool_nice = -10;                       ///< nice of ping/iperf3/udpgen (0 = leave alone)

@@ -68,15 +68,12 @@ int main(int argc, char** argv) {
     t.mtu = mtu;
     std::stringstream ss(dcs_arg);
     for (std::string s; std::getline(ss, s, ',');) t.dcs.push_back(s);
-    WanLinkSpec w;
-    w.a = 0;
-    w.b = 1;
-    w.a_to_b.rate_bps = rate_bps;
-    w.a_to_b.delay = rtt / 2;
-    if (loss > 0) w.a_to_b.loss = LossConfig{LossConfig::Kind::kBernoulli, loss};
-    w.a_to_b.queue_bytes = queue_bytes;
-    w.b_to_a = w.a_to_b;
-    t.wan.push_back(w);
+    LinkConfig link;
+    link.rate_bps = rate_bps;
+    link.delay = rtt / 2;
+    if (loss > 0) link.loss = LossConfig{LossConfig::Kind::kBernoulli, loss};
+    link.queue_bytes = queue_bytes;
+    t.wan = {{0, 1, link}, {1, 0, link}};
     if (up->parsed()) {
       const NetLayout L = net_up(t);
       for (const auto& d : L.dcs) std::cout << d.name << ": netns " << d.ns << " " << d.ifname << " " << d.address << "/16 <-> " << L.emu_ns << " " << d.emu_if << "\n";

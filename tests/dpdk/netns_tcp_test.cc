@@ -51,12 +51,11 @@ TEST(NetnsTcp, RealTcpThroughTheEmulatedLink) {
   NetTopology t;
   t.prefix = g_prefix;
   t.dcs = {"east", "west"};
-  WanLinkSpec w;
-  w.a_to_b.rate_bps = 100e6;
-  w.a_to_b.delay = std::chrono::milliseconds(5);
-  w.a_to_b.queue_bytes = 125000;  // one RTT at 100 Mbit/s
-  w.b_to_a = w.a_to_b;
-  t.wan.push_back(w);
+  LinkConfig link;
+  link.rate_bps = 100e6;
+  link.delay = std::chrono::milliseconds(5);
+  link.queue_bytes = 125000;  // one RTT at 100 Mbit/s
+  t.wan = {{0, 1, link}, {1, 0, link}};
   NetGuard guard(t.prefix);
   const NetLayout L = net_up(t);
   ASSERT_EQ(L.dcs.size(), 2u);

@@ -20,12 +20,10 @@ emu::FabricConfig two_sites(int per_site, double wan_bps, std::chrono::nanosecon
   for (int r = 0; r < 2 * per_site; ++r) fc.site_of.push_back(r / per_site);
   fc.lan.rate_bps = 0;
   fc.lan.delay = 0ns;
-  emu::WanLinkSpec w;
-  w.a = 0;
-  w.b = 1;
-  w.a_to_b.rate_bps = w.b_to_a.rate_bps = wan_bps;
-  w.a_to_b.delay = w.b_to_a.delay = wan_delay;
-  fc.wan.push_back(w);
+  emu::LinkConfig wan;
+  wan.rate_bps = wan_bps;
+  wan.delay = wan_delay;
+  fc.wan = {{0, 1, wan}, {1, 0, wan}};  // site 0 -> 1, then 1 -> 0
   return fc;
 }
 
@@ -73,7 +71,7 @@ TEST(Fabric, RecvTimesOutAndCloseWakesReceivers) {
 TEST(Fabric, DownLinkMakesSendFailWithTypedError) {
   emu::FakeClock clock;
   auto fc = two_sites(1, 1e9, 1ms);
-  fc.wan[0].a_to_b.up = false;
+  fc.wan[0].config.up = false;  // 0 -> 1
   fc.segments.max_attempts = 3;
   emu::Fabric f(fc, clock);
   EXPECT_THROW(f.send(0, 1, 1, std::vector<uint8_t>(10)), emu::FabricError);
@@ -231,7 +229,7 @@ TEST(GlooRing, EveryWanSegmentWaitsForTheReceiversNotification) {
 TEST(GlooRing, AFailedWanSendSurfacesAsTheTypedCauseOnTheSendingRank) {
   emu::SteadyClock clock;
   emu::FabricConfig fc = two_sites(1, 0, 1ms);
-  fc.wan[0].a_to_b.up = fc.wan[0].b_to_a.up = false;
+  fc.wan[0].config.up = fc.wan[1].config.up = false;
   fc.segments.min_rto = 2ms;
   fc.segments.max_attempts = 2;
   emu::Fabric f(fc, clock);
