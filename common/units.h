@@ -10,7 +10,7 @@
 // UnitError whose message names the value and what was expected ("\"10Gbs\": unknown unit \"Gbs\"
 // (expected one of bps, ...)"); the caller prefixes the field path or the flag name.
 //
-// The JSON overloads are the scenario's form: a bare JSON number is a size in bytes or a
+// The *_from_json forms are the scenario files': a bare JSON number is a size in bytes or a
 // probability, and an error ("missing unit") for a bandwidth or a duration.
 #pragma once
 

@@ -15,6 +15,30 @@
 namespace geotb::emu {
 
 namespace {
+/// A pipe (both ends close-on-exec) whose ends are closed on every path.
+class Pipe {
+ public:
+  Pipe() {
+    if (pipe2(fd_, O_CLOEXEC) != 0) throw std::runtime_error(std::string("pipe: ") + strerror(errno));
+  }
+  ~Pipe() {
+    close_write();
+    if (fd_[0] >= 0) close(fd_[0]);
+  }
+  Pipe(const Pipe&) = delete;
+  Pipe& operator=(const Pipe&) = delete;
+  int read_end() const { return fd_[0]; }
+  int write_end() const { return fd_[1]; }
+  /// Closes this process's write end (the child holds its copy), so reads see EOF when it exits.
+  void close_write() {
+    if (fd_[1] >= 0) close(fd_[1]);
+    fd_[1] = -1;
+  }
+
+ private:
+  int fd_[2] = {-1, -1};
+};
+
 int64_t ms_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -35,27 +59,24 @@ std::vector<std::string> in_ns(const std::string& ns, std::vector<std::string> a
 
 CmdResult run_cmd(const std::vector<std::string>& argv, std::chrono::milliseconds timeout) {
   CmdResult r;
-  int fds[2];
-  if (pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error(std::string("pipe: ") + strerror(errno));
+  Pipe out;
   common::ChildProcess child;
   try {
     common::ChildOptions opt;
     opt.argv = argv;
-    opt.output_fd = fds[1];
+    opt.output_fd = out.write_end();
     child = common::ChildProcess(opt);
   } catch (const common::SpawnError& e) {
-    close(fds[0]);
-    close(fds[1]);
     r.status = 127;  // what a shell says for a program it cannot run
     r.output = e.what();
     return r;
   }
-  close(fds[1]);
+  out.close_write();
   const auto t0 = std::chrono::steady_clock::now();
   char buf[4096];
   bool killed = false;
   for (;;) {
-    pollfd p{fds[0], POLLIN, 0};
+    pollfd p{out.read_end(), POLLIN, 0};
     const int wait_ms = timeout.count() > 0 ? static_cast<int>(std::max<int64_t>(1, timeout.count() - ms_since(t0))) : -1;
     const int n = poll(&p, 1, wait_ms);
     if (n == 0 && timeout.count() > 0 && ms_since(t0) >= timeout.count() && !killed) {
@@ -64,12 +85,11 @@ CmdResult run_cmd(const std::vector<std::string>& argv, std::chrono::millisecond
       continue;
     }
     if (n < 0 && errno == EINTR) continue;
-    const ssize_t k = read(fds[0], buf, sizeof buf);
+    const ssize_t k = read(out.read_end(), buf, sizeof buf);
     if (k > 0) { r.output.append(buf, static_cast<size_t>(k)); continue; }
     if (k < 0 && errno == EINTR) continue;
     break;  // EOF
   }
-  close(fds[0]);
   r.status = child.wait();
   return r;
 }

@@ -7,6 +7,7 @@
 
 #include "emulator/dpdk/link_spec_parse.h"
 #include "emulator/dpdk/netns.h"
+#include "emulator/dpdk/proc.h"
 #include "emulator/dpdk/tsc_clock.h"
 #include "tests/dpdk/dpdk_env.h"
 #include "tests/emulator/link_changes.h"
@@ -649,6 +650,20 @@ TEST(NetTopologyTest, EmulatorCommandHasOneLinkPerDirection) {
   EXPECT_EQ(changes, (std::vector<std::string>{"at=3000000000ns,up=0,link=d0<>d1"}));
   t.wan.pop_back();
   EXPECT_THROW(net_layout(t), std::invalid_argument);
+}
+
+// Helper programs run to completion: stdout and stderr captured, exit status, the timeout's
+// SIGKILL, a program that cannot start.
+TEST(ProcTest, RunCmdCapturesOutputStatusAndTimeout) {
+  const CmdResult ok = run_cmd({"/bin/sh", "-c", "echo out; echo err >&2; exit 3"});
+  EXPECT_EQ(ok.status, 3);
+  EXPECT_EQ(ok.output, "out\nerr\n");
+  const CmdResult slow = run_cmd({"/bin/sh", "-c", "exec sleep 30"}, milliseconds(100));
+  EXPECT_EQ(slow.status, 128 + SIGKILL);
+  const CmdResult missing = run_cmd({"/nonexistent/geotb-tool"});
+  EXPECT_EQ(missing.status, 127);
+  EXPECT_NE(missing.output.find("No such file"), std::string::npos) << missing.output;
+  EXPECT_THROW(run_checked({"/bin/sh", "-c", "exit 1"}), std::runtime_error);
 }
 
 }  // namespace
