@@ -8,6 +8,7 @@
 #include <mutex>
 #include <thread>
 
+#include "emulator/inproc/fabric.h"
 #include "emulator/link/clock.h"
 #include "engine/strategies/table.h"
 #include "engine/transport/emulated.h"
@@ -32,7 +33,7 @@ model::StrategyRun run_strategy(const ClusterSpec& cluster, const WorkloadSpec& 
   fc.num_sites = M;
   for (int r = 0; r < P; ++r) fc.site_of.push_back(r / N);
   fc.lan = cluster.lan;
-  fc.wan = cluster.wan;
+  fc.wan = model::directed_wan_links(cluster);  // the fabric's view of the topology: one link per direction
   fc.segments = cluster.segments;
   fc.seed = work.seed;
   emu::SteadyClock clock;
@@ -50,9 +51,9 @@ model::StrategyRun run_strategy(const ClusterSpec& cluster, const WorkloadSpec& 
   for (int d = 0; d < M; ++d) leaders.push_back(d * N);
   for (int r = 0; r < P; ++r) ring.push_back(r);
   double wan_rate = 0, wan_rtt = 0;
-  if (!fc.wan.empty()) {
-    wan_rate = fc.wan[0].a_to_b.rate_bps;
-    wan_rtt = std::chrono::duration<double>(fc.wan[0].a_to_b.delay + fc.wan[0].b_to_a.delay).count();
+  if (!cluster.wan.empty()) {
+    wan_rate = cluster.wan[0].a_to_b.rate_bps;
+    wan_rtt = std::chrono::duration<double>(cluster.wan[0].a_to_b.delay + cluster.wan[0].b_to_a.delay).count();
   }
 
   std::vector<std::unique_ptr<Sgd>> opts;
@@ -85,10 +86,10 @@ model::StrategyRun run_strategy(const ClusterSpec& cluster, const WorkloadSpec& 
   std::string closed_error;  // "woken by another rank's failure": reported only if nothing else is
   auto on_start = [&]() noexcept {
     t_start = clock.now();
-    for (const TimedLinkChange& tc : cluster.timeline) {
+    for (const model::ScheduledChange& tc : cluster.timeline) {
       emu::LinkChange c = tc.change;
       c.at = t_start + tc.change.at;
-      fabric.schedule(tc.site_a, tc.site_b, c, true);
+      fabric.schedule(tc.a, tc.b, c, true);
     }
   };
   auto on_end = [&]() noexcept { t_end = clock.now(); };

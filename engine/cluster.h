@@ -12,32 +12,21 @@
 #include <string>
 #include <vector>
 
-#include "emulator/inproc/fabric.h"
+#include "emulator/inproc/message_link.h"
 #include "engine/data/fashion_mnist.h"
 #include "engine/model/learner.h"
 #include "engine/optim/sgd.h"
 #include "engine/result.h"
 #include "engine/strategy.h"
 #include "engine/worker_loop.h"
+#include "model/topology.h"
 
 namespace geotb::engine {
 
-struct DcSpec {
-  std::string name;
-  int workers = 1;
-};
-
-/// A WAN link change at a time offset from the start of each strategy's training.
-struct TimedLinkChange {
-  int site_a = 0, site_b = 1;
-  emu::LinkChange change;  ///< change.at is the offset from the start
-};
-
-struct ClusterSpec {
-  std::vector<DcSpec> dcs;               ///< all with the same number of workers
-  emu::LinkConfig lan;                   ///< between two workers of one DC (and the `lan` strategy's WAN)
-  std::vector<emu::WanLinkSpec> wan;     ///< between DCs (indices into dcs)
-  std::vector<TimedLinkChange> timeline;
+/// The cluster of an embedded run: the network (model/topology.h: data centers, LAN, WAN per
+/// direction, timeline) and how the in-process fabric cuts messages into segments. `lan` is also
+/// the `lan` reference strategy's link between data centers.
+struct ClusterSpec : model::Topology {
   emu::SegmentConfig segments;
 };
 

@@ -1,13 +1,14 @@
 #include "harness/cmd_check.h"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <memory>
 #include <optional>
+#include <sstream>
 
+#include "common/atomic_file.h"
 #include "harness/check.h"
 
 namespace geotb::harness {
@@ -22,27 +23,16 @@ struct CheckArgs {
   std::optional<double> throughput_tol, accuracy_tol, wan_tol;  ///< overrides of scenario.check
 };
 
-/// Copies `from` over `to` through a temporary file in the same directory and a rename, so a
-/// crash leaves either the old baseline or the new one, never half of one.
+/// Copies `from` over `to` atomically (common/atomic_file.h): a crash leaves either the old
+/// baseline or the new one, never half of one.
 void replace_atomically(const std::string& from, const std::string& to) {
-  namespace fs = std::filesystem;
   std::ifstream in(from, std::ios::binary);
   if (!in) throw model::ReportError(fmt::format("{}: cannot open", from));
-  const fs::path target(to);
-  if (target.has_parent_path()) fs::create_directories(target.parent_path());
-  const fs::path tmp = fmt::format("{}.tmp.{}", to, getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw model::ReportError(fmt::format("{}: cannot write", tmp.string()));
-    out << in.rdbuf();
-    out.flush();
-    if (!out) {
-      std::error_code ec;
-      fs::remove(tmp, ec);
-      throw model::ReportError(fmt::format("{}: write failed", tmp.string()));
-    }
-  }
-  fs::rename(tmp, target);
+  std::stringstream content;
+  content << in.rdbuf();
+  const std::filesystem::path target(to);
+  if (target.has_parent_path()) std::filesystem::create_directories(target.parent_path());
+  common::write_file_atomically(to, content.str());
 }
 
 int run_check(const CheckArgs& a) {

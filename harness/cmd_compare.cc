@@ -1,12 +1,11 @@
 #include "harness/cmd_compare.h"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <filesystem>
-#include <fstream>
 #include <memory>
 
+#include "common/atomic_file.h"
 #include "model/metrics.h"
 #include "model/report.h"
 #include "harness/html_report.h"
@@ -22,19 +21,6 @@ struct CompareArgs {
   std::string out = "reports";
   std::string name;
 };
-
-/// Temporary file + rename: a reader never sees half a report.
-void write_atomically(const std::filesystem::path& path, const std::string& text) {
-  const std::filesystem::path tmp = fmt::format("{}.tmp.{}", path.string(), getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw std::runtime_error(fmt::format("{}: cannot write", tmp.string()));
-    out << text;
-    out.flush();
-    if (!out) throw std::runtime_error(fmt::format("{}: write failed", tmp.string()));
-  }
-  std::filesystem::rename(tmp, path);
-}
 
 int run_compare(const CompareArgs& a) {
   std::vector<model::RunReport> reports;
@@ -66,8 +52,8 @@ int run_compare(const CompareArgs& a) {
   const std::filesystem::path html = dir / (name + ".html"), md = dir / (name + ".md");
   try {
     std::filesystem::create_directories(dir);
-    write_atomically(html, render_html_report(reports, a.baseline));
-    write_atomically(md, render_markdown_report(reports, a.baseline, html.filename().string()));
+    common::write_file_atomically(html.string(), render_html_report(reports, a.baseline));
+    common::write_file_atomically(md.string(), render_markdown_report(reports, a.baseline, html.filename().string()));
   } catch (const std::exception& e) {
     fmt::print(stderr, "geotb compare: error: {}\n", e.what());
     return 1;

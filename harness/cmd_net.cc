@@ -1,42 +1,15 @@
 // geotb net up|down: namespaces per data center plus one for the emulator, from a scenario.
-#include <unistd.h>
-
 #include <fmt/format.h>
 
 #include <memory>
 #include <string>
 
+#include "common/child_process.h"
 #include "emulator/dpdk/netns.h"
 #include "emulator/dpdk/proc.h"
 #include "harness/net_commands.h"
+#include "harness/net_topology.h"
 #include "harness/scenario.h"
-
-namespace geotb::harness {
-
-/// The scenario's data centers, WAN links and timeline as the emulator's topology.
-emu::NetTopology net_topology(const Scenario& sc, const std::string& prefix) {
-  emu::NetTopology t;
-  t.prefix = prefix;
-  for (const auto& dc : sc.cluster.dcs) t.dcs.push_back(dc.name);
-  t.wan = sc.cluster.wan;
-  for (const auto& ch : sc.cluster.timeline) t.timeline.push_back({ch.site_a, ch.site_b, ch.change});
-  return t;
-}
-
-/// geotb-emulate next to this binary (installed: same directory; build tree: ../emulator/dpdk).
-std::string find_emulate_bin() {
-  char buf[4096];
-  const ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n > 0) {
-    std::string dir(buf, static_cast<size_t>(n));
-    dir = dir.substr(0, dir.rfind('/'));
-    for (const std::string& cand : {dir + "/geotb-emulate", dir + "/../emulator/dpdk/geotb-emulate"})
-      if (access(cand.c_str(), X_OK) == 0) return cand;
-  }
-  return "geotb-emulate";  // from PATH
-}
-
-}  // namespace geotb::harness
 
 void register_net_command(CLI::App& app) {
   using namespace geotb;
@@ -69,7 +42,11 @@ void register_net_command(CLI::App& app) {
     const std::string json_path = "/tmp/" + t.prefix + "-emulate.json", log_path = "/tmp/" + t.prefix + "-emulate.log";
     const auto argv = emu::in_ns(L.emu_ns, emu::emulator_command(t, L, bin, json_path, up_opts->rt_priority, t.prefix + "-emu"));
     if (up_opts->emulate) {
-      emu::Child child(argv, log_path, /*new_session=*/true);
+      common::ChildOptions o;
+      o.argv = argv;
+      o.log_path = log_path;
+      o.new_session = true;  // outlives this command and its terminal
+      common::ChildProcess child(o);
       fmt::print("geotb-emulate started, pid {}; log {}; final report {} when stopped (geotb net down)\n", child.release(),
                  log_path, json_path);
     } else {

@@ -8,12 +8,12 @@
 #include <optional>
 #include <sstream>
 
+#include "common/units.h"
 #include "engine/cluster.h"
 #include "harness/process_run.h"
 #include "harness/progress.h"
 #include "harness/report.h"
 #include "harness/scenario.h"
-#include "harness/units.h"
 #ifdef GEOTB_HAVE_NET
 #include "harness/dpdk_session.h"
 #endif
@@ -37,8 +37,8 @@ struct RunArgs {
 
 std::chrono::milliseconds ms_of(const std::string& field, const std::string& v) {
   try {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(parse_duration(nlohmann::json(v)));
-  } catch (const UnitError& e) {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(common::parse_duration(v));
+  } catch (const common::UnitError& e) {
     throw ScenarioError(fmt::format("{}: {}", field, e.what()));
   }
 }

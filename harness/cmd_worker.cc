@@ -17,11 +17,13 @@
 #include <memory>
 #include <optional>
 
+#include "common/units.h"
+#include "engine/collectives/intra_dc.h"
+#include "engine/collectives/store.h"
 #include "engine/errors.h"
 #include "engine/process_worker.h"
 #include "harness/cmd_worker.h"
 #include "harness/scenario.h"
-#include "harness/units.h"
 #include "model/rank_report.h"
 
 namespace geotb::harness {
@@ -115,9 +117,9 @@ int run_worker(const WorkerArgs& a) {
     cfg.bind_addr = env("GEOTB_BIND_ADDR").value_or(address_toward(cfg.master_addr, cfg.master_port));
     cfg.secret = env("GEOTB_SECRET").value_or("");
     try {
-      cfg.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(parse_duration(nlohmann::json(a.timeout)));
-      cfg.heartbeat = std::chrono::duration_cast<std::chrono::milliseconds>(parse_duration(nlohmann::json(a.heartbeat)));
-    } catch (const UnitError& e) {
+      cfg.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(common::parse_duration(a.timeout));
+      cfg.heartbeat = std::chrono::duration_cast<std::chrono::milliseconds>(common::parse_duration(a.heartbeat));
+    } catch (const common::UnitError& e) {
       throw engine::ConfigError(fmt::format("--timeout/--heartbeat: {}", e.what()));
     }
     if (!sc.cluster.wan.empty()) {

@@ -11,13 +11,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/child_process.h"
 #include "emulator/dpdk/netns.h"
 #include "emulator/dpdk/proc.h"
+#include "harness/net_topology.h"
 
 namespace geotb::harness {
-
-emu::NetTopology net_topology(const Scenario& sc, const std::string& prefix);  // cmd_net.cc
-std::string find_emulate_bin();                                                 // cmd_net.cc
 
 namespace {
 std::string slurp(const std::string& path) {
@@ -75,7 +74,7 @@ struct DpdkSession::Impl {
   DpdkSessionOptions opt;
   emu::NetTopology topo;
   emu::NetLayout layout;
-  emu::Child emulator;
+  common::ChildProcess emulator;
   std::string json_path, log_path;
   std::string tcp_cc;  ///< what the DC namespaces use
 };
@@ -118,7 +117,10 @@ void DpdkSession::start_emulator(const std::string& tag) {
   const auto argv = emu::in_ns(I.layout.emu_ns, emu::emulator_command(I.topo, I.layout, I.opt.emulate_bin, I.json_path,
                                                                       I.opt.rt_priority, I.opt.prefix + "-emu",
                                                                       /*timeline_on_signal=*/true));
-  I.emulator = emu::Child(argv, I.log_path);
+  common::ChildOptions child;
+  child.argv = argv;
+  child.log_path = I.log_path;
+  I.emulator = common::ChildProcess(child);
   for (int i = 0; i < 400; ++i) {
     if (slurp(I.log_path).find("running") != std::string::npos) return;
     if (!I.emulator.running()) break;

@@ -1,6 +1,6 @@
 // `geotb net up|down <scenario>` and `geotb fidelity <scenario>`: the DPDK emulator's namespaces
-// and its fidelity report. Compiled into geotb only when DPDK is found (GEOTB_HAVE_NET); the
-// sources are listed by emulator/dpdk/meson.build (geotb_net_cmd_sources).
+// and its fidelity report. Compiled into geotb only when DPDK is found (GEOTB_HAVE_NET, set by
+// harness/meson.build).
 #pragma once
 
 #include <CLI/CLI.hpp>

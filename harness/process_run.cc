@@ -1,12 +1,9 @@
 #include "harness/process_run.h"
 
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -21,6 +18,7 @@
 #include "engine/errors.h"
 #include "engine/strategies/table.h"
 #include "model/rank_report.h"
+#include "common/child_process.h"
 
 extern char** environ;
 
@@ -55,82 +53,28 @@ std::string log_tail(const std::string& path, int lines) {
 
 struct Worker {
   int rank = 0, dc = 0;
-  pid_t pid = -1;
-  bool running = false;
-  int status = -1;         ///< exit code, or 128 + signal
-  int signal = 0;          ///< the signal that ended it (0: exited)
+  common::ChildProcess child;  ///< its own process group, killed as a group
   bool killed_by_us = false;
   std::string json_path, log_path;
 };
 
-pid_t spawn(const std::vector<std::string>& argv, const std::vector<std::string>& env, const std::string& log_path) {
-  std::vector<char*> av, ev;
-  for (const auto& a : argv) av.push_back(const_cast<char*>(a.c_str()));
-  av.push_back(nullptr);
-  for (const auto& e : env) ev.push_back(const_cast<char*>(e.c_str()));
-  ev.push_back(nullptr);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, 1, log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_adddup2(&fa, 1, 2);
-  posix_spawnattr_t at;
-  posix_spawnattr_init(&at);
-  // Own process group (killed as a group), default signal dispositions, nothing blocked.
-  sigset_t none, defs;
-  sigemptyset(&none);
-  sigemptyset(&defs);
-  sigaddset(&defs, SIGINT);
-  sigaddset(&defs, SIGTERM);
-  sigaddset(&defs, SIGPIPE);
-  posix_spawnattr_setsigmask(&at, &none);
-  posix_spawnattr_setsigdefault(&at, &defs);
-  posix_spawnattr_setpgroup(&at, 0);
-  posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-  pid_t pid = -1;
-  const int rc = posix_spawnp(&pid, av[0], &fa, &at, av.data(), ev.data());
-  posix_spawn_file_actions_destroy(&fa);
-  posix_spawnattr_destroy(&at);
-  if (rc != 0) throw std::runtime_error(fmt::format("spawning {}: {}", argv[0], std::strerror(rc)));
-  return pid;
-}
-
-void reap(Worker& w, bool block) {
-  if (!w.running) return;
-  int st = 0;
-  pid_t r;
-  while ((r = waitpid(w.pid, &st, block ? 0 : WNOHANG)) < 0 && errno == EINTR) {
-  }
-  if (r != w.pid) return;
-  w.running = false;
-  if (WIFEXITED(st)) w.status = WEXITSTATUS(st);
-  else if (WIFSIGNALED(st)) {
-    w.signal = WTERMSIG(st);
-    w.status = 128 + w.signal;
-  }
-}
-
 /// SIGTERM to every running worker's group, up to 3 s to exit, then SIGKILL; all reaped.
 void kill_all(std::vector<Worker>& ws) {
   for (auto& w : ws)
-    if (w.running) {
+    if (w.child.pid() > 0) {
       w.killed_by_us = true;
-      kill(-w.pid, SIGTERM);
+      w.child.signal(SIGTERM);
     }
   const auto t0 = std::chrono::steady_clock::now();
   for (;;) {
     bool any = false;
-    for (auto& w : ws) {
-      reap(w, false);
-      any |= w.running;
-    }
+    for (auto& w : ws) any |= w.child.running();
     if (!any) return;
     if (std::chrono::steady_clock::now() - t0 > std::chrono::seconds(3)) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  for (auto& w : ws)
-    if (w.running) kill(-w.pid, SIGKILL);
-  for (auto& w : ws) reap(w, true);
+  for (auto& w : ws) w.child.signal(SIGKILL);
+  for (auto& w : ws) w.child.wait();
 }
 
 std::string describe(const Worker& w) {
@@ -147,7 +91,8 @@ std::string describe(const Worker& w) {
     }
   }
   if (why.empty()) {
-    why = w.signal ? fmt::format("killed by signal {} ({})", w.signal, strsignal(w.signal)) : fmt::format("exit status {}", w.status);
+    const int sig = w.child.term_signal();
+    why = sig ? fmt::format("killed by signal {} ({})", sig, strsignal(sig)) : fmt::format("exit status {}", w.child.exit_status());
     const std::string tail = log_tail(w.log_path, 2);
     if (!tail.empty()) why += "; log: " + tail;
   }
@@ -254,8 +199,12 @@ model::StrategyRun run_strategy_processes(const Scenario& sc, const engine::Stra
       env.push_back("GEOTB_LOCAL_RANK=" + std::to_string(r % N));
       env.push_back("GEOTB_BIND_ADDR=" + pl.address);
       if (r == 0 && opt.timeline_pid > 0) env.push_back("GEOTB_TIMELINE_PID=" + std::to_string(opt.timeline_pid));
-      w.pid = spawn(argv, env, w.log_path);
-      w.running = true;
+      common::ChildOptions child;
+      child.argv = std::move(argv);
+      child.env = std::move(env);
+      child.log_path = w.log_path;
+      child.own_process_group = true;
+      w.child = common::ChildProcess(child);
     }
 
     const auto t0 = std::chrono::steady_clock::now();
@@ -265,10 +214,10 @@ model::StrategyRun run_strategy_processes(const Scenario& sc, const engine::Stra
     for (;;) {
       bool any_running = false;
       for (auto& w : ws) {
-        const bool was = w.running;
-        reap(w, false);
-        if (was && !w.running && w.status != 0) failed_order.push_back(w.rank);
-        any_running |= w.running;
+        const bool was = w.child.pid() > 0;
+        const bool now_running = w.child.running();
+        if (was && !now_running && w.child.exit_status() != 0) failed_order.push_back(w.rank);
+        any_running |= now_running;
       }
       if (!failed_order.empty()) {
         // Give the others a moment to fail on their own (their typed errors name the cause),
@@ -277,10 +226,10 @@ model::StrategyRun run_strategy_processes(const Scenario& sc, const engine::Stra
         while (std::chrono::steady_clock::now() < grace_end) {
           bool still = false;
           for (auto& w : ws) {
-            const bool was = w.running;
-            reap(w, false);
-            if (was && !w.running && w.status != 0) failed_order.push_back(w.rank);
-            still |= w.running;
+            const bool was = w.child.pid() > 0;
+            const bool now_running = w.child.running();
+            if (was && !now_running && w.child.exit_status() != 0) failed_order.push_back(w.rank);
+            still |= now_running;
           }
           if (!still) break;
           std::this_thread::sleep_for(std::chrono::milliseconds(20));

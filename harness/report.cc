@@ -6,14 +6,12 @@
 #include <chrono>
 #include <cstdio>
 #include <ctime>
-#include <filesystem>
-#include <fstream>
 #include <thread>
 
+#include "common/atomic_file.h"
+#include "common/units.h"
 #include "engine/strategies/table.h"
 #include "harness/build_info.h"
-#include "harness/units.h"
-#include "model/json_file.h"
 #include "model/metrics.h"
 
 namespace geotb::harness {
@@ -97,15 +95,10 @@ model::RunReport make_report(const Scenario& sc, std::vector<model::StrategyRun>
 }
 
 std::string write_report(const model::RunReport& r, const std::string& dir, const std::string& name) {
-  namespace fs = std::filesystem;
-  fs::create_directories(dir);
   std::string stamp = utc_now_iso();
   for (char& ch : stamp)
     if (ch == ':') ch = '-';
-  fs::path final_path = fs::path(dir) / fmt::format("{}-{}.json", name, stamp);
-  for (int i = 2; fs::exists(final_path); ++i) final_path = fs::path(dir) / fmt::format("{}-{}-{}.json", name, stamp, i);
-  model::write_json_atomically(nlohmann::json(r), final_path.string(), 1);
-  return final_path.string();
+  return common::write_new_file(dir, fmt::format("{}-{}", name, stamp), ".json", nlohmann::json(r).dump(1) + "\n");
 }
 
 std::string summary_table(const model::RunReport& rep) {
@@ -125,7 +118,7 @@ std::string summary_table(const model::RunReport& rep) {
                        s.name, m.samples_per_s, opt(c.throughput_ratio, "{:.2f}x"),
                        opt(c.fraction_of_lan_throughput, "{:.2f}"), 1e3 * m.compute_s_per_step,
                        1e3 * m.exposed_comm_s_per_step, m.comm_compute_ratio,
-                       format_bytes(static_cast<double>(m.wan_payload_bytes)), m.exchanges, m.final_test_accuracy,
+                       common::format_bytes(static_cast<double>(m.wan_payload_bytes)), m.exchanges, m.final_test_accuracy,
                        m.wall_s);
   }
   return out;

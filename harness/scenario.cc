@@ -8,8 +8,8 @@
 #include <set>
 #include <sstream>
 
+#include "common/units.h"
 #include "engine/strategies/table.h"
-#include "harness/units.h"
 
 namespace geotb::harness {
 
@@ -64,7 +64,7 @@ template <typename F>
 auto with_field(const std::string& field, const json& v, F&& f) -> decltype(f(v)) {
   try {
     return f(v);
-  } catch (const UnitError& e) {
+  } catch (const common::UnitError& e) {
     throw ScenarioError(fmt::format("{}: {}", field, e.what()));
   }
 }
@@ -104,7 +104,7 @@ bool get_bool(Obj& o, const std::string& key, bool def) {
 double bandwidth(Obj& o, const std::string& key, double def) {
   const json* v = o.opt(key);
   if (!v) return def;
-  const double bps = with_field(o.field(key), *v, [](const json& x) { return parse_bandwidth_bps(x); });
+  const double bps = with_field(o.field(key), *v, [](const json& x) { return common::bandwidth_bps_from_json(x); });
   if (bps < 1e3 || bps > 1e13) fail(o.field(key), *v, "must be between 1kbps and 10Tbps");
   return bps;
 }
@@ -113,8 +113,8 @@ std::chrono::nanoseconds duration(Obj& o, const std::string& key, std::chrono::n
                                   const std::chrono::nanoseconds* def) {
   const json* v = def ? o.opt(key) : &o.req(key);
   if (!v) return *def;
-  const auto d = with_field(o.field(key), *v, [](const json& x) { return parse_duration(x); });
-  if (d > hi) fail(o.field(key), *v, fmt::format("must be at most {}", format_duration(hi)));
+  const auto d = with_field(o.field(key), *v, [](const json& x) { return common::duration_from_json(x); });
+  if (d > hi) fail(o.field(key), *v, fmt::format("must be at most {}", common::format_duration(hi)));
   return d;
 }
 
@@ -124,7 +124,7 @@ emu::LossConfig loss(const json& v, const std::string& path) {
   const std::string model = get_string(o, "model");
   auto prob = [&](const std::string& key, double def) {
     const json* p = o.opt(key);
-    return p ? with_field(o.field(key), *p, [](const json& x) { return parse_probability(x); }) : def;
+    return p ? with_field(o.field(key), *p, [](const json& x) { return common::probability_from_json(x); }) : def;
   };
   if (model == "none") {
     l.kind = emu::LossConfig::Kind::kNone;
@@ -153,7 +153,7 @@ emu::JitterConfig jitter(Obj& o) {
   if (!v) return j;
   if (v->is_string()) {  // shorthand: uniform +- amount
     j.kind = emu::JitterConfig::Kind::kUniform;
-    j.amount = with_field(o.field("jitter"), *v, [](const json& x) { return parse_duration(x); });
+    j.amount = with_field(o.field("jitter"), *v, [](const json& x) { return common::duration_from_json(x); });
   } else {
     Obj jo(*v, o.field("jitter"));
     const std::string kind = get_string(jo, "distribution");
@@ -179,7 +179,7 @@ emu::LinkConfig link_settings(Obj& o, const emu::LinkConfig& base, bool rtt_requ
   if (o.has("jitter")) c.jitter = jitter(o);
   c.reorder = get_bool(o, "reorder", base.reorder);
   if (const json* v = o.opt("queue")) {
-    c.queue_bytes = with_field(o.field("queue"), *v, [](const json& x) { return parse_bytes(x); });
+    c.queue_bytes = with_field(o.field("queue"), *v, [](const json& x) { return common::bytes_from_json(x); });
   }
   return c;
 }
@@ -232,7 +232,7 @@ Scenario parse_scenario(const json& j, const std::string& origin) {
     std::map<std::string, int> dc_idx;
     for (size_t i = 0; i < dcs.size(); ++i) {
       Obj d(dcs[i], fmt::format("datacenters[{}]", i));
-      engine::DcSpec spec;
+      model::DataCenter spec;
       spec.name = get_string(d, "name");
       if (spec.name.empty()) fail(d.field("name"), json(spec.name), "must not be empty");
       spec.workers = static_cast<int>(get_int(d, "workers", 1, 64));
@@ -261,7 +261,7 @@ Scenario parse_scenario(const json& j, const std::string& origin) {
     std::set<std::pair<int, int>> linked;
     for (size_t i = 0; i < wan.size(); ++i) {
       Obj w(wan[i], fmt::format("wan[{}]", i));
-      emu::WanLinkSpec spec;
+      model::WanLink spec;
       std::tie(spec.a, spec.b) = dc_pair(dc_idx, w.req("between"), w.field("between"));
       w.req("bandwidth");
       emu::LinkConfig base;
@@ -291,9 +291,9 @@ Scenario parse_scenario(const json& j, const std::string& origin) {
         Obj e((*tl)[i], fmt::format("timeline[{}]", i));
         if (e.has("kill") || e.has("at_step"))
           fail(e.field(e.has("kill") ? "kill" : "at_step"), (*tl)[i], "fault injection is not implemented yet");
-        engine::TimedLinkChange tc;
+        model::ScheduledChange tc;
         tc.change.at = duration(e, "at", std::chrono::hours(24), nullptr);
-        std::tie(tc.site_a, tc.site_b) = dc_pair(dc_idx, e.req("link"), e.field("link"));
+        std::tie(tc.a, tc.b) = dc_pair(dc_idx, e.req("link"), e.field("link"));
         Obj set(e.req("set"), e.field("set"));
         if (set.has("bandwidth")) tc.change.rate_bps = bandwidth(set, "bandwidth", 0);
         if (set.has("rtt")) tc.change.delay = duration(set, "rtt", std::chrono::seconds(10), nullptr) / 2;
@@ -385,7 +385,7 @@ Scenario parse_scenario(const json& j, const std::string& origin) {
             k->set(c, get_int(s, key, k->lo, k->hi));
             break;
           case engine::StrategyKey::Kind::kFraction:
-            k->set(c, with_field(s.field(key), *v, [](const json& x) { return parse_probability(x); }));
+            k->set(c, with_field(s.field(key), *v, [](const json& x) { return common::probability_from_json(x); }));
             break;
           case engine::StrategyKey::Kind::kFlag:
             k->set(c, get_bool(s, key, false));  // present: the default is not used

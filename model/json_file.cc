@@ -1,5 +1,7 @@
 #include "model/json_file.h"
 
+#include "common/atomic_file.h"
+
 #include <fmt/format.h>
 
 #include <filesystem>
@@ -21,17 +23,7 @@ nlohmann::json read_json_file(const std::string& path) {
 }
 
 void write_json_atomically(const nlohmann::json& j, const std::string& path, int indent) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp);
-    if (!out) throw std::runtime_error("cannot write " + tmp);
-    out << j.dump(indent) << "\n";
-    out.flush();
-    if (!out) throw std::runtime_error("write failed: " + tmp);
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) throw std::runtime_error(fmt::format("rename {} -> {}: {}", tmp, path, ec.message()));
+  common::write_file_atomically(path, j.dump(indent) + "\n");
 }
 
 }  // namespace geotb::model

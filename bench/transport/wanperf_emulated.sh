@@ -28,7 +28,7 @@ for ns in gsk-0 gsk-1; do ip netns exec $ns sysctl -q -w net.ipv4.tcp_wmem="4096
 echo "== kernel default buffers (tcp_wmem max 4 MiB)"
 ip netns exec gsk-0 $B/bench/transport/geotb-wanperf client --host 10.77.1.1 --port 47100 --streams 1,2,4 --bytes 128MiB --rounds 3
 echo "== derived stream count"
-ip netns exec gsk-0 $B/bench/transport/geotb-wanperf client --host 10.77.1.1 --port 47100 --streams 0 --rate 1e9 --rtt 0.03 --bytes 128MiB --rounds 3
+ip netns exec gsk-0 $B/bench/transport/geotb-wanperf client --host 10.77.1.1 --port 47100 --streams 0 --rate 1Gbps --rtt 30ms --bytes 128MiB --rounds 3
 kill $SRV; kill -INT $EMU; wait $EMU
 python3 -c "import json;d=json.load(open('$OUT/emu.json'));print('emulator drops:', [(l['name'], {k:v for k,v in l['drops'].items() if v}) for l in d['links']], 'accounting', d.get('accounting_ok'))"
 $B/emulator/dpdk/geotb-netlab down --prefix gsk

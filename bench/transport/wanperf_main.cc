@@ -30,6 +30,8 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "common/atomic_file.h"
+#include "common/cli_units.h"
 #include "engine/transport/socket/socket_transport.h"
 
 namespace {
@@ -53,23 +55,6 @@ uint64_t unpack(const std::vector<uint8_t>& b, size_t i) {
   uint64_t x = 0;
   if (b.size() >= 8 * (i + 1)) std::memcpy(&x, b.data() + 8 * i, 8);
   return x;
-}
-
-// "256MiB", "1GB", "4096": bytes.
-uint64_t parse_size(const std::string& s) {
-  size_t pos = 0;
-  double v = std::stod(s, &pos);
-  std::string u = s.substr(pos);
-  double m = 1;
-  if (u == "" || u == "B") m = 1;
-  else if (u == "KiB" || u == "K") m = 1024.0;
-  else if (u == "MiB" || u == "M") m = 1024.0 * 1024;
-  else if (u == "GiB" || u == "G") m = 1024.0 * 1024 * 1024;
-  else if (u == "kB" || u == "KB") m = 1e3;
-  else if (u == "MB") m = 1e6;
-  else if (u == "GB") m = 1e9;
-  else throw std::invalid_argument("unknown size unit \"" + u + "\" in \"" + s + "\"");
-  return static_cast<uint64_t>(v * m);
 }
 
 std::string read_file_line(const char* path) {
@@ -184,12 +169,13 @@ Result run_session(const std::string& host, uint16_t port, const std::string& li
 int main(int argc, char** argv) {
   CLI::App app{"geotb-wanperf: socket transport throughput, 1 vs N TCP streams"};
   app.require_subcommand(1);
-  std::string secret, bind = "0.0.0.0", host, listen = "0.0.0.0", streams_list = "1,4", bytes_s = "256MiB",
-                      msg_s = "16MiB", sockbuf_s = "0", chunk_s = "0", json_path;
+  std::string secret, bind = "0.0.0.0", host, listen = "0.0.0.0", streams_list = "1,4", json_path;
+  uint64_t bytes = 256 << 20, msg_bytes = 16 << 20, sockbuf = 0, chunk = 0;
   uint16_t port = 0;
   bool once = false;
   int rounds = 3;
-  double rate_bps = 0, rtt_s = 0;
+  double rate_bps = 0;
+  std::chrono::duration<double> rtt{0};
   auto* srv = app.add_subcommand("server", "accept client sessions (one at a time)");
   srv->add_option("--port", port, "TCP port to listen on")->required();
   srv->add_option("--bind", bind, "address to bind (default 0.0.0.0)");
@@ -200,23 +186,21 @@ int main(int argc, char** argv) {
   cli->add_option("--port", port, "server port")->required();
   cli->add_option("--streams", streams_list,
                   "comma-separated stream counts, one session each (default 1,4); 0 = derived from --rate/--rtt");
-  cli->add_option("--rate", rate_bps, "link rate in bit/s for --streams 0 (e.g. 1e9)");
-  cli->add_option("--rtt", rtt_s, "link round-trip time in seconds for --streams 0 (e.g. 0.03)");
-  cli->add_option("--bytes", bytes_s, "payload per round (default 256MiB; units B KiB MiB GiB kB MB GB)");
-  cli->add_option("--msg-bytes", msg_s, "message size the payload is cut into (default 16MiB)");
+  geotb::common::add_bandwidth_option(*cli, "--rate", rate_bps, "link rate for --streams 0 (e.g. 1Gbps)");
+  geotb::common::add_duration_option(*cli, "--rtt", rtt, "link round-trip time for --streams 0 (e.g. 30ms)");
+  geotb::common::add_bytes_option(*cli, "--bytes", bytes, "payload per round (e.g. 256MiB)");
+  geotb::common::add_bytes_option(*cli, "--msg-bytes", msg_bytes, "message size the payload is cut into (e.g. 16MiB)");
   cli->add_option("--rounds", rounds, "timed rounds per stream count (default 3)");
   cli->add_option("--secret", secret, "shared secret (HMAC-SHA256 handshake)");
   cli->add_option("--listen", listen, "client's bind address for the server's ack connection (default 0.0.0.0)");
-  cli->add_option("--sockbuf", sockbuf_s, "SO_SNDBUF/SO_RCVBUF request per connection; 0 = autotuning");
-  cli->add_option("--chunk", chunk_s, "striping chunk (frame payload); 0 = transport default");
+  geotb::common::add_bytes_option(*cli, "--sockbuf", sockbuf, "SO_SNDBUF/SO_RCVBUF request per connection; 0 = autotuning");
+  geotb::common::add_bytes_option(*cli, "--chunk", chunk, "striping chunk (frame payload); 0 = transport default");
   cli->add_option("--json", json_path, "write the JSON result here instead of stdout");
   CLI11_PARSE(app, argc, argv);
 
   try {
     if (srv->parsed()) return run_server(bind, port, secret, once);
 
-    const uint64_t bytes = parse_size(bytes_s), msg_bytes = parse_size(msg_s), sockbuf = parse_size(sockbuf_s),
-                   chunk = parse_size(chunk_s);
     if (bytes == 0 || msg_bytes == 0 || rounds < 1) {
       std::fprintf(stderr, "geotb-wanperf: --bytes, --msg-bytes and --rounds must be positive\n");
       return 2;
@@ -229,7 +213,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "geotb-wanperf: %d stream(s), %d x %.1f MiB in %.1f MiB messages ...\n", n, rounds,
                    bytes / 1048576.0, msg_bytes / 1048576.0);
       results.push_back(
-          run_session(host, port, listen, n, bytes, msg_bytes, rounds, secret, sockbuf, chunk, rate_bps, rtt_s));
+          run_session(host, port, listen, n, bytes, msg_bytes, rounds, secret, sockbuf, chunk, rate_bps, rtt.count()));
       // The server reopens its listener between sessions.
       usleep(200000);
     }
@@ -245,7 +229,7 @@ int main(int argc, char** argv) {
     j["msg_bytes"] = msg_bytes;
     j["rounds"] = rounds;
     j["link_rate_bps"] = rate_bps;
-    j["link_rtt_s"] = rtt_s;
+    j["link_rtt_s"] = rtt.count();
     j["secret"] = !secret.empty();
     utsname u{};
     uname(&u);
@@ -273,7 +257,7 @@ int main(int argc, char** argv) {
     if (json_path.empty()) {
       std::printf("%s\n", j.dump().c_str());
     } else {
-      std::ofstream(json_path) << j.dump(2) << "\n";
+      geotb::common::write_file_atomically(json_path, j.dump(2) + "\n");
     }
     return 0;
   } catch (const std::exception& e) {

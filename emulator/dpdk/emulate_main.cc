@@ -14,6 +14,7 @@
 #include <sched.h>
 
 #include <atomic>
+#include <chrono>
 #include <cerrno>
 #include <cstring>
 #include <csignal>
@@ -21,7 +22,8 @@
 #include <fstream>
 #include <iostream>
 
-#include "emulator/dpdk/cli_units.h"
+#include "common/atomic_file.h"
+#include "common/cli_units.h"
 #include "emulator/dpdk/dataplane.h"
 #include "emulator/dpdk/link_spec_parse.h"
 
@@ -46,37 +48,38 @@ int main(int argc, char** argv) {
 
   CLI::App app{"geotb-emulate: DPDK data plane of the geotb WAN emulator"};
   std::vector<std::string> port_args, link_args, change_args;
-  std::string duration = "0s", stats_interval = "1s", json_path;
+  using namespace std::chrono_literals;
+  std::string json_path;
+  std::chrono::nanoseconds duration = 0s, stats_interval = 1s;
   bool io_forward = false;
   uint64_t seed = 1;
   uint32_t pool_size = 65535;
   uint32_t data_room = RTE_MBUF_DEFAULT_BUF_SIZE;
   uint16_t burst = 32;
   int rt_priority = 0;
-  std::string tx_lead = "25us";
-  std::string idle_sleep = "5us", max_busy = "70us", wake_margin = "50us", forced_sleep = "10us";
+  std::chrono::nanoseconds tx_lead = 25us, idle_sleep = 5us, max_busy = 70us, wake_margin = 50us, forced_sleep = 10us;
   double min_sleep_share = -1;
   app.add_option("--port", port_args, "NAME=DEVICE,SUBNET: a data center behind a DPDK port (at least 2)")->required();
   app.add_option("--link", link_args, "A>B:key=value,... or A<>B:... (see link_spec_parse.h)");
   app.add_option("--change", change_args, "at=10s,link=A>B,rate=..,delay=..,loss=..,up=0|1");
   app.add_flag("--io-forward", io_forward, "reference: route and forward, no link model, no delay");
-  app.add_option("--duration", duration, "stop after this long (0s = until SIGINT/SIGTERM)");
-  app.add_option("--stats-interval", stats_interval, "print a stats line this often (0s = never)");
+  geotb::common::add_duration_option(app, "--duration", duration, "stop after this long (0s = until SIGINT/SIGTERM)");
+  geotb::common::add_duration_option(app, "--stats-interval", stats_interval, "print a stats line this often (0s = never)");
   app.add_option("--json", json_path, "write the final report here (default stdout)");
   app.add_option("--seed", seed, "seed of the link models' random streams");
   app.add_option("--pool-size", pool_size, "mbufs in the pool (bounds frames in flight)");
   app.add_option("--burst", burst, "rx/tx burst size, 1..64");
-  app.add_option("--tx-lead", tx_lead, "once a frame is due, send with it the frames due within this long: they leave up to "
+  geotb::common::add_duration_option(app, "--tx-lead", tx_lead, "once a frame is due, send with it the frames due within this long: they leave up to "
                  "this early, in fewer, larger tx bursts (af_packet: one sendto() per burst; measured at 1 Gbit/s, MTU 1500: "
                  "~7 us of kernel time per frame at 1.2 frames per burst, ~5 us at 3). 0us = never early");
   app.add_option("--mbuf-data-room", data_room, "mbuf data room in bytes incl. 128 headroom (16512 for MTU 9000)");
   app.add_option("--rt-priority", rt_priority, "SCHED_FIFO priority of the polling thread (0 = normal scheduling); "
                  "with it, the loop sleeps when idle and keeps --min-sleep-share of its time asleep");
-  app.add_option("--idle-sleep", idle_sleep, "sleep this long when idle (see DataPlane::RunOptions)");
+  geotb::common::add_duration_option(app, "--idle-sleep", idle_sleep, "sleep this long when idle (see DataPlane::RunOptions)");
   app.add_option("--min-sleep-share", min_sleep_share, "share of every 10 ms kept asleep (default 0.15 with --rt-priority, else 0; the kernel throttles RT tasks above 0.95 per second, and the kernel charged up to ~90 % rt_time with a 12 % share at MTU 9000)");
-  app.add_option("--max-busy", max_busy, "forced sleeps at most once per this much busy time");
-  app.add_option("--forced-sleep", forced_sleep, "length of a forced sleep");
-  app.add_option("--wake-margin", wake_margin, "idle sleep only if nothing is due within sleep + this");
+  geotb::common::add_duration_option(app, "--max-busy", max_busy, "forced sleeps at most once per this much busy time");
+  geotb::common::add_duration_option(app, "--forced-sleep", forced_sleep, "length of a forced sleep");
+  geotb::common::add_duration_option(app, "--wake-margin", wake_margin, "idle sleep only if nothing is due within sleep + this");
   std::string timeline_start = "start";
   app.add_option("--timeline-start", timeline_start,
                  "start: --change instants count from the data plane's start; sigusr1: from the SIGUSR1 this process "
@@ -94,14 +97,14 @@ int main(int argc, char** argv) {
   geotb::emu::DataPlane::RunOptions run_opt;
   rte_mempool* pool = nullptr;
   try {
-    duration_ns = static_cast<uint64_t>(geotb::emu::parse_duration_ns(duration).count());
-    stats_ns = static_cast<uint64_t>(geotb::emu::parse_duration_ns(stats_interval).count());
+    duration_ns = static_cast<uint64_t>(duration.count());
+    stats_ns = static_cast<uint64_t>(stats_interval.count());
     run_opt.duration_ns = duration_ns;
     run_opt.stats_interval_ns = stats_ns;
-    run_opt.idle_sleep_ns = static_cast<uint64_t>(geotb::emu::parse_duration_ns(idle_sleep).count());
-    run_opt.max_busy_ns = static_cast<uint64_t>(geotb::emu::parse_duration_ns(max_busy).count());
-    run_opt.wake_margin_ns = static_cast<uint64_t>(geotb::emu::parse_duration_ns(wake_margin).count());
-    run_opt.forced_sleep_ns = static_cast<uint64_t>(geotb::emu::parse_duration_ns(forced_sleep).count());
+    run_opt.idle_sleep_ns = static_cast<uint64_t>(idle_sleep.count());
+    run_opt.max_busy_ns = static_cast<uint64_t>(max_busy.count());
+    run_opt.wake_margin_ns = static_cast<uint64_t>(wake_margin.count());
+    run_opt.forced_sleep_ns = static_cast<uint64_t>(forced_sleep.count());
     run_opt.min_sleep_share = min_sleep_share >= 0 ? min_sleep_share : (rt_priority > 0 ? 0.15 : 0.0);
     if (rt_priority == 0 && min_sleep_share < 0) run_opt.idle_sleep_ns = 0;  // plain busy polling
     if (rt_priority > 0) {
@@ -129,7 +132,7 @@ int main(int argc, char** argv) {
     cfg.io_forward = io_forward;
     cfg.seed = seed;
     cfg.burst = burst;
-    cfg.tx_lead_ns = static_cast<uint64_t>(geotb::emu::parse_duration_ns(tx_lead).count());
+    cfg.tx_lead_ns = static_cast<uint64_t>(tx_lead.count());
     cfg.pool = pool;
     cfg.timeline_on_request = timeline_start == "sigusr1";
     if (cfg.timeline_on_request) run_opt.start_timeline = &g_timeline_go;
@@ -175,8 +178,7 @@ int main(int argc, char** argv) {
   if (json_path.empty()) {
     std::cout << out << std::endl;
   } else {
-    std::ofstream f(json_path);
-    f << out << "\n";
+    geotb::common::write_file_atomically(json_path, out + "\n");
   }
   rte_mempool_free(pool);
   rte_eal_cleanup();

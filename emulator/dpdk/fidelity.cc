@@ -14,6 +14,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "common/child_process.h"
 #include "emulator/dpdk/link_spec_parse.h"
 #include "emulator/dpdk/proc.h"
 #include "emulator/stats/batch_means.h"
@@ -67,16 +68,24 @@ int count_foreign_emulators(pid_t ours) {
   return n;
 }
 
+/// A program running in the background, stdout and stderr to `log_path`.
+common::ChildProcess background(const std::vector<std::string>& argv, const std::string& log_path) {
+  common::ChildOptions o;
+  o.argv = argv;
+  o.log_path = log_path;
+  return common::ChildProcess(o);
+}
+
 std::string fmt_rate_arg(double bps) {
   std::ostringstream os;
   os.precision(12);
-  os << bps;
+  os << bps << "bps";
   return os.str();
 }
 
 // A running geotb-emulate inside the emulator namespace.
 struct Emulator {
-  Child child;
+  common::ChildProcess child;
   std::string json_path, log_path;
 };
 
@@ -98,7 +107,7 @@ Emulator start_emulator(Ctx& c, const std::vector<std::string>& link_args, bool 
   argv.push_back("--json");
   argv.push_back(e.json_path);
   unlink(e.json_path.c_str());
-  e.child = Child(in_ns(c.L.emu_ns, argv), e.log_path);
+  e.child = background(in_ns(c.L.emu_ns, argv), e.log_path);
   // Until the data plane says it runs: EAL and port setup take ~0.1-1 s, but ~20 s when another
   // real-time poller holds the CPU (then the run is marked, see count_foreign_emulators).
   for (int i = 0; i < 1200; ++i) {
@@ -162,7 +171,7 @@ json iperf(Ctx& c, std::vector<std::string> extra) {
   const int call = c.iperf_calls++;
   const std::string port = std::to_string(5201 + call);
   const std::string server_log = c.cfg.work_dir + "/" + c.tag + "-iperf" + std::to_string(call) + "-server.log";
-  Child server(in_ns(b.ns, tool(c, {"iperf3", "-s", "-1", "-J", "-B", b.address, "-p", port})), server_log);
+  common::ChildProcess server = background(in_ns(b.ns, tool(c, {"iperf3", "-s", "-1", "-J", "-B", b.address, "-p", port})), server_log);
   std::vector<std::string> argv{"iperf3", "-c", b.address, "-p", port, "-B", a.address, "-J", "-t",
                                 std::to_string(c.cfg.iperf_time.count()), "-O", std::to_string(c.cfg.iperf_omit.count()),
                                 "--get-server-output"};
@@ -222,7 +231,7 @@ json udp(Ctx& c, double wire_bps, uint32_t payload) {
   const std::string port = std::to_string(9000 + c.iperf_calls++);
   const double wire = payload + kUdpWireOverhead;
   const std::string rlog = c.cfg.work_dir + "/" + c.tag + "-udprecv" + port + ".json";
-  Child recv(in_ns(b.ns, tool(c, {c.cfg.udpgen_bin, "recv", "--bind", b.address, "--port", port, "--idle", "1s", "--max",
+  common::ChildProcess recv = background(in_ns(b.ns, tool(c, {c.cfg.udpgen_bin, "recv", "--bind", b.address, "--port", port, "--idle", "1s", "--max",
                                   std::to_string(c.cfg.iperf_time.count() + 30) + "s"})),
              rlog);
   for (int i = 0; i < 200 && slurp(rlog).find("listening") == std::string::npos; ++i)
@@ -231,7 +240,7 @@ json udp(Ctx& c, double wire_bps, uint32_t payload) {
                                                    "--rate", fmt_rate_arg(wire_bps), "--size", std::to_string(payload), "--seconds",
                                                    std::to_string(c.cfg.iperf_time.count())})),
                               std::chrono::milliseconds{(c.cfg.iperf_time.count() + 30) * 1000});
-  recv.wait(std::chrono::milliseconds{10000});
+  recv.wait_for(std::chrono::milliseconds{10000});
   recv.stop(std::chrono::milliseconds{1000});
   json sj, rj;
   try {
@@ -281,7 +290,7 @@ json link_summary(const json& em, int i) {
 json run_fidelity(const FidelityConfig& cfg) {
   if (cfg.topo.wan.empty()) throw std::invalid_argument("topo.wan: empty: fidelity needs the link between dcs[0] and dcs[1]");
   Ctx c{cfg, {}, "gtbfid" + std::to_string(getpid()), 0};
-  LinkConfig m = cfg.topo.wan[0].a_to_b;
+  LinkConfig m = cfg.topo.wan[0].config;
   if (m.rate_bps > 0 && m.queue_bytes == 0 && m.queue_packets == 0) {
     // Drop-tail queue of one bandwidth-delay product (RTT), so saturating UDP is dropped at the
     // queue instead of filling the mbuf pool.
@@ -454,7 +463,7 @@ json run_fidelity(const FidelityConfig& cfg) {
     }
     // 5. Gilbert-Elliott loss
     if (cfg.run_gilbert) {
-      const LinkConfig base = m.rate_bps > 0 ? m : cfg.topo.wan[0].a_to_b;
+      const LinkConfig base = m.rate_bps > 0 ? m : cfg.topo.wan[0].config;
       uint64_t seed = cfg.ge_seed;
       if (seed == 0) {
         std::random_device rd;

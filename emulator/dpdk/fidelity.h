@@ -18,16 +18,21 @@
 
 #include <chrono>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "emulator/dpdk/netns.h"
 #include "emulator/stats/binomial.h"
 
+namespace CLI {
+class App;
+}  // namespace CLI
+
 namespace geotb::emu {
 
 struct FidelityConfig {
-  NetTopology topo;                          ///< measured between dcs[0] and dcs[1] over wan[0]
+  NetTopology topo;                          ///< measured from wan[0].from to wan[0].to (dcs[0] -> dcs[1])
   std::string emulate_bin = "geotb-emulate"; ///< path of the data-plane binary
   std::string udpgen_bin = "geotb-udpgen";   ///< path of the UDP sender/receiver
   int tool_nice = -10;                       ///< nice of ping/iperf3/udpgen (0 = leave alone)
@@ -68,5 +73,34 @@ struct FidelityConfig {
 /// Brings the namespaces up, runs everything, tears them down (also on error). Returns the report.
 /// Throws std::runtime_error on setup failures (commands and output named).
 nlohmann::json run_fidelity(const FidelityConfig& cfg);
+
+/// The command-line options of a fidelity run, shared by `geotb fidelity` and
+/// `geotb-netlab fidelity` (add_fidelity_options registers them); the defaults are
+/// FidelityConfig's.
+struct FidelityOptions {
+  std::string prefix = "gtbfid";  ///< namespace name prefix (its own, so a `net up` session survives)
+  std::string emulate_bin;        ///< geotb-emulate path; "" = the command's default (next to itself)
+  int iperf_seconds = static_cast<int>(FidelityConfig{}.iperf_time.count());
+  int iperf_omit_seconds = static_cast<int>(FidelityConfig{}.iperf_omit.count());
+  int throughput_samples = FidelityConfig{}.throughput_samples;
+  int ping_count = FidelityConfig{}.ping_count;
+  int rt_priority = FidelityConfig{}.rt_priority;
+  int tool_nice = FidelityConfig{}.tool_nice;
+  std::string tcp_cc = FidelityConfig{}.tcp_cc;
+  bool check = false;  ///< the command fails (exit 1) unless every verdict holds
+  bool no_tbf = false, no_gilbert = false, no_delay_only = false;
+};
+
+/// Registers --prefix, --emulate-bin, --iperf-seconds, --iperf-omit, --throughput-samples,
+/// --ping-count, --rt-priority, --tool-nice, --tcp-cc, --check, --no-tbf, --no-gilbert and
+/// --no-delay-only on `cmd`, bound to `o` (which must outlive the parse).
+void add_fidelity_options(CLI::App& cmd, FidelityOptions& o);
+
+/// The run's configuration: `topo`, the options, `emulate_bin` (resolved by the caller) and
+/// geotb-udpgen from the same directory (from PATH when emulate_bin has no directory).
+FidelityConfig fidelity_config(const FidelityOptions& o, const NetTopology& topo, const std::string& emulate_bin);
+
+/// The names of the report's verdicts that are false (what --check fails on).
+std::vector<std::string> failed_verdicts(const nlohmann::json& report);
 
 }  // namespace geotb::emu

@@ -6,7 +6,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "emulator/dpdk/cli_units.h"
+#include "common/units.h"
 
 namespace geotb::emu {
 
@@ -48,10 +48,10 @@ LossConfig parse_ge(const std::string& v) {
   if (p.size() != 4) throw std::invalid_argument("ge: \"" + v + "\": expected p_gb/p_bg/loss_good/loss_bad");
   LossConfig l;
   l.kind = LossConfig::Kind::kGilbertElliott;
-  l.p_good_to_bad = parse_probability(p[0]);
-  l.p_bad_to_good = parse_probability(p[1]);
-  l.loss_good = parse_probability(p[2]);
-  l.loss_bad = parse_probability(p[3]);
+  l.p_good_to_bad = common::parse_probability(p[0]);
+  l.p_bad_to_good = common::parse_probability(p[1]);
+  l.loss_good = common::parse_probability(p[2]);
+  l.loss_bad = common::parse_probability(p[3]);
   return l;
 }
 }  // namespace
@@ -85,24 +85,24 @@ void parse_link_arg(const std::string& s, const std::vector<std::string>& dcs, s
       if (eq == std::string::npos) throw std::invalid_argument(ctx + ": \"" + kv + "\": expected key=value");
       const std::string k = kv.substr(0, eq), v = kv.substr(eq + 1);
       try {
-        if (k == "rate") c.rate_bps = parse_rate_bps(v);
-        else if (k == "delay") c.delay = parse_duration_ns(v);
-        else if (k == "jitter") { c.jitter.amount = parse_duration_ns(v); if (c.jitter.kind == JitterConfig::Kind::kNone) c.jitter.kind = JitterConfig::Kind::kUniform; }
+        if (k == "rate") c.rate_bps = common::parse_bandwidth_bps(v);
+        else if (k == "delay") c.delay = common::parse_duration(v);
+        else if (k == "jitter") { c.jitter.amount = common::parse_duration(v); if (c.jitter.kind == JitterConfig::Kind::kNone) c.jitter.kind = JitterConfig::Kind::kUniform; }
         else if (k == "jitter_kind") {
           if (v == "uniform") c.jitter.kind = JitterConfig::Kind::kUniform;
           else if (v == "normal") c.jitter.kind = JitterConfig::Kind::kNormal;
           else throw std::invalid_argument("\"" + v + "\": uniform or normal");
         } else if (k == "reorder") c.reorder = parse_uint(v, k) != 0;
         else if (k == "loss") {
-          const double p = parse_probability(v);
+          const double p = common::parse_probability(v);
           c.loss = p > 0 ? LossConfig{LossConfig::Kind::kBernoulli, p} : LossConfig{};
         }
         else if (k == "ge") c.loss = parse_ge(v);
         else if (k == "queue_bytes") c.queue_bytes = parse_uint(v, k);
         else if (k == "queue_packets") c.queue_packets = static_cast<uint32_t>(parse_uint(v, k));
         else if (k == "overhead_bytes") c.overhead_bytes = static_cast<uint32_t>(parse_uint(v, k));
-        else if (k == "duplicate") c.duplicate_p = parse_probability(v);
-        else if (k == "corrupt") c.corrupt_p = parse_probability(v);
+        else if (k == "duplicate") c.duplicate_p = common::parse_probability(v);
+        else if (k == "corrupt") c.corrupt_p = common::parse_probability(v);
         else throw std::invalid_argument("unknown key");
       } catch (const std::invalid_argument& e) {
         throw std::invalid_argument(ctx + ": " + k + ": " + e.what());
@@ -139,7 +139,7 @@ std::string loss_text(const LossConfig& l) {
 
 std::string link_spec_text(const LinkConfig& c) {
   std::ostringstream os;
-  os << "rate=" << num(c.rate_bps) << ",delay=" << c.delay.count() << "ns";
+  os << "rate=" << num(c.rate_bps) << "bps,delay=" << c.delay.count() << "ns";
   if (c.queue_bytes) os << ",queue_bytes=" << c.queue_bytes;
   if (c.queue_packets) os << ",queue_packets=" << c.queue_packets;
   if (c.overhead_bytes != LinkConfig{}.overhead_bytes) os << ",overhead_bytes=" << c.overhead_bytes;
@@ -155,7 +155,7 @@ std::string link_spec_text(const LinkConfig& c) {
 std::string change_spec_text(const LinkChange& c) {
   std::ostringstream os;
   os << "at=" << c.at.count() << "ns";
-  if (c.rate_bps) os << ",rate=" << num(*c.rate_bps);
+  if (c.rate_bps) os << ",rate=" << num(*c.rate_bps) << "bps";
   if (c.delay) os << ",delay=" << c.delay->count() << "ns";
   if (c.loss) os << "," << loss_text(*c.loss);
   if (c.up) os << ",up=" << (*c.up ? 1 : 0);
@@ -172,12 +172,12 @@ void parse_change_arg(const std::string& s, const std::vector<std::string>& dcs,
     if (eq == std::string::npos) throw std::invalid_argument(ctx + ": \"" + kv + "\": expected key=value");
     const std::string k = kv.substr(0, eq), v = kv.substr(eq + 1);
     try {
-      if (k == "at") { ch.at = parse_duration_ns(v); have_at = true; }
+      if (k == "at") { ch.at = common::parse_duration(v); have_at = true; }
       else if (k == "link") dirs = directions(v, dcs, ctx);
-      else if (k == "rate") ch.rate_bps = parse_rate_bps(v);
-      else if (k == "delay") ch.delay = parse_duration_ns(v);
+      else if (k == "rate") ch.rate_bps = common::parse_bandwidth_bps(v);
+      else if (k == "delay") ch.delay = common::parse_duration(v);
       else if (k == "loss") {
-        const double p = parse_probability(v);
+        const double p = common::parse_probability(v);
         ch.loss = p > 0 ? LossConfig{LossConfig::Kind::kBernoulli, p} : LossConfig{};
       }
       else if (k == "ge") ch.loss = parse_ge(v);

@@ -1,9 +1,10 @@
 // Text form of the data plane's ports and links, for the geotb-emulate command line:
 //   --port  NAME=DEVICE,SUBNET          e.g. beijing=net_af_packet0,10.77.0.0/24
 //   --link  A>B:key=value,...           one direction;  A<>B:...  both directions
-// keys: rate (1Gbps; 0 = unlimited), delay (15ms), jitter (1ms), jitter_kind (uniform|normal),
+// keys: rate (1Gbps; 0bps = unlimited), delay (15ms), jitter (1ms), jitter_kind (uniform|normal),
 //       reorder (0|1), loss (1e-4, Bernoulli), ge (p_gb/p_bg/loss_good/loss_bad),
 //       queue_bytes, queue_packets, overhead_bytes, duplicate (p), corrupt (p)
+// Values with units as in common/units.h (the scenario's units).
 //   --change at=10s,link=A>B,rate=..,delay=..,loss=..,up=0|1
 #pragma once
 

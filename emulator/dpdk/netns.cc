@@ -13,9 +13,9 @@
 
 namespace geotb::emu {
 
-uint64_t socket_buffer_for(const WanLinkSpec& l) {
-  const double rate = std::max(l.a_to_b.rate_bps > 0 ? l.a_to_b.rate_bps : 10e9, l.b_to_a.rate_bps > 0 ? l.b_to_a.rate_bps : 10e9);
-  const double rtt_s = static_cast<double>((l.a_to_b.delay + l.b_to_a.delay).count()) / 1e9;
+uint64_t socket_buffer_for(const LinkConfig& there, const LinkConfig& back) {
+  const double rate = std::max(there.rate_bps > 0 ? there.rate_bps : 10e9, back.rate_bps > 0 ? back.rate_bps : 10e9);
+  const double rtt_s = static_cast<double>((there.delay + back.delay).count()) / 1e9;
   const double bdp = rate * rtt_s / 8;
   return std::clamp<uint64_t>(static_cast<uint64_t>(4 * bdp), uint64_t{4} << 20, uint64_t{256} << 20);
 }
@@ -24,11 +24,18 @@ NetLayout net_layout(const NetTopology& t) {
   if (t.prefix.empty() || t.prefix.size() > 8 || t.prefix.find_first_of("/ -") != std::string::npos)
     throw std::invalid_argument("prefix: \"" + t.prefix + "\": 1..8 characters, no '/', ' ' or '-'");
   if (t.dcs.size() < 2 || t.dcs.size() > 200) throw std::invalid_argument("dcs: " + std::to_string(t.dcs.size()) + ": need 2..200");
+  auto reverse_of = [&](const DirectedLink& l) -> const DirectedLink* {
+    for (const DirectedLink& r : t.wan)
+      if (r.from == l.to && r.to == l.from) return &r;
+    return nullptr;
+  };
   for (size_t i = 0; i < t.wan.size(); ++i) {
-    const WanLinkSpec& w = t.wan[i];
+    const DirectedLink& l = t.wan[i];
     const int n = static_cast<int>(t.dcs.size());
-    if (w.a < 0 || w.a >= n || w.b < 0 || w.b >= n || w.a == w.b)
-      throw std::invalid_argument("wan[" + std::to_string(i) + "]: " + std::to_string(w.a) + "-" + std::to_string(w.b) + ": not two distinct DCs");
+    const std::string name = "wan[" + std::to_string(i) + "]: " + std::to_string(l.from) + ">" + std::to_string(l.to);
+    if (l.from < 0 || l.from >= n || l.to < 0 || l.to >= n || l.from == l.to)
+      throw std::invalid_argument(name + ": not two distinct DCs");
+    if (!reverse_of(l)) throw std::invalid_argument(name + ": no link back");
   }
   if (t.mtu < 576 || t.mtu > 9000) throw std::invalid_argument("mtu: " + std::to_string(t.mtu) + ": 576..9000");
   NetLayout L;
@@ -50,7 +57,8 @@ NetLayout net_layout(const NetTopology& t) {
   for (int i = 0; i < ncpu; ++i)
     if (i != L.emulator_cpu || ncpu == 1) L.tool_cpus += (L.tool_cpus.empty() ? "" : ",") + std::to_string(i);
   L.socket_buffer_bytes = uint64_t{4} << 20;
-  for (const auto& w : t.wan) L.socket_buffer_bytes = std::max(L.socket_buffer_bytes, socket_buffer_for(w));
+  for (const DirectedLink& l : t.wan)
+    L.socket_buffer_bytes = std::max(L.socket_buffer_bytes, socket_buffer_for(l.config, reverse_of(l)->config));
   return L;
 }
 
@@ -100,10 +108,8 @@ std::vector<std::string> emulator_command(const NetTopology& t, const NetLayout&
                                           bool timeline_on_signal) {
   std::vector<std::string> argv = emulator_base_command(L, emulate_bin, file_prefix);
   auto dc = [&](int i) { return "d" + std::to_string(i); };
-  for (const WanLinkSpec& w : t.wan) {
-    argv.insert(argv.end(), {"--link", dc(w.a) + ">" + dc(w.b) + ":" + link_spec_text(w.a_to_b)});
-    argv.insert(argv.end(), {"--link", dc(w.b) + ">" + dc(w.a) + ":" + link_spec_text(w.b_to_a)});
-  }
+  for (const DirectedLink& l : t.wan)
+    argv.insert(argv.end(), {"--link", dc(l.from) + ">" + dc(l.to) + ":" + link_spec_text(l.config)});
   for (const NetChange& ch : t.timeline)
     argv.insert(argv.end(), {"--change", change_spec_text(ch.change) + ",link=" + dc(ch.a) + "<>" + dc(ch.b)});
   if (rt_priority > 0) argv.insert(argv.end(), {"--rt-priority", std::to_string(rt_priority)});

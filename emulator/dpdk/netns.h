@@ -17,7 +17,8 @@
 #include <vector>
 
 #include "emulator/dpdk/route.h"
-#include "emulator/inproc/fabric.h"
+#include "emulator/link/directed_link.h"
+#include "emulator/link/link_model.h"
 
 namespace geotb::emu {
 
@@ -31,7 +32,9 @@ struct NetChange {
 struct NetTopology {
   std::string prefix = "gtb";          ///< namespace name prefix, <= 8 characters
   std::vector<std::string> dcs;        ///< data-center names (reports only; namespaces are numbered)
-  std::vector<WanLinkSpec> wan;        ///< the emulated links; also size socket buffers (BDP)
+  /// The emulated links, one per direction; each needs its reverse (TCP). Also size the socket
+  /// buffers (BDP).
+  std::vector<DirectedLink> wan;
   std::vector<NetChange> timeline;     ///< scheduled link changes
   uint8_t net = 77;                    ///< second octet of the 10.x.0.0/16 used inside the namespaces
   uint32_t mtu = 1500;                 ///< bytes, 576..9000 (above 1500 the data plane uses 16 KiB mbufs)
@@ -76,8 +79,8 @@ std::vector<std::string> emulator_base_command(const NetLayout& L, const std::st
 std::vector<std::string> emulator_command(const NetTopology& t, const NetLayout& L, const std::string& emulate_bin,
                                           const std::string& json_path, int rt_priority, const std::string& file_prefix,
                                           bool timeline_on_signal = false);
-/// Socket buffer size for a link: 4 x bandwidth-delay product (RTT = both delays), clamped to
-/// [4 MiB, 256 MiB]; an unlimited rate is sized as 10 Gbit/s.
-uint64_t socket_buffer_for(const WanLinkSpec& l);
+/// Socket buffer size for a link and its reverse: 4 x bandwidth-delay product (the faster rate;
+/// RTT = both delays), clamped to [4 MiB, 256 MiB]; an unlimited rate is sized as 10 Gbit/s.
+uint64_t socket_buffer_for(const LinkConfig& there, const LinkConfig& back);
 
 }  // namespace geotb::emu

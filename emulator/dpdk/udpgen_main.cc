@@ -24,7 +24,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "emulator/dpdk/cli_units.h"
+#include "common/cli_units.h"
 
 namespace {
 
@@ -189,7 +189,10 @@ int do_recv(const std::string& bind_ip, uint16_t port, double idle_s, double max
 int main(int argc, char** argv) {
   CLI::App app{"geotb-udpgen: paced UDP sender / counting receiver"};
   app.require_subcommand(1);
-  std::string bind_ip, dst, rate = "1Gbps", idle = "1s", max = "60s", bin = "100ms";
+  using namespace std::chrono_literals;
+  std::string bind_ip, dst;
+  double rate_bps = 1e9;
+  std::chrono::nanoseconds idle = 1s, max = 60s, bin = 100ms;
   uint16_t port = 9000;
   double seconds = 5;
   uint32_t size = 1472;
@@ -197,23 +200,23 @@ int main(int argc, char** argv) {
   s->add_option("--bind", bind_ip, "source address")->required();
   s->add_option("--dst", dst, "destination address")->required();
   s->add_option("--port", port, "destination port");
-  s->add_option("--rate", rate, "wire rate (payload + 66 bytes per datagram)");
+  geotb::common::add_bandwidth_option(*s, "--rate", rate_bps, "wire rate (payload + 66 bytes per datagram)");
   s->add_option("--seconds", seconds, "how long to send");
   s->add_option("--size", size, "payload bytes per datagram (>= 8)");
   auto* r = app.add_subcommand("recv", "count datagrams; JSON when idle for --idle");
   r->add_option("--bind", bind_ip, "address to listen on")->required();
   r->add_option("--port", port, "port");
-  r->add_option("--idle", idle, "stop after this long without a datagram");
-  r->add_option("--max", max, "stop after this long in any case");
-  r->add_option("--bin", bin, "rate bins");
+  geotb::common::add_duration_option(*r, "--idle", idle, "stop after this long without a datagram");
+  geotb::common::add_duration_option(*r, "--max", max, "stop after this long in any case");
+  geotb::common::add_duration_option(*r, "--bin", bin, "rate bins");
   CLI11_PARSE(app, argc, argv);
   try {
     if (s->parsed()) {
       if (size < 8) throw std::invalid_argument("--size " + std::to_string(size) + ": must be >= 8");
-      return do_send(bind_ip, dst, port, geotb::emu::parse_rate_bps(rate), seconds, size);
+      return do_send(bind_ip, dst, port, rate_bps, seconds, size);
     }
-    return do_recv(bind_ip, port, geotb::emu::parse_duration_ns(idle).count() / 1e9, geotb::emu::parse_duration_ns(max).count() / 1e9,
-                   geotb::emu::parse_duration_ns(bin).count() / 1e9);
+    return do_recv(bind_ip, port, std::chrono::duration<double>(idle).count(), std::chrono::duration<double>(max).count(),
+                   std::chrono::duration<double>(bin).count());
   } catch (const std::exception& e) {
     std::cerr << "geotb-udpgen: " << e.what() << "\n";
     return 2;

@@ -15,12 +15,11 @@ Fabric::Fabric(const FabricConfig& cfg, const Clock& clock) : cfg_(cfg), clock_(
   }
   // One random stream per link direction, numbered in a fixed order so runs repeat.
   uint64_t stream = 0;
-  for (const WanLinkSpec& w : cfg_.wan) {
-    if (w.a == w.b || w.a < 0 || w.b < 0 || w.a >= cfg_.num_sites || w.b >= cfg_.num_sites)
-      throw std::invalid_argument("fabric: WAN link between sites " + std::to_string(w.a) + " and " +
-                                  std::to_string(w.b) + " is not a pair of distinct sites");
-    wan_links_[{w.a, w.b}] = std::make_unique<LinkModel>(w.a_to_b, RandomStream(cfg_.seed, stream++));
-    wan_links_[{w.b, w.a}] = std::make_unique<LinkModel>(w.b_to_a, RandomStream(cfg_.seed, stream++));
+  for (const DirectedLink& l : cfg_.wan) {
+    if (l.from == l.to || l.from < 0 || l.to < 0 || l.from >= cfg_.num_sites || l.to >= cfg_.num_sites)
+      throw std::invalid_argument("fabric: WAN link from site " + std::to_string(l.from) + " to site " +
+                                  std::to_string(l.to) + " is not between two distinct sites");
+    wan_links_[{l.from, l.to}] = std::make_unique<LinkModel>(l.config, RandomStream(cfg_.seed, stream++));
   }
   for (size_t e = 0; e < cfg_.site_of.size(); ++e) boxes_.push_back(std::make_unique<Mailbox>());
 }
@@ -36,7 +35,7 @@ LinkModel& Fabric::direction(int src_site, int dst_site, int src, int dst) {
   auto& l = lan_links_[{src, dst}];
   if (!l) {
     // LAN streams come after every WAN stream; numbered by endpoint pair.
-    const uint64_t stream = 2 * cfg_.wan.size() + static_cast<uint64_t>(src) * cfg_.site_of.size() + dst;
+    const uint64_t stream = cfg_.wan.size() + static_cast<uint64_t>(src) * cfg_.site_of.size() + dst;
     l = std::make_unique<LinkModel>(cfg_.lan, RandomStream(cfg_.seed, stream));
   }
   return *l;

@@ -20,20 +20,18 @@
 
 #include "emulator/inproc/message_link.h"
 #include "emulator/link/clock.h"
+#include "emulator/link/directed_link.h"
 #include "emulator/link/link_model.h"
 
 namespace geotb::emu {
-
-struct WanLinkSpec {
-  int a = 0, b = 1;          ///< site indices
-  LinkConfig a_to_b, b_to_a; ///< asymmetric links allowed
-};
 
 struct FabricConfig {
   std::vector<int> site_of;            ///< endpoint -> site index, sites numbered 0..num_sites-1
   int num_sites = 1;
   LinkConfig lan;                      ///< every intra-site endpoint pair, each direction
-  std::vector<WanLinkSpec> wan;        ///< every site pair that talks must have one
+  /// Between sites: one per direction of every site pair that talks; the i-th link draws
+  /// random stream i of `seed` (LAN links the streams after them).
+  std::vector<DirectedLink> wan;
   SegmentConfig segments;
   uint64_t seed = 0;
 };

@@ -6,6 +6,8 @@
 #include <set>
 
 #include "emulator/dpdk/link_spec_parse.h"
+#include "emulator/dpdk/netns.h"
+#include "emulator/dpdk/proc.h"
 #include "emulator/dpdk/tsc_clock.h"
 #include "tests/dpdk/dpdk_env.h"
 #include "tests/emulator/link_changes.h"
@@ -620,6 +622,48 @@ TEST(LinkSpecParseTest, PortsLinksChanges) {
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("rate"), std::string::npos) << e.what();
   }
+}
+
+// The emulator's command line for a topology: one --link per directed link, in order, the
+// socket buffers sized from each link and its reverse; a link without a way back is refused.
+TEST(NetTopologyTest, EmulatorCommandHasOneLinkPerDirection) {
+  NetTopology t;
+  t.prefix = "gtbt";
+  t.dcs = {"a", "b"};
+  LinkConfig there, back;
+  there.rate_bps = 1e9;
+  there.delay = milliseconds(15);
+  back.rate_bps = 2e8;
+  back.delay = milliseconds(25);
+  t.wan = {{0, 1, there}, {1, 0, back}};
+  t.timeline = {{0, 1, down_at(milliseconds(3000))}};
+  const NetLayout L = net_layout(t);
+  EXPECT_EQ(L.socket_buffer_bytes, 4 * 1000000000ull * 40 / 1000 / 8);  // 4 x 1 Gbit/s x 40 ms
+  const std::vector<std::string> argv = emulator_command(t, L, "geotb-emulate", "/tmp/x.json", 0, "gtbt-emu");
+  std::vector<std::string> links, changes;
+  for (size_t i = 0; i + 1 < argv.size(); ++i) {
+    if (argv[i] == "--link") links.push_back(argv[i + 1]);
+    if (argv[i] == "--change") changes.push_back(argv[i + 1]);
+  }
+  EXPECT_EQ(links, (std::vector<std::string>{"d0>d1:rate=1000000000bps,delay=15000000ns",
+                                             "d1>d0:rate=200000000bps,delay=25000000ns"}));
+  EXPECT_EQ(changes, (std::vector<std::string>{"at=3000000000ns,up=0,link=d0<>d1"}));
+  t.wan.pop_back();
+  EXPECT_THROW(net_layout(t), std::invalid_argument);
+}
+
+// Helper programs run to completion: stdout and stderr captured, exit status, the timeout's
+// SIGKILL, a program that cannot start.
+TEST(ProcTest, RunCmdCapturesOutputStatusAndTimeout) {
+  const CmdResult ok = run_cmd({"/bin/sh", "-c", "echo out; echo err >&2; exit 3"});
+  EXPECT_EQ(ok.status, 3);
+  EXPECT_EQ(ok.output, "out\nerr\n");
+  const CmdResult slow = run_cmd({"/bin/sh", "-c", "exec sleep 30"}, milliseconds(100));
+  EXPECT_EQ(slow.status, 128 + SIGKILL);
+  const CmdResult missing = run_cmd({"/nonexistent/geotb-tool"});
+  EXPECT_EQ(missing.status, 127);
+  EXPECT_NE(missing.output.find("No such file"), std::string::npos) << missing.output;
+  EXPECT_THROW(run_checked({"/bin/sh", "-c", "exit 1"}), std::runtime_error);
 }
 
 }  // namespace

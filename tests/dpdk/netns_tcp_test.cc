@@ -11,6 +11,7 @@
 #include <sstream>
 #include <thread>
 
+#include "common/child_process.h"
 #include "emulator/dpdk/netns.h"
 #include "emulator/dpdk/proc.h"
 
@@ -32,6 +33,13 @@ struct NetGuard {
   std::string prefix;
 };
 
+common::ChildProcess background(const std::vector<std::string>& argv, const std::string& log_path) {
+  common::ChildOptions o;
+  o.argv = argv;
+  o.log_path = log_path;
+  return common::ChildProcess(o);
+}
+
 std::string slurp(const std::string& path) {
   std::ifstream f(path);
   std::stringstream ss;
@@ -43,18 +51,17 @@ TEST(NetnsTcp, RealTcpThroughTheEmulatedLink) {
   NetTopology t;
   t.prefix = g_prefix;
   t.dcs = {"east", "west"};
-  WanLinkSpec w;
-  w.a_to_b.rate_bps = 100e6;
-  w.a_to_b.delay = std::chrono::milliseconds(5);
-  w.a_to_b.queue_bytes = 125000;  // one RTT at 100 Mbit/s
-  w.b_to_a = w.a_to_b;
-  t.wan.push_back(w);
+  LinkConfig link;
+  link.rate_bps = 100e6;
+  link.delay = std::chrono::milliseconds(5);
+  link.queue_bytes = 125000;  // one RTT at 100 Mbit/s
+  t.wan = {{0, 1, link}, {1, 0, link}};
   NetGuard guard(t.prefix);
   const NetLayout L = net_up(t);
   ASSERT_EQ(L.dcs.size(), 2u);
   const std::string json_path = "/tmp/" + g_prefix + "-emu.json", log_path = "/tmp/" + g_prefix + "-emu.log";
   unlink(json_path.c_str());
-  Child emu(in_ns(L.emu_ns, {g_emulate, "--no-huge", "--no-pci", "-m", "256", "--file-prefix=" + g_prefix, "-l",
+  common::ChildProcess emu = background(in_ns(L.emu_ns, {g_emulate, "--no-huge", "--no-pci", "-m", "256", "--file-prefix=" + g_prefix, "-l",
                              std::to_string(L.emulator_cpu), "--log-level=warning",
                              "--vdev=net_af_packet0,iface=e0", "--vdev=net_af_packet1,iface=e1", "--",
                              "--port", "east=net_af_packet0,10.77.0.0/24", "--port", "west=net_af_packet1,10.77.1.0/24",
@@ -78,7 +85,7 @@ TEST(NetnsTcp, RealTcpThroughTheEmulatedLink) {
   EXPECT_LE(avg, 11.0);
 
   // TCP: goodput close to the link's TCP ceiling (100 Mbit/s x 1448/1538 = 94.1 Mbit/s), never above.
-  Child server(in_ns(L.dcs[1].ns, {"iperf3", "-s", "-1", "-B", L.dcs[1].address}), "");
+  common::ChildProcess server = background(in_ns(L.dcs[1].ns, {"iperf3", "-s", "-1", "-B", L.dcs[1].address}), "/dev/null");
   CmdResult c;
   for (int i = 0; i < 50; ++i) {
     c = run_cmd(in_ns(L.dcs[0].ns, {"iperf3", "-c", L.dcs[1].address, "-B", L.dcs[0].address, "-t", "3", "-P", "2"}),

@@ -51,7 +51,7 @@ Signalled recv_while_signalled(WithChild& w, int sig, uint64_t connections) {
         milliseconds(10000));
     signalled_at = std::chrono::steady_clock::now();
     signalled = true;
-    ::kill(w.child.pid, sig);
+    ::kill(w.child.pid(), sig);
   });
   try {
     w.t->recv(1, 99);

@@ -12,8 +12,6 @@
 #include <signal.h>
 #include <linux/futex.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -29,6 +27,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/child_process.h"
 #include "engine/transport/socket/frame.h"
 #include "engine/transport/socket/socket_transport.h"
 
@@ -194,29 +193,29 @@ class RawPeer {
   uint64_t seq_ = 0;
 };
 
-/// A child process running peer_main (fork + exec: the test process has threads).
+/// A child process running peer_main (posix_spawn: the test process has threads); its stdout
+/// and stderr come back through a pipe.
 struct PeerProcess {
-  pid_t pid = -1;
+  common::ChildProcess process;
   uint16_t port = 0;
   int out_fd = -1;
 
   static PeerProcess spawn(const std::vector<std::string>& args) {
     PeerProcess p;
-    std::vector<std::string> all{GEOTB_SOCKET_PEER_MAIN};
-    all.insert(all.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    for (auto& a : all) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
+    common::ChildOptions opt;
+    opt.argv = {GEOTB_SOCKET_PEER_MAIN};
+    opt.argv.insert(opt.argv.end(), args.begin(), args.end());
     int fds[2];
     if (::pipe2(fds, O_CLOEXEC) != 0) return p;
-    pid_t pid = ::fork();
-    if (pid == 0) {
-      ::dup2(fds[1], 1);
-      ::execv(argv[0], argv.data());
-      ::_exit(127);
+    opt.output_fd = fds[1];
+    try {
+      p.process = common::ChildProcess(opt);
+    } catch (const common::SpawnError&) {
+      ::close(fds[0]);
+      ::close(fds[1]);
+      return p;
     }
     ::close(fds[1]);
-    p.pid = pid;
     p.out_fd = fds[0];
     // The child prints "PORT <n>\n" once it listens.
     std::string line;
@@ -227,38 +226,21 @@ struct PeerProcess {
     if (line.rfind("PORT ", 0) == 0) p.port = static_cast<uint16_t>(std::stoi(line.substr(5)));
     return p;
   }
-  /// Exit status (or 128 + signal); waits at most timeout_ms (on a pidfd, which becomes readable
-  /// when the child exits), then SIGKILLs.
+  pid_t pid() const { return process.pid(); }
+  /// Exit status (or 128 + signal); waits at most timeout_ms, then SIGKILLs. -1 if none.
   int wait(int timeout_ms = 10000) {
-    if (pid <= 0) return -1;
-    const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
-    if (pidfd >= 0) {
-      pollfd pf{pidfd, POLLIN, 0};
-      const bool exited = ::poll(&pf, 1, timeout_ms) > 0;
-      ::close(pidfd);
-      if (!exited) ::kill(pid, SIGKILL);
-    } else {
-      ::kill(pid, SIGKILL);  // cannot wait with a bound: do not hang the test
-    }
-    int status = 0;
-    ::waitpid(pid, &status, 0);
-    pid = -1;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    if (process.pid() <= 0) return -1;
+    if (const auto st = process.wait_for(std::chrono::milliseconds(timeout_ms))) return *st;
+    process.signal(SIGKILL);
+    return process.wait();
   }
   ~PeerProcess() {
-    if (pid > 0) {
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, nullptr, 0);
-    }
     if (out_fd >= 0) ::close(out_fd);
   }
   PeerProcess() = default;
-  PeerProcess(PeerProcess&& o) noexcept : pid(o.pid), port(o.port), out_fd(o.out_fd) {
-    o.pid = -1;
-    o.out_fd = -1;
-  }
+  PeerProcess(PeerProcess&& o) noexcept : process(std::move(o.process)), port(o.port), out_fd(o.out_fd) { o.out_fd = -1; }
   PeerProcess& operator=(PeerProcess&& o) noexcept {
-    std::swap(pid, o.pid);
+    std::swap(process, o.process);
     std::swap(port, o.port);
     std::swap(out_fd, o.out_fd);
     return *this;

@@ -70,7 +70,7 @@ ClusterSpec fast_cluster() {
   c.dcs = {{"a", 2}, {"b", 2}};
   c.lan.rate_bps = 0;
   c.lan.delay = std::chrono::nanoseconds(0);
-  geotb::emu::WanLinkSpec w;
+  geotb::model::WanLink w;
   w.a = 0;
   w.b = 1;
   w.a_to_b.rate_bps = w.b_to_a.rate_bps = 0;
@@ -186,7 +186,7 @@ TEST(Faults, OutageShorterThanTheRetriesDelaysButCompletes) {
   ClusterSpec c = fast_cluster();
   c.wan[0].a_to_b.delay = c.wan[0].b_to_a.delay = std::chrono::milliseconds(1);
   c.segments.min_rto = std::chrono::milliseconds(20);
-  TimedLinkChange down, up;
+  geotb::model::ScheduledChange down, up;
   down.change.at = std::chrono::milliseconds(0);
   down.change.up = false;
   up.change.at = std::chrono::milliseconds(150);

@@ -22,12 +22,10 @@ inline emu::FabricConfig two_sites(int per_site, double wan_bps, std::chrono::na
   for (int r = 0; r < 2 * per_site; ++r) fc.site_of.push_back(r / per_site);
   fc.lan.rate_bps = 0;
   fc.lan.delay = std::chrono::nanoseconds{0};
-  emu::WanLinkSpec w;
-  w.a = 0;
-  w.b = 1;
-  w.a_to_b.rate_bps = w.b_to_a.rate_bps = wan_bps;
-  w.a_to_b.delay = w.b_to_a.delay = wan_delay;
-  fc.wan.push_back(w);
+  emu::LinkConfig wan;
+  wan.rate_bps = wan_bps;
+  wan.delay = wan_delay;
+  fc.wan = {{0, 1, wan}, {1, 0, wan}};  // site 0 -> 1, then 1 -> 0
   return fc;
 }
 

@@ -80,7 +80,7 @@ TEST(Fabric, CloseWakesABlockedReceiver) {
 TEST(Fabric, DownLinkMakesSendFailWithTypedError) {
   emu::FakeClock clock;
   auto fc = two_sites(1, 1e9, 1ms);
-  fc.wan[0].a_to_b.up = false;
+  fc.wan[0].config.up = false;  // 0 -> 1
   fc.segments.max_attempts = 3;
   emu::Fabric f(fc, clock);
   EXPECT_THROW(f.send(0, 1, 1, std::vector<uint8_t>(10)), emu::FabricError);
@@ -193,7 +193,7 @@ TEST(GlooRing, WanTrafficIsTheRendezvousProtocolExactly) {
 TEST(GlooRing, AFailedWanSendSurfacesAsTheTypedCauseOnTheSendingRank) {
   emu::SteadyClock clock;
   emu::FabricConfig fc = two_sites(1, 0, 1ms);
-  fc.wan[0].a_to_b.up = fc.wan[0].b_to_a.up = false;
+  fc.wan[0].config.up = fc.wan[1].config.up = false;
   fc.segments.min_rto = 2ms;
   fc.segments.max_attempts = 2;
   emu::Fabric f(fc, clock);

@@ -4,8 +4,6 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "harness/units.h"
-
 using geotb::harness::parse_scenario;
 using geotb::harness::ScenarioError;
 using nlohmann::json;
@@ -171,21 +169,5 @@ INSTANTIATE_TEST_SUITE_P(
         if (!isalnum(static_cast<unsigned char>(c))) c = '_';
       return s;
     });
-
-TEST(Units, ParseExactValues) {
-  using namespace geotb::harness;
-  EXPECT_DOUBLE_EQ(parse_bandwidth_bps("10Gbps"), 10e9);
-  EXPECT_DOUBLE_EQ(parse_bandwidth_bps("2.5 Mbps"), 2.5e6);
-  EXPECT_EQ(parse_duration("30ms"), std::chrono::milliseconds(30));
-  EXPECT_EQ(parse_duration("20us"), std::chrono::microseconds(20));
-  EXPECT_EQ(parse_duration("1.5s"), std::chrono::milliseconds(1500));
-  EXPECT_DOUBLE_EQ(parse_probability("1%"), 0.01);
-  EXPECT_DOUBLE_EQ(parse_probability("1e-12"), 1e-12);
-  EXPECT_DOUBLE_EQ(parse_probability(0.25), 0.25);
-  EXPECT_EQ(parse_bytes("16MB"), 16000000u);
-  EXPECT_EQ(parse_bytes("64KiB"), 65536u);
-  EXPECT_THROW(parse_bandwidth_bps("fast"), UnitError);
-  EXPECT_THROW(parse_duration("3 fortnights"), UnitError);
-}
 
 }  // namespace
