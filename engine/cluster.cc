@@ -9,7 +9,9 @@
 #include <thread>
 
 #include "emulator/inproc/fabric.h"
+#include "emulator/inproc/virtual_time.h"
 #include "emulator/link/clock.h"
+#include "engine/collectives/transport_group.h"
 #include "engine/strategies/table.h"
 #include "engine/transport/emulated.h"
 #include "engine/worker_loop.h"
@@ -29,15 +31,32 @@ model::StrategyRun run_strategy(const ClusterSpec& cluster, const WorkloadSpec& 
     throw RunError(scfg.name + ": runs only over a real network (geotb run --net process|dpdk): in embedded mode "
                    "its c10d Gloo traffic would bypass the emulated WAN");
 
+  const bool virt = opt.clock == ClockMode::kVirtual;
   emu::FabricConfig fc;
   fc.num_sites = M;
-  for (int r = 0; r < P; ++r) fc.site_of.push_back(r / N);
+  // Virtual time: the `lan` reference's group runs over the fabric, so place it in one DC.
+  for (int r = 0; r < P; ++r) fc.site_of.push_back(virt && info.co_located ? 0 : r / N);
   fc.lan = cluster.lan;
   fc.wan = model::directed_wan_links(cluster);  // the fabric's view of the topology: one link per direction
   fc.segments = cluster.segments;
   fc.seed = work.seed;
-  emu::SteadyClock clock;
-  emu::Fabric fabric(fc, clock);
+  emu::SteadyClock steady;
+  std::unique_ptr<emu::VirtualScheduler> sched;
+  std::unique_ptr<emu::VirtualClock> vclock;
+  if (virt) {
+    sched = std::make_unique<emu::VirtualScheduler>(opt.compute ? emu::VirtualScheduler::Charge::kDeclaredOnly
+                                                                : emu::VirtualScheduler::Charge::kThreadCpuTime);
+    vclock = std::make_unique<emu::VirtualClock>(*sched);
+  }
+  const emu::Clock& clock = virt ? static_cast<const emu::Clock&>(*vclock) : steady;
+  std::unique_ptr<emu::Fabric> fabric_holder =
+      virt ? std::make_unique<emu::Fabric>(fc, clock, *sched) : std::make_unique<emu::Fabric>(fc, clock);
+  emu::Fabric& fabric = *fabric_holder;
+  std::vector<emu::VirtualScheduler::ActorId> actor(static_cast<size_t>(P), -1);
+  if (virt)
+    for (int r = 0; r < P; ++r)
+      actor[static_cast<size_t>(r)] =
+          sched->add_actor("rank " + std::to_string(r) + " (dc " + std::to_string(r / N) + ")", std::chrono::nanoseconds{0});
 
   // Same seed -> same initial weights in every replica and every strategy.
   std::vector<std::unique_ptr<Learner>> learners;
@@ -45,7 +64,7 @@ model::StrategyRun run_strategy(const ClusterSpec& cluster, const WorkloadSpec& 
   const size_t n = learners[0]->num_params();
   for (int r = 1; r < P; ++r) std::memcpy(learners[r]->params(), learners[0]->params(), n * sizeof(float));
   const auto shards = partition_iid(data.train.size, P, work.seed);
-  std::shared_ptr<StoreHandle> store = info.needs_intra_dc ? make_inprocess_store() : nullptr;
+  std::shared_ptr<StoreHandle> store = info.needs_intra_dc && !virt ? make_inprocess_store() : nullptr;
 
   std::vector<int> leaders, ring;
   for (int d = 0; d < M; ++d) leaders.push_back(d * N);
@@ -61,7 +80,7 @@ model::StrategyRun run_strategy(const ClusterSpec& cluster, const WorkloadSpec& 
   std::vector<WorkerEnv> envs(static_cast<size_t>(P));
   for (int r = 0; r < P; ++r) {
     opts.push_back(std::make_unique<Sgd>(work.optimizer, n));
-    nets.push_back(std::make_unique<EmulatedTransport>(fabric, r, opt.transport_timeout));
+    nets.push_back(std::make_unique<EmulatedTransport>(fabric, r, opt.transport_timeout, sched.get()));
     WorkerEnv& e = envs[static_cast<size_t>(r)];
     e.rank = r;
     e.dc = r / N;
@@ -84,25 +103,67 @@ model::StrategyRun run_strategy(const ClusterSpec& cluster, const WorkloadSpec& 
   std::mutex err_mu;
   std::string first_error;
   std::string closed_error;  // "woken by another rank's failure": reported only if nothing else is
-  auto on_start = [&]() noexcept {
-    t_start = clock.now();
+  // The scenario's timeline counts from the first step.
+  auto schedule_timeline = [&](std::chrono::nanoseconds origin) {
     for (const model::ScheduledChange& tc : cluster.timeline) {
       emu::LinkChange c = tc.change;
-      c.at = t_start + tc.change.at;
+      c.at = origin + tc.change.at;
       fabric.schedule(tc.a, tc.b, c, true);
     }
+  };
+  auto on_start = [&]() noexcept {
+    t_start = clock.now();
+    schedule_timeline(t_start);
   };
   auto on_end = [&]() noexcept { t_end = clock.now(); };
   std::barrier start_line(P, on_start);
   std::barrier finish_line(P, on_end);
+  // Virtual time: the same two rendezvous, released at the latest arrival's virtual instant.
+  struct VirtualLine {
+    int arrived = 0;
+    std::chrono::nanoseconds latest{0};
+    std::optional<std::chrono::nanoseconds> released;
+  } vstart, vfinish;
+  auto virtual_line = [&](VirtualLine& line, const char* what, std::chrono::nanoseconds& instant, bool start) {
+    const auto me = sched->current();
+    const auto now = sched->now(me);
+    sched->update([&] {
+      line.latest = std::max(line.latest, now);
+      if (++line.arrived < P) return;
+      line.released = line.latest;
+      instant = line.latest;
+      if (start) schedule_timeline(instant);
+    });
+    try {
+      sched->wait(me, [&] { return line.released; }, std::nullopt, what);
+    } catch (const emu::SchedulerAborted& e) {
+      throw TransportClosed(std::string(what) + ": " + e.what());
+    } catch (const emu::DeadlockError& e) {
+      throw TransportError(e.what());
+    }
+  };
 
   auto worker = [&](int r) {
     WorkerEnv& env = envs[static_cast<size_t>(r)];
     bool started = false;
+    if (virt) {
+      sched->bind(actor[static_cast<size_t>(r)]);
+      if (opt.compute)
+        set_thread_compute_charge([s = sched.get(), profile = *opt.compute](Work w, uint64_t n) {
+          s->charge(s->current(), profile.cost(w, n));
+        });
+    }
     try {
       set_compute_threads(1);
       std::unique_ptr<IntraDc> intra;
-      if (info.needs_intra_dc) {
+      if (info.needs_intra_dc && virt) {
+        std::vector<int> members;
+        for (int m = 0; m < P; ++m)
+          if (info.one_group || m / N == env.dc) members.push_back(m);
+        const auto pos = std::find(members.begin(), members.end(), r) - members.begin();
+        intra = make_transport_group(*nets[static_cast<size_t>(r)], members, static_cast<int>(pos));
+        env.intra = intra.get();
+      } else if (info.needs_intra_dc) {
         GlooOptions go;
         go.timeout = opt.gloo_timeout;
         intra = info.one_group ? make_gloo_group(store, scfg.name + "/all", r, P, go)
@@ -111,11 +172,20 @@ model::StrategyRun run_strategy(const ClusterSpec& cluster, const WorkloadSpec& 
       }
       WorkerLoopHooks hooks;
       hooks.start = [&] {
-        start_line.arrive_and_wait();
+        if (virt) {
+          virtual_line(vstart, "start barrier", t_start, true);
+        } else {
+          start_line.arrive_and_wait();
+        }
         started = true;
         return t_start;
       };
-      hooks.finished = [&] { finish_line.arrive_and_wait(); };
+      hooks.finished = [&] {
+        if (virt)
+          virtual_line(vfinish, "finish barrier", t_end, false);
+        else
+          finish_line.arrive_and_wait();
+      };
       if (r == 0) hooks.progress = opt.progress;
       run_worker_loop(env, scfg, work, data.train, shards[static_cast<size_t>(r)], hooks, records[static_cast<size_t>(r)]);
     } catch (const std::exception& e) {
@@ -124,14 +194,22 @@ model::StrategyRun run_strategy(const ClusterSpec& cluster, const WorkloadSpec& 
         std::string& slot = dynamic_cast<const TransportClosed*>(&e) ? closed_error : first_error;
         if (slot.empty()) slot = "rank " + std::to_string(r) + " (dc " + std::to_string(env.dc) + "): " + e.what();
       }
-      fabric.close();  // wake every peer blocked on the network
-      if (!started) start_line.arrive_and_drop();
-      finish_line.arrive_and_drop();
+      fabric.close();  // wake every peer blocked on the network (virtual time: every waiting actor)
+      if (!virt) {
+        if (!started) start_line.arrive_and_drop();
+        finish_line.arrive_and_drop();
+      }
+    }
+    if (virt) {
+      set_thread_compute_charge({});
+      sched->finish(actor[static_cast<size_t>(r)]);
     }
   };
+  const auto host_t0 = steady.now();
   std::vector<std::thread> threads;
   for (int r = 0; r < P; ++r) threads.emplace_back(worker, r);
   for (auto& t : threads) t.join();
+  const auto host_wall = steady.now() - host_t0;
   if (first_error.empty()) first_error = closed_error;
   if (!first_error.empty()) throw RunError(scfg.name + ": " + first_error);
 
@@ -155,6 +233,7 @@ model::StrategyRun run_strategy(const ClusterSpec& cluster, const WorkloadSpec& 
   reports[0].wall_s = std::chrono::duration<double>(t_end - t_start).count();
   reports[0].accuracy_curve = accuracy_curve(*learners[0], records[0], work, P, data.test);
   model::StrategyRun res = merge_rank_reports(scfg.name, reports, work, M);
+  if (virt) res.metrics.host_wall_s = std::chrono::duration<double>(host_wall).count();
   // The fabric's own WAN accounting (it also counts retransmissions).
   const emu::TrafficStats wan = fabric.wan_total();
   res.metrics.wan_messages = wan.messages;

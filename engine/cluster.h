@@ -8,11 +8,14 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "emulator/inproc/fabric.h"
 #include "emulator/inproc/message_link.h"
+#include "engine/compute_charge.h"
 #include "engine/data/fashion_mnist.h"
 #include "engine/model/learner.h"
 #include "engine/optim/sgd.h"
@@ -30,7 +33,18 @@ struct ClusterSpec : model::Topology {
   emu::SegmentConfig segments;
 };
 
+/// Which clock the embedded mode runs on (README "Clocks").
+enum class ClockMode : uint8_t {
+  kWall,     ///< the host's steady clock: real threads on real cores, figures depend on the host
+  kVirtual,  ///< a VirtualScheduler: compute = thread CPU time or the compute profile, messages
+             ///< delivered at the link model's instants; every intra-DC collective is Gloo's ring
+             ///< over the fabric's LAN links (collectives/transport_group.h)
+};
+
 struct RunOptions {
+  ClockMode clock = ClockMode::kWall;
+  /// kVirtual only: declared compute instead of measured CPU time (deterministic timing).
+  std::optional<ComputeProfile> compute;
   std::chrono::milliseconds transport_timeout{120000};  ///< a message not arriving by then is an error
   std::chrono::milliseconds gloo_timeout{120000};
   /// Called by rank 0 after each step: (steps done, total, seconds since start).

@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "engine/compute_charge.h"
+
 #include "engine/strategies/table.h"
 
 namespace geotb::engine {
@@ -44,6 +46,7 @@ void run_worker_loop(WorkerEnv& env, const StrategyConfig& scfg, const WorkloadS
         y[i] = train.labels[idx[i]];
       }
       loss = env.learner->forward_backward(x.data(), y.data(), B);
+      charge_compute(Work::kStep, 1);  // a compute profile's step time (nothing otherwise)
     }
     strategy->step(env, s);
     out.loss[static_cast<size_t>(s)] = loss;

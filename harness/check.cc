@@ -81,9 +81,11 @@ CheckResult check_report(const RunReport& cur, const RunReport& base, const Chec
   if (opt.tolerances) {
     res.tolerances = *opt.tolerances;
     res.tolerances_from = "command line";
-  } else if (cur.scenario.check) {
-    res.tolerances = *cur.scenario.check;
-    res.tolerances_from = fmt::format("scenario.check of {}", cur.source);
+  } else if (base.scenario.check) {
+    // The committed baseline says how much may move, not the report under test (which could
+    // otherwise loosen its own gate).
+    res.tolerances = *base.scenario.check;
+    res.tolerances_from = fmt::format("scenario.check of {}", base.source);
   } else {
     res.tolerances_from = "defaults";
   }

@@ -35,7 +35,7 @@ struct CheckRow {
 
 struct CheckOptions {
   std::string reference = model::metrics::kDefaultBaseline;
-  /// Overrides; otherwise the current report's scenario.check, otherwise CheckTolerances{}.
+  /// Overrides; otherwise the baseline report's scenario.check, otherwise CheckTolerances{}.
   std::optional<model::CheckTolerances> tolerances;
 };
 

@@ -28,6 +28,7 @@ struct RunArgs {
   std::string out = "reports";
   std::vector<std::string> argv;
   std::string net;                     ///< "" = the scenario's "network"
+  std::string clock;                   ///< "" = the scenario's "clock" (default: virtual when embedded)
   std::string worker_timeout = "30s";  ///< process modes: workers' --timeout
   std::string deadline;                ///< process modes: per strategy ("" = 120 s + 2 s per step)
   std::string net_prefix = "gtbrun";   ///< dpdk: namespace prefix
@@ -66,7 +67,21 @@ int run(const RunArgs& a) {
       return 2;
     }
     sc.network = a.net;  // the report says how it ran
+    // The scenario's clock default follows the mode it runs in (virtual only exists embedded).
+    if (!sc.raw.contains("clock")) sc.clock = sc.network == "embedded" ? engine::ClockMode::kVirtual : engine::ClockMode::kWall;
   }
+  if (!a.clock.empty()) {
+    if (a.clock != "virtual" && a.clock != "wall") {
+      fmt::print(stderr, "geotb: error: --clock: \"{}\": one of virtual, wall\n", a.clock);
+      return 2;
+    }
+    sc.clock = a.clock == "virtual" ? engine::ClockMode::kVirtual : engine::ClockMode::kWall;
+  }
+  if (sc.network != "embedded" && sc.clock == engine::ClockMode::kVirtual) {
+    fmt::print(stderr, "geotb: error: clock: \"virtual\": the {} network mode runs in wall time only\n", sc.network);
+    return 2;
+  }
+  if (sc.clock == engine::ClockMode::kWall) sc.compute.reset();  // wall time: compute is what it takes
   if (!a.tcp_cc.empty()) {
     try {
       validate_tcp_congestion_control("--tcp-cc", a.tcp_cc);
@@ -144,6 +159,8 @@ int run(const RunArgs& a) {
     for (const auto& c : chosen) {
       Progress prog(stdout, c.name, samples_per_step);
       engine::RunOptions opt;
+      opt.clock = sc.clock;
+      opt.compute = sc.compute;
       opt.progress = [&prog](int done, int total, double t) { prog.update(done, total, t); };
       try {
         results.push_back(engine::run_strategy(sc.cluster, sc.workload, c, data, opt));
@@ -252,6 +269,9 @@ void register_run_command(CLI::App& app, const std::vector<std::string>& argv) {
   cmd->add_option("scenario", args->scenario, "Scenario file (scenarios/*.json)")->required();
   cmd->add_option("--strategies", args->strategies, "Comma-separated subset of the scenario's strategies");
   cmd->add_option("--out", args->out, "Directory for the report")->capture_default_str();
+  cmd->add_option("--clock", args->clock,
+                  "embedded: \"virtual\" (default: figures are the scenario's, README \"Clocks\") or \"wall\" "
+                  "(the host's clock; figures depend on its cores and load)");
   cmd->add_option("--net", args->net,
                   "Network mode, overrides the scenario's: embedded (threads, in-process WAN model), process (one "
                   "process per rank on loopback), dpdk (one process per rank in per-DC namespaces behind the DPDK "

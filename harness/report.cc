@@ -47,6 +47,16 @@ model::ReportContext context(const RunContext& ctx) {
   return c;
 }
 
+/// Which clock produced the time figures, and the compute profile it charged, if any.
+void describe_clock(const Scenario& sc, model::ReportContext& c) {
+  const bool virt = sc.network == "embedded" && sc.clock == engine::ClockMode::kVirtual;
+  c.clock = virt ? "virtual" : "wall";
+  if (virt && sc.compute)
+    c.compute_profile = model::ReportContext::ComputeProfile{
+        std::chrono::duration<double>(sc.compute->step_time).count(), sc.compute->reduce_ns_per_element,
+        sc.compute->compress_ns_per_element};
+}
+
 model::ScenarioSummary scenario_summary(const Scenario& sc, const RunContext& ctx) {
   model::ScenarioSummary s;
   s.name = sc.name;
@@ -82,6 +92,7 @@ model::RunReport make_report(const Scenario& sc, std::vector<model::StrategyRun>
   model::RunReport r;
   r.scenario = scenario_summary(sc, ctx);
   r.context = context(ctx);
+  describe_clock(sc, r.context);
   for (auto& run : runs) {
     const engine::StrategyConfig* cfg = nullptr;
     for (const auto& c : sc.strategies)
@@ -120,6 +131,14 @@ std::string summary_table(const model::RunReport& rep) {
                        1e3 * m.exposed_comm_s_per_step, m.comm_compute_ratio,
                        common::format_bytes(static_cast<double>(m.wan_payload_bytes)), m.exchanges, m.final_test_accuracy,
                        m.wall_s);
+  }
+  if (rep.context.clock == "virtual") {
+    double host = 0;
+    for (const auto& st : rep.strategies) host += st.metrics.host_wall_s.value_or(0);
+    out += fmt::format("times in virtual seconds ({}; README \"Clocks\"); the host took {:.1f} s\n",
+                       rep.context.compute_profile ? "compute from the scenario's compute profile"
+                                                   : "compute charged by thread CPU time",
+                       host);
   }
   return out;
 }

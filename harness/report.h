@@ -23,6 +23,7 @@ struct RunContext {
   std::string dc_tcp_congestion_control;
 };
 
+
 /// The report's per-strategy "config" object: the strategy's parameters from the scenario.
 nlohmann::json strategy_config_json(const engine::StrategyConfig& c);
 

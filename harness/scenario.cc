@@ -409,6 +409,33 @@ Scenario parse_scenario(const json& j, const std::string& origin) {
            "process per rank on this host's loopback, \"dpdk\": one process per rank in per-DC namespaces behind "
            "the DPDK emulator)");
 
+    const std::string default_clock = sc.network == "embedded" ? "virtual" : "wall";
+    const std::string clock = get_string(root, "clock", &default_clock);
+    if (clock == "virtual") {
+      if (sc.network != "embedded")
+        fail("clock", json(clock),
+             fmt::format("the {} network mode runs in wall time only (\"virtual\" is for \"embedded\")", sc.network));
+      sc.clock = engine::ClockMode::kVirtual;
+    } else if (clock == "wall") {
+      sc.clock = engine::ClockMode::kWall;
+    } else {
+      fail("clock", json(clock),
+           "unknown clock (\"virtual\": time is the scenario's, compute charged by CPU time or the compute "
+           "profile; \"wall\": the host's clock)");
+    }
+    if (const json* cp = root.opt("compute")) {
+      Obj c(*cp, "compute");
+      engine::ComputeProfile prof;
+      prof.step_time = duration(c, "step_time", std::chrono::hours(1), nullptr);
+      if (prof.step_time <= std::chrono::nanoseconds{0}) fail(c.field("step_time"), c.req("step_time"), "must be > 0");
+      prof.reduce_ns_per_element = get_number(c, "reduce_ns_per_element", 0, 1e6, prof.reduce_ns_per_element);
+      prof.compress_ns_per_element = get_number(c, "compress_ns_per_element", 0, 1e6, prof.compress_ns_per_element);
+      c.done();
+      if (sc.clock != engine::ClockMode::kVirtual)
+        fail("compute", *cp, "a compute profile needs \"clock\": \"virtual\" (in wall time compute is what it takes)");
+      sc.compute = prof;
+    }
+
     const std::string cc_auto = "auto";
     sc.tcp_congestion_control = get_string(root, "tcp_congestion_control", &cc_auto);
     validate_tcp_congestion_control("tcp_congestion_control", sc.tcp_congestion_control);

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <optional>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -41,6 +42,11 @@ struct Scenario {
   size_t test_limit = 0;   ///< 0 = all 10000 test examples
   std::vector<engine::StrategyConfig> strategies;
   std::string network = "embedded";  ///< "embedded" | "process" | "dpdk" (README "Real-network mode")
+  /// The embedded mode's clock (README "Clocks"): virtual (default) or wall; the process modes
+  /// run in wall time only.
+  engine::ClockMode clock = engine::ClockMode::kVirtual;
+  /// Declared compute (scenario `compute`): the virtual clock charges it instead of CPU time.
+  std::optional<engine::ComputeProfile> compute;
   /// TCP congestion control of the DC hosts, set in every DC namespace in dpdk mode: "auto" (the
   /// first of cubic, reno the host lets a namespace use: loss-based and unpaced, what the
   /// in-process model assumes), "default" (leave the namespace's, inherited from the host), or a

@@ -58,6 +58,7 @@ void to_json(json& j, const StrategyMetrics& m) {
        {"exchange_efficiency_mean", m.exchange_efficiency_mean ? json(*m.exchange_efficiency_mean) : json(nullptr)},
        {"final_test_accuracy", m.final_test_accuracy},
        {"replica_max_abs_diff", m.replica_max_abs_diff}};
+  if (m.host_wall_s) j["host_wall_s"] = *m.host_wall_s;
 }
 
 void from_json(const json& j, StrategyMetrics& m) {
@@ -83,6 +84,8 @@ void from_json(const json& j, StrategyMetrics& m) {
   if (!(m.final_test_accuracy >= 0 && m.final_test_accuracy <= 1))
     f::fail("final_test_accuracy", fmt::format("must be in [0, 1], got {}", m.final_test_accuracy));
   m.replica_max_abs_diff = f::nonneg(j, "replica_max_abs_diff");
+  m.host_wall_s.reset();
+  if (f::has(j, "host_wall_s")) m.host_wall_s = f::nonneg(j, "host_wall_s");
 }
 
 void to_json(json& j, const StrategySeries& s) {
@@ -202,6 +205,11 @@ void to_json(json& j, const ReportContext& c) {
        {"libraries", c.libraries}};
   if (c.hardware_threads) j["hardware_threads"] = *c.hardware_threads;
   if (c.dc_tcp_congestion_control) j["dc_tcp_congestion_control"] = *c.dc_tcp_congestion_control;
+  if (c.clock) j["clock"] = *c.clock;
+  if (c.compute_profile)
+    j["compute_profile"] = {{"step_time_s", c.compute_profile->step_time_s},
+                            {"reduce_ns_per_element", c.compute_profile->reduce_ns_per_element},
+                            {"compress_ns_per_element", c.compute_profile->compress_ns_per_element}};
 }
 
 void from_json(const json& j, ReportContext& c) {
@@ -225,6 +233,18 @@ void from_json(const json& j, ReportContext& c) {
     }
   c.dc_tcp_congestion_control.reset();
   if (f::has(j, "dc_tcp_congestion_control")) c.dc_tcp_congestion_control = f::str(j, "dc_tcp_congestion_control");
+  c.clock.reset();
+  if (f::has(j, "clock")) {
+    c.clock = f::str(j, "clock");
+    if (*c.clock != "virtual" && *c.clock != "wall")
+      f::fail("clock", fmt::format("expected \"virtual\" or \"wall\", got {}", f::shown(j.at("clock"))));
+  }
+  c.compute_profile.reset();
+  if (f::has(j, "compute_profile")) {
+    const json& p = f::object(j, "compute_profile");
+    c.compute_profile = ReportContext::ComputeProfile{f::nonneg(p, "step_time_s"), f::nonneg(p, "reduce_ns_per_element"),
+                                                      f::nonneg(p, "compress_ns_per_element")};
+  }
 }
 
 // ---- comparison, failures, the report ----

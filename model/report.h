@@ -62,6 +62,9 @@ struct StrategyMetrics {
   std::optional<double> exchange_efficiency_mean;  ///< null when the run logged no exchange
   double final_test_accuracy = 0;                  ///< in [0, 1]
   double replica_max_abs_diff = 0;                 ///< max |x_rank - x_0| after finish (0 = identical)
+  /// Seconds the strategy's run took on the host's clock, when the report's clock is virtual
+  /// (every other time figure is then virtual).
+  std::optional<double> host_wall_s;
 };
 void to_json(json& j, const StrategyMetrics& m);
 void from_json(const json& j, StrategyMetrics& m);
@@ -153,6 +156,16 @@ struct ReportContext {
   std::map<std::string, std::string> libraries;  ///< name -> version
   /// dpdk mode: the TCP congestion control the DC namespaces ran with (read back).
   std::optional<std::string> dc_tcp_congestion_control;
+  /// The clock every time figure of the report is in: "virtual" (the embedded mode's virtual
+  /// time, README "Clocks") or "wall" (the host's). Absent in reports older than the clock.
+  std::optional<std::string> clock;
+  /// The compute profile the virtual clock charged instead of CPU time, if the scenario had one.
+  struct ComputeProfile {
+    double step_time_s = 0;
+    double reduce_ns_per_element = 0;
+    double compress_ns_per_element = 0;
+  };
+  std::optional<ComputeProfile> compute_profile;
 };
 void to_json(json& j, const ReportContext& c);
 void from_json(const json& j, ReportContext& c);

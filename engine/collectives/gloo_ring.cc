@@ -1,4 +1,5 @@
 #include "engine/collectives/gloo_ring.h"
+#include "engine/compute_charge.h"
 
 #include <algorithm>
 #include <condition_variable>
@@ -19,81 +20,91 @@ size_t round_up(size_t x, size_t m) { return (x + m - 1) / m * m; }
 
 // Gloo's tcp Pair for the sending direction: sends leave in post order, each as soon as the
 // receiver's NOTIFY_RECV_READY for it has arrived (Gloo's device thread does this while the
-// user thread goes on posting and waiting).
+// user thread goes on posting and waiting). The hand-offs go through the transport's Sync, so in
+// virtual time the device thread is an actor and a send leaves at max(posted, ready arrived).
 class RendezvousSender {
  public:
-  RendezvousSender(Transport& t, int dst) : t_(t), dst_(dst), th_([this] { run(); }) {}
+  RendezvousSender(Transport& t, int dst) : t_(t), dst_(dst), sync_(t.make_sync()) {
+    th_ = sync_->spawn("gloo ring device thread of rank " + std::to_string(t.rank()), [this] { run(); });
+  }
   ~RendezvousSender() { stop(); }
   RendezvousSender(const RendezvousSender&) = delete;
   RendezvousSender& operator=(const RendezvousSender&) = delete;
 
   void post(uint64_t ready_tag, uint64_t data_tag, std::vector<uint8_t> msg) {
-    std::lock_guard<std::mutex> lk(mu_);
-    q_.push_back({ready_tag, data_tag, std::move(msg)});
-    cv_.notify_all();
+    sync_->update([&](Sync::Nanos now) { q_.push_back({ready_tag, data_tag, std::move(msg), now}); });
   }
   /// Blocks until `count` sends have been written; rethrows the sender's failure.
   void wait_written(size_t count) {
-    std::unique_lock<std::mutex> lk(mu_);
-    cv_.wait(lk, [&] { return written_ >= count || err_; });
-    if (written_ < count) std::rethrow_exception(err_);
+    bool failed = false;
+    sync_->wait(
+        [&]() -> std::optional<Sync::Nanos> {
+          if (written_at_.size() >= count) return count == 0 ? Sync::Nanos{0} : written_at_[count - 1];
+          if (err_) return failed = true, Sync::Nanos{0};
+          return std::nullopt;
+        },
+        "gloo ring: wait for send " + std::to_string(count) + " to rank " + std::to_string(dst_));
+    if (failed) std::rethrow_exception(error());
   }
   std::exception_ptr error() {
-    std::lock_guard<std::mutex> lk(mu_);
-    return err_;
+    std::exception_ptr e;
+    sync_->update([&](Sync::Nanos) { e = err_; });
+    return e;
   }
   /// Joins the device thread (the transport must have been closed if sends are still pending).
   void stop() {
-    {
-      std::lock_guard<std::mutex> lk(mu_);
-      stopping_ = true;
-      cv_.notify_all();
-    }
-    if (th_.joinable()) th_.join();
+    if (!th_.joinable()) return;
+    sync_->update([&](Sync::Nanos) { stopping_ = true; });
+    th_.join();
   }
 
  private:
   struct Item {
     uint64_t ready_tag, data_tag;
     std::vector<uint8_t> msg;
+    Sync::Nanos posted_at;
   };
   void run() {
     for (;;) {
       Item it;
-      {
-        std::unique_lock<std::mutex> lk(mu_);
-        cv_.wait(lk, [&] { return !q_.empty() || stopping_; });
-        if (q_.empty()) return;
-        it = std::move(q_.front());
-        q_.pop_front();
-      }
+      bool stop = false;
       try {
+        sync_->wait(
+            [&]() -> std::optional<Sync::Nanos> {
+              if (!q_.empty()) return q_.front().posted_at;
+              if (stopping_) return Sync::Nanos{0};
+              return std::nullopt;
+            },
+            "gloo ring device thread: wait for a post");
+        sync_->update([&](Sync::Nanos) {
+          if (q_.empty()) {
+            stop = true;
+            return;
+          }
+          it = std::move(q_.front());
+          q_.pop_front();
+        });
+        if (stop) return;
         (void)t_.recv(dst_, it.ready_tag);  // the receiver has posted its receive
         t_.send(dst_, it.data_tag, std::move(it.msg));
       } catch (...) {
-        {
-          std::lock_guard<std::mutex> lk(mu_);
-          err_ = std::current_exception();
-          cv_.notify_all();
-        }
+        const std::exception_ptr e = std::current_exception();
+        sync_->update([&](Sync::Nanos) { err_ = e; });
         t_.close();  // the user thread may be blocked in a recv that this failure makes hopeless
         return;
       }
-      std::lock_guard<std::mutex> lk(mu_);
-      ++written_;
-      cv_.notify_all();
+      sync_->update([&](Sync::Nanos now) { written_at_.push_back(now); });
     }
   }
 
   Transport& t_;
   const int dst_;
-  std::mutex mu_;
-  std::condition_variable cv_;
+  std::unique_ptr<Sync> sync_;
   std::deque<Item> q_;
-  size_t written_ = 0;
+  std::vector<Sync::Nanos> written_at_;  ///< instant each send was written, in post order
   bool stopping_ = false;
   std::exception_ptr err_;
-  std::thread th_;  // last: starts once everything above exists
+  std::thread th_;
 };
 
 struct Offsets {
@@ -175,6 +186,7 @@ void gloo_ring_allreduce_sum(Transport& t, const std::vector<int>& ring, float* 
               float* dst = reinterpret_cast<float*>(bytes + prev.recv_off);
               const float* src = reinterpret_cast<const float*>(in.data() + pre);
               for (size_t k = 0, m = len / sizeof(float); k < m; ++k) dst[k] = dst[k] + src[k];
+              charge_compute(Work::kReduce, len / sizeof(float));
             } else {
               std::memcpy(bytes + prev.recv_off, in.data() + pre, len);
             }

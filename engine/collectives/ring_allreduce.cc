@@ -1,4 +1,5 @@
 #include "engine/collectives/ring_allreduce.h"
+#include "engine/compute_charge.h"
 
 #include <algorithm>
 #include <cstring>
@@ -41,6 +42,7 @@ void ring_allreduce_sum(Transport& t, const std::vector<int>& ring, float* data,
     const float* src = reinterpret_cast<const float*>(in.data());
     float* dst = data + lo(recv_c);
     for (size_t i = 0, m = len(recv_c); i < m; ++i) dst[i] += src[i];
+    charge_compute(Work::kReduce, len(recv_c));
   }
   // Allgather: circulate the reduced chunks.
   for (size_t s = 0; s + 1 < p; ++s) {

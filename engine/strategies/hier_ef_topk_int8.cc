@@ -25,9 +25,11 @@
 // the leaders' exchange and one for the leader's forward to its members.
 #include <array>
 #include <cstring>
-#include <future>
+#include <exception>
+#include <thread>
 #include <string>
 
+#include "engine/compute_charge.h"
 #include "engine/strategies/descriptor.h"
 #include "engine/transport/tags.h"
 #include "kernels/compress.h"
@@ -50,6 +52,34 @@ struct Arrived {
   double transfer_s = 0;                    // max over peers of (arrival - peer's hand-off)
   uint64_t bytes_sent = 0;                  // our message (header included)
   uint64_t bytes_max = 0;                   // largest message of the exchange (header included)
+};
+
+/// A leader's exchange running on its own thread (in virtual time: its own actor), handed back
+/// through the transport's Sync so that the joiner's clock moves to the instant it finished.
+struct InFlight {
+  Transport* net = nullptr;
+  std::unique_ptr<Sync> sync;
+  std::thread th;
+  bool done = false;  // guarded by sync
+  Sync::Nanos done_at{0};
+  Arrived result;
+  std::exception_ptr err;
+
+  /// Waits for the exchange, then returns its result or rethrows its failure.
+  Arrived join() {
+    sync->wait([this]() -> std::optional<Sync::Nanos> { return done ? std::optional(done_at) : std::nullopt; },
+               "the DC leader's WAN exchange");
+    th.join();
+    if (err) std::rethrow_exception(err);
+    return std::move(result);
+  }
+  ~InFlight() {
+    if (!th.joinable()) return;
+    // Abandoned by a failure of the worker: close the transport so that the exchange, possibly
+    // blocked on a peer that will never send, ends, then join it.
+    net->close();
+    th.join();
+  }
 };
 
 class HierEfTopkInt8 final : public Strategy {
@@ -90,16 +120,16 @@ class HierEfTopkInt8 final : public Strategy {
   void finish(WorkerEnv& env) override {
     const size_t n = env.learner->num_params();
     float* x = env.learner->params();
-    if (in_flight_) apply(env, collect(env, pending_, in_flight_tags_), s_prev_, last_round_step_);
+    if (in_flight_) apply(env, collect(env, pending_.get(), in_flight_tags_), s_prev_, last_round_step_);
     // Dense float32 exchange of everything not yet in xbar, so every replica ends identical.
     kernels::CompressConfig dense;
     dense.density = 1.0;
     dense.values = kernels::ValueCoding::kFloat32;
     std::vector<uint8_t> wire = compress(env, dense);
     const RoundTags tags = take_round_tags("hier.final");
-    std::future<Arrived> fut;
+    std::unique_ptr<InFlight> fut;
     if (leader(env)) fut = launch(env, std::move(wire), tags);
-    apply(env, collect(env, fut, tags), s_cur_, -1);
+    apply(env, collect(env, fut.get(), tags), s_cur_, -1);
     std::memcpy(x, xbar_.data(), n * sizeof(float));
   }
 
@@ -123,6 +153,7 @@ class HierEfTopkInt8 final : public Strategy {
     kernels::compress_ef(acc_.data(), resid_.data(), n, kc, wire);
     std::fill(s_cur_.begin(), s_cur_.end(), 0.0f);
     kernels::decompress_add(wire.data(), wire.size(), s_cur_.data(), n, 1.0f);
+    charge_compute(Work::kCompress, 2 * n);  // compress + decompress of n elements
     return wire;
   }
 
@@ -131,63 +162,81 @@ class HierEfTopkInt8 final : public Strategy {
     float* x = env.learner->params();
     std::vector<uint8_t> wire = compress(env, kcfg_);
     const RoundTags tags = take_round_tags("hier.round");
-    std::future<Arrived> fut;
+    std::unique_ptr<InFlight> fut;
     if (leader(env)) fut = launch(env, std::move(wire), tags);
     if (cfg_.overlap) {
       // Apply the previous round (it had K steps to arrive); this one flies under the next K.
-      if (in_flight_) apply(env, collect(env, pending_, in_flight_tags_), s_prev_, last_round_step_);
-      pending_ = std::move(fut);
+      if (in_flight_) apply(env, collect(env, pending_.get(), in_flight_tags_), s_prev_, last_round_step_);
+      pending_ = std::move(fut);  // the previous one was joined by collect() above
       in_flight_ = true;
       in_flight_tags_ = tags;
       last_round_step_ = step;
       ScopedTimer t(*env.clock, env.times.compress_ns);
       for (size_t i = 0; i < n; ++i) x[i] = xbar_[i] + s_cur_[i] + resid_[i];
+      charge_compute(Work::kCompress, n);
       s_prev_.swap(s_cur_);
     } else {
-      apply(env, collect(env, fut, tags), s_cur_, step);
+      apply(env, collect(env, fut.get(), tags), s_cur_, step);
       ScopedTimer t(*env.clock, env.times.compress_ns);
       for (size_t i = 0; i < n; ++i) x[i] = xbar_[i] + resid_[i];
+      charge_compute(Work::kCompress, n);
     }
     std::memcpy(mark_.data(), x, n * sizeof(float));
   }
 
   /// Leader: hands `wire` to every other DC leader and collects theirs on a background thread.
-  std::future<Arrived> launch(WorkerEnv& env, std::vector<uint8_t> wire, const RoundTags& tags) {
+  std::unique_ptr<InFlight> launch(WorkerEnv& env, std::vector<uint8_t> wire, const RoundTags& tags) {
+    auto f = std::make_unique<InFlight>();
+    f->net = env.net;
+    f->sync = env.net->make_sync();
+    InFlight* out = f.get();
     Transport* net = env.net;
     const emu::Clock* clock = env.clock;
     const uint64_t tag = tags.exchange;
-    return std::async(std::launch::async, [net, clock, peers = peers_, tag, w = std::move(wire)]() {
-      std::vector<uint8_t> msg(kHeader + w.size());
-      const int64_t t0 = clock->now().count();
-      std::memcpy(msg.data(), &t0, kHeader);
-      std::memcpy(msg.data() + kHeader, w.data(), w.size());
-      for (int p : peers) net->send(p, tag, msg);
+    f->th = f->sync->spawn("WAN exchange of rank " + std::to_string(env.rank),
+                           [out, net, clock, peers = peers_, tag, w = std::move(wire)]() {
       Arrived a;
-      a.bytes_sent = a.bytes_max = msg.size();
-      for (int p : peers) {
-        std::vector<uint8_t> in = net->recv(p, tag);
-        const int64_t now = clock->now().count();
-        if (in.size() < kHeader) throw TransportError("exchange: message of " + std::to_string(in.size()) + " bytes");
-        int64_t sent_at;
-        std::memcpy(&sent_at, in.data(), kHeader);
-        a.transfer_s = std::max(a.transfer_s, static_cast<double>(now - sent_at) * 1e-9);
-        a.bytes_max = std::max<uint64_t>(a.bytes_max, in.size());
-        a.wires.emplace_back(in.begin() + kHeader, in.end());
+      std::exception_ptr err;
+      try {
+        std::vector<uint8_t> msg(kHeader + w.size());
+        const int64_t t0 = clock->now().count();
+        std::memcpy(msg.data(), &t0, kHeader);
+        std::memcpy(msg.data() + kHeader, w.data(), w.size());
+        for (int p : peers) net->send(p, tag, msg);
+        a.bytes_sent = a.bytes_max = msg.size();
+        for (int p : peers) {
+          std::vector<uint8_t> in = net->recv(p, tag);
+          const int64_t now = clock->now().count();
+          if (in.size() < kHeader) throw TransportError("exchange: message of " + std::to_string(in.size()) + " bytes");
+          int64_t sent_at;
+          std::memcpy(&sent_at, in.data(), kHeader);
+          a.transfer_s = std::max(a.transfer_s, static_cast<double>(now - sent_at) * 1e-9);
+          a.bytes_max = std::max<uint64_t>(a.bytes_max, in.size());
+          a.wires.emplace_back(in.begin() + kHeader, in.end());
+        }
+        a.launch_to_last_s = static_cast<double>(clock->now().count() - t0) * 1e-9;
+      } catch (...) {
+        err = std::current_exception();
       }
-      a.launch_to_last_s = static_cast<double>(clock->now().count() - t0) * 1e-9;
-      return a;
+      out->sync->update([&](Sync::Nanos now) {
+        out->result = std::move(a);
+        out->err = err;
+        out->done_at = now;
+        out->done = true;
+      });
     });
+    return f;
   }
 
   /// The peers' messages of a round: the leader waits for its exchange and forwards them to its
   /// DC members; a member receives them from its leader.
-  Arrived collect(WorkerEnv& env, std::future<Arrived>& exchange, const RoundTags& tags) {
+  Arrived collect(WorkerEnv& env, InFlight* exchange, const RoundTags& tags) {
     Arrived a;
     const auto t0 = env.clock->now();
     {
       ScopedTimer t(*env.clock, env.times.exposed_comm_ns);
       if (leader(env)) {
-        a = exchange.get();
+        a = exchange->join();
         for (int m : members_)
           for (const auto& w : a.wires) env.net->send(m, tags.forward, w);
       } else {
@@ -213,6 +262,7 @@ class HierEfTopkInt8 final : public Strategy {
       for (const auto& w : a.wires) kernels::decompress_add(w.data(), w.size(), sum_.data(), n, 1.0f);
       const float inv = 1.0f / static_cast<float>(env.num_dcs);
       for (size_t i = 0; i < n; ++i) xbar_[i] += sum_[i] * inv;
+      charge_compute(Work::kCompress, (a.wires.size() + 1) * n);  // decompress every peer's + re-base
     }
     if (!leader(env)) return;
     ExchangeRecord rec;
@@ -229,10 +279,10 @@ class HierEfTopkInt8 final : public Strategy {
   std::vector<int> peers_;    // other DCs' leaders, in DC order
   std::vector<int> members_;  // this DC's non-leader ranks (leader only uses it)
   std::vector<float> xbar_, mark_, resid_, acc_, s_cur_, s_prev_, sum_;
-  std::future<Arrived> pending_;  // leader: the exchange in flight (overlap mode)
+  std::unique_ptr<InFlight> pending_;  // leader: the exchange in flight (overlap mode)
   bool in_flight_ = false;
   RoundTags in_flight_tags_;
-  TagAllocator tags_;
+  TagAllocator tags_{strategy_tags()};
   int last_round_step_ = 0;
 };
 

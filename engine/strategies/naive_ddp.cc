@@ -44,7 +44,7 @@ class NaiveDdp final : public Strategy {
  private:
   bool gloo_;
   uint64_t tags_per_step_;
-  TagAllocator tags_;
+  TagAllocator tags_{strategy_tags()};
 };
 
 // naive_ddp's allreduce: "gloo_ring" or "eager_ring" (StrategyConfig::collective).

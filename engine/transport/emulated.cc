@@ -2,7 +2,59 @@
 
 #include <string>
 
+#include "engine/compute_charge.h"
+
 namespace geotb::engine {
+
+namespace {
+
+/// Sync in virtual time: the scheduler's lock, update() at the caller's virtual instant, wait()
+/// advancing the caller to the awaited instant, spawn() an actor starting at the caller's instant
+/// with the caller's compute charge.
+class VirtualSync final : public Sync {
+ public:
+  explicit VirtualSync(emu::VirtualScheduler& s) : s_(s) {}
+  void update(const std::function<void(Nanos)>& fn) override {
+    const auto me = s_.current();
+    const Nanos now = me >= 0 ? s_.now(me) : s_.latest();
+    s_.update([&] { fn(now); });
+  }
+  void wait(const std::function<std::optional<Nanos>()>& ready, const std::string& what) override {
+    const auto me = s_.current();
+    if (me < 0) throw TransportError("virtual time: wait (" + what + ") from a thread that is no actor");
+    try {
+      s_.wait(me, ready, std::nullopt, what);
+    } catch (const emu::SchedulerAborted& e) {
+      throw TransportClosed(std::string("transport closed while waiting (") + what + "): " + e.what());
+    } catch (const emu::DeadlockError& e) {
+      throw TransportError(e.what());
+    }
+  }
+  std::thread spawn(std::string name, std::function<void()> fn) override {
+    const auto me = s_.current();
+    const Nanos t0 = me >= 0 ? s_.now(me) : s_.latest();
+    const auto id = s_.add_actor(std::move(name), t0);
+    return std::thread([&s = s_, id, charge = thread_compute_charge(), fn = std::move(fn)] {
+      s.bind(id);
+      set_thread_compute_charge(charge);
+      struct Finish {
+        emu::VirtualScheduler& s;
+        emu::VirtualScheduler::ActorId id;
+        ~Finish() { s.finish(id); }
+      } finish{s, id};
+      fn();
+    });
+  }
+
+ private:
+  emu::VirtualScheduler& s_;
+};
+
+}  // namespace
+
+std::unique_ptr<Sync> EmulatedTransport::make_sync() {
+  return sched_ ? std::unique_ptr<Sync>(std::make_unique<VirtualSync>(*sched_)) : make_real_time_sync();
+}
 
 void EmulatedTransport::send(int dst, uint64_t tag, std::vector<uint8_t> bytes) {
   try {
@@ -13,7 +65,12 @@ void EmulatedTransport::send(int dst, uint64_t tag, std::vector<uint8_t> bytes) 
 }
 
 std::vector<uint8_t> EmulatedTransport::recv(int src, uint64_t tag) {
-  auto m = fabric_.recv(rank_, src, tag, timeout_);
+  std::optional<std::vector<uint8_t>> m;
+  try {
+    m = fabric_.recv(rank_, src, tag, timeout_);
+  } catch (const emu::FabricError& e) {
+    throw TransportError(e.what());  // virtual time: a deadlock of the program under test
+  }
   if (!m) {
     if (fabric_.closed())
       throw TransportClosed("rank " + std::to_string(rank_) + ": transport closed while waiting for rank " +

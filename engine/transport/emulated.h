@@ -11,19 +11,24 @@ namespace geotb::engine {
 
 class EmulatedTransport final : public Transport {
  public:
-  EmulatedTransport(emu::Fabric& fabric, int rank, std::chrono::nanoseconds timeout)
-      : fabric_(fabric), rank_(rank), timeout_(timeout) {}
+  /// Real time, or virtual time when `sched` is the fabric's scheduler (then every thread that
+  /// uses this endpoint must be an actor of it, and make_sync() hands off in virtual time).
+  EmulatedTransport(emu::Fabric& fabric, int rank, std::chrono::nanoseconds timeout,
+                    emu::VirtualScheduler* sched = nullptr)
+      : fabric_(fabric), rank_(rank), timeout_(timeout), sched_(sched) {}
   int rank() const override { return rank_; }
   int size() const override { return fabric_.size(); }
   void send(int dst, uint64_t tag, std::vector<uint8_t> bytes) override;
   std::vector<uint8_t> recv(int src, uint64_t tag) override;
   /// Closes the whole fabric: in embedded mode one failed rank ends the run for every rank.
   void close() override { fabric_.close(); }
+  std::unique_ptr<Sync> make_sync() override;
 
  private:
   emu::Fabric& fabric_;
   int rank_;
   std::chrono::nanoseconds timeout_;
+  emu::VirtualScheduler* sched_;
 };
 
 }  // namespace geotb::engine

@@ -23,6 +23,8 @@ void TagRange::require(uint64_t n) const {
 }
 
 TagRange all_tags() { return TagRange("all", 0, uint64_t{1} << 63); }
+TagRange strategy_tags() { return TagRange("strategy", 0, uint64_t{1} << 62); }
+TagRange group_tags() { return TagRange("intra_dc_group", uint64_t{1} << 62, uint64_t{1} << 62); }
 
 TagRange TagAllocator::take(std::string_view name, uint64_t size) {
   if (size > left())

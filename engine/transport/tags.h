@@ -49,6 +49,11 @@ class TagRange {
 
 /// Every tag a transport user may take: [0, 2^63).
 TagRange all_tags();
+/// The two halves of it: a strategy's own messages [0, 2^62), and the intra-DC collective groups
+/// that run over the same transport in the virtual-time mode [2^62, 2^63) (collectives/
+/// transport_group.h), so the two never share a tag between the same ranks.
+TagRange strategy_tags();
+TagRange group_tags();
 
 /// Hands out consecutive, non-overlapping ranges of one space, in call order.
 class TagAllocator {

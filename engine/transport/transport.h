@@ -6,7 +6,10 @@
 #include <chrono>
 #include <cstdint>
 #include <stdexcept>
+#include <memory>
 #include <vector>
+
+#include "engine/sync.h"
 
 namespace geotb::engine {
 
@@ -37,6 +40,9 @@ class Transport {
   /// peers' recvs waiting on it) returns with TransportError instead of waiting for its timeout.
   /// Idempotent.
   virtual void close() = 0;
+  /// A hand-off primitive in this transport's time domain, for threads of this rank that
+  /// communicate over it (engine/sync.h). Real time unless the backend runs in virtual time.
+  virtual std::unique_ptr<Sync> make_sync() { return make_real_time_sync(); }
 };
 
 }  // namespace geotb::engine

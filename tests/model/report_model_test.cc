@@ -50,7 +50,10 @@ TEST(ReportModel, BaselineReadsTyped) {
   ASSERT_EQ(r.scenario.wan.size(), 1u);
   EXPECT_EQ(r.scenario.wan[0].rtt_s, 0.07);
   ASSERT_TRUE(r.scenario.check.has_value());
-  EXPECT_EQ(r.scenario.check->throughput_ratio, 0.4);
+  EXPECT_EQ(r.scenario.check->throughput_ratio, 0.02);
+  EXPECT_EQ(r.context.clock, "virtual");
+  ASSERT_TRUE(r.context.compute_profile.has_value());
+  EXPECT_EQ(r.context.compute_profile->step_time_s, 0.012);
   const StrategyRun* hier = r.find("hier_ef_topk_int8");
   ASSERT_NE(hier, nullptr);
   EXPECT_EQ(hier->config.at("K"), 4);

@@ -52,6 +52,19 @@ with tempfile.TemporaryDirectory() as tmp:
     assert "fell 50% below the baseline" in p.stdout
     assert "FAIL: 1 of" in p.stdout
 
+    # The gate's own scenario is deterministic (virtual clock + compute profile): its baseline
+    # allows 2 %, so one strategy 10 % slower fails, and the report under test cannot loosen that
+    # with its own scenario.check (tolerances come from the baseline).
+    tol = base["scenario"]["check"]["throughput_ratio_tolerance"]
+    assert tol <= 0.02, f"the committed gate should be tight, has {tol}"
+    slower = json.loads(json.dumps(base))
+    strategy(slower, "hier_ef_topk_int8")["metrics"]["samples_per_s"] *= 0.9
+    slower["scenario"]["check"]["throughput_ratio_tolerance"] = 0.5
+    (tmp / "slower.json").write_text(json.dumps(slower))
+    p = check(tmp / "slower.json", baseline)
+    assert p.returncode == 1, f"10% slower must fail with exit 1, got {p.returncode}\n{p.stdout}"
+    assert "fell 10% below the baseline" in p.stdout, p.stdout
+
     gone = json.loads(json.dumps(base))
     gone["strategies"] = [s for s in gone["strategies"] if s["name"] != "hier_ef_topk_int8"]
     (tmp / "gone.json").write_text(json.dumps(gone))

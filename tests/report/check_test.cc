@@ -152,6 +152,17 @@ TEST(Check, DefaultTolerancesWithoutScenarioCheck) {
   EXPECT_FALSE(check_report(report({{"naive_ddp", 100, 1024, 0.735}, {"hier", 400, 256, 0.75}}), base).passed());
 }
 
+TEST(Check, TolerancesComeFromTheBaselineNotFromTheReportUnderTest) {
+  // Baseline allows 25 %; the report under test claims 60 %: 4 * 0.7 = 2.8 < 3.0 must still fail.
+  const json loose = {{"throughput_ratio_tolerance", 0.6}, {"accuracy_tolerance", 0.5}, {"wan_bytes_ratio_tolerance", 1.0}};
+  auto slower = report({{"naive_ddp", 100, 1024, 0.75}, {"hier", 280, 256, 0.75}}, loose);
+  const CheckResult r = check_report(slower, baseline());
+  EXPECT_FALSE(r.passed());
+  EXPECT_EQ(r.tolerances.throughput_ratio, 0.25);
+  EXPECT_EQ(r.tolerances_from, "scenario.check of crafted.json");
+  EXPECT_EQ(row(r, "hier", "throughput ratio").verdict, Verdict::kFail);
+}
+
 TEST(Check, CommandLineTolerancesOverride) {
   auto halved = report({{"naive_ddp", 100, 1024, 0.75}, {"hier", 200, 256, 0.75}}, kTol);
   CheckOptions opt;

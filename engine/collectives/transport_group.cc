@@ -1,0 +1,74 @@
+#include "engine/collectives/transport_group.h"
+
+#include <cstring>
+#include <string>
+
+#include "engine/collectives/gloo_ring.h"
+#include "engine/compute_charge.h"
+#include "engine/transport/tags.h"
+
+namespace geotb::engine {
+
+namespace {
+
+class TransportGroup final : public IntraDc {
+ public:
+  TransportGroup(Transport& t, std::vector<int> members, int index)
+      : t_(t), members_(std::move(members)), index_(index) {}
+
+  int rank() const override { return index_; }
+  int size() const override { return static_cast<int>(members_.size()); }
+
+  void allreduce_mean(float* data, size_t n) override {
+    if (members_.size() < 2) return;
+    const TagRange r = tags_.take("intra_dc.allreduce", gloo_ring_tag_count(n, members_.size()));
+    try {
+      gloo_ring_allreduce_sum(t_, members_, data, n, r);
+    } catch (const TransportError& e) {
+      throw CollectiveError(std::string("intra-DC allreduce: ") + e.what());
+    }
+    const float inv_div = static_cast<float>(members_.size());
+    for (size_t i = 0; i < n; ++i) data[i] /= inv_div;  // c10d: sum, then div_(size)
+    charge_compute(Work::kReduce, n);
+  }
+
+  void broadcast(float* data, size_t n, int root) override {
+    const TagRange r = tags_.take("intra_dc.broadcast", 1);
+    const int root_rank = members_.at(static_cast<size_t>(root));
+    try {
+      if (index_ == root) {
+        std::vector<uint8_t> bytes(n * sizeof(float));
+        std::memcpy(bytes.data(), data, bytes.size());
+        for (size_t i = 0; i < members_.size(); ++i)
+          if (static_cast<int>(i) != root) t_.send(members_[i], r.tag(0), bytes);
+      } else {
+        const std::vector<uint8_t> in = t_.recv(root_rank, r.tag(0));
+        if (in.size() != n * sizeof(float))
+          throw CollectiveError("intra-DC broadcast: " + std::to_string(in.size()) + " bytes, expected " +
+                                std::to_string(n * sizeof(float)));
+        std::memcpy(data, in.data(), in.size());
+      }
+    } catch (const TransportError& e) {
+      throw CollectiveError(std::string("intra-DC broadcast: ") + e.what());
+    }
+  }
+
+  void barrier() override {
+    float one = 1;
+    allreduce_mean(&one, 1);
+  }
+
+ private:
+  Transport& t_;
+  std::vector<int> members_;
+  int index_;
+  TagAllocator tags_{group_tags()};
+};
+
+}  // namespace
+
+std::unique_ptr<IntraDc> make_transport_group(Transport& t, std::vector<int> members, int index) {
+  return std::make_unique<TransportGroup>(t, std::move(members), index);
+}
+
+}  // namespace geotb::engine

@@ -1,0 +1,22 @@
+// IntraDc over the engine Transport: Gloo's ring protocol message by message (collectives/
+// gloo_ring.h), the mean computed as c10d ProcessGroupGloo computes it (sum in Gloo's ring order,
+// then divided by the group size). The virtual-time embedded mode uses it for every strategy's
+// intra-DC collectives, so that they pay the scenario's LAN in the same units as naive_ddp's ring
+// instead of running real Gloo over loopback on whatever cores the host has. No libtorch.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "engine/collectives/intra_dc.h"
+#include "engine/transport/transport.h"
+
+namespace geotb::engine {
+
+/// `members`: the group's global ranks in ring order; `index`: this rank's position in it. Every
+/// member must create its group at the same point and call the same operations in the same order
+/// (each operation takes the next tags of the group's space, collectives' group_tags()). Errors of
+/// the transport surface as CollectiveError.
+std::unique_ptr<IntraDc> make_transport_group(Transport& t, std::vector<int> members, int index);
+
+}  // namespace geotb::engine
