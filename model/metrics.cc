@@ -31,6 +31,13 @@ std::optional<double> exchange_efficiency_mean(const std::vector<ExchangeRecord>
   return sum / static_cast<double>(log.size());
 }
 
+void derive(StrategyRun& run) {
+  StrategyMetrics& m = run.metrics;
+  m.samples_per_s = samples_per_s(m.samples, m.wall_s);
+  m.comm_compute_ratio = comm_compute_ratio(m.exposed_comm_s_per_step, m.compute_s_per_step);
+  m.exchange_efficiency_mean = exchange_efficiency_mean(run.exchanges);
+}
+
 double throughput_ratio(const StrategyMetrics& s, const StrategyMetrics& reference) {
   return reference.samples_per_s > 0 ? s.samples_per_s / reference.samples_per_s : 0;
 }

@@ -38,6 +38,12 @@ double exchange_efficiency(const ExchangeRecord& e);
 /// Mean exchange_efficiency over the log; nullopt for an empty log.
 std::optional<double> exchange_efficiency_mean(const std::vector<ExchangeRecord>& log);
 
+/// Fills the derived figures of a strategy's metrics from its raw ones: samples_per_s (from
+/// samples, wall_s), comm_compute_ratio (from the per-step means) and exchange_efficiency_mean
+/// (from run.exchanges). The per-step means themselves need the ranks' raw totals: the merge
+/// (engine merge_rank_reports) sets them with per_step_mean_s() before calling this.
+void derive(StrategyRun& run);
+
 /// samples_per_s(s) / samples_per_s(reference); 0 when the reference's is 0.
 double throughput_ratio(const StrategyMetrics& s, const StrategyMetrics& reference);
 /// wan_payload_bytes(s) / wan_payload_bytes(reference); 0 when the reference sent nothing.

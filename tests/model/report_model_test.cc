@@ -181,6 +181,22 @@ TEST(Metrics, RatiosAndTheirZeroCases) {
   EXPECT_EQ(*metrics::exchange_efficiency_mean({{1, 1, 0.5, 0.25}, {2, 1, 0.25, 0.25}}), 0.75);
 }
 
+TEST(Metrics, DeriveFillsTheDerivedFigures) {
+  StrategyRun run;
+  run.metrics.samples = 1000;
+  run.metrics.wall_s = 0.5;
+  run.metrics.compute_s_per_step = 0.25;
+  run.metrics.exposed_comm_s_per_step = 0.5;
+  run.exchanges = {{1, 1, 0.5, 0.25}, {2, 1, 0.25, 0.25}};
+  metrics::derive(run);
+  EXPECT_EQ(run.metrics.samples_per_s, 2000.0);
+  EXPECT_EQ(run.metrics.comm_compute_ratio, 2.0);
+  EXPECT_EQ(*run.metrics.exchange_efficiency_mean, 0.75);
+  run.exchanges.clear();
+  metrics::derive(run);
+  EXPECT_FALSE(run.metrics.exchange_efficiency_mean.has_value());
+}
+
 TEST(Metrics, ComparisonAgainstTheBaselineAndLan) {
   std::vector<StrategyRun> runs(3);
   runs[0].name = "naive_ddp";
