@@ -57,7 +57,6 @@ model::StrategyRun merge_rank_reports(const std::string& strategy, const std::ve
   model::StrategyMetrics& m = res.metrics;
   m.samples = static_cast<uint64_t>(steps) * B * static_cast<uint64_t>(P);
   m.wall_s = r0.wall_s;
-  m.samples_per_s = mx::samples_per_s(m.samples, m.wall_s);
   double comp = 0, comm = 0, cmpr = 0, over = 0;
   for (const auto& e : reports) {
     comp += static_cast<double>(e.times.compute_ns);
@@ -73,10 +72,8 @@ model::StrategyRun merge_rank_reports(const std::string& strategy, const std::ve
   m.exposed_comm_s_per_step = mx::per_step_mean_s(comm, P, steps);
   m.compress_s_per_step = mx::per_step_mean_s(cmpr, P, steps);
   m.overlapped_comm_s_per_step = mx::per_step_mean_s(over, dcs, steps);
-  m.comm_compute_ratio = mx::comm_compute_ratio(m.exposed_comm_s_per_step, m.compute_s_per_step);
   res.exchanges = r0.exchanges;
   m.exchanges = info.exchanges_every_step ? static_cast<uint64_t>(steps) : r0.exchanges.size();
-  m.exchange_efficiency_mean = mx::exchange_efficiency_mean(res.exchanges);
   res.series.loss.assign(static_cast<size_t>(steps), 0);
   for (int s = 0; s < steps; ++s) {
     double acc = 0;
@@ -86,6 +83,7 @@ model::StrategyRun merge_rank_reports(const std::string& strategy, const std::ve
   res.series.step_end_s = r0.step_end_s;
   res.series.test_accuracy = r0.accuracy_curve;
   m.final_test_accuracy = r0.accuracy_curve.back().accuracy;
+  mx::derive(res);
   return res;
 }
 

@@ -153,11 +153,13 @@ std::string metrics_table(const std::vector<ComparedRun>& runs, const std::strin
       "</th><th>compute<br>ms/step</th><th>exposed comm<br>ms/step</th><th>overlapped comm<br>ms/step</th>"
       "<th>comm / compute</th><th>WAN payload</th><th>WAN on the wire</th><th>WAN ÷ " +
       xml_escape(baseline) +
-      "</th><th>exchanges</th><th>exchange efficiency<br>(mean)</th><th>final test accuracy</th><th>Δ accuracy<br>(points)"
+      "</th><th>exchanges</th><th>exchange efficiency<br>(mean)</th><th>time per exchange<br>(mean, s)</th>"
+      "<th>final test accuracy</th><th>Δ accuracy<br>(points)"
       "</th><th>wall</th></tr>\n";
   for (const auto& c : runs) {
     const model::StrategyMetrics& s = c.run->metrics;
     std::string speedup = "–", wan_ratio = "–", dacc = "–";
+    const std::optional<double> exch_s = s.exchange_seconds_mean.value_or(std::nullopt);
     if (c.baseline) {
       const model::StrategyMetrics& b = c.baseline->metrics;
       speedup = fmt::format("{:.2f}×", mx::throughput_ratio(s, b));
@@ -168,13 +170,15 @@ std::string metrics_table(const std::vector<ComparedRun>& runs, const std::strin
         "<tr><td><span class=\"swatch\" style=\"background:{}\"></span>{}</td><td class=\"num\">{:.0f}</td>"
         "<td class=\"num\">{}</td><td class=\"num\">{:.2f}</td><td class=\"num\">{:.2f}</td><td class=\"num\">{:.2f}</td>"
         "<td class=\"num\">{:.3f}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
-        "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{:.4f}</td><td class=\"num\">{}</td>"
+        "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{:.4f}</td>"
+        "<td class=\"num\">{}</td>"
         "<td class=\"num\">{:.1f} s</td></tr>\n",
         c.color, xml_escape(c.label), s.samples_per_s, speedup, 1e3 * s.compute_s_per_step,
         1e3 * s.exposed_comm_s_per_step, 1e3 * s.overlapped_comm_s_per_step, s.comm_compute_ratio,
         plot::format_si(static_cast<double>(s.wan_payload_bytes), "B"),
         plot::format_si(static_cast<double>(s.wan_wire_bytes), "B"), wan_ratio, s.exchanges,
         s.exchange_efficiency_mean ? fmt::format("{:.3g}", *s.exchange_efficiency_mean) : std::string("–"),
+        exch_s ? fmt::format("{:.3g}", *exch_s) : std::string("–"),
         s.final_test_accuracy, dacc, s.wall_s);
   }
   return t + "</table>\n";

@@ -56,8 +56,9 @@ std::string render_markdown_report(const std::vector<model::RunReport>& reports,
 
   md += fmt::format(
       "| strategy | samples/s | × {0} | compute ms/step | exposed comm ms/step | overlapped comm ms/step | "
-      "WAN payload | WAN ÷ {0} | exchanges | exch. efficiency | test accuracy | Δ acc. (points) | wall s |\n"
-      "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n",
+      "WAN payload | WAN ÷ {0} | exchanges | exch. efficiency | s per exchange | test accuracy | Δ acc. (points) | "
+      "wall s |\n"
+      "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n",
       baseline);
   for (const auto& c : runs) {
     const model::StrategyMetrics& s = c.run->metrics;
@@ -68,11 +69,13 @@ std::string render_markdown_report(const std::vector<model::RunReport>& reports,
       if (b.wan_payload_bytes > 0) wan = fmt::format("{:.4g}", mx::wan_bytes_ratio(s, b));
       dacc = fmt::format("{:+.2f}", 100 * mx::accuracy_delta(s, b));
     }
-    md += fmt::format("| {} | {:.0f} | {} | {:.2f} | {:.2f} | {:.2f} | {} | {} | {} | {} | {:.4f} | {} | {:.1f} |\n",
+    const std::optional<double> exch_s = s.exchange_seconds_mean.value_or(std::nullopt);
+    md += fmt::format("| {} | {:.0f} | {} | {:.2f} | {:.2f} | {:.2f} | {} | {} | {} | {} | {} | {:.4f} | {} | {:.1f} |\n",
                       cell(c.label), s.samples_per_s, speed, 1e3 * s.compute_s_per_step,
                       1e3 * s.exposed_comm_s_per_step, 1e3 * s.overlapped_comm_s_per_step, bytes(s.wan_payload_bytes),
                       wan, s.exchanges,
                       s.exchange_efficiency_mean ? fmt::format("{:.3g}", *s.exchange_efficiency_mean) : "–",
+                      exch_s ? fmt::format("{:.3g}", *exch_s) : "–",
                       s.final_test_accuracy, dacc, s.wall_s);
   }
   md += "\n";

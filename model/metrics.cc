@@ -31,6 +31,21 @@ std::optional<double> exchange_efficiency_mean(const std::vector<ExchangeRecord>
   return sum / static_cast<double>(log.size());
 }
 
+void derive(StrategyRun& run) {
+  StrategyMetrics& m = run.metrics;
+  m.samples_per_s = samples_per_s(m.samples, m.wall_s);
+  m.comm_compute_ratio = comm_compute_ratio(m.exposed_comm_s_per_step, m.compute_s_per_step);
+  m.exchange_efficiency_mean = exchange_efficiency_mean(run.exchanges);
+  m.exchange_seconds_mean.emplace(exchange_seconds_mean(run.exchanges));
+}
+
+std::optional<double> exchange_seconds_mean(const std::vector<ExchangeRecord>& log) {
+  if (log.empty()) return std::nullopt;
+  double sum = 0;
+  for (const auto& e : log) sum += e.seconds;
+  return sum / static_cast<double>(log.size());
+}
+
 double throughput_ratio(const StrategyMetrics& s, const StrategyMetrics& reference) {
   return reference.samples_per_s > 0 ? s.samples_per_s / reference.samples_per_s : 0;
 }

@@ -37,6 +37,15 @@ double comm_compute_ratio(double exposed_comm_s, double compute_s);
 double exchange_efficiency(const ExchangeRecord& e);
 /// Mean exchange_efficiency over the log; nullopt for an empty log.
 std::optional<double> exchange_efficiency_mean(const std::vector<ExchangeRecord>& log);
+/// Mean seconds of one inter-DC exchange (ExchangeRecord::seconds) over the log; nullopt for an
+/// empty log.
+std::optional<double> exchange_seconds_mean(const std::vector<ExchangeRecord>& log);
+
+/// Fills the derived figures of a strategy's metrics from its raw ones: samples_per_s (from
+/// samples, wall_s), comm_compute_ratio (from the per-step means), exchange_efficiency_mean and
+/// exchange_seconds_mean (from run.exchanges). The per-step means themselves need the ranks' raw totals: the merge
+/// (engine merge_rank_reports) sets them with per_step_mean_s() before calling this.
+void derive(StrategyRun& run);
 
 /// samples_per_s(s) / samples_per_s(reference); 0 when the reference's is 0.
 double throughput_ratio(const StrategyMetrics& s, const StrategyMetrics& reference);

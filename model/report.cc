@@ -58,6 +58,8 @@ void to_json(json& j, const StrategyMetrics& m) {
        {"exchange_efficiency_mean", m.exchange_efficiency_mean ? json(*m.exchange_efficiency_mean) : json(nullptr)},
        {"final_test_accuracy", m.final_test_accuracy},
        {"replica_max_abs_diff", m.replica_max_abs_diff}};
+  if (m.exchange_seconds_mean)
+    j["exchange_seconds_mean"] = *m.exchange_seconds_mean ? json(**m.exchange_seconds_mean) : json(nullptr);
   if (m.host_wall_s) j["host_wall_s"] = *m.host_wall_s;
 }
 
@@ -80,6 +82,11 @@ void from_json(const json& j, StrategyMetrics& m) {
   m.exchanges = f::count(j, "exchanges");
   m.exchange_efficiency_mean.reset();
   if (!f::req(j, "exchange_efficiency_mean").is_null()) m.exchange_efficiency_mean = f::nonneg(j, "exchange_efficiency_mean");
+  m.exchange_seconds_mean.reset();
+  if (f::has(j, "exchange_seconds_mean")) {
+    std::optional<double>& v = m.exchange_seconds_mean.emplace();
+    if (!j.at("exchange_seconds_mean").is_null()) v = f::nonneg(j, "exchange_seconds_mean");
+  }
   m.final_test_accuracy = f::number(j, "final_test_accuracy");
   if (!(m.final_test_accuracy >= 0 && m.final_test_accuracy <= 1))
     f::fail("final_test_accuracy", fmt::format("must be in [0, 1], got {}", m.final_test_accuracy));

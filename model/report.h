@@ -43,7 +43,8 @@ void to_json(json& j, const ExchangeRecord& e);
 void from_json(const json& j, ExchangeRecord& e);
 
 /// A strategy's figures ("metrics"). Definitions: README "Metrics"; the derived ones
-/// (samples_per_s, the per-step means, comm_compute_ratio, exchange_efficiency_mean) are
+/// (samples_per_s, the per-step means, comm_compute_ratio, exchange_efficiency_mean,
+/// exchange_seconds_mean) are
 /// computed by model/metrics.h when the run is merged.
 struct StrategyMetrics {
   uint64_t samples = 0;                   ///< training samples processed, whole cluster (>= 1)
@@ -60,6 +61,10 @@ struct StrategyMetrics {
   uint64_t wan_retransmissions = 0;
   uint64_t exchanges = 0;                          ///< inter-DC exchanges (rounds incl. the final one)
   std::optional<double> exchange_efficiency_mean;  ///< null when the run logged no exchange
+  /// Mean seconds of one logged inter-DC exchange: the inner value is null when the run logged no
+  /// exchange; the outer is absent in reports written before this figure (read and written back
+  /// as absent). A new run always has it.
+  std::optional<std::optional<double>> exchange_seconds_mean;
   double final_test_accuracy = 0;                  ///< in [0, 1]
   double replica_max_abs_diff = 0;                 ///< max |x_rank - x_0| after finish (0 = identical)
   /// Seconds the strategy's run took on the host's clock, when the report's clock is virtual

@@ -182,6 +182,54 @@ TEST(Metrics, RatiosAndTheirZeroCases) {
   EXPECT_EQ(metrics::per_step_mean_s(8e9, 4, 2), 1.0);
   EXPECT_FALSE(metrics::exchange_efficiency_mean({}).has_value());
   EXPECT_EQ(*metrics::exchange_efficiency_mean({{1, 1, 0.5, 0.25}, {2, 1, 0.25, 0.25}}), 0.75);
+  EXPECT_FALSE(metrics::exchange_seconds_mean({}).has_value());
+  EXPECT_EQ(*metrics::exchange_seconds_mean({{-1, 8, 0.125, 0}}), 0.125);
+  EXPECT_EQ(*metrics::exchange_seconds_mean({{1, 1, 0.5, 0.25}, {2, 1, 0.25, 0.25}, {-1, 1, 0, 0}}), 0.25);
+}
+
+TEST(Metrics, DeriveFillsTheDerivedFigures) {
+  StrategyRun run;
+  run.metrics.samples = 1000;
+  run.metrics.wall_s = 0.5;
+  run.metrics.compute_s_per_step = 0.25;
+  run.metrics.exposed_comm_s_per_step = 0.5;
+  run.exchanges = {{1, 1, 0.5, 0.25}, {2, 1, 0.25, 0.25}};
+  metrics::derive(run);
+  EXPECT_EQ(run.metrics.samples_per_s, 2000.0);
+  EXPECT_EQ(run.metrics.comm_compute_ratio, 2.0);
+  EXPECT_EQ(*run.metrics.exchange_efficiency_mean, 0.75);
+  EXPECT_EQ(**run.metrics.exchange_seconds_mean, 0.375);
+  run.exchanges.clear();
+  metrics::derive(run);
+  EXPECT_FALSE(run.metrics.exchange_efficiency_mean.has_value());
+  ASSERT_TRUE(run.metrics.exchange_seconds_mean.has_value());  // a new run always has it: null
+  EXPECT_FALSE(run.metrics.exchange_seconds_mean->has_value());
+}
+
+TEST(ReportModel, ExchangeSecondsMeanAbsentNullOrANumber) {
+  const json base = read_json_file((kSource / "reports/baselines/us-east-us-west.json").string());
+  json j = base.at("strategies").at(1).at("metrics");
+  ASSERT_FALSE(j.contains("exchange_seconds_mean"));  // written before the figure existed
+  StrategyMetrics m = j.get<StrategyMetrics>();
+  EXPECT_FALSE(m.exchange_seconds_mean.has_value());
+  EXPECT_EQ(json(m), j);
+  j["exchange_seconds_mean"] = nullptr;
+  m = j.get<StrategyMetrics>();
+  ASSERT_TRUE(m.exchange_seconds_mean.has_value());
+  EXPECT_FALSE(m.exchange_seconds_mean->has_value());
+  EXPECT_EQ(json(m), j);
+  j["exchange_seconds_mean"] = 0.375;
+  m = j.get<StrategyMetrics>();
+  EXPECT_EQ(**m.exchange_seconds_mean, 0.375);
+  EXPECT_EQ(json(m), j);
+  json bad = base;
+  bad["strategies"][1]["metrics"]["exchange_seconds_mean"] = -1;
+  try {
+    parse_report(bad, "r.json");
+    ADD_FAILURE() << "expected ReportError";
+  } catch (const ReportError& e) {
+    EXPECT_EQ(std::string(e.what()), "r.json: strategies[1].metrics.exchange_seconds_mean: must be >= 0, got -1");
+  }
 }
 
 TEST(Metrics, ComparisonAgainstTheBaselineAndLan) {

@@ -27,9 +27,13 @@ assert naive["samples_per_s"] == naive["samples"] / naive["wall_s"], naive
 assert naive["compute_s_per_step"] == 1e-3 and naive["exposed_comm_s_per_step"] == 3e-3, naive
 assert naive["comm_compute_ratio"] == 3.0, naive
 assert naive["exchanges"] == steps and naive["exchange_efficiency_mean"] is None, naive
+assert "exchange_seconds_mean" in naive and naive["exchange_seconds_mean"] is None, naive
 assert naive["wan_payload_bytes"] == 4 << 20 and naive["final_test_accuracy"] == 0.75, naive
 assert hier["exchanges"] == steps // 4 and hier["exchange_efficiency_mean"] == 0.5, hier
 assert all(e["efficiency"] == 0.5 and e["bytes"] == 1024 for e in by["hier_ef_topk_int8"]["exchanges"])
+hier_log = by["hier_ef_topk_int8"]["exchanges"]
+assert hier["exchange_seconds_mean"] == sum(e["seconds"] for e in hier_log) / len(hier_log), hier
+assert abs(hier["exchange_seconds_mean"] - 0.02) < 1e-15, hier
 cmp = rep["comparison"]
 assert cmp["baseline"] == "naive_ddp", cmp
 assert cmp["strategies"]["hier_ef_topk_int8"] == {
