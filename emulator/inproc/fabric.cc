@@ -4,6 +4,10 @@
 
 namespace geotb::emu {
 
+Fabric::Fabric(const FabricConfig& cfg, const Clock& clock, VirtualScheduler& sched) : Fabric(cfg, clock) {
+  sched_ = &sched;
+}
+
 Fabric::Fabric(const FabricConfig& cfg, const Clock& clock) : cfg_(cfg), clock_(clock) {
   if (cfg_.num_sites < 1) throw std::invalid_argument("fabric: num_sites must be >= 1");
   for (size_t e = 0; e < cfg_.site_of.size(); ++e) {
@@ -45,12 +49,29 @@ LinkModel& Fabric::direction(int src_site, int dst_site, int src, int dst) {
 void Fabric::send(int src, int dst, uint64_t tag, std::vector<uint8_t> payload) {
   if (src < 0 || dst < 0 || src >= size() || dst >= size() || src == dst)
     throw FabricError("fabric: bad endpoints " + std::to_string(src) + " -> " + std::to_string(dst));
-  std::lock_guard<std::mutex> lk(mu_);
+  if (!sched_) {
+    std::lock_guard<std::mutex> lk(mu_);
+    send_at(clock_.now(), src, dst, tag, payload);
+    return;
+  }
+  const VirtualScheduler::ActorId me = sched_->current();
+  if (me < 0) throw FabricError("fabric: send from a thread that is no actor of the virtual-time scheduler");
+  try {
+    sched_->act(me, [&](Nanos t) {
+      std::lock_guard<std::mutex> lk(mu_);
+      send_at(t, src, dst, tag, payload);
+    });
+  } catch (const SchedulerAborted&) {
+    // closed after a failure elsewhere: later sends are dropped, as in real-time mode
+  }
+}
+
+void Fabric::send_at(Nanos now, int src, int dst, uint64_t tag, std::vector<uint8_t>& payload) {
   if (closed_) return;
   const int sa = site_of(src), sb = site_of(dst);
   auto& conn = conns_[{src, dst}];
   if (!conn) conn = std::make_unique<MessageLink>(direction(sa, sb, src, dst), cfg_.segments);
-  const MessageVerdict mv = conn->send(clock_.now(), payload.size());
+  const MessageVerdict mv = conn->send(now, payload.size());
   TrafficStats& st = stats_[{sa, sb}];
   st.messages += 1;
   st.payload_bytes += payload.size();
@@ -68,8 +89,46 @@ void Fabric::send(int src, int dst, uint64_t tag, std::vector<uint8_t> payload) 
   box.cv.notify_all();
 }
 
+std::optional<std::vector<uint8_t>> Fabric::pop(int dst, int src, uint64_t tag) {
+  Mailbox& box = *boxes_[static_cast<size_t>(dst)];
+  auto it = box.q.find({src, tag});
+  if (it == box.q.end() || it->second.empty()) return std::nullopt;
+  std::vector<uint8_t> m = std::move(it->second.front().payload);
+  it->second.erase(it->second.begin());
+  if (it->second.empty()) box.q.erase(it);
+  return m;
+}
+
+std::optional<std::vector<uint8_t>> Fabric::recv_virtual(int dst, int src, uint64_t tag, Nanos timeout) {
+  const VirtualScheduler::ActorId me = sched_->current();
+  if (me < 0) throw FabricError("fabric: recv from a thread that is no actor of the virtual-time scheduler");
+  const Mailbox& box = *boxes_[static_cast<size_t>(dst)];
+  const auto key = std::make_pair(src, tag);
+  // Runs under the scheduler's lock; messages are only added inside act(), so it sees every change.
+  const std::function<std::optional<Nanos>()> ready = [&]() -> std::optional<Nanos> {
+    std::lock_guard<std::mutex> lk(mu_);
+    auto it = box.q.find(key);
+    if (it == box.q.end() || it->second.empty()) return std::nullopt;
+    return it->second.front().deliver_at;
+  };
+  bool got = false;
+  try {
+    got = sched_->wait(me, ready, sched_->now(me) + timeout,
+                       "recv at rank " + std::to_string(dst) + " from rank " + std::to_string(src) + " tag " +
+                           std::to_string(tag));
+  } catch (const SchedulerAborted&) {
+    return std::nullopt;
+  } catch (const DeadlockError& e) {
+    throw FabricError(e.what());
+  }
+  std::lock_guard<std::mutex> lk(mu_);
+  if (!got || closed_) return std::nullopt;
+  return pop(dst, src, tag);
+}
+
 std::optional<std::vector<uint8_t>> Fabric::recv(int dst, int src, uint64_t tag, Nanos timeout) {
   if (dst < 0 || dst >= size()) throw FabricError("fabric: bad endpoint " + std::to_string(dst));
+  if (sched_) return recv_virtual(dst, src, tag, timeout);
   Mailbox& box = *boxes_[static_cast<size_t>(dst)];
   Pending msg;
   {
@@ -102,9 +161,13 @@ void Fabric::schedule(int site_a, int site_b, const LinkChange& change, bool bot
 }
 
 void Fabric::close() {
-  std::lock_guard<std::mutex> lk(mu_);
-  closed_ = true;
-  for (auto& b : boxes_) b->cv.notify_all();
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    closed_ = true;
+    for (auto& b : boxes_) b->cv.notify_all();
+  }
+  // After mu_ is released: the lock order is scheduler, then mu_.
+  if (sched_) sched_->abort("fabric closed");
 }
 
 bool Fabric::closed() const {

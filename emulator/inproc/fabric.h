@@ -21,6 +21,7 @@
 #include "emulator/inproc/message_link.h"
 #include "emulator/link/clock.h"
 #include "emulator/link/link_model.h"
+#include "emulator/inproc/virtual_time.h"
 
 namespace geotb::emu {
 
@@ -55,7 +56,15 @@ class FabricError : public std::runtime_error {
 
 class Fabric {
  public:
+  /// Real-time mode: messages are delivered when `clock` (steady, or a fake one in tests) passes
+  /// the model's delivery instant.
   Fabric(const FabricConfig& cfg, const Clock& clock);
+  /// Virtual-time mode: every endpoint is used by threads bound to actors of `sched`; a send is
+  /// offered to the link model at the sending actor's virtual time, in virtual-time order across
+  /// actors (VirtualScheduler::act), and a recv advances the receiving actor to the delivery
+  /// instant (VirtualScheduler::wait). recv's timeout is then virtual time too. `clock` must be a
+  /// VirtualClock of `sched`.
+  Fabric(const FabricConfig& cfg, const Clock& clock, VirtualScheduler& sched);
 
   int size() const { return static_cast<int>(cfg_.site_of.size()); }
   int site_of(int endpoint) const { return cfg_.site_of.at(static_cast<size_t>(endpoint)); }
@@ -67,7 +76,8 @@ class Fabric {
 
   /// Blocks until the message (src -> dst, tag) has been delivered, then returns it. Messages
   /// with the same (src, dst, tag) are received in send order. Returns nullopt after `timeout`
-  /// (of real waiting for a message that was never sent) or after close().
+  /// (of real waiting for a message that was never sent; virtual time in virtual-time mode) or
+  /// after close(). Virtual-time mode: throws DeadlockError when no actor can make progress.
   std::optional<std::vector<uint8_t>> recv(int dst, int src, uint64_t tag, Nanos timeout);
 
   /// Schedule a change on the WAN link a->b (and b->a if `both`).
@@ -91,9 +101,13 @@ class Fabric {
     std::condition_variable cv;
   };
   LinkModel& direction(int src_site, int dst_site, int src, int dst);
+  void send_at(Nanos now, int src, int dst, uint64_t tag, std::vector<uint8_t>& payload);  // mu_ held
+  std::optional<std::vector<uint8_t>> pop(int dst, int src, uint64_t tag);                // mu_ held
+  std::optional<std::vector<uint8_t>> recv_virtual(int dst, int src, uint64_t tag, Nanos timeout);
 
   FabricConfig cfg_;
   const Clock& clock_;
+  VirtualScheduler* sched_ = nullptr;  ///< virtual-time mode; lock order: scheduler, then mu_
   mutable std::mutex mu_;
   bool closed_ = false;
   std::map<std::pair<int, int>, std::unique_ptr<LinkModel>> wan_links_;  // ordered site pair

@@ -1,0 +1,269 @@
+#include "emulator/inproc/virtual_time.h"
+
+#include <time.h>
+
+#include <algorithm>
+#include <sstream>
+
+namespace geotb::emu {
+
+namespace {
+
+thread_local const VirtualScheduler* tl_scheduler = nullptr;
+thread_local VirtualScheduler::ActorId tl_actor = -1;
+
+int64_t thread_cpu_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+const char* state_name(int s) {
+  switch (s) {
+    case 0: return "running";
+    case 1: return "waiting to send";
+    case 2: return "blocked";
+    default: return "finished";
+  }
+}
+
+}  // namespace
+
+VirtualScheduler::ActorId VirtualScheduler::add_actor(std::string name, Nanos t0) {
+  std::lock_guard<std::mutex> lk(mu_);
+  auto a = std::make_unique<Actor>();
+  a->name = std::move(name);
+  a->t = t0;
+  actors_.push_back(std::move(a));
+  return static_cast<ActorId>(actors_.size() - 1);
+}
+
+void VirtualScheduler::bind(ActorId a) {
+  std::lock_guard<std::mutex> lk(mu_);
+  tl_scheduler = this;
+  tl_actor = a;
+  mark_cpu(a);
+}
+
+VirtualScheduler::ActorId VirtualScheduler::current() const { return tl_scheduler == this ? tl_actor : -1; }
+
+Nanos VirtualScheduler::latest() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  Nanos m{0};
+  for (const auto& a : actors_) m = std::max(m, a->t);
+  return m;
+}
+
+Nanos VirtualScheduler::now(ActorId a) const {
+  std::lock_guard<std::mutex> lk(mu_);
+  const Actor& x = *actors_.at(static_cast<size_t>(a));
+  if (charge_ == Charge::kThreadCpuTime && current() == a) return x.t + Nanos(thread_cpu_ns() - x.cpu_mark_ns);
+  return x.t;
+}
+
+void VirtualScheduler::charge(ActorId a, Nanos d) {
+  std::lock_guard<std::mutex> lk(mu_);
+  if (d > Nanos{0}) actors_.at(static_cast<size_t>(a))->t += d;
+  reevaluate();
+}
+
+void VirtualScheduler::sync_cpu(ActorId a) {
+  if (charge_ != Charge::kThreadCpuTime || current() != a) return;
+  Actor& x = *actors_[static_cast<size_t>(a)];
+  const int64_t c = thread_cpu_ns();
+  x.t += Nanos(c - x.cpu_mark_ns);
+  x.cpu_mark_ns = c;
+}
+
+void VirtualScheduler::mark_cpu(ActorId a) {
+  if (charge_ != Charge::kThreadCpuTime || current() != a) return;
+  actors_[static_cast<size_t>(a)]->cpu_mark_ns = thread_cpu_ns();
+}
+
+Nanos VirtualScheduler::bound(const Actor& a) const {
+  switch (a.state) {
+    case State::kRunning:
+    case State::kActing: return a.t;
+    case State::kBlocked: return a.woken ? a.t : a.deadline.value_or(kInf);
+    case State::kFinished: return kInf;
+  }
+  return kInf;
+}
+
+bool VirtualScheduler::is_minimum(ActorId a) const {
+  const Nanos t = actors_[static_cast<size_t>(a)]->t;
+  for (size_t y = 0; y < actors_.size(); ++y) {
+    if (static_cast<ActorId>(y) == a || actors_[y]->state == State::kFinished) continue;
+    const Nanos b = bound(*actors_[y]);
+    if (b < t || (b == t && static_cast<ActorId>(y) < a)) return false;
+  }
+  return true;
+}
+
+void VirtualScheduler::reevaluate() {
+  // 1. Blocked actors whose event now exists become runnable at its instant.
+  for (auto& p : actors_) {
+    Actor& x = *p;
+    if (x.state != State::kBlocked || x.woken) continue;
+    if (std::optional<Nanos> d = (*x.ready)()) {
+      x.t = std::max(x.t, *d);
+      x.woken = true;
+      x.cv.notify_one();
+    }
+  }
+  // 2. The actor with the smallest (bound, id) proceeds: an actor waiting to act, or a blocked one
+  //    whose deadline has come. A running one proceeds by itself.
+  ActorId min_id = -1;
+  Nanos min_b = kInf;
+  bool any_unfinished = false, any_live = false;
+  for (size_t y = 0; y < actors_.size(); ++y) {
+    const Actor& x = *actors_[y];
+    if (x.state == State::kFinished) continue;
+    any_unfinished = true;
+    if (x.state != State::kBlocked || x.woken) any_live = true;
+    const Nanos b = bound(x);
+    if (min_id < 0 || b < min_b) {
+      min_id = static_cast<ActorId>(y);
+      min_b = b;
+    }
+  }
+  if (min_id < 0) return;
+  Actor& m = *actors_[static_cast<size_t>(min_id)];
+  if (m.state == State::kActing) {
+    m.cv.notify_one();
+  } else if (m.state == State::kBlocked && !m.woken && m.deadline) {
+    m.t = std::max(m.t, *m.deadline);
+    m.woken = true;
+    m.timed_out = true;
+    m.cv.notify_one();
+  } else if (any_unfinished && !any_live && deadlock_.empty()) {
+    deadlock_ = "virtual-time deadlock: every actor is blocked and nothing can wake any of them:\n" + describe_locked();
+    for (auto& p : actors_) p->cv.notify_all();
+  }
+}
+
+void VirtualScheduler::throw_if_stopped() const {
+  if (!abort_reason_.empty()) throw SchedulerAborted(abort_reason_);
+  if (!deadlock_.empty()) throw DeadlockError(deadlock_);
+}
+
+void VirtualScheduler::act(ActorId a, const std::function<void(Nanos)>& fn) {
+  std::unique_lock<std::mutex> lk(mu_);
+  throw_if_stopped();
+  sync_cpu(a);
+  Actor& x = *actors_.at(static_cast<size_t>(a));
+  x.state = State::kActing;
+  reevaluate();
+  x.cv.wait(lk, [&] { return is_minimum(a) || !abort_reason_.empty() || !deadlock_.empty(); });
+  if (!abort_reason_.empty() || !deadlock_.empty()) {
+    x.state = State::kRunning;
+    throw_if_stopped();
+  }
+  try {
+    fn(x.t);
+  } catch (...) {
+    x.state = State::kRunning;
+    reevaluate();
+    mark_cpu(a);
+    throw;
+  }
+  x.state = State::kRunning;
+  reevaluate();
+  mark_cpu(a);
+}
+
+void VirtualScheduler::update(const std::function<void()>& fn) {
+  std::lock_guard<std::mutex> lk(mu_);
+  fn();
+  reevaluate();
+}
+
+bool VirtualScheduler::wait(ActorId a, const std::function<std::optional<Nanos>()>& ready,
+                            std::optional<Nanos> deadline, std::string what) {
+  std::unique_lock<std::mutex> lk(mu_);
+  throw_if_stopped();
+  sync_cpu(a);
+  Actor& x = *actors_.at(static_cast<size_t>(a));
+  if (std::optional<Nanos> d = ready()) {
+    x.t = std::max(x.t, *d);
+    reevaluate();  // a's bound moved up: someone waiting to act may now be the minimum
+    mark_cpu(a);
+    return true;
+  }
+  if (deadline && *deadline <= x.t) {
+    reevaluate();
+    mark_cpu(a);
+    return false;
+  }
+  x.state = State::kBlocked;
+  x.ready = &ready;
+  x.deadline = deadline;
+  x.what = std::move(what);
+  x.woken = false;
+  x.timed_out = false;
+  reevaluate();
+  x.cv.wait(lk, [&] { return x.woken || !abort_reason_.empty() || !deadlock_.empty(); });
+  const bool ok = x.woken && !x.timed_out;
+  const bool woken = x.woken;
+  x.state = State::kRunning;
+  x.ready = nullptr;
+  x.deadline.reset();
+  x.woken = false;
+  x.timed_out = false;
+  if (!woken) throw_if_stopped();
+  reevaluate();
+  mark_cpu(a);
+  return ok;
+}
+
+void VirtualScheduler::finish(ActorId a) {
+  std::lock_guard<std::mutex> lk(mu_);
+  sync_cpu(a);
+  actors_.at(static_cast<size_t>(a))->state = State::kFinished;
+  reevaluate();
+}
+
+void VirtualScheduler::abort(const std::string& why) {
+  std::lock_guard<std::mutex> lk(mu_);
+  if (abort_reason_.empty()) abort_reason_ = why.empty() ? "aborted" : why;
+  for (auto& p : actors_) p->cv.notify_all();
+}
+
+bool VirtualScheduler::aborted() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return !abort_reason_.empty();
+}
+
+std::string VirtualScheduler::describe() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return describe_locked();
+}
+
+std::string VirtualScheduler::describe_locked() const {
+  std::ostringstream os;
+  for (size_t i = 0; i < actors_.size(); ++i) {
+    const Actor& x = *actors_[i];
+    os << "  actor " << i << " (" << x.name << "): " << state_name(static_cast<int>(x.state)) << " at t = "
+       << std::chrono::duration<double>(x.t).count() << " s";
+    if (x.state == State::kBlocked) {
+      os << " in " << x.what;
+      if (x.deadline) os << " until " << std::chrono::duration<double>(*x.deadline).count() << " s";
+    }
+    os << "\n";
+  }
+  return os.str();
+}
+
+Nanos VirtualClock::now() const {
+  const auto a = s_.current();
+  return a >= 0 ? s_.now(a) : s_.latest();
+}
+
+void VirtualClock::sleep_until(Nanos t) const {
+  const auto a = s_.current();
+  if (a < 0) return;
+  const Nanos cur = s_.now(a);
+  if (t > cur) s_.charge(a, t - cur);
+}
+
+}  // namespace geotb::emu

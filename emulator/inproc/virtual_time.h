@@ -1,0 +1,162 @@
+// Virtual time for the in-process mode: a conservative scheduler of actors.
+//
+// An actor is a thread that communicates (a worker, a background exchange thread). Each has a
+// virtual time t. It advances by
+//   * compute: the CPU time the actor's own thread used between two calls into the scheduler
+//     (CLOCK_THREAD_CPUTIME_ID, Charge::kThreadCpuTime), and/or declared costs (charge(): a compute
+//     profile; Charge::kDeclaredOnly ignores CPU time entirely, so a profiled run is deterministic);
+//   * waiting: wait() returns when the awaited event exists and sets t = max(t, its instant)
+//     (a message's delivery instant from the link model, a hand-off's instant). Nothing sleeps.
+//
+// Ordering (why figures do not depend on the host): an action that touches state other actors
+// share (a send onto a link: the serializer must see offers in non-decreasing time) runs through
+// act(), which lets actor X act at t_X only when no other actor can still act earlier:
+//   bound(Y) = t_Y at its last scheduler call   if Y runs (it can only act at or after that),
+//            = t_Y                              if Y waits to act,
+//            = its wait deadline (or +inf)      if Y is blocked in wait() on an event not there yet,
+//   X proceeds when (t_X, X) < (bound(Y), Y) for every unfinished Y != X (ties by actor id).
+// A blocked actor has no earlier bound because it can only be woken by an action of another actor
+// at or after that actor's bound, and delivery is never before the send. The bounds are updated
+// under the scheduler's lock in the same critical section as the state change (a message handed to
+// a blocked actor makes it runnable at once, at its new t), so no actor ever acts on a stale bound.
+//
+// Progress: the unfinished actor with the smallest (bound, id) can always proceed: it is running,
+// or waiting to act (it is the minimum), or blocked with a deadline (it times out at that instant).
+// The only stop is every unfinished actor blocked with no deadline and nothing to wake it: a
+// deadlock of the program under test. The scheduler then fails every wait with DeadlockError
+// naming each actor's state, instead of hanging.
+//
+// Thread-safety: every member may be called from any thread; wait()/act() only from the thread
+// bound to that actor. One mutex; fine for the tens of actors of an embedded run.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "emulator/link/clock.h"
+#include "emulator/link/link_model.h"
+
+namespace geotb::emu {
+
+/// Every actor blocked with nothing that could wake it. what() names each actor's state.
+class DeadlockError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// The scheduler was aborted (e.g. the fabric closed after a failure): waits return this.
+class SchedulerAborted : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class VirtualScheduler {
+ public:
+  enum class Charge : uint8_t {
+    kThreadCpuTime,  ///< compute = the actor thread's CPU time, plus any declared charge()
+    kDeclaredOnly,   ///< compute = declared charge() only (a compute profile): deterministic
+  };
+  using ActorId = int;
+
+  explicit VirtualScheduler(Charge charge = Charge::kThreadCpuTime) : charge_(charge) {}
+  VirtualScheduler(const VirtualScheduler&) = delete;
+  VirtualScheduler& operator=(const VirtualScheduler&) = delete;
+
+  Charge charge_mode() const { return charge_; }
+
+  /// Registers an actor at virtual time t0, running. Call before the actor's first action; an
+  /// actor spawned by another should start at its parent's now().
+  ActorId add_actor(std::string name, Nanos t0);
+  /// Binds the calling thread to `a` (thread-local) and starts charging its CPU time to it.
+  void bind(ActorId a);
+  /// The actor of this scheduler bound to the calling thread, or -1.
+  ActorId current() const;
+  /// The largest virtual time of any actor (for a thread that is no actor, e.g. the run's end).
+  Nanos latest() const;
+
+  /// `a`'s virtual now; on a's own thread it includes the CPU time used since its last scheduler
+  /// call (Charge::kThreadCpuTime).
+  Nanos now(ActorId a) const;
+  /// Adds declared compute time to `a` (a compute profile's step time, per-element costs).
+  void charge(ActorId a, Nanos d);
+
+  /// Runs fn(t) at a's current virtual time t, once no other actor can act before t (see above).
+  /// fn runs under the scheduler's lock (keep it short: a send onto the link model). Waiters whose
+  /// ready() fn made true are woken. Rethrows what fn throws. Throws SchedulerAborted/DeadlockError.
+  void act(ActorId a, const std::function<void(Nanos)>& fn);
+
+  /// Runs fn() under the scheduler's lock and re-evaluates every waiter: for state changes that
+  /// need no ordering (a hand-off to one actor, a barrier arrival, close()).
+  void update(const std::function<void()>& fn);
+
+  /// Blocks `a` until ready() returns an instant (the awaited event exists and happens then) and
+  /// sets t = max(t, that instant); returns true. ready() runs under the scheduler's lock and must
+  /// only read state changed inside act()/update(). With a deadline (virtual time), returns false
+  /// with t = deadline when the event has not happened by then. `what` describes the wait for a
+  /// deadlock report ("recv from rank 3 tag 17"). Throws SchedulerAborted or DeadlockError.
+  bool wait(ActorId a, const std::function<std::optional<Nanos>()>& ready, std::optional<Nanos> deadline,
+            std::string what);
+
+  /// `a` will not act again: it holds nobody back any more. Idempotent.
+  void finish(ActorId a);
+
+  /// Every current and later wait()/act() throws SchedulerAborted(why). Idempotent (first reason kept).
+  void abort(const std::string& why);
+  bool aborted() const;
+
+  /// Each actor's name, state and time, one per line (the deadlock report; also for debugging).
+  std::string describe() const;
+
+ private:
+  enum class State : uint8_t { kRunning, kActing, kBlocked, kFinished };
+  struct Actor {
+    std::string name;
+    State state = State::kRunning;
+    Nanos t{0};
+    std::optional<Nanos> deadline;        ///< kBlocked
+    std::string what;                     ///< kBlocked
+    const std::function<std::optional<Nanos>()>* ready = nullptr;  ///< kBlocked
+    bool woken = false;                   ///< kBlocked -> kRunning by reevaluate()
+    bool timed_out = false;
+    int64_t cpu_mark_ns = 0;              ///< thread CPU time at the last scheduler exit
+    std::condition_variable cv;
+  };
+  static constexpr Nanos kInf = Nanos::max();
+
+  Nanos bound(const Actor& a) const;
+  bool is_minimum(ActorId a) const;
+  void sync_cpu(ActorId a);          // t += CPU since mark (own thread)
+  void mark_cpu(ActorId a);          // mark = CPU now (own thread)
+  void reevaluate();                 // wakes waiters that can proceed; detects deadlock
+  std::string describe_locked() const;
+  void throw_if_stopped() const;
+
+  const Charge charge_;
+  mutable std::mutex mu_;
+  std::vector<std::unique_ptr<Actor>> actors_;
+  std::string abort_reason_;
+  std::string deadlock_;
+};
+
+/// The Clock of an actor: now() is the calling thread's actor's virtual time (or the largest
+/// actor time when called from an unbound thread); sleep_until() advances the calling actor.
+class VirtualClock final : public Clock {
+ public:
+  explicit VirtualClock(VirtualScheduler& s) : s_(s) {}
+  Nanos now() const override;
+  void sleep_until(Nanos t) const override;
+
+ private:
+  VirtualScheduler& s_;
+};
+
+}  // namespace geotb::emu

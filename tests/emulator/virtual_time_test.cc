@@ -1,0 +1,305 @@
+// The virtual-time scheduler and the fabric in virtual-time mode. No libtorch: this binary also
+// runs under ThreadSanitizer. Exact times: compute is declared (Charge::kDeclaredOnly) unless a
+// test is about CPU time.
+#include "emulator/inproc/virtual_time.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <latch>
+#include <random>
+#include <thread>
+
+#include "emulator/inproc/fabric.h"
+
+using namespace geotb;
+using namespace std::chrono_literals;
+using emu::Nanos;
+using emu::VirtualScheduler;
+
+namespace {
+
+using Charge = VirtualScheduler::Charge;
+
+// Runs fn(actor) on one thread per actor, every actor registered at t = 0 before any thread starts.
+void run_actors(VirtualScheduler& s, int n, const std::function<void(int)>& fn) {
+  std::vector<int> ids;
+  for (int i = 0; i < n; ++i) ids.push_back(s.add_actor("actor " + std::to_string(i), 0ns));
+  std::vector<std::thread> th;
+  for (int i = 0; i < n; ++i)
+    th.emplace_back([&, i] {
+      s.bind(ids[static_cast<size_t>(i)]);
+      fn(ids[static_cast<size_t>(i)]);
+      s.finish(ids[static_cast<size_t>(i)]);
+    });
+  for (auto& t : th) t.join();
+}
+
+TEST(VirtualScheduler, ActionsRunInVirtualTimeOrderWhateverTheThreadOrder) {
+  // Actor 0 acts at 10 ms, actor 1 at 5 ms. Actor 1's thread is held back until actor 0 has asked
+  // to act, so in real time actor 0 asks first; the scheduler must still run actor 1's action first.
+  VirtualScheduler s(Charge::kDeclaredOnly);
+  std::vector<std::pair<int, Nanos>> order;
+  std::latch zero_asking(1);
+  run_actors(s, 2, [&](int a) {
+    if (a == 0) {
+      s.charge(a, 10ms);
+      zero_asking.count_down();
+      s.act(a, [&](Nanos t) { order.emplace_back(a, t); });
+    } else {
+      zero_asking.wait();
+      s.charge(a, 5ms);
+      s.act(a, [&](Nanos t) { order.emplace_back(a, t); });
+    }
+  });
+  ASSERT_EQ(order.size(), 2u);
+  EXPECT_EQ(order[0], std::make_pair(1, Nanos(5ms)));
+  EXPECT_EQ(order[1], std::make_pair(0, Nanos(10ms)));
+}
+
+TEST(VirtualScheduler, TiesGoToTheLowerActorId) {
+  VirtualScheduler s(Charge::kDeclaredOnly);
+  std::vector<int> order;
+  std::latch one_first(1);
+  run_actors(s, 2, [&](int a) {
+    if (a == 0) one_first.wait();
+    s.charge(a, 7ms);
+    if (a == 1) one_first.count_down();
+    s.act(a, [&](Nanos) { order.push_back(a); });
+  });
+  EXPECT_EQ(order, (std::vector<int>{0, 1}));
+}
+
+TEST(VirtualScheduler, WaitAdvancesToTheEventInstantAndNeverBack) {
+  VirtualScheduler s(Charge::kDeclaredOnly);
+  std::optional<Nanos> posted;
+  Nanos t_late{0}, t_early{0};
+  run_actors(s, 2, [&](int a) {
+    if (a == 0) {
+      s.charge(a, 20ms);
+      const Nanos now = s.now(a);
+      s.update([&] { posted = now; });
+    } else {
+      s.charge(a, 5ms);
+      ASSERT_TRUE(s.wait(a, [&] { return posted; }, std::nullopt, "hand-off"));
+      t_late = s.now(a);  // 5 ms -> 20 ms
+      s.charge(a, 30ms);  // 50 ms
+      ASSERT_TRUE(s.wait(a, [&] { return posted; }, std::nullopt, "hand-off again"));
+      t_early = s.now(a);  // the event at 20 ms does not move it back
+    }
+  });
+  EXPECT_EQ(t_late, 20ms);
+  EXPECT_EQ(t_early, 50ms);
+}
+
+TEST(VirtualScheduler, DeadlineFiresOnlyWhenNobodyCanActEarlier) {
+  VirtualScheduler s(Charge::kDeclaredOnly);
+  std::optional<Nanos> posted;
+  bool got = false, timed_out_ok = true;
+  Nanos t1{0}, t2{0};
+  run_actors(s, 2, [&](int a) {
+    if (a == 0) {
+      s.charge(a, 50ms);
+      const Nanos now = s.now(a);
+      s.update([&] { posted = now; });
+    } else {
+      // The hand-off comes at 50 ms, before the 100 ms deadline: no timeout.
+      got = s.wait(a, [&] { return posted; }, 100ms, "hand-off");
+      t1 = s.now(a);
+      // Nothing else will come: times out at exactly 50 ms + 30 ms once actor 0 has finished.
+      std::optional<Nanos> never;
+      timed_out_ok = s.wait(a, [&] { return never; }, t1 + 30ms, "nothing");
+      t2 = s.now(a);
+    }
+  });
+  EXPECT_TRUE(got);
+  EXPECT_EQ(t1, 50ms);
+  EXPECT_FALSE(timed_out_ok);
+  EXPECT_EQ(t2, 80ms);
+}
+
+TEST(VirtualScheduler, DeadlockIsReportedWithEveryActorsState) {
+  VirtualScheduler s(Charge::kDeclaredOnly);
+  std::atomic<int> reported{0};
+  std::string msg;
+  std::mutex mu;
+  run_actors(s, 2, [&](int a) {
+    std::optional<Nanos> never;
+    try {
+      s.wait(a, [&] { return never; }, std::nullopt, a == 0 ? "recv from rank 1 tag 5" : "recv from rank 0 tag 6");
+    } catch (const emu::DeadlockError& e) {
+      reported++;
+      std::lock_guard<std::mutex> lk(mu);
+      msg = e.what();
+    }
+  });
+  EXPECT_EQ(reported.load(), 2);
+  EXPECT_NE(msg.find("actor 0 (actor 0): blocked at t = 0 s in recv from rank 1 tag 5"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("actor 1 (actor 1): blocked at t = 0 s in recv from rank 0 tag 6"), std::string::npos) << msg;
+}
+
+TEST(VirtualScheduler, AbortWakesEveryWaiter) {
+  VirtualScheduler s(Charge::kDeclaredOnly);
+  std::atomic<int> aborted{0};
+  const int waiter = s.add_actor("waiter", 0ns);
+  const int other = s.add_actor("other", 0ns);
+  std::thread w([&] {
+    s.bind(waiter);
+    std::optional<Nanos> never;
+    try {
+      s.wait(waiter, [&] { return never; }, std::nullopt, "forever");
+    } catch (const emu::SchedulerAborted& e) {
+      if (std::string(e.what()) == "fabric closed") aborted++;
+    }
+  });
+  // "other" is running (bound 0): no deadlock while it lives; it aborts the run instead.
+  std::thread o([&] {
+    s.bind(other);
+    s.abort("fabric closed");
+    s.finish(other);
+  });
+  o.join();
+  w.join();
+  EXPECT_EQ(aborted.load(), 1);
+}
+
+TEST(VirtualScheduler, ManyActorsActInNonDecreasingVirtualTimeUnderRandomThreadTiming) {
+  // 8 actors, each 200 times: declared compute of a random length, a random real-time yield or
+  // sleep (perturbs the OS schedule), then an action. Every action must come in (t, id) order.
+  VirtualScheduler s(Charge::kDeclaredOnly);
+  std::vector<std::pair<Nanos, int>> log;
+  run_actors(s, 8, [&](int a) {
+    std::mt19937_64 rng(static_cast<uint64_t>(a) * 7919 + 1);
+    for (int i = 0; i < 200; ++i) {
+      s.charge(a, Nanos(1 + rng() % 1000));
+      if (rng() % 4 == 0) std::this_thread::yield();
+      if (rng() % 50 == 0) std::this_thread::sleep_for(std::chrono::microseconds(rng() % 300));
+      s.act(a, [&](Nanos t) { log.emplace_back(t, a); });
+    }
+  });
+  ASSERT_EQ(log.size(), 1600u);
+  for (size_t i = 1; i < log.size(); ++i) ASSERT_LE(log[i - 1], log[i]) << "action " << i;
+}
+
+TEST(VirtualScheduler, ThreadCpuTimeIsCharged) {
+  VirtualScheduler s(Charge::kThreadCpuTime);
+  const int a = s.add_actor("spinner", 0ns);
+  Nanos t{0};
+  double cpu_used_s = 0;
+  std::thread th([&] {
+    s.bind(a);
+    timespec c0{}, c1{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
+    volatile double x = 0;
+    for (int i = 0; i < 20'000'000; ++i) x = x + 1e-9 * i;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
+    cpu_used_s = (c1.tv_sec - c0.tv_sec) + 1e-9 * static_cast<double>(c1.tv_nsec - c0.tv_nsec);
+    s.act(a, [&](Nanos now) { t = now; });
+    s.finish(a);
+  });
+  th.join();
+  const double t_s = std::chrono::duration<double>(t).count();
+  EXPECT_GE(t_s, cpu_used_s);
+  EXPECT_LE(t_s, cpu_used_s + 0.005);  // only the few calls around the loop besides it
+}
+
+// ---- the fabric in virtual-time mode ----
+
+emu::FabricConfig two_sites(int per_site, double wan_bps, Nanos wan_delay) {
+  emu::FabricConfig fc;
+  fc.num_sites = 2;
+  for (int r = 0; r < 2 * per_site; ++r) fc.site_of.push_back(r / per_site);
+  fc.lan.rate_bps = 0;
+  fc.lan.delay = 0ns;
+  emu::WanLinkSpec w;
+  w.a = 0;
+  w.b = 1;
+  w.a_to_b.rate_bps = w.b_to_a.rate_bps = wan_bps;
+  w.a_to_b.delay = w.b_to_a.delay = wan_delay;
+  fc.wan.push_back(w);
+  return fc;
+}
+
+TEST(VirtualFabric, ReceiverAdvancesToTheModelsDeliveryInstant) {
+  VirtualScheduler s(Charge::kDeclaredOnly);
+  emu::VirtualClock clock(s);
+  emu::Fabric f(two_sites(1, 1e9, 15ms), clock, s);
+  Nanos t_recv{0};
+  run_actors(s, 2, [&](int a) {
+    if (a == 0) {
+      s.charge(a, 3ms);
+      f.send(0, 1, 7, std::vector<uint8_t>(1448, 0xab));
+    } else {
+      auto m = f.recv(1, 0, 7, 1s);
+      ASSERT_TRUE(m.has_value());
+      EXPECT_EQ(m->size(), 1448u);
+      t_recv = clock.now();
+    }
+  });
+  // Sent at 3 ms; one segment of 1448 + 52 + 38 bytes = 12,304 ns at 1 Gbit/s; 15 ms one way.
+  EXPECT_EQ(t_recv, 3ms + 12304ns + 15ms);
+}
+
+TEST(VirtualFabric, SendersShareTheWanSerializerInVirtualTimeOrder) {
+  // Ranks 0 and 1 (site 0) both send 100 segments to rank 2 (site 1). Rank 1 sends at 1 ms, rank
+  // 0 at 2 ms; rank 1's thread is made to start last in real time. The serializer must take rank
+  // 1's message first: it arrives after 100 segment times, rank 0's after 200.
+  VirtualScheduler s(Charge::kDeclaredOnly);
+  emu::VirtualClock clock(s);
+  emu::Fabric f(two_sites(2, 1e9, 10ms), clock, s);
+  std::latch zero_sent_request(1);
+  Nanos from0{0}, from1{0};
+  const size_t bytes = 100 * 1448;
+  run_actors(s, 4, [&](int a) {
+    if (a == 0) {
+      s.charge(a, 2ms);
+      zero_sent_request.count_down();
+      f.send(0, 2, 1, std::vector<uint8_t>(bytes));
+    } else if (a == 1) {
+      zero_sent_request.wait();
+      s.charge(a, 1ms);
+      f.send(1, 2, 1, std::vector<uint8_t>(bytes));
+    } else if (a == 2) {
+      ASSERT_TRUE(f.recv(2, 0, 1, 10s).has_value());
+      from0 = clock.now();
+      ASSERT_TRUE(f.recv(2, 1, 1, 10s).has_value());
+      from1 = clock.now();  // already delivered: no move back
+    }
+  });
+  const Nanos seg = 12304ns;
+  EXPECT_EQ(from0, 1ms + 200 * seg + 10ms);
+  EXPECT_EQ(from1, from0);  // received after rank 0's message, which came later
+}
+
+TEST(VirtualFabric, RecvTimeoutIsVirtual) {
+  VirtualScheduler s(Charge::kDeclaredOnly);
+  emu::VirtualClock clock(s);
+  emu::Fabric f(two_sites(1, 1e9, 1ms), clock, s);
+  Nanos t{0};
+  bool got = true;
+  const auto t0 = std::chrono::steady_clock::now();
+  run_actors(s, 2, [&](int a) {
+    if (a == 1) {
+      got = f.recv(1, 0, 9, 120s).has_value();  // nobody sends: 120 s of virtual time
+      t = clock.now();
+    }
+  });
+  EXPECT_FALSE(got);
+  EXPECT_EQ(t, 120s);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 60s);  // it did not wait 120 s of real time
+}
+
+TEST(VirtualFabric, CloseWakesAReceiverWithNothing) {
+  VirtualScheduler s(Charge::kDeclaredOnly);
+  emu::VirtualClock clock(s);
+  emu::Fabric f(two_sites(1, 1e9, 1ms), clock, s);
+  std::optional<std::vector<uint8_t>> m = std::vector<uint8_t>{1};
+  run_actors(s, 2, [&](int a) {
+    if (a == 1) m = f.recv(1, 0, 9, 120s);
+    else f.close();
+  });
+  EXPECT_FALSE(m.has_value());
+  EXPECT_TRUE(f.closed());
+}
+
+}  // namespace
