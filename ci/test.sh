@@ -19,3 +19,6 @@ meson test -C build --print-errorlogs --num-processes 1 "${suites[@]}"
 bash ci/fuzz.sh "${GEOTB_FUZZ_RUNS:-300000}" build-fuzz
 # The regression gate: replay a short scenario and compare with its committed baseline.
 bash ci/check.sh
+# ThreadSanitizer over the torch-free concurrent code, ASan + UBSan over unit + e2e (ci/sanitizers.sh;
+# build-tsan and build-asan). GEOTB_SANITIZERS=0 skips them on a local run.
+if [ "${GEOTB_SANITIZERS:-1}" != 0 ]; then bash ci/sanitizers.sh all; fi

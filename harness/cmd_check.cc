@@ -56,7 +56,7 @@ int run_check(const CheckArgs& a) {
       const model::RunReport base = model::load_report(a.baseline);
       CheckOptions opt{a.reference, std::nullopt};
       if (a.throughput_tol || a.accuracy_tol || a.wan_tol) {
-        model::CheckTolerances t = cur.scenario.check.value_or(model::CheckTolerances{});
+        model::CheckTolerances t = base.scenario.check.value_or(model::CheckTolerances{});  // the rest: the baseline's
         if (a.throughput_tol) t.throughput_ratio = *a.throughput_tol;
         if (a.accuracy_tol) t.accuracy = *a.accuracy_tol;
         if (a.wan_tol) t.wan_bytes_ratio = *a.wan_tol;
