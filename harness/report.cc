@@ -73,8 +73,7 @@ model::ScenarioSummary scenario_summary(const Scenario& sc, const RunContext& ct
                      w.a_to_b.loss.stationary_loss(),
                      model::WanReverse{w.b_to_a.rate_bps, w.b_to_a.loss.stationary_loss()}});
   s.workload = {sc.workload.model.name, sc.dataset, sc.workload.batch_per_worker, sc.workload.steps};
-  s.check = model::CheckTolerances{sc.check.throughput_ratio_tolerance, sc.check.accuracy_tolerance,
-                                   sc.check.wan_bytes_ratio_tolerance};
+  s.check = sc.check;
   return s;
 }
 

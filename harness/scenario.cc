@@ -442,9 +442,9 @@ Scenario parse_scenario(const json& j, const std::string& origin) {
 
     if (const json* ch = root.opt("check")) {
       Obj c(*ch, "check");
-      sc.check.throughput_ratio_tolerance = get_number(c, "throughput_ratio_tolerance", 0, 10, 0.15);
-      sc.check.accuracy_tolerance = get_number(c, "accuracy_tolerance", 0, 1, 0.01);
-      sc.check.wan_bytes_ratio_tolerance = get_number(c, "wan_bytes_ratio_tolerance", 0, 10, 0.05);
+      sc.check.throughput_ratio = get_number(c, "throughput_ratio_tolerance", 0, 10, sc.check.throughput_ratio);
+      sc.check.accuracy = get_number(c, "accuracy_tolerance", 0, 1, sc.check.accuracy);
+      sc.check.wan_bytes_ratio = get_number(c, "wan_bytes_ratio_tolerance", 0, 10, sc.check.wan_bytes_ratio);
       c.done();
     }
     root.done();

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/cluster.h"
+#include "model/report.h"
 #include "engine/errors.h"
 #include "engine/strategy.h"
 
@@ -21,12 +22,6 @@ namespace geotb::harness {
 class ScenarioError : public engine::ConfigError {
  public:
   using engine::ConfigError::ConfigError;
-};
-
-struct CheckConfig {
-  double throughput_ratio_tolerance = 0.15;  ///< relative, on samples/s / naive_ddp samples/s
-  double accuracy_tolerance = 0.01;          ///< absolute, on final test accuracy
-  double wan_bytes_ratio_tolerance = 0.05;   ///< relative, on WAN bytes / naive_ddp WAN bytes
 };
 
 struct Scenario {
@@ -52,7 +47,7 @@ struct Scenario {
   /// in-process model assumes), "default" (leave the namespace's, inherited from the host), or a
   /// kernel name (reno, cubic, bbr, ...). README "Real-network mode".
   std::string tcp_congestion_control = "auto";
-  CheckConfig check;
+  model::CheckTolerances check;  ///< the scenario's `check` (the gate's tolerances, model/report.h)
   nlohmann::json raw;      ///< the file as parsed
   std::string hash;        ///< SHA-256 of the canonical JSON (sorted keys, no whitespace)
 };
