@@ -69,11 +69,6 @@ model::StrategyRun run_strategy(const ClusterSpec& cluster, const WorkloadSpec& 
   std::vector<int> leaders, ring;
   for (int d = 0; d < M; ++d) leaders.push_back(d * N);
   for (int r = 0; r < P; ++r) ring.push_back(r);
-  double wan_rate = 0, wan_rtt = 0;
-  if (!cluster.wan.empty()) {
-    wan_rate = cluster.wan[0].a_to_b.rate_bps;
-    wan_rtt = std::chrono::duration<double>(cluster.wan[0].a_to_b.delay + cluster.wan[0].b_to_a.delay).count();
-  }
 
   std::vector<std::unique_ptr<Sgd>> opts;
   std::vector<std::unique_ptr<EmulatedTransport>> nets;
@@ -93,8 +88,7 @@ model::StrategyRun run_strategy(const ClusterSpec& cluster, const WorkloadSpec& 
     e.opt = opts.back().get();
     e.net = nets.back().get();
     e.clock = &clock;
-    e.wan_rate_bps = wan_rate;
-    e.wan_rtt_s = wan_rtt;
+    e.wan_in = inbound_links(fc.wan, e.dc, M);
   }
 
   std::vector<WorkerRecord> records(static_cast<size_t>(P));

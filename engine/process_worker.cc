@@ -118,8 +118,7 @@ RankReport run_process_worker(const ProcessWorkerConfig& cfg, const StrategyConf
   env.opt = &opt;
   env.net = &net;
   env.clock = &clock;
-  env.wan_rate_bps = cfg.wan_rate_bps;
-  env.wan_rtt_s = cfg.wan_rtt_s;
+  env.wan_in = inbound_links(cfg.wan_links, env.dc, env.num_dcs);
 
   std::unique_ptr<IntraDc> intra;
   if (info.needs_intra_dc) {

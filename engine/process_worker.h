@@ -9,7 +9,9 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
+#include "emulator/link/directed_link.h"
 #include "engine/result.h"
 #include "engine/strategy.h"
 #include "engine/worker_loop.h"
@@ -31,8 +33,10 @@ struct ProcessWorkerConfig {
   /// dies is noticed by its peers' sockets much sooner, by this at the latest).
   std::chrono::milliseconds timeout{30000};
   std::chrono::milliseconds heartbeat{1000};   ///< transport keep-alive interval
-  double wan_rate_bps = 0;  ///< the WAN link's configured rate (exchange lower bound, socket sizing)
-  double wan_rtt_s = 0;     ///< the WAN link's configured round-trip time, seconds
+  double wan_rate_bps = 0;  ///< the WAN link's configured rate (socket buffer sizing)
+  double wan_rtt_s = 0;     ///< the WAN link's configured round-trip time, seconds (socket buffer sizing)
+  /// Every WAN direction of the scenario (model::directed_wan_links): each exchange's lower bound.
+  std::vector<emu::DirectedLink> wan_links;
   /// Store key namespace; the run's strategy name is appended ("geotb/<strategy>/...").
   std::string key_prefix = "geotb";
 };

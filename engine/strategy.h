@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "emulator/link/clock.h"
+#include "emulator/link/directed_link.h"
 #include "engine/collectives/intra_dc.h"
 #include "engine/model/learner.h"
 #include "engine/optim/sgd.h"
@@ -37,6 +38,21 @@ struct StrategyConfig {
 using model::ExchangeRecord;
 using model::WorkerTimes;
 
+/// One WAN direction as an exchange's lower bound sees it.
+struct InboundLink {
+  double rate_bps = 0;  ///< bits per second; 0 = unlimited
+  double delay_s = 0;   ///< one-way propagation delay, seconds
+};
+
+/// The links into data center `dc` from each of `num_dcs` data centers (entry `dc`: zeros).
+inline std::vector<InboundLink> inbound_links(const std::vector<emu::DirectedLink>& links, int dc, int num_dcs) {
+  std::vector<InboundLink> in(static_cast<size_t>(num_dcs));
+  for (const auto& l : links)
+    if (l.to == dc && l.from >= 0 && l.from < num_dcs)
+      in[static_cast<size_t>(l.from)] = {l.config.rate_bps, std::chrono::duration<double>(l.config.delay).count()};
+  return in;
+}
+
 /// What a worker is and what it can reach.
 struct WorkerEnv {
   int rank = 0;          ///< global rank, dc * workers_per_dc + local_rank
@@ -53,9 +69,9 @@ struct WorkerEnv {
   const emu::Clock* clock = nullptr;
   WorkerTimes times;
   std::vector<ExchangeRecord> exchanges;  ///< filled by DC leaders
-  /// Link properties for the exchange lower bound (bits/s and seconds; 0 rate = unlimited).
-  double wan_rate_bps = 0;
-  double wan_rtt_s = 0;
+  /// The WAN link from every data center to this one, indexed by source DC (this DC's own entry
+  /// unused): what an exchange's lower bound S/B + one-way delay is taken from, per link crossed.
+  std::vector<InboundLink> wan_in;
 };
 
 class Strategy {

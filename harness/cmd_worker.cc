@@ -122,6 +122,7 @@ int run_worker(const WorkerArgs& a) {
     } catch (const common::UnitError& e) {
       throw engine::ConfigError(fmt::format("--timeout/--heartbeat: {}", e.what()));
     }
+    cfg.wan_links = model::directed_wan_links(sc.cluster);
     if (!sc.cluster.wan.empty()) {
       cfg.wan_rate_bps = sc.cluster.wan[0].a_to_b.rate_bps;
       cfg.wan_rtt_s = std::chrono::duration<double>(sc.cluster.wan[0].a_to_b.delay + sc.cluster.wan[0].b_to_a.delay).count();

@@ -52,6 +52,7 @@ struct Arrived {
   double transfer_s = 0;                    // max over peers of (arrival - peer's hand-off)
   uint64_t bytes_sent = 0;                  // our message (header included)
   uint64_t bytes_max = 0;                   // largest message of the exchange (header included)
+  double lower_bound_s = 0;                 // max over peers of S_p / B + delay of the link p -> us
 };
 
 /// A leader's exchange running on its own thread (in virtual time: its own actor), handed back
@@ -99,7 +100,11 @@ class HierEfTopkInt8 final : public Strategy {
     kcfg_.rounding = kernels::Rounding::kNearest;  // deterministic: every DC member computes the same
     kcfg_.topk = kernels::TopkMode::kExact;
     for (int d = 0; d < env.num_dcs; ++d)
-      if (d != env.dc) peers_.push_back(env.dc_leaders[static_cast<size_t>(d)]);
+      if (d != env.dc) {
+        peers_.push_back(env.dc_leaders[static_cast<size_t>(d)]);
+        peer_links_.push_back(static_cast<size_t>(d) < env.wan_in.size() ? env.wan_in[static_cast<size_t>(d)]
+                                                                           : InboundLink{});
+      }
     const int leader_rank = env.dc_leaders[static_cast<size_t>(env.dc)];
     for (int r = leader_rank + 1; r < leader_rank + env.world / env.num_dcs; ++r) members_.push_back(r);
   }
@@ -194,7 +199,7 @@ class HierEfTopkInt8 final : public Strategy {
     const emu::Clock* clock = env.clock;
     const uint64_t tag = tags.exchange;
     f->th = f->sync->spawn("WAN exchange of rank " + std::to_string(env.rank),
-                           [out, net, clock, peers = peers_, tag, w = std::move(wire)]() {
+                           [out, net, clock, peers = peers_, links = peer_links_, tag, w = std::move(wire)]() {
       Arrived a;
       std::exception_ptr err;
       try {
@@ -204,7 +209,8 @@ class HierEfTopkInt8 final : public Strategy {
         std::memcpy(msg.data() + kHeader, w.data(), w.size());
         for (int p : peers) net->send(p, tag, msg);
         a.bytes_sent = a.bytes_max = msg.size();
-        for (int p : peers) {
+        for (size_t k = 0; k < peers.size(); ++k) {
+          const int p = peers[k];
           std::vector<uint8_t> in = net->recv(p, tag);
           const int64_t now = clock->now().count();
           if (in.size() < kHeader) throw TransportError("exchange: message of " + std::to_string(in.size()) + " bytes");
@@ -212,6 +218,10 @@ class HierEfTopkInt8 final : public Strategy {
           std::memcpy(&sent_at, in.data(), kHeader);
           a.transfer_s = std::max(a.transfer_s, static_cast<double>(now - sent_at) * 1e-9);
           a.bytes_max = std::max<uint64_t>(a.bytes_max, in.size());
+          // The link this message crossed: its bytes at its rate, plus its one-way delay.
+          const InboundLink& l = links[k];
+          a.lower_bound_s = std::max(
+              a.lower_bound_s, (l.rate_bps > 0 ? 8.0 * static_cast<double>(in.size()) / l.rate_bps : 0.0) + l.delay_s);
           a.wires.emplace_back(in.begin() + kHeader, in.end());
         }
         a.launch_to_last_s = static_cast<double>(clock->now().count() - t0) * 1e-9;
@@ -258,8 +268,17 @@ class HierEfTopkInt8 final : public Strategy {
     const size_t n = env.learner->num_params();
     {
       ScopedTimer t(*env.clock, env.times.compress_ns);
-      sum_.assign(own.begin(), own.end());
-      for (const auto& w : a.wires) kernels::decompress_add(w.data(), w.size(), sum_.data(), n, 1.0f);
+      // Summed in DC order (own contribution at its own place), the same order in every DC, so
+      // that every DC's anchor, hence every replica, is bit-identical with 3 or more DCs too.
+      sum_.assign(n, 0.0f);
+      for (int d = 0, k = 0; d < env.num_dcs; ++d) {
+        if (d == env.dc) {
+          for (size_t i = 0; i < n; ++i) sum_[i] += own[i];
+        } else {
+          const auto& w = a.wires[static_cast<size_t>(k++)];
+          kernels::decompress_add(w.data(), w.size(), sum_.data(), n, 1.0f);
+        }
+      }
       const float inv = 1.0f / static_cast<float>(env.num_dcs);
       for (size_t i = 0; i < n; ++i) xbar_[i] += sum_[i] * inv;
       charge_compute(Work::kCompress, (a.wires.size() + 1) * n);  // decompress every peer's + re-base
@@ -269,14 +288,14 @@ class HierEfTopkInt8 final : public Strategy {
     rec.step = step;
     rec.bytes_sent = a.bytes_sent;
     rec.seconds = a.transfer_s;
-    rec.lower_bound_s =
-        (env.wan_rate_bps > 0 ? 8.0 * static_cast<double>(a.bytes_max) / env.wan_rate_bps : 0.0) + env.wan_rtt_s / 2;
+    rec.lower_bound_s = a.lower_bound_s;  // every peer's message took at least this: seconds >= it
     env.exchanges.push_back(rec);
   }
 
   StrategyConfig cfg_;
   kernels::CompressConfig kcfg_;
   std::vector<int> peers_;    // other DCs' leaders, in DC order
+  std::vector<InboundLink> peer_links_;  // the WAN link from each of them to this DC
   std::vector<int> members_;  // this DC's non-leader ranks (leader only uses it)
   std::vector<float> xbar_, mark_, resid_, acc_, s_cur_, s_prev_, sum_;
   std::unique_ptr<InFlight> pending_;  // leader: the exchange in flight (overlap mode)

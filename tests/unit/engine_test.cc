@@ -152,6 +152,54 @@ TEST(Strategies, EveryReplicaEndsIdenticalAndCompressedTrafficIsSmall) {
   EXPECT_LT(r.metrics.wan_payload_bytes * 20, d.metrics.wan_payload_bytes);
 }
 
+// Three sites on asymmetric links (as triangle-asymmetric): on the virtual clock with a compute
+// profile, every exchange takes at least S / B + one-way delay of the link each message crossed,
+// and close to it (the links are otherwise idle: efficiency > 0.9); replicas end bit-identical
+// (peer contributions summed in DC order everywhere); and a second run gives the same times.
+ClusterSpec triangle() {
+  ClusterSpec c;
+  c.dcs = {{"a", 2}, {"b", 2}, {"c", 2}};
+  c.lan.rate_bps = 100e9;
+  c.lan.delay = std::chrono::microseconds(10);
+  auto link = [](int a, int b, double ab_bps, int ab_ms, double ba_bps, int ba_ms) {
+    geotb::model::WanLink w;
+    w.a = a;
+    w.b = b;
+    w.a_to_b.rate_bps = ab_bps;
+    w.a_to_b.delay = std::chrono::milliseconds(ab_ms);
+    w.b_to_a.rate_bps = ba_bps;
+    w.b_to_a.delay = std::chrono::milliseconds(ba_ms);
+    return w;
+  };
+  c.wan = {link(0, 1, 1e9, 15, 200e6, 20), link(0, 2, 100e6, 45, 1e9, 55), link(1, 2, 50e6, 60, 50e6, 60)};
+  return c;
+}
+
+TEST(VirtualClock, ExchangesRespectTheLinkTheyCrossedAndReplicasAreIdenticalWithThreeSites) {
+  RunOptions opt;
+  opt.clock = ClockMode::kVirtual;
+  opt.compute = ComputeProfile{};
+  opt.compute->step_time = std::chrono::milliseconds(20);
+  for (const char* name : {"hier_ef_topk_int8", "hierarchical"}) {
+    StrategyConfig hier{name};
+    hier.K = 4;
+    const auto r = run_strategy(triangle(), small_work(), hier, small_data(), opt);
+    EXPECT_EQ(r.metrics.replica_max_abs_diff, 0.0) << name;
+    ASSERT_EQ(r.exchanges.size(), 7u) << name;
+    for (const auto& e : r.exchanges) {
+      EXPECT_GE(e.seconds, e.lower_bound_s) << name << " step " << e.step;
+      EXPECT_GT(e.lower_bound_s, 0.055) << name << ": the slowest link into site a is 55 ms one way";
+    }
+    // Compressed rounds are tiny and fly on idle links: within 10 % of the bound.
+    if (std::string(name) == "hier_ef_topk_int8")
+      for (const auto& e : r.exchanges)
+        if (e.step >= 0) EXPECT_GT(e.lower_bound_s / e.seconds, 0.9) << "step " << e.step;
+    const auto again = run_strategy(triangle(), small_work(), hier, small_data(), opt);
+    EXPECT_EQ(again.series.step_end_s, r.series.step_end_s) << name;
+    EXPECT_EQ(again.metrics.wall_s, r.metrics.wall_s) << name;
+  }
+}
+
 }  // namespace
 
 namespace {
