@@ -78,7 +78,8 @@ int run(const RunArgs& a) {
     sc.clock = a.clock == "virtual" ? engine::ClockMode::kVirtual : engine::ClockMode::kWall;
   }
   if (sc.network != "embedded" && sc.clock == engine::ClockMode::kVirtual) {
-    fmt::print(stderr, "geotb: error: clock: \"virtual\": the {} network mode runs in wall time only\n", sc.network);
+    fmt::print(stderr, "geotb: error: clock: \"virtual\": the {} network mode runs in wall time only (add --clock wall)\n",
+               sc.network);
     return 2;
   }
   if (sc.clock == engine::ClockMode::kWall) sc.compute.reset();  // wall time: compute is what it takes

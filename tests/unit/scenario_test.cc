@@ -83,8 +83,23 @@ TEST(Scenario, StrategyKeysParseIntoTheConfig) {
   EXPECT_EQ(sc.strategies[2].block, 256u);
 }
 
+TEST(Scenario, ClockDefaultsFollowTheNetworkModeAndTheProfileParses) {
+  json j = good();
+  EXPECT_EQ(parse_scenario(j, "s.json").clock, geotb::engine::ClockMode::kVirtual);  // embedded default
+  EXPECT_FALSE(parse_scenario(j, "s.json").compute.has_value());
+  j["compute"] = {{"step_time", "85ms"}, {"compress_ns_per_element", 3}};
+  const auto sc = parse_scenario(j, "s.json");
+  ASSERT_TRUE(sc.compute.has_value());
+  EXPECT_EQ(sc.compute->step_time, std::chrono::milliseconds(85));
+  EXPECT_EQ(sc.compute->reduce_ns_per_element, 0.5);  // default
+  EXPECT_EQ(sc.compute->compress_ns_per_element, 3.0);
+  j.erase("compute");
+  j["network"] = "process";
+  EXPECT_EQ(parse_scenario(j, "s.json").clock, geotb::engine::ClockMode::kWall);  // real networks: wall
+}
+
 TEST(Scenario, ShippedScenariosLoad) {
-  for (const char* f : {"beijing-ningxia.json", "tiny.json"}) {
+  for (const char* f : {"beijing-ningxia.json", "beijing-ningxia-profiled.json", "tiny.json", "us-east-us-west.json"}) {
     SCOPED_TRACE(f);
     EXPECT_NO_THROW(geotb::harness::load_scenario(std::string(GEOTB_SOURCE_DIR "/scenarios/") + f));
   }
@@ -146,6 +161,26 @@ INSTANTIATE_TEST_SUITE_P(
             "strategies[1].collective: \"eager_ring\": only naive_ddp takes a collective"},
         Bad{"unknown strategy key", [](json& j) { j["strategies"][1]["topk"] = 3; },
             "strategies[1].topk: unknown key (known here: K, block, density, name, overlap, quantize)"},
+        Bad{"unknown clock", [](json& j) { j["clock"] = "sundial"; }, "s.json: clock: \"sundial\": unknown clock"},
+        Bad{"virtual clock on a real network",
+            [](json& j) {
+              j["network"] = "dpdk";
+              j["clock"] = "virtual";
+            },
+            "clock: \"virtual\": the dpdk network mode runs in wall time only"},
+        Bad{"compute profile on the wall clock",
+            [](json& j) {
+              j["clock"] = "wall";
+              j["compute"] = {{"step_time", "5ms"}};
+            },
+            "compute: {\"step_time\":\"5ms\"}: a compute profile needs \"clock\": \"virtual\""},
+        Bad{"negative step time", [](json& j) { j["compute"] = {{"step_time", "-5ms"}}; },
+            "compute.step_time: \"-5ms\": must not be negative"},
+        Bad{"compute profile without its step time", [](json& j) { j["compute"] = json::object(); },
+            "compute.step_time: missing (required)"},
+        Bad{"negative per-element cost",
+            [](json& j) { j["compute"] = {{"step_time", "5ms"}, {"reduce_ns_per_element", -1}}; },
+            "compute.reduce_ns_per_element: -1: must be"},
         Bad{"strategy listed twice", [](json& j) { j["strategies"][1]["name"] = "naive_ddp"; },
             "strategies[1].name: \"naive_ddp\": strategy listed twice"},
         Bad{"link to nowhere", [](json& j) { j["wan"][0]["between"][1] = "mars"; },
