@@ -8,6 +8,7 @@
 
 #include "engine/collectives/gloo_ring.h"
 #include "engine/collectives/ring_allreduce.h"
+#include "engine/compute_charge.h"
 #include "engine/strategies/descriptor.h"
 #include "engine/transport/tags.h"
 
@@ -36,6 +37,7 @@ class NaiveDdp final : public Strategy {
     ScopedTimer t(*env.clock, env.times.compute_ns);
     const float inv = 1.0f / static_cast<float>(env.world);
     for (size_t i = 0; i < n; ++i) g[i] *= inv;
+    charge_compute(Work::kReduce, n);  // the mean's scaling, as a profile counts it for every strategy
     env.opt->step(env.learner->params(), g);
   }
   // Every replica applied the same averaged gradients: nothing left to reconcile.

@@ -207,7 +207,7 @@ TEST(Metrics, DeriveFillsTheDerivedFigures) {
 }
 
 TEST(ReportModel, ExchangeSecondsMeanAbsentNullOrANumber) {
-  const json base = read_json_file((kSource / "reports/baselines/us-east-us-west.json").string());
+  const json base = read_json_file((kSource / "tests/report/data/us-east-us-west-run2.json").string());
   json j = base.at("strategies").at(1).at("metrics");
   ASSERT_FALSE(j.contains("exchange_seconds_mean"));  // written before the figure existed
   StrategyMetrics m = j.get<StrategyMetrics>();

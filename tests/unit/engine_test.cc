@@ -1,6 +1,10 @@
 // Engine pieces that need no network: optimizer, data, and the identity of the two strategies.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+
+#include "engine/collectives/gloo_ring.h"
+
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -173,6 +177,101 @@ ClusterSpec triangle() {
   };
   c.wan = {link(0, 1, 1e9, 15, 200e6, 20), link(0, 2, 100e6, 45, 1e9, 55), link(1, 2, 50e6, 60, 50e6, 60)};
   return c;
+}
+
+// Gloo's ring allreduce of n floats among P ranks on links of rate B and one-way delay d, as a
+// timeline of its protocol (README "Clocks", "The intra-DC ring time"), written independently of
+// the code under test: every rank is in the same state at the same time, so one rank's timeline is
+// the ring's. Per phase (reduce-scatter, then allgather) iteration i < K = S - S/P posts a
+// receiver-ready (48 B) to the successor and a data segment (48 B + seg) to the predecessor, which
+// leaves once the predecessor's ready has arrived; iteration i >= 2 waits for data(i - 2) and, in
+// the reduce-scatter, adds it (reduce_ns per float). Messages: payload cut into 1448-byte segments
+// of +52 header bytes, +38 Ethernet bytes per frame, one serializer per direction of a rank pair.
+double gloo_ring_time_s(size_t n, size_t P, double B, double d, double reduce_ns) {
+  const GlooRingLayout L = gloo_ring_layout(n * sizeof(float), P);
+  const size_t K = L.num_segments - L.segments_per_rank;
+  auto wire_s = [&](double payload) {
+    const double frames = std::max(1.0, std::ceil(payload / 1448.0));
+    return (payload + frames * (52 + 38)) * 8 / B;
+  };
+  const double r = wire_s(48), m = wire_s(48.0 + static_cast<double>(L.segment_bytes));
+  const double c = reduce_ns * 1e-9 * static_cast<double>(L.segment_bytes / sizeof(float));
+  double t = 0, ready_free = 0, data_free = 0, offered = 0;
+  for (int phase = 0; phase < 2; ++phase) {
+    std::vector<double> arrive(K);
+    for (size_t i = 0; i < K + 2; ++i) {
+      if (i >= 2) {
+        t = std::max(t, arrive[i - 2]);
+        if (phase == 0) t += c;
+      }
+      if (i < K) {
+        const double ready_out = std::max(t, ready_free);  // our ready(i); the predecessor's is the same
+        ready_free = ready_out + r;
+        offered = std::max({t, ready_out + r + d, offered});  // data(i) leaves on its ready, in order
+        const double start = std::max(offered, data_free);
+        data_free = start + m;
+        arrive[i] = data_free + d;  // the successor's data(i) reaches us at the same instant
+      }
+    }
+  }
+  return t;
+}
+
+// The median step of a run on a compute profile, less the profile's step time: what a step waited
+// for communication (on steps without an inter-DC round, the intra-DC allreduce alone).
+double median_step_comm_s(const geotb::model::StrategyRun& r, double step_time_s) {
+  std::vector<double> d;
+  for (size_t i = 1; i < r.series.step_end_s.size(); ++i) d.push_back(r.series.step_end_s[i] - r.series.step_end_s[i - 1]);
+  std::nth_element(d.begin(), d.begin() + static_cast<long>(d.size() / 2), d.end());
+  return d[d.size() / 2] - step_time_s;
+}
+
+// Every strategy pays the LAN: on the virtual clock with a compute profile, a step of lan (4 ranks
+// in one DC) and of hier (2 ranks per DC) waits for the ring time above plus the mean's division
+// (n floats at the profile's per-element reduction cost), within 5 %, at the default LAN and at
+// 1 Gbit/s / 1 ms (0.5 ms one way); and with the WAN equal to the LAN, naive_ddp's ring over both DCs costs
+// what lan's does (within 5 %).
+TEST(VirtualClock, EveryStrategyPaysTheLanAsGloosRingProtocolSays) {
+  RunOptions opt;
+  opt.clock = ClockMode::kVirtual;
+  opt.compute = ComputeProfile{};
+  opt.compute->step_time = std::chrono::milliseconds(10);
+  const double step_s = 0.010;
+  const size_t n = 784 * 32 + 32 + 32 * 10 + 10;  // small_work's MLP
+  const double division_s = static_cast<double>(n) * opt.compute->reduce_ns_per_element * 1e-9;
+  struct Lan {
+    double rate_bps;
+    std::chrono::nanoseconds one_way;
+  };
+  for (const Lan lan : {Lan{100e9, std::chrono::microseconds(10)}, Lan{1e9, std::chrono::microseconds(500)}}) {
+    SCOPED_TRACE(lan.rate_bps);
+    ClusterSpec c = fast_cluster();
+    c.lan.rate_bps = lan.rate_bps;
+    c.lan.delay = lan.one_way;
+    c.wan[0].a_to_b.rate_bps = c.wan[0].b_to_a.rate_bps = 1e9;
+    c.wan[0].a_to_b.delay = c.wan[0].b_to_a.delay = std::chrono::milliseconds(15);
+    const double d = std::chrono::duration<double>(lan.one_way).count();
+    const double want4 = gloo_ring_time_s(n, 4, lan.rate_bps, d, opt.compute->reduce_ns_per_element) + division_s;
+    const double want2 = gloo_ring_time_s(n, 2, lan.rate_bps, d, opt.compute->reduce_ns_per_element) + division_s;
+    const auto l = run_strategy(c, small_work(), StrategyConfig{"lan"}, small_data(), opt);
+    EXPECT_NEAR(l.metrics.exposed_comm_s_per_step, want4, 0.05 * want4) << "lan";
+    EXPECT_NEAR(median_step_comm_s(l, step_s), want4, 0.05 * want4) << "lan";
+    StrategyConfig hier{"hier_ef_topk_int8"};
+    hier.K = 5;
+    const auto h = run_strategy(c, small_work(), hier, small_data(), opt);
+    EXPECT_NEAR(median_step_comm_s(h, step_s), want2, 0.05 * want2) << "hier";
+    // naive_ddp with the WAN equal to the LAN: the same ring of 4 as lan's (its mean's division is
+    // counted as compute, after the allreduce: compare whole steps).
+    c.wan[0].a_to_b = c.wan[0].b_to_a = c.lan;
+    const auto nv = run_strategy(c, small_work(), StrategyConfig{"naive_ddp"}, small_data(), opt);
+    EXPECT_NEAR(nv.metrics.exposed_comm_s_per_step, want4 - division_s, 0.05 * want4) << "naive_ddp";
+    EXPECT_NEAR(median_step_comm_s(nv, step_s), median_step_comm_s(l, step_s), 0.05 * want4) << "naive_ddp vs lan";
+    std::printf("LAN %.0f bit/s, %.0f us one way: model ring of 4 + division %.1f us: lan %.1f, naive_ddp with "
+                "WAN = LAN %.1f (step %.1f); model ring of 2 + division %.1f us: hier's median step %.1f\n",
+                lan.rate_bps, d * 1e6, want4 * 1e6, l.metrics.exposed_comm_s_per_step * 1e6,
+                nv.metrics.exposed_comm_s_per_step * 1e6, median_step_comm_s(nv, step_s) * 1e6, want2 * 1e6,
+                median_step_comm_s(h, step_s) * 1e6);
+  }
 }
 
 TEST(VirtualClock, ExchangesRespectTheLinkTheyCrossedAndReplicasAreIdenticalWithThreeSites) {
