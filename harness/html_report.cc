@@ -313,12 +313,14 @@ std::string render_html_report(const std::vector<model::RunReport>& reports, con
   step.title = "Time per step";
   step.value_axis = {"time per step, mean over workers", "ms"};
   step.layers = {{"compute", "#4C9F70"},
+                 {"compression (compress, decompress, re-base)", "#A6761D"},
                  {"exposed communication (waited for)", "#D55E00"},
                  {"overlapped communication (hidden under compute)", "#0072B2", true}};
   for (const auto& c : runs) {
     const model::StrategyMetrics& s = c.run->metrics;
     plot::HBar b{c.label,
-                 {1e3 * s.compute_s_per_step, 1e3 * s.exposed_comm_s_per_step, 1e3 * s.overlapped_comm_s_per_step},
+                 {1e3 * s.compute_s_per_step, 1e3 * s.compress_s_per_step, 1e3 * s.exposed_comm_s_per_step,
+                  1e3 * s.overlapped_comm_s_per_step},
                  {}, fmt::format("comm/compute {:.2f}", s.comm_compute_ratio), c.label};
     step.bars.push_back(std::move(b));
   }
@@ -328,7 +330,8 @@ std::string render_html_report(const std::vector<model::RunReport>& reports, con
                              "over {} of the same run in brackets.",
                              baseline));
   html += figure(plot::render_bar_chart(step), "fig-step-time",
-                 "Per worker and step: compute (forward, backward, optimizer), communication the step waited for, "
+                 "Per worker and step: compute (forward, backward, optimizer), the hierarchical strategies' compression "
+                 "work on the critical path, communication the step waited for, "
                  "and communication in flight while the leader computed (not on the critical path).");
   html += "</div>\n";
 

@@ -112,11 +112,11 @@ std::string write_report(const model::RunReport& r, const std::string& dir, cons
 }
 
 std::string summary_table(const model::RunReport& rep) {
-  std::string out = fmt::format("{:<18} {:>10} {:>8} {:>7} {:>10} {:>10} {:>8} {:>11} {:>6} {:>8} {:>8} {:>8}\n",
-                                "strategy", "samples/s", "x base", "of lan", "compute", "exp.comm", "comm/cp",
-                                "WAN bytes", "exch", "per exch", "test acc", "wall");
-  out += fmt::format("{:<18} {:>10} {:>8} {:>7} {:>10} {:>10} {:>8} {:>11} {:>6} {:>8} {:>8} {:>8}\n", "", "", "", "",
-                     "ms/step", "ms/step", "", "", "", "s", "", "s");
+  std::string out = fmt::format("{:<18} {:>10} {:>8} {:>7} {:>9} {:>9} {:>9} {:>8} {:>11} {:>6} {:>8} {:>8} {:>8}\n",
+                                "strategy", "samples/s", "x base", "of lan", "compute", "compress", "exp.comm",
+                                "comm/cp", "WAN bytes", "exch", "per exch", "test acc", "wall");
+  out += fmt::format("{:<18} {:>10} {:>8} {:>7} {:>9} {:>9} {:>9} {:>8} {:>11} {:>6} {:>8} {:>8} {:>8}\n", "", "", "",
+                     "", "ms/step", "ms/step", "ms/step", "", "", "", "s", "", "s");
   for (const auto& s : rep.strategies) {
     const model::StrategyMetrics& m = s.metrics;
     const auto it = rep.comparison.strategies.find(s.name);
@@ -124,10 +124,10 @@ std::string summary_table(const model::RunReport& rep) {
     auto opt = [](const std::optional<double>& v, const char* f) -> std::string {
       return v ? fmt::format(fmt::runtime(f), *v) : "-";
     };
-    out += fmt::format("{:<18} {:>10.0f} {:>8} {:>7} {:>10.2f} {:>10.2f} {:>8.3f} {:>11} {:>6} {:>8} {:>8.4f} {:>8.1f}\n",
-                       s.name, m.samples_per_s, opt(c.throughput_ratio, "{:.2f}x"),
-                       opt(c.fraction_of_lan_throughput, "{:.2f}"), 1e3 * m.compute_s_per_step,
-                       1e3 * m.exposed_comm_s_per_step, m.comm_compute_ratio,
+    out += fmt::format(
+        "{:<18} {:>10.0f} {:>8} {:>7} {:>9.2f} {:>9.2f} {:>9.2f} {:>8.3f} {:>11} {:>6} {:>8} {:>8.4f} {:>8.1f}\n", s.name,
+        m.samples_per_s, opt(c.throughput_ratio, "{:.2f}x"), opt(c.fraction_of_lan_throughput, "{:.2f}"),
+        1e3 * m.compute_s_per_step, 1e3 * m.compress_s_per_step, 1e3 * m.exposed_comm_s_per_step, m.comm_compute_ratio,
                        common::format_bytes(static_cast<double>(m.wan_payload_bytes)), m.exchanges,
                        opt(m.exchange_seconds_mean.value_or(std::nullopt), "{:.3g}"), m.final_test_accuracy,
                        m.wall_s);

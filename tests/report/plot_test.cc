@@ -143,8 +143,10 @@ TEST(Pages, HtmlIsSelfContainedWithEveryChartAndMarkdownSaysTheRatios) {
   EXPECT_NE(html.find(">hier (run 2)</text>"), std::string::npos);
   EXPECT_NE(html.find("4.00×"), std::string::npos);
   EXPECT_NE(html.find("2.00×"), std::string::npos);
-  // Two strategies with hatched overlap in the time-per-step chart use one pattern id.
-  EXPECT_EQ(count(html, "<pattern id=\"step-time-hatch2\""), 1u);
+  // Two strategies with hatched overlap in the time-per-step chart use one pattern id (the
+  // overlap is the fourth layer: compute, compression, exposed, overlapped).
+  EXPECT_EQ(count(html, "<pattern id=\"step-time-hatch3\""), 1u);
+  EXPECT_NE(html.find(">compression (compress, decompress, re-base)</text>"), std::string::npos);
 
   const std::string md = harness::render_markdown_report(reports, "naive_ddp", "x.html");
   EXPECT_NE(md.find("| hier (run 1) | 400 | 4.00× |"), std::string::npos) << md;
