@@ -73,6 +73,13 @@ model::StrategyRun merge_rank_reports(const std::string& strategy, const std::ve
   m.compress_s_per_step = mx::per_step_mean_s(cmpr, P, steps);
   m.overlapped_comm_s_per_step = mx::per_step_mean_s(over, dcs, steps);
   res.exchanges = r0.exchanges;
+  // The final dense synchronisation: every DC leader's step -1 message, to each other DC.
+  uint64_t final_sync = 0;
+  for (const auto& e : reports)
+    if (e.local_rank == 0)
+      for (const auto& x : e.exchanges)
+        if (x.step == -1) final_sync += x.bytes_sent * static_cast<uint64_t>(dcs - 1);
+  m.wan_final_sync_bytes = final_sync;
   m.exchanges = info.exchanges_every_step ? static_cast<uint64_t>(steps) : r0.exchanges.size();
   res.series.loss.assign(static_cast<size_t>(steps), 0);
   for (int s = 0; s < steps; ++s) {

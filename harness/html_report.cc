@@ -175,7 +175,10 @@ std::string metrics_table(const std::vector<ComparedRun>& runs, const std::strin
         "<td class=\"num\">{:.1f} s</td></tr>\n",
         c.color, xml_escape(c.label), s.samples_per_s, speedup, 1e3 * s.compute_s_per_step,
         1e3 * s.exposed_comm_s_per_step, 1e3 * s.overlapped_comm_s_per_step, s.comm_compute_ratio,
-        plot::format_si(static_cast<double>(s.wan_payload_bytes), "B"),
+        plot::format_si(static_cast<double>(s.wan_payload_bytes), "B") +
+            (s.wan_final_sync_bytes && *s.wan_final_sync_bytes > 0
+                 ? "<br>(final sync " + plot::format_si(static_cast<double>(*s.wan_final_sync_bytes), "B") + ")"
+                 : std::string()),
         plot::format_si(static_cast<double>(s.wan_wire_bytes), "B"), wan_ratio, s.exchanges,
         s.exchange_efficiency_mean ? fmt::format("{:.3g}", *s.exchange_efficiency_mean) : std::string("–"),
         exch_s ? fmt::format("{:.3g}", *exch_s) : std::string("–"),

@@ -72,7 +72,11 @@ std::string render_markdown_report(const std::vector<model::RunReport>& reports,
     const std::optional<double> exch_s = s.exchange_seconds_mean.value_or(std::nullopt);
     md += fmt::format("| {} | {:.0f} | {} | {:.2f} | {:.2f} | {:.2f} | {} | {} | {} | {} | {} | {:.4f} | {} | {:.1f} |\n",
                       cell(c.label), s.samples_per_s, speed, 1e3 * s.compute_s_per_step,
-                      1e3 * s.exposed_comm_s_per_step, 1e3 * s.overlapped_comm_s_per_step, bytes(s.wan_payload_bytes),
+                      1e3 * s.exposed_comm_s_per_step, 1e3 * s.overlapped_comm_s_per_step,
+                      bytes(s.wan_payload_bytes) +
+                          (s.wan_final_sync_bytes && *s.wan_final_sync_bytes > 0
+                               ? " (final sync " + bytes(*s.wan_final_sync_bytes) + ")"
+                               : std::string()),
                       wan, s.exchanges,
                       s.exchange_efficiency_mean ? fmt::format("{:.3g}", *s.exchange_efficiency_mean) : "–",
                       exch_s ? fmt::format("{:.3g}", *exch_s) : "–",

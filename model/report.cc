@@ -61,6 +61,7 @@ void to_json(json& j, const StrategyMetrics& m) {
   if (m.exchange_seconds_mean)
     j["exchange_seconds_mean"] = *m.exchange_seconds_mean ? json(**m.exchange_seconds_mean) : json(nullptr);
   if (m.host_wall_s) j["host_wall_s"] = *m.host_wall_s;
+  if (m.wan_final_sync_bytes) j["wan_final_sync_bytes"] = *m.wan_final_sync_bytes;
 }
 
 void from_json(const json& j, StrategyMetrics& m) {
@@ -93,6 +94,13 @@ void from_json(const json& j, StrategyMetrics& m) {
   m.replica_max_abs_diff = f::nonneg(j, "replica_max_abs_diff");
   m.host_wall_s.reset();
   if (f::has(j, "host_wall_s")) m.host_wall_s = f::nonneg(j, "host_wall_s");
+  m.wan_final_sync_bytes.reset();
+  if (f::has(j, "wan_final_sync_bytes")) {
+    m.wan_final_sync_bytes = f::count(j, "wan_final_sync_bytes");
+    if (*m.wan_final_sync_bytes > m.wan_payload_bytes)
+      f::fail("wan_final_sync_bytes", fmt::format("{} exceeds wan_payload_bytes {}", *m.wan_final_sync_bytes,
+                                                  m.wan_payload_bytes));
+  }
 }
 
 void to_json(json& j, const StrategySeries& s) {

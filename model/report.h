@@ -70,6 +70,9 @@ struct StrategyMetrics {
   /// Seconds the strategy's run took on the host's clock, when the report's clock is virtual
   /// (every other time figure is then virtual).
   std::optional<double> host_wall_s;
+  /// WAN payload bytes of the final dense synchronisation (the hierarchical strategies; 0 for the
+  /// others): wan_payload_bytes minus this is the per-round traffic. Absent in older reports.
+  std::optional<uint64_t> wan_final_sync_bytes;
 };
 void to_json(json& j, const StrategyMetrics& m);
 void from_json(const json& j, StrategyMetrics& m);

@@ -154,6 +154,12 @@ TEST(Strategies, EveryReplicaEndsIdenticalAndCompressedTrafficIsSmall) {
   EXPECT_EQ(r.series.loss.size(), 25u);
   const auto d = run_strategy(fast_cluster(), small_work(), StrategyConfig{"naive_ddp"}, data, RunOptions{});
   EXPECT_LT(r.metrics.wan_payload_bytes * 20, d.metrics.wan_payload_bytes);
+  // The WAN split: the final dense sync is each leader's last message, once to the other DC.
+  ASSERT_TRUE(r.metrics.wan_final_sync_bytes.has_value());
+  ASSERT_EQ(r.exchanges.back().step, -1);
+  EXPECT_EQ(*r.metrics.wan_final_sync_bytes, 2 * r.exchanges.back().bytes_sent);
+  EXPECT_LT(*r.metrics.wan_final_sync_bytes, r.metrics.wan_payload_bytes);
+  EXPECT_EQ(d.metrics.wan_final_sync_bytes, std::optional<uint64_t>(0));
 }
 
 // Three sites on asymmetric links (as triangle-asymmetric): on the virtual clock with a compute
