@@ -27,8 +27,8 @@ class TransportGroup final : public IntraDc {
     } catch (const TransportError& e) {
       throw CollectiveError(std::string("intra-DC allreduce: ") + e.what());
     }
-    const float inv_div = static_cast<float>(members_.size());
-    for (size_t i = 0; i < n; ++i) data[i] /= inv_div;  // c10d: sum, then div_(size)
+    const float group_size = static_cast<float>(members_.size());
+    for (size_t i = 0; i < n; ++i) data[i] /= group_size;  // c10d: sum, then div_(size)
     charge_compute(Work::kReduce, n);
   }
 

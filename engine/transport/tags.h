@@ -58,7 +58,9 @@ TagRange group_tags();
 /// Hands out consecutive, non-overlapping ranges of one space, in call order.
 class TagAllocator {
  public:
-  explicit TagAllocator(TagRange space = all_tags()) : space_(space) {}
+  /// No default space: a user states its own (strategy_tags(), group_tags(), a collective's
+  /// range), so two users of one transport cannot both start at tag 0 by accident.
+  explicit TagAllocator(TagRange space) : space_(space) {}
 
   /// The next `size` tags of the space, named `name` (a string literal); throws
   /// TagError("<space>: <name>: <size> tags, only <left> left") when fewer are left.

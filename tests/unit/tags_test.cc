@@ -55,7 +55,7 @@ TEST(Tags, AllocatorHandsOutConsecutiveRangesInCallOrder) {
 TEST(Tags, TheDefaultSpaceIsTheLowerHalfOfTheTags) {
   EXPECT_EQ(engine::all_tags().base(), 0u);
   EXPECT_EQ(engine::all_tags().size(), uint64_t{1} << 63);
-  engine::TagAllocator a;
+  engine::TagAllocator a(engine::all_tags());
   EXPECT_EQ(a.take("first", 2).base(), 0u);
   EXPECT_EQ(a.take("second", 2).base(), 2u);
 }
