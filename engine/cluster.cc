@@ -32,6 +32,10 @@ model::StrategyRun run_strategy(const ClusterSpec& cluster, const WorkloadSpec& 
                    "its c10d Gloo traffic would bypass the emulated WAN");
 
   const bool virt = opt.clock == ClockMode::kVirtual;
+  if (!opt.compute.empty() && opt.compute.size() != 1 && opt.compute.size() != static_cast<size_t>(M))
+    throw RunError("compute: " + std::to_string(opt.compute.size()) + " profiles for " + std::to_string(M) +
+                   " data centers (give one for all or one per data center)");
+  auto compute_profile = [&](int dc) { return opt.compute[opt.compute.size() == 1 ? 0 : static_cast<size_t>(dc)]; };
   emu::FabricConfig fc;
   fc.num_sites = M;
   // Virtual time: the `lan` reference's group runs over the fabric, so place it in one DC.
@@ -44,8 +48,7 @@ model::StrategyRun run_strategy(const ClusterSpec& cluster, const WorkloadSpec& 
   std::unique_ptr<emu::VirtualScheduler> sched;
   std::unique_ptr<emu::VirtualClock> vclock;
   if (virt) {
-    sched = std::make_unique<emu::VirtualScheduler>(opt.compute ? emu::VirtualScheduler::Charge::kDeclaredOnly
-                                                                : emu::VirtualScheduler::Charge::kThreadCpuTime);
+    sched = std::make_unique<emu::VirtualScheduler>();
     vclock = std::make_unique<emu::VirtualClock>(*sched);
   }
   const emu::Clock& clock = virt ? static_cast<const emu::Clock&>(*vclock) : steady;
@@ -142,10 +145,12 @@ model::StrategyRun run_strategy(const ClusterSpec& cluster, const WorkloadSpec& 
     bool started = false;
     if (virt) {
       sched->bind(actor[static_cast<size_t>(r)]);
-      if (opt.compute)
-        set_thread_compute_charge([s = sched.get(), profile = *opt.compute](Work w, uint64_t n) {
+      if (!opt.compute.empty())
+        set_thread_compute_charge([s = sched.get(), profile = compute_profile(env.dc)](Work w, uint64_t n) {
           s->charge(s->current(), profile.cost(w, n));
         });
+      else
+        set_thread_measured_charge([s = sched.get()](std::chrono::nanoseconds d) { s->charge(s->current(), d); });
     }
     try {
       set_compute_threads(1);
@@ -196,6 +201,7 @@ model::StrategyRun run_strategy(const ClusterSpec& cluster, const WorkloadSpec& 
     }
     if (virt) {
       set_thread_compute_charge({});
+      set_thread_measured_charge({});
       sched->finish(actor[static_cast<size_t>(r)]);
     }
   };

@@ -43,8 +43,9 @@ enum class ClockMode : uint8_t {
 
 struct RunOptions {
   ClockMode clock = ClockMode::kWall;
-  /// kVirtual only: declared compute instead of measured CPU time (deterministic timing).
-  std::optional<ComputeProfile> compute;
+  /// kVirtual only: declared compute instead of measured CPU time (deterministic timing). One
+  /// profile per data center (cluster order), or a single one for all; empty: thread CPU time.
+  std::vector<ComputeProfile> compute;
   std::chrono::milliseconds transport_timeout{120000};  ///< a message not arriving by then is an error
   std::chrono::milliseconds gloo_timeout{120000};
   /// Called by rank 0 after each step: (steps done, total, seconds since start).

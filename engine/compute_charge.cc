@@ -1,12 +1,24 @@
 #include "engine/compute_charge.h"
 
+#include <time.h>
+
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 namespace geotb::engine {
 
 namespace {
 thread_local std::function<void(Work, uint64_t)> tl_charge;
+thread_local std::function<void(std::chrono::nanoseconds)> tl_measured;
+thread_local RobustCost tl_cost;  // this thread's (actor's) measured regions
+
+int64_t thread_cpu_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
+}  // namespace
 
 std::chrono::nanoseconds ComputeProfile::cost(Work w, uint64_t elements) const {
   switch (w) {
@@ -15,6 +27,7 @@ std::chrono::nanoseconds ComputeProfile::cost(Work w, uint64_t elements) const {
       return std::chrono::nanoseconds(std::llround(reduce_ns_per_element * static_cast<double>(elements)));
     case Work::kCompress:
       return std::chrono::nanoseconds(std::llround(compress_ns_per_element * static_cast<double>(elements)));
+    case Work::kOptimizer: return std::chrono::nanoseconds{0};  // in step_time
   }
   return std::chrono::nanoseconds{0};
 }
@@ -23,8 +36,35 @@ void set_thread_compute_charge(std::function<void(Work, uint64_t)> charge) { tl_
 
 const std::function<void(Work, uint64_t)>& thread_compute_charge() { return tl_charge; }
 
-void charge_compute(Work w, uint64_t elements) {
-  if (tl_charge) tl_charge(w, elements);
+std::chrono::nanoseconds RobustCost::charge(Work w, uint64_t elements, std::chrono::nanoseconds measured) {
+  auto& last = last_[{w, elements}];
+  last.push_back(measured.count());
+  if (last.size() > kWindow) last.pop_front();
+  std::vector<int64_t> v(last.begin(), last.end());
+  const auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
+  std::nth_element(v.begin(), mid, v.end());
+  if (v.size() % 2 == 1) return std::chrono::nanoseconds(*mid);
+  const int64_t hi = *mid, lo = *std::max_element(v.begin(), mid);  // even count: mean of the middle two
+  return std::chrono::nanoseconds(lo + (hi - lo) / 2);
+}
+
+void set_thread_measured_charge(std::function<void(std::chrono::nanoseconds)> charge) {
+  tl_measured = std::move(charge);
+  tl_cost = RobustCost{};
+}
+
+const std::function<void(std::chrono::nanoseconds)>& thread_measured_charge() { return tl_measured; }
+
+ComputeRegion::ComputeRegion(Work w, uint64_t elements) : w_(w), elements_(elements) {
+  if (!tl_charge && tl_measured) cpu_start_ns_ = thread_cpu_ns();
+}
+
+ComputeRegion::~ComputeRegion() {
+  if (tl_charge) {
+    tl_charge(w_, elements_);
+  } else if (cpu_start_ns_ >= 0 && tl_measured) {
+    tl_measured(tl_cost.charge(w_, elements_, std::chrono::nanoseconds(thread_cpu_ns() - cpu_start_ns_)));
+  }
 }
 
 }  // namespace geotb::engine

@@ -40,13 +40,14 @@ void run_worker_loop(WorkerEnv& env, const StrategyConfig& scfg, const WorkloadS
     double loss;
     {
       ScopedTimer t(clock, env.times.compute_ns);
+      // Charged as declared by a compute profile, or its CPU time robustly (compute_charge.h).
+      const ComputeRegion region(Work::kStep, 1);
       sampler.next(B, idx);
       for (size_t i = 0; i < B; ++i) {
         std::memcpy(&x[i * F], &train.images[static_cast<size_t>(idx[i]) * F], F * sizeof(float));
         y[i] = train.labels[idx[i]];
       }
       loss = env.learner->forward_backward(x.data(), y.data(), B);
-      charge_compute(Work::kStep, 1);  // a compute profile's step time (nothing otherwise)
     }
     strategy->step(env, s);
     out.loss[static_cast<size_t>(s)] = loss;

@@ -82,7 +82,10 @@ int run(const RunArgs& a) {
                sc.network);
     return 2;
   }
-  if (sc.clock == engine::ClockMode::kWall) sc.compute.reset();  // wall time: compute is what it takes
+  if (sc.clock == engine::ClockMode::kWall) {  // wall time: compute is what it takes
+    sc.compute.clear();
+    sc.compute_default.reset();
+  }
   if (!a.tcp_cc.empty()) {
     try {
       validate_tcp_congestion_control("--tcp-cc", a.tcp_cc);

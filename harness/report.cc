@@ -1,5 +1,6 @@
 #include "harness/report.h"
 
+#include <algorithm>
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -51,10 +52,20 @@ model::ReportContext context(const RunContext& ctx) {
 void describe_clock(const Scenario& sc, model::ReportContext& c) {
   const bool virt = sc.network == "embedded" && sc.clock == engine::ClockMode::kVirtual;
   c.clock = virt ? "virtual" : "wall";
-  if (virt && sc.compute)
-    c.compute_profile = model::ReportContext::ComputeProfile{
-        std::chrono::duration<double>(sc.compute->step_time).count(), sc.compute->reduce_ns_per_element,
-        sc.compute->compress_ns_per_element};
+  if (!virt || sc.compute.empty()) return;
+  auto profile = [](const engine::ComputeProfile& p) {
+    return model::ReportContext::ComputeProfile{std::chrono::duration<double>(p.step_time).count(),
+                                                p.reduce_ns_per_element, p.compress_ns_per_element};
+  };
+  const bool uniform = std::all_of(sc.compute.begin(), sc.compute.end(), [&](const engine::ComputeProfile& p) {
+    return p.step_time == sc.compute[0].step_time && p.reduce_ns_per_element == sc.compute[0].reduce_ns_per_element &&
+           p.compress_ns_per_element == sc.compute[0].compress_ns_per_element;
+  });
+  if (uniform) {
+    c.compute_profile = profile(sc.compute[0]);
+  } else {
+    for (size_t i = 0; i < sc.compute.size(); ++i) c.compute_profile_by_dc[sc.cluster.dcs[i].name] = profile(sc.compute[i]);
+  }
 }
 
 model::ScenarioSummary scenario_summary(const Scenario& sc, const RunContext& ctx) {
@@ -136,7 +147,7 @@ std::string summary_table(const model::RunReport& rep) {
     double host = 0;
     for (const auto& st : rep.strategies) host += st.metrics.host_wall_s.value_or(0);
     out += fmt::format("times in virtual seconds ({}; README \"Clocks\"); the host took {:.1f} s\n",
-                       rep.context.compute_profile ? "compute from the scenario's compute profile"
+                       rep.context.profiled() ? "compute from the scenario's compute profile"
                                                    : "compute charged by thread CPU time",
                        host);
   }

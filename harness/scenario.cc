@@ -1,5 +1,6 @@
 #include "harness/scenario.h"
 
+#include <algorithm>
 #include <fmt/format.h>
 #include <openssl/evp.h>
 
@@ -230,6 +231,7 @@ Scenario parse_scenario(const json& j, const std::string& origin) {
     const json& dcs = root.req("datacenters");
     if (!dcs.is_array() || dcs.empty() || dcs.size() > 16) fail("datacenters", dcs, "expected 1 to 16 data centers");
     std::map<std::string, int> dc_idx;
+    std::vector<std::pair<const json*, std::string>> dc_compute;  // datacenters[i].compute, read with `compute`
     for (size_t i = 0; i < dcs.size(); ++i) {
       Obj d(dcs[i], fmt::format("datacenters[{}]", i));
       model::DataCenter spec;
@@ -243,6 +245,7 @@ Scenario parse_scenario(const json& j, const std::string& origin) {
                          sc.cluster.dcs[0].name));
       dc_idx[spec.name] = static_cast<int>(i);
       sc.cluster.dcs.push_back(spec);
+      dc_compute.emplace_back(d.opt("compute"), d.field("compute"));
       d.done();
     }
 
@@ -423,17 +426,36 @@ Scenario parse_scenario(const json& j, const std::string& origin) {
            "unknown clock (\"virtual\": time is the scenario's, compute charged by CPU time or the compute "
            "profile; \"wall\": the host's clock)");
     }
-    if (const json* cp = root.opt("compute")) {
-      Obj c(*cp, "compute");
-      engine::ComputeProfile prof;
-      prof.step_time = duration(c, "step_time", std::chrono::hours(1), nullptr);
-      if (prof.step_time <= std::chrono::nanoseconds{0}) fail(c.field("step_time"), c.req("step_time"), "must be > 0");
+    // Compute profile: `compute` for every DC, `datacenters[i].compute` overriding it per DC.
+    auto read_profile = [&](const json& j, const std::string& path, const engine::ComputeProfile* base) {
+      Obj c(j, path);
+      engine::ComputeProfile prof = base ? *base : engine::ComputeProfile{};
+      const auto no_step = std::chrono::nanoseconds{0};
+      prof.step_time = duration(c, "step_time", std::chrono::hours(1), base ? &prof.step_time : nullptr);
+      if (prof.step_time <= no_step) fail(c.field("step_time"), c.req("step_time"), "must be > 0");
       prof.reduce_ns_per_element = get_number(c, "reduce_ns_per_element", 0, 1e6, prof.reduce_ns_per_element);
       prof.compress_ns_per_element = get_number(c, "compress_ns_per_element", 0, 1e6, prof.compress_ns_per_element);
       c.done();
       if (sc.clock != engine::ClockMode::kVirtual)
-        fail("compute", *cp, "a compute profile needs \"clock\": \"virtual\" (in wall time compute is what it takes)");
-      sc.compute = prof;
+        fail(path, j, "a compute profile needs \"clock\": \"virtual\" (in wall time compute is what it takes)");
+      return prof;
+    };
+    if (const json* cp = root.opt("compute")) sc.compute_default = read_profile(*cp, "compute", nullptr);
+    const bool any_dc = std::any_of(dc_compute.begin(), dc_compute.end(), [](const auto& p) { return p.first; });
+    if (sc.compute_default || any_dc) {
+      for (size_t i = 0; i < dc_compute.size(); ++i) {
+        const auto& [j, path] = dc_compute[i];
+        if (j) {
+          sc.compute.push_back(read_profile(*j, path, sc.compute_default ? &*sc.compute_default : nullptr));
+        } else if (sc.compute_default) {
+          sc.compute.push_back(*sc.compute_default);
+        } else {
+          throw ScenarioError(fmt::format(
+              "{}: missing: another data center declares a compute profile, so every one needs a step_time "
+              "(here or in a top-level \"compute\"); mixing declared and measured compute is not supported",
+              path));
+        }
+      }
     }
 
     const std::string cc_auto = "auto";

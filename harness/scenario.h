@@ -40,8 +40,12 @@ struct Scenario {
   /// The embedded mode's clock (README "Clocks"): virtual (default) or wall; the process modes
   /// run in wall time only.
   engine::ClockMode clock = engine::ClockMode::kVirtual;
-  /// Declared compute (scenario `compute`): the virtual clock charges it instead of CPU time.
-  std::optional<engine::ComputeProfile> compute;
+  /// Declared compute, one per data center in `cluster.dcs` order (scenario `compute`, overridden
+  /// per DC by `datacenters[i].compute`): the virtual clock charges it instead of CPU time. Empty:
+  /// no profile (compute = measured thread CPU time).
+  std::vector<engine::ComputeProfile> compute;
+  /// The scenario's top-level `compute`, if any (what every DC without its own override uses).
+  std::optional<engine::ComputeProfile> compute_default;
   /// TCP congestion control of the DC hosts, set in every DC namespace in dpdk mode: "auto" (the
   /// first of cubic, reno the host lets a namespace use: loss-based and unpaced, what the
   /// in-process model assumes), "default" (leave the namespace's, inherited from the host), or a

@@ -221,10 +221,16 @@ void to_json(json& j, const ReportContext& c) {
   if (c.hardware_threads) j["hardware_threads"] = *c.hardware_threads;
   if (c.dc_tcp_congestion_control) j["dc_tcp_congestion_control"] = *c.dc_tcp_congestion_control;
   if (c.clock) j["clock"] = *c.clock;
-  if (c.compute_profile)
-    j["compute_profile"] = {{"step_time_s", c.compute_profile->step_time_s},
-                            {"reduce_ns_per_element", c.compute_profile->reduce_ns_per_element},
-                            {"compress_ns_per_element", c.compute_profile->compress_ns_per_element}};
+  auto profile = [](const ReportContext::ComputeProfile& p) {
+    return json{{"step_time_s", p.step_time_s},
+                {"reduce_ns_per_element", p.reduce_ns_per_element},
+                {"compress_ns_per_element", p.compress_ns_per_element}};
+  };
+  if (c.compute_profile) j["compute_profile"] = profile(*c.compute_profile);
+  if (!c.compute_profile_by_dc.empty()) {
+    json& by = j["compute_profile_by_dc"] = json::object();
+    for (const auto& [dc, p] : c.compute_profile_by_dc) by[dc] = profile(p);
+  }
 }
 
 void from_json(const json& j, ReportContext& c) {
@@ -254,12 +260,19 @@ void from_json(const json& j, ReportContext& c) {
     if (*c.clock != "virtual" && *c.clock != "wall")
       f::fail("clock", fmt::format("expected \"virtual\" or \"wall\", got {}", f::shown(j.at("clock"))));
   }
+  auto profile = [](const json& p) {
+    return ReportContext::ComputeProfile{f::nonneg(p, "step_time_s"), f::nonneg(p, "reduce_ns_per_element"),
+                                         f::nonneg(p, "compress_ns_per_element")};
+  };
   c.compute_profile.reset();
-  if (f::has(j, "compute_profile")) {
-    const json& p = f::object(j, "compute_profile");
-    c.compute_profile = ReportContext::ComputeProfile{f::nonneg(p, "step_time_s"), f::nonneg(p, "reduce_ns_per_element"),
-                                                      f::nonneg(p, "compress_ns_per_element")};
+  if (f::has(j, "compute_profile")) c.compute_profile = profile(f::object(j, "compute_profile"));
+  c.compute_profile_by_dc.clear();
+  if (f::has(j, "compute_profile_by_dc")) {
+    const json& by = f::object(j, "compute_profile_by_dc");
+    for (auto it = by.begin(); it != by.end(); ++it) c.compute_profile_by_dc[it.key()] = profile(f::object(by, it.key().c_str()));
   }
+  if (c.compute_profile && !c.compute_profile_by_dc.empty())
+    f::fail("compute_profile_by_dc", "present beside compute_profile (a report has one or the other)");
 }
 
 // ---- comparison, failures, the report ----

@@ -92,7 +92,7 @@ struct StrategyRun {
   json config = json::object();  ///< the strategy's parameters (harness strategy_config_json())
   StrategyMetrics metrics;
   StrategySeries series;
-  std::vector<ExchangeRecord> exchanges;  ///< DC 0 leader's view
+  std::vector<ExchangeRecord> exchanges;  ///< per round: the slowest DC leader's view (README "Metrics")
 };
 void to_json(json& j, const StrategyRun& s);
 void from_json(const json& j, StrategyRun& s);
@@ -167,13 +167,19 @@ struct ReportContext {
   /// The clock every time figure of the report is in: "virtual" (the embedded mode's virtual
   /// time, README "Clocks") or "wall" (the host's). Absent in reports older than the clock.
   std::optional<std::string> clock;
-  /// The compute profile the virtual clock charged instead of CPU time, if the scenario had one.
+  /// The compute profile the virtual clock charged instead of CPU time, if the scenario had one
+  /// and every data center ran it.
   struct ComputeProfile {
     double step_time_s = 0;
     double reduce_ns_per_element = 0;
     double compress_ns_per_element = 0;
   };
   std::optional<ComputeProfile> compute_profile;
+  /// When the data centers ran different profiles (scenario `datacenters[i].compute`): each DC's,
+  /// by name, and `compute_profile` is absent.
+  std::map<std::string, ComputeProfile> compute_profile_by_dc;
+  /// Whether a compute profile (common or per DC) produced the compute figures.
+  bool profiled() const { return compute_profile.has_value() || !compute_profile_by_dc.empty(); }
 };
 void to_json(json& j, const ReportContext& c);
 void from_json(const json& j, ReportContext& c);

@@ -12,12 +12,6 @@ namespace {
 thread_local const VirtualScheduler* tl_scheduler = nullptr;
 thread_local VirtualScheduler::ActorId tl_actor = -1;
 
-int64_t thread_cpu_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
-
 const char* state_name(int s) {
   switch (s) {
     case 0: return "running";
@@ -56,7 +50,6 @@ void VirtualScheduler::bind(ActorId a) {
   std::lock_guard<std::mutex> lk(mu_);
   tl_scheduler = this;
   tl_actor = a;
-  mark_cpu(a);
 }
 
 VirtualScheduler::ActorId VirtualScheduler::current() const { return tl_scheduler == this ? tl_actor : -1; }
@@ -70,28 +63,13 @@ Nanos VirtualScheduler::latest() const {
 
 Nanos VirtualScheduler::now(ActorId a) const {
   std::lock_guard<std::mutex> lk(mu_);
-  const Actor& x = *actors_.at(static_cast<size_t>(a));
-  if (charge_ == Charge::kThreadCpuTime && current() == a) return x.t + Nanos(thread_cpu_ns() - x.cpu_mark_ns);
-  return x.t;
+  return actors_.at(static_cast<size_t>(a))->t;
 }
 
 void VirtualScheduler::charge(ActorId a, Nanos d) {
   std::lock_guard<std::mutex> lk(mu_);
   if (d > Nanos{0}) actors_.at(static_cast<size_t>(a))->t += d;
   reevaluate();
-}
-
-void VirtualScheduler::sync_cpu(ActorId a) {
-  if (charge_ != Charge::kThreadCpuTime || current() != a) return;
-  Actor& x = *actors_[static_cast<size_t>(a)];
-  const int64_t c = thread_cpu_ns();
-  x.t += Nanos(c - x.cpu_mark_ns);
-  x.cpu_mark_ns = c;
-}
-
-void VirtualScheduler::mark_cpu(ActorId a) {
-  if (charge_ != Charge::kThreadCpuTime || current() != a) return;
-  actors_[static_cast<size_t>(a)]->cpu_mark_ns = thread_cpu_ns();
 }
 
 Nanos VirtualScheduler::bound(const Actor& a) const {
@@ -164,7 +142,6 @@ void VirtualScheduler::throw_if_stopped() const {
 void VirtualScheduler::act(ActorId a, const std::function<void(Nanos)>& fn) {
   std::unique_lock<std::mutex> lk(mu_);
   throw_if_stopped();
-  sync_cpu(a);
   Actor& x = *actors_.at(static_cast<size_t>(a));
   x.state = State::kActing;
   reevaluate();
@@ -178,12 +155,10 @@ void VirtualScheduler::act(ActorId a, const std::function<void(Nanos)>& fn) {
   } catch (...) {
     x.state = State::kRunning;
     reevaluate();
-    mark_cpu(a);
     throw;
   }
   x.state = State::kRunning;
   reevaluate();
-  mark_cpu(a);
 }
 
 void VirtualScheduler::update(const std::function<void()>& fn) {
@@ -196,17 +171,14 @@ bool VirtualScheduler::wait(ActorId a, const std::function<std::optional<Nanos>(
                             std::optional<Nanos> deadline, std::string what) {
   std::unique_lock<std::mutex> lk(mu_);
   throw_if_stopped();
-  sync_cpu(a);
   Actor& x = *actors_.at(static_cast<size_t>(a));
   if (std::optional<Nanos> d = ready()) {
     x.t = std::max(x.t, *d);
     reevaluate();  // a's bound moved up: someone waiting to act may now be the minimum
-    mark_cpu(a);
     return true;
   }
   if (deadline && *deadline <= x.t) {
     reevaluate();
-    mark_cpu(a);
     return false;
   }
   x.state = State::kBlocked;
@@ -226,13 +198,11 @@ bool VirtualScheduler::wait(ActorId a, const std::function<std::optional<Nanos>(
   x.timed_out = false;
   if (!woken) throw_if_stopped();
   reevaluate();
-  mark_cpu(a);
   return ok;
 }
 
 void VirtualScheduler::finish(ActorId a) {
   std::lock_guard<std::mutex> lk(mu_);
-  sync_cpu(a);
   actors_.at(static_cast<size_t>(a))->state = State::kFinished;
   reevaluate();
 }

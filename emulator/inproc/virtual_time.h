@@ -2,9 +2,9 @@
 //
 // An actor is a thread that communicates (a worker, a background exchange thread). Each has a
 // virtual time t. It advances by
-//   * compute: the CPU time the actor's own thread used between two calls into the scheduler
-//     (CLOCK_THREAD_CPUTIME_ID, Charge::kThreadCpuTime), and/or declared costs (charge(): a compute
-//     profile; Charge::kDeclaredOnly ignores CPU time entirely, so a profiled run is deterministic);
+//   * compute: charge(), by whoever knows what the actor computed (the engine charges a compute
+//     profile's declared costs, or a robust estimate of the CPU time its compute regions took:
+//     engine/compute_charge.h); the scheduler itself never reads a host clock;
 //   * waiting: wait() returns when the awaited event exists and sets t = max(t, its instant)
 //     (a message's delivery instant from the link model, a hand-off's instant). Nothing sleeps.
 //
@@ -61,33 +61,26 @@ class SchedulerAborted : public std::runtime_error {
 
 class VirtualScheduler {
  public:
-  enum class Charge : uint8_t {
-    kThreadCpuTime,  ///< compute = the actor thread's CPU time, plus any declared charge()
-    kDeclaredOnly,   ///< compute = declared charge() only (a compute profile): deterministic
-  };
   using ActorId = int;
 
-  explicit VirtualScheduler(Charge charge = Charge::kThreadCpuTime) : charge_(charge) {}
+  VirtualScheduler() = default;
   VirtualScheduler(const VirtualScheduler&) = delete;
   VirtualScheduler& operator=(const VirtualScheduler&) = delete;
-
-  Charge charge_mode() const { return charge_; }
 
   /// Registers an actor at virtual time t0, running. Call before the actor's first action; an
   /// actor spawned by another should start at its parent's now(). The slot of a finished actor
   /// may be reused.
   ActorId add_actor(std::string name, Nanos t0);
-  /// Binds the calling thread to `a` (thread-local) and starts charging its CPU time to it.
+  /// Binds the calling thread to `a` (thread-local).
   void bind(ActorId a);
   /// The actor of this scheduler bound to the calling thread, or -1.
   ActorId current() const;
   /// The largest virtual time of any actor (for a thread that is no actor, e.g. the run's end).
   Nanos latest() const;
 
-  /// `a`'s virtual now; on a's own thread it includes the CPU time used since its last scheduler
-  /// call (Charge::kThreadCpuTime).
+  /// `a`'s virtual now.
   Nanos now(ActorId a) const;
-  /// Adds declared compute time to `a` (a compute profile's step time, per-element costs).
+  /// Adds compute time to `a` (declared by a compute profile, or an estimate of measured compute).
   void charge(ActorId a, Nanos d);
 
   /// Runs fn(t) at a's current virtual time t, once no other actor can act before t (see above).
@@ -128,20 +121,16 @@ class VirtualScheduler {
     const std::function<std::optional<Nanos>()>* ready = nullptr;  ///< kBlocked
     bool woken = false;                   ///< kBlocked -> kRunning by reevaluate()
     bool timed_out = false;
-    int64_t cpu_mark_ns = 0;              ///< thread CPU time at the last scheduler exit
     std::condition_variable cv;
   };
   static constexpr Nanos kInf = Nanos::max();
 
   Nanos bound(const Actor& a) const;
   bool is_minimum(ActorId a) const;
-  void sync_cpu(ActorId a);          // t += CPU since mark (own thread)
-  void mark_cpu(ActorId a);          // mark = CPU now (own thread)
   void reevaluate();                 // wakes waiters that can proceed; detects deadlock
   std::string describe_locked() const;
   void throw_if_stopped() const;
 
-  const Charge charge_;
   mutable std::mutex mu_;
   std::vector<std::unique_ptr<Actor>> actors_;
   std::string abort_reason_;

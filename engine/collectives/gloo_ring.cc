@@ -185,8 +185,9 @@ void gloo_ring_allreduce_sum(Transport& t, const std::vector<int>& ring, float* 
             if (phase == 0) {
               float* dst = reinterpret_cast<float*>(bytes + prev.recv_off);
               const float* src = reinterpret_cast<const float*>(in.data() + pre);
-              for (size_t k = 0, m = len / sizeof(float); k < m; ++k) dst[k] = dst[k] + src[k];
-              charge_compute(Work::kReduce, len / sizeof(float));
+              const size_t m = len / sizeof(float);
+              const ComputeRegion region(Work::kReduce, m);
+              for (size_t k = 0; k < m; ++k) dst[k] = dst[k] + src[k];
             } else {
               std::memcpy(bytes + prev.recv_off, in.data() + pre, len);
             }

@@ -41,8 +41,8 @@ void ring_allreduce_sum(Transport& t, const std::vector<int>& ring, float* data,
                            std::to_string(len(recv_c) * sizeof(float)));
     const float* src = reinterpret_cast<const float*>(in.data());
     float* dst = data + lo(recv_c);
+    const ComputeRegion region(Work::kReduce, len(recv_c));
     for (size_t i = 0, m = len(recv_c); i < m; ++i) dst[i] += src[i];
-    charge_compute(Work::kReduce, len(recv_c));
   }
   // Allgather: circulate the reduced chunks.
   for (size_t s = 0; s + 1 < p; ++s) {

@@ -28,8 +28,8 @@ class TransportGroup final : public IntraDc {
       throw CollectiveError(std::string("intra-DC allreduce: ") + e.what());
     }
     const float group_size = static_cast<float>(members_.size());
+    const ComputeRegion region(Work::kReduce, n);
     for (size_t i = 0; i < n; ++i) data[i] /= group_size;  // c10d: sum, then div_(size)
-    charge_compute(Work::kReduce, n);
   }
 
   void broadcast(float* data, size_t n, int root) override {

@@ -1,5 +1,7 @@
 #include "engine/optim/sgd.h"
 
+#include "engine/compute_charge.h"
+
 #include <cmath>
 #include <sstream>
 
@@ -20,6 +22,7 @@ void Sgd::step(float* x, const float* g) {
               wd = static_cast<float>(cfg_.weight_decay);
   float* m = m_.data();
   const size_t n = m_.size();
+  const ComputeRegion region(Work::kOptimizer, n);  // part of a profile's step_time
   if (mu == 0.0f) {
     for (size_t i = 0; i < n; ++i) x[i] -= lr * (g[i] + wd * x[i]);
     return;

@@ -49,10 +49,15 @@ struct RoundTags {
 struct Arrived {
   std::vector<std::vector<uint8_t>> wires;  // one per peer DC, in DC order, header stripped
   double launch_to_last_s = 0;              // our hand-off -> last peer message arrived
-  double transfer_s = 0;                    // max over peers of (arrival - peer's hand-off)
+  // From the round's last hand-off (ours or a peer's) to the instant we held every peer's message:
+  // what the exchange took once every DC had offered its part (0 when ours was the last hand-off
+  // and everything had already arrived).
+  double transfer_s = 0;
   uint64_t bytes_sent = 0;                  // our message (header included)
   uint64_t bytes_max = 0;                   // largest message of the exchange (header included)
-  double lower_bound_s = 0;                 // max over peers of S_p / B + delay of the link p -> us
+  // max over peers p of (p's hand-off + S_p / B + delay of the link p -> us), less the round's last
+  // hand-off (at least 0): no message can arrive earlier, so transfer_s >= lower_bound_s.
+  double lower_bound_s = 0;
 };
 
 /// A leader's exchange running on its own thread (in virtual time: its own actor), handed back
@@ -153,12 +158,12 @@ class HierEfTopkInt8 final : public Strategy {
     const size_t n = env.learner->num_params();
     const float* x = env.learner->params();
     ScopedTimer t(*env.clock, env.times.compress_ns);
+    const ComputeRegion region(Work::kCompress, 2 * n);  // compress + decompress of n elements
     for (size_t i = 0; i < n; ++i) acc_[i] = x[i] - mark_[i];
     std::vector<uint8_t> wire;
     kernels::compress_ef(acc_.data(), resid_.data(), n, kc, wire);
     std::fill(s_cur_.begin(), s_cur_.end(), 0.0f);
     kernels::decompress_add(wire.data(), wire.size(), s_cur_.data(), n, 1.0f);
-    charge_compute(Work::kCompress, 2 * n);  // compress + decompress of n elements
     return wire;
   }
 
@@ -177,14 +182,16 @@ class HierEfTopkInt8 final : public Strategy {
       in_flight_tags_ = tags;
       last_round_step_ = step;
       ScopedTimer t(*env.clock, env.times.compress_ns);
-      for (size_t i = 0; i < n; ++i) x[i] = xbar_[i] + s_cur_[i] + resid_[i];
-      charge_compute(Work::kCompress, n);
+      {
+        const ComputeRegion region(Work::kCompress, n);
+        for (size_t i = 0; i < n; ++i) x[i] = xbar_[i] + s_cur_[i] + resid_[i];
+      }
       s_prev_.swap(s_cur_);
     } else {
       apply(env, collect(env, fut.get(), tags), s_cur_, step);
       ScopedTimer t(*env.clock, env.times.compress_ns);
+      const ComputeRegion region(Work::kCompress, n);
       for (size_t i = 0; i < n; ++i) x[i] = xbar_[i] + resid_[i];
-      charge_compute(Work::kCompress, n);
     }
     std::memcpy(mark_.data(), x, n * sizeof(float));
   }
@@ -209,22 +216,28 @@ class HierEfTopkInt8 final : public Strategy {
         std::memcpy(msg.data() + kHeader, w.data(), w.size());
         for (int p : peers) net->send(p, tag, msg);
         a.bytes_sent = a.bytes_max = msg.size();
+        int64_t last_handoff = t0;  // ns, the round's last hand-off seen so far
+        double earliest_all_s = 0;  // s since t0: no earlier could every peer's message be here
         for (size_t k = 0; k < peers.size(); ++k) {
           const int p = peers[k];
           std::vector<uint8_t> in = net->recv(p, tag);
-          const int64_t now = clock->now().count();
           if (in.size() < kHeader) throw TransportError("exchange: message of " + std::to_string(in.size()) + " bytes");
           int64_t sent_at;
           std::memcpy(&sent_at, in.data(), kHeader);
-          a.transfer_s = std::max(a.transfer_s, static_cast<double>(now - sent_at) * 1e-9);
+          last_handoff = std::max(last_handoff, sent_at);
           a.bytes_max = std::max<uint64_t>(a.bytes_max, in.size());
           // The link this message crossed: its bytes at its rate, plus its one-way delay.
           const InboundLink& l = links[k];
-          a.lower_bound_s = std::max(
-              a.lower_bound_s, (l.rate_bps > 0 ? 8.0 * static_cast<double>(in.size()) / l.rate_bps : 0.0) + l.delay_s);
+          const double transit_s =
+              (l.rate_bps > 0 ? 8.0 * static_cast<double>(in.size()) / l.rate_bps : 0.0) + l.delay_s;
+          earliest_all_s = std::max(earliest_all_s, static_cast<double>(sent_at - t0) * 1e-9 + transit_s);
           a.wires.emplace_back(in.begin() + kHeader, in.end());
         }
-        a.launch_to_last_s = static_cast<double>(clock->now().count() - t0) * 1e-9;
+        const int64_t all_here = clock->now().count();
+        a.launch_to_last_s = static_cast<double>(all_here - t0) * 1e-9;
+        const double last_handoff_s = static_cast<double>(last_handoff - t0) * 1e-9;
+        a.transfer_s = std::max(0.0, a.launch_to_last_s - last_handoff_s);
+        a.lower_bound_s = std::max(0.0, earliest_all_s - last_handoff_s);
       } catch (...) {
         err = std::current_exception();
       }
@@ -268,6 +281,7 @@ class HierEfTopkInt8 final : public Strategy {
     const size_t n = env.learner->num_params();
     {
       ScopedTimer t(*env.clock, env.times.compress_ns);
+      const ComputeRegion region(Work::kCompress, (a.wires.size() + 1) * n);  // decompress every peer's + re-base
       // Summed in DC order (own contribution at its own place), the same order in every DC, so
       // that every DC's anchor, hence every replica, is bit-identical with 3 or more DCs too.
       sum_.assign(n, 0.0f);
@@ -281,7 +295,6 @@ class HierEfTopkInt8 final : public Strategy {
       }
       const float inv = 1.0f / static_cast<float>(env.num_dcs);
       for (size_t i = 0; i < n; ++i) xbar_[i] += sum_[i] * inv;
-      charge_compute(Work::kCompress, (a.wires.size() + 1) * n);  // decompress every peer's + re-base
     }
     if (!leader(env)) return;
     ExchangeRecord rec;

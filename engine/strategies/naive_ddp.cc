@@ -35,9 +35,11 @@ class NaiveDdp final : public Strategy {
         ring_allreduce_sum(*env.net, env.ring, g, n, tags);
     }
     ScopedTimer t(*env.clock, env.times.compute_ns);
-    const float inv = 1.0f / static_cast<float>(env.world);
-    for (size_t i = 0; i < n; ++i) g[i] *= inv;
-    charge_compute(Work::kReduce, n);  // the mean's scaling, as a profile counts it for every strategy
+    {
+      const ComputeRegion region(Work::kReduce, n);  // the mean's scaling, counted for every strategy
+      const float inv = 1.0f / static_cast<float>(env.world);
+      for (size_t i = 0; i < n; ++i) g[i] *= inv;
+    }
     env.opt->step(env.learner->params(), g);
   }
   // Every replica applied the same averaged gradients: nothing left to reconcile.

@@ -34,9 +34,11 @@ class VirtualSync final : public Sync {
     const auto me = s_.current();
     const Nanos t0 = me >= 0 ? s_.now(me) : s_.latest();
     const auto id = s_.add_actor(std::move(name), t0);
-    return std::thread([&s = s_, id, charge = thread_compute_charge(), fn = std::move(fn)] {
+    return std::thread([&s = s_, id, charge = thread_compute_charge(), measured = thread_measured_charge(),
+                        fn = std::move(fn)] {
       s.bind(id);
       set_thread_compute_charge(charge);
+      set_thread_measured_charge(measured);
       struct Finish {
         emu::VirtualScheduler& s;
         emu::VirtualScheduler::ActorId id;

@@ -1,6 +1,5 @@
 // The virtual-time scheduler and the fabric in virtual-time mode. No libtorch: this binary also
-// runs under ThreadSanitizer. Exact times: compute is declared (Charge::kDeclaredOnly) unless a
-// test is about CPU time.
+// runs under ThreadSanitizer. Exact times: compute is charged as declared (charge()).
 #include "emulator/inproc/virtual_time.h"
 
 #include <gtest/gtest.h>
@@ -19,7 +18,6 @@ using emu::VirtualScheduler;
 
 namespace {
 
-using Charge = VirtualScheduler::Charge;
 
 // Runs fn(actor) on one thread per actor, every actor registered at t = 0 before any thread starts.
 void run_actors(VirtualScheduler& s, int n, const std::function<void(int)>& fn) {
@@ -38,7 +36,7 @@ void run_actors(VirtualScheduler& s, int n, const std::function<void(int)>& fn) 
 TEST(VirtualScheduler, ActionsRunInVirtualTimeOrderWhateverTheThreadOrder) {
   // Actor 0 acts at 10 ms, actor 1 at 5 ms. Actor 1's thread is held back until actor 0 has asked
   // to act, so in real time actor 0 asks first; the scheduler must still run actor 1's action first.
-  VirtualScheduler s(Charge::kDeclaredOnly);
+  VirtualScheduler s;
   std::vector<std::pair<int, Nanos>> order;
   std::latch zero_asking(1);
   run_actors(s, 2, [&](int a) {
@@ -58,7 +56,7 @@ TEST(VirtualScheduler, ActionsRunInVirtualTimeOrderWhateverTheThreadOrder) {
 }
 
 TEST(VirtualScheduler, TiesGoToTheLowerActorId) {
-  VirtualScheduler s(Charge::kDeclaredOnly);
+  VirtualScheduler s;
   std::vector<int> order;
   std::latch one_first(1);
   run_actors(s, 2, [&](int a) {
@@ -71,7 +69,7 @@ TEST(VirtualScheduler, TiesGoToTheLowerActorId) {
 }
 
 TEST(VirtualScheduler, WaitAdvancesToTheEventInstantAndNeverBack) {
-  VirtualScheduler s(Charge::kDeclaredOnly);
+  VirtualScheduler s;
   std::optional<Nanos> posted;
   Nanos t_late{0}, t_early{0};
   run_actors(s, 2, [&](int a) {
@@ -93,7 +91,7 @@ TEST(VirtualScheduler, WaitAdvancesToTheEventInstantAndNeverBack) {
 }
 
 TEST(VirtualScheduler, DeadlineFiresOnlyWhenNobodyCanActEarlier) {
-  VirtualScheduler s(Charge::kDeclaredOnly);
+  VirtualScheduler s;
   std::optional<Nanos> posted;
   bool got = false, timed_out_ok = true;
   Nanos t1{0}, t2{0};
@@ -119,7 +117,7 @@ TEST(VirtualScheduler, DeadlineFiresOnlyWhenNobodyCanActEarlier) {
 }
 
 TEST(VirtualScheduler, DeadlockIsReportedWithEveryActorsState) {
-  VirtualScheduler s(Charge::kDeclaredOnly);
+  VirtualScheduler s;
   std::atomic<int> reported{0};
   std::string msg;
   std::mutex mu;
@@ -139,7 +137,7 @@ TEST(VirtualScheduler, DeadlockIsReportedWithEveryActorsState) {
 }
 
 TEST(VirtualScheduler, AbortWakesEveryWaiter) {
-  VirtualScheduler s(Charge::kDeclaredOnly);
+  VirtualScheduler s;
   std::atomic<int> aborted{0};
   const int waiter = s.add_actor("waiter", 0ns);
   const int other = s.add_actor("other", 0ns);
@@ -166,7 +164,7 @@ TEST(VirtualScheduler, AbortWakesEveryWaiter) {
 TEST(VirtualScheduler, ManyActorsActInNonDecreasingVirtualTimeUnderRandomThreadTiming) {
   // 8 actors, each 200 times: declared compute of a random length, a random real-time yield or
   // sleep (perturbs the OS schedule), then an action. Every action must come in (t, id) order.
-  VirtualScheduler s(Charge::kDeclaredOnly);
+  VirtualScheduler s;
   std::vector<std::pair<Nanos, int>> log;
   run_actors(s, 8, [&](int a) {
     std::mt19937_64 rng(static_cast<uint64_t>(a) * 7919 + 1);
@@ -179,28 +177,6 @@ TEST(VirtualScheduler, ManyActorsActInNonDecreasingVirtualTimeUnderRandomThreadT
   });
   ASSERT_EQ(log.size(), 1600u);
   for (size_t i = 1; i < log.size(); ++i) ASSERT_LE(log[i - 1], log[i]) << "action " << i;
-}
-
-TEST(VirtualScheduler, ThreadCpuTimeIsCharged) {
-  VirtualScheduler s(Charge::kThreadCpuTime);
-  const int a = s.add_actor("spinner", 0ns);
-  Nanos t{0};
-  double cpu_used_s = 0;
-  std::thread th([&] {
-    s.bind(a);
-    timespec c0{}, c1{};
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
-    volatile double x = 0;
-    for (int i = 0; i < 20'000'000; ++i) x = x + 1e-9 * i;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
-    cpu_used_s = (c1.tv_sec - c0.tv_sec) + 1e-9 * static_cast<double>(c1.tv_nsec - c0.tv_nsec);
-    s.act(a, [&](Nanos now) { t = now; });
-    s.finish(a);
-  });
-  th.join();
-  const double t_s = std::chrono::duration<double>(t).count();
-  EXPECT_GE(t_s, cpu_used_s);
-  EXPECT_LE(t_s, cpu_used_s + 0.005);  // only the few calls around the loop besides it
 }
 
 // ---- the fabric in virtual-time mode ----
@@ -219,7 +195,7 @@ emu::FabricConfig two_sites(int per_site, double wan_bps, Nanos wan_delay) {
 }
 
 TEST(VirtualFabric, ReceiverAdvancesToTheModelsDeliveryInstant) {
-  VirtualScheduler s(Charge::kDeclaredOnly);
+  VirtualScheduler s;
   emu::VirtualClock clock(s);
   emu::Fabric f(two_sites(1, 1e9, 15ms), clock, s);
   Nanos t_recv{0};
@@ -242,7 +218,7 @@ TEST(VirtualFabric, SendersShareTheWanSerializerInVirtualTimeOrder) {
   // Ranks 0 and 1 (site 0) both send 100 segments to rank 2 (site 1). Rank 1 sends at 1 ms, rank
   // 0 at 2 ms; rank 1's thread is made to start last in real time. The serializer must take rank
   // 1's message first: it arrives after 100 segment times, rank 0's after 200.
-  VirtualScheduler s(Charge::kDeclaredOnly);
+  VirtualScheduler s;
   emu::VirtualClock clock(s);
   emu::Fabric f(two_sites(2, 1e9, 10ms), clock, s);
   std::latch zero_sent_request(1);
@@ -270,7 +246,7 @@ TEST(VirtualFabric, SendersShareTheWanSerializerInVirtualTimeOrder) {
 }
 
 TEST(VirtualFabric, RecvTimeoutIsVirtual) {
-  VirtualScheduler s(Charge::kDeclaredOnly);
+  VirtualScheduler s;
   emu::VirtualClock clock(s);
   emu::Fabric f(two_sites(1, 1e9, 1ms), clock, s);
   Nanos t{0};
@@ -288,7 +264,7 @@ TEST(VirtualFabric, RecvTimeoutIsVirtual) {
 }
 
 TEST(VirtualFabric, CloseWakesAReceiverWithNothing) {
-  VirtualScheduler s(Charge::kDeclaredOnly);
+  VirtualScheduler s;
   emu::VirtualClock clock(s);
   emu::Fabric f(two_sites(1, 1e9, 1ms), clock, s);
   std::optional<std::vector<uint8_t>> m = std::vector<uint8_t>{1};

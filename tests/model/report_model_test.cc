@@ -64,6 +64,30 @@ TEST(ReportModel, BaselineReadsTyped) {
   EXPECT_EQ(json(metrics::compare(r.strategies, "naive_ddp")), json(r.comparison));
 }
 
+// Per-DC compute profiles: written by DC name, read back, and never beside the common one.
+TEST(ReportModel, PerDataCenterComputeProfilesRoundTrip) {
+  json j = read_json_file((kSource / "reports/baselines/us-east-us-west.json").string());
+  const json one = j["context"]["compute_profile"];
+  j["context"].erase("compute_profile");
+  json slow = one;
+  slow["step_time_s"] = 0.05;
+  j["context"]["compute_profile_by_dc"] = {{"us-east", one}, {"us-west", slow}};
+  const RunReport r = parse_report(j, "r.json");
+  EXPECT_FALSE(r.context.compute_profile.has_value());
+  ASSERT_EQ(r.context.compute_profile_by_dc.size(), 2u);
+  EXPECT_EQ(r.context.compute_profile_by_dc.at("us-west").step_time_s, 0.05);
+  EXPECT_EQ(r.context.compute_profile_by_dc.at("us-east").step_time_s, 0.012);
+  EXPECT_TRUE(r.context.profiled());
+  EXPECT_EQ(json(r), j);
+  j["context"]["compute_profile"] = one;
+  try {
+    parse_report(j, "r.json");
+    ADD_FAILURE() << "both profiles accepted";
+  } catch (const ReportError& e) {
+    EXPECT_NE(std::string(e.what()).find("compute_profile_by_dc"), std::string::npos) << e.what();
+  }
+}
+
 TEST(ReportModel, ErrorsNameTheFileTheFieldAndTheValue) {
   const json base = read_json_file((kSource / "reports/baselines/us-east-us-west.json").string());
   auto message = [](const json& j) {

@@ -240,11 +240,11 @@ double median_step_comm_s(const geotb::model::StrategyRun& r, double step_time_s
 TEST(VirtualClock, EveryStrategyPaysTheLanAsGloosRingProtocolSays) {
   RunOptions opt;
   opt.clock = ClockMode::kVirtual;
-  opt.compute = ComputeProfile{};
-  opt.compute->step_time = std::chrono::milliseconds(10);
+  opt.compute = {ComputeProfile{}};
+  opt.compute[0].step_time = std::chrono::milliseconds(10);
   const double step_s = 0.010;
   const size_t n = 784 * 32 + 32 + 32 * 10 + 10;  // small_work's MLP
-  const double division_s = static_cast<double>(n) * opt.compute->reduce_ns_per_element * 1e-9;
+  const double division_s = static_cast<double>(n) * opt.compute[0].reduce_ns_per_element * 1e-9;
   struct Lan {
     double rate_bps;
     std::chrono::nanoseconds one_way;
@@ -257,8 +257,8 @@ TEST(VirtualClock, EveryStrategyPaysTheLanAsGloosRingProtocolSays) {
     c.wan[0].a_to_b.rate_bps = c.wan[0].b_to_a.rate_bps = 1e9;
     c.wan[0].a_to_b.delay = c.wan[0].b_to_a.delay = std::chrono::milliseconds(15);
     const double d = std::chrono::duration<double>(lan.one_way).count();
-    const double want4 = gloo_ring_time_s(n, 4, lan.rate_bps, d, opt.compute->reduce_ns_per_element) + division_s;
-    const double want2 = gloo_ring_time_s(n, 2, lan.rate_bps, d, opt.compute->reduce_ns_per_element) + division_s;
+    const double want4 = gloo_ring_time_s(n, 4, lan.rate_bps, d, opt.compute[0].reduce_ns_per_element) + division_s;
+    const double want2 = gloo_ring_time_s(n, 2, lan.rate_bps, d, opt.compute[0].reduce_ns_per_element) + division_s;
     const auto l = run_strategy(c, small_work(), StrategyConfig{"lan"}, small_data(), opt);
     EXPECT_NEAR(l.metrics.exposed_comm_s_per_step, want4, 0.05 * want4) << "lan";
     EXPECT_NEAR(median_step_comm_s(l, step_s), want4, 0.05 * want4) << "lan";
@@ -280,11 +280,38 @@ TEST(VirtualClock, EveryStrategyPaysTheLanAsGloosRingProtocolSays) {
   }
 }
 
+// A compute profile per data center: naive_ddp's synchronous steps run at the slower DC's pace
+// (the same steps as with the slow profile everywhere, within 5 %), while the mean compute per
+// worker is the two profiles' mean; and the run is exactly repeatable.
+TEST(VirtualClock, PerDataCenterProfilesChargeEachDcItsOwnStepTime) {
+  RunOptions opt;
+  opt.clock = ClockMode::kVirtual;
+  opt.compute = {ComputeProfile{}, ComputeProfile{}};
+  opt.compute[0].step_time = std::chrono::milliseconds(10);
+  opt.compute[1].step_time = std::chrono::milliseconds(30);
+  const auto mixed = run_strategy(fast_cluster(), small_work(), StrategyConfig{"naive_ddp"}, small_data(), opt);
+  RunOptions slow = opt;
+  slow.compute = {opt.compute[1]};
+  const auto all_slow = run_strategy(fast_cluster(), small_work(), StrategyConfig{"naive_ddp"}, small_data(), slow);
+  const double step_mixed = median_step_comm_s(mixed, 0), step_slow = median_step_comm_s(all_slow, 0);
+  EXPECT_GT(step_mixed, 0.030);
+  EXPECT_NEAR(step_mixed, step_slow, 0.05 * step_slow);
+  const double division_s = static_cast<double>(784 * 32 + 32 + 32 * 10 + 10) * 0.5e-9;  // naive's mean
+  EXPECT_NEAR(mixed.metrics.compute_s_per_step, 0.020 + division_s, 1e-9);
+  EXPECT_NEAR(all_slow.metrics.compute_s_per_step, 0.030 + division_s, 1e-9);
+  const auto again = run_strategy(fast_cluster(), small_work(), StrategyConfig{"naive_ddp"}, small_data(), opt);
+  EXPECT_EQ(again.series.step_end_s, mixed.series.step_end_s);
+  // Neither one per DC nor one for all: refused.
+  RunOptions three = opt;
+  three.compute.push_back(opt.compute[0]);
+  EXPECT_THROW(run_strategy(fast_cluster(), small_work(), StrategyConfig{"naive_ddp"}, small_data(), three), RunError);
+}
+
 TEST(VirtualClock, ExchangesRespectTheLinkTheyCrossedAndReplicasAreIdenticalWithThreeSites) {
   RunOptions opt;
   opt.clock = ClockMode::kVirtual;
-  opt.compute = ComputeProfile{};
-  opt.compute->step_time = std::chrono::milliseconds(20);
+  opt.compute = {ComputeProfile{}};
+  opt.compute[0].step_time = std::chrono::milliseconds(20);
   for (const char* name : {"hier_ef_topk_int8", "hierarchical"}) {
     StrategyConfig hier{name};
     hier.K = 4;

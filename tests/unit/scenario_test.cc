@@ -86,14 +86,33 @@ TEST(Scenario, StrategyKeysParseIntoTheConfig) {
 TEST(Scenario, ClockDefaultsFollowTheNetworkModeAndTheProfileParses) {
   json j = good();
   EXPECT_EQ(parse_scenario(j, "s.json").clock, geotb::engine::ClockMode::kVirtual);  // embedded default
-  EXPECT_FALSE(parse_scenario(j, "s.json").compute.has_value());
+  EXPECT_TRUE(parse_scenario(j, "s.json").compute.empty());
   j["compute"] = {{"step_time", "85ms"}, {"compress_ns_per_element", 3}};
-  const auto sc = parse_scenario(j, "s.json");
-  ASSERT_TRUE(sc.compute.has_value());
-  EXPECT_EQ(sc.compute->step_time, std::chrono::milliseconds(85));
-  EXPECT_EQ(sc.compute->reduce_ns_per_element, 0.5);  // default
-  EXPECT_EQ(sc.compute->compress_ns_per_element, 3.0);
+  auto sc = parse_scenario(j, "s.json");
+  ASSERT_EQ(sc.compute.size(), sc.cluster.dcs.size());  // one per DC
+  for (const auto& p : sc.compute) {
+    EXPECT_EQ(p.step_time, std::chrono::milliseconds(85));
+    EXPECT_EQ(p.reduce_ns_per_element, 0.5);  // default
+    EXPECT_EQ(p.compress_ns_per_element, 3.0);
+  }
+  // A DC's own profile overrides the common one, field by field.
+  j["datacenters"][1]["compute"] = {{"step_time", "40ms"}};
+  sc = parse_scenario(j, "s.json");
+  ASSERT_EQ(sc.compute.size(), 2u);
+  EXPECT_EQ(sc.compute[0].step_time, std::chrono::milliseconds(85));
+  EXPECT_EQ(sc.compute[1].step_time, std::chrono::milliseconds(40));
+  EXPECT_EQ(sc.compute[1].compress_ns_per_element, 3.0);  // inherited
+  // Per-DC profiles alone: every DC needs one.
   j.erase("compute");
+  EXPECT_THAT(error_of(j), HasSubstr("datacenters[0].compute: missing: another data center declares a compute profile"));
+  j["datacenters"][0]["compute"] = {{"step_time", "10ms"}};
+  sc = parse_scenario(j, "s.json");
+  EXPECT_EQ(sc.compute[0].step_time, std::chrono::milliseconds(10));
+  EXPECT_EQ(sc.compute[0].reduce_ns_per_element, 0.5);  // the default, no common profile
+  j["datacenters"][1]["compute"] = {{"reduce_ns_per_element", 1}};
+  EXPECT_THAT(error_of(j), HasSubstr("datacenters[1].compute.step_time: missing (required)"));
+  j["datacenters"][0].erase("compute");
+  j["datacenters"][1].erase("compute");
   j["network"] = "process";
   EXPECT_EQ(parse_scenario(j, "s.json").clock, geotb::engine::ClockMode::kWall);  // real networks: wall
 }
