@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <vector>
 
 namespace geotb::engine {
 
@@ -40,12 +39,7 @@ std::chrono::nanoseconds RobustCost::charge(Work w, uint64_t elements, std::chro
   auto& last = last_[{w, elements}];
   last.push_back(measured.count());
   if (last.size() > kWindow) last.pop_front();
-  std::vector<int64_t> v(last.begin(), last.end());
-  const auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
-  std::nth_element(v.begin(), mid, v.end());
-  if (v.size() % 2 == 1) return std::chrono::nanoseconds(*mid);
-  const int64_t hi = *mid, lo = *std::max_element(v.begin(), mid);  // even count: mean of the middle two
-  return std::chrono::nanoseconds(lo + (hi - lo) / 2);
+  return std::chrono::nanoseconds(*std::min_element(last.begin(), last.end()));
 }
 
 void set_thread_measured_charge(std::function<void(std::chrono::nanoseconds)> charge) {

@@ -44,14 +44,15 @@ void set_thread_compute_charge(std::function<void(Work, uint64_t)> charge);
 const std::function<void(Work, uint64_t)>& thread_compute_charge();
 
 /// Measured compute made robust to the host (virtual clock without a profile): a region's charge
-/// is the median of the thread CPU time of its last kWindow occurrences of the same work and size
-/// (this one included). CPU time is close to host-independent, but a preemption or another
-/// process thrashing the caches lengthens single occurrences; the median ignores those as long as
-/// fewer than half of a window is hit, and follows a real change of the cost within
-/// kWindow / 2 + 1 occurrences. One per actor (not thread-safe).
+/// is the minimum thread CPU time of its last kWindow occurrences of the same work and size (this
+/// one included). What the host adds to a computation's CPU time (preemption, caches thrashed by
+/// other processes, frequency changes) only ever lengthens it, so the minimum is the estimate of
+/// its own cost least affected by the host (Chen & Revels, "Robust benchmarking in noisy
+/// environments", 2016). A cheaper cost shows at once, a dearer one after kWindow occurrences.
+/// One per thread (not thread-safe).
 class RobustCost {
  public:
-  static constexpr size_t kWindow = 15;
+  static constexpr size_t kWindow = 32;
   std::chrono::nanoseconds charge(Work w, uint64_t elements, std::chrono::nanoseconds measured);
 
  private:

@@ -148,7 +148,7 @@ std::string summary_table(const model::RunReport& rep) {
     for (const auto& st : rep.strategies) host += st.metrics.host_wall_s.value_or(0);
     out += fmt::format("times in virtual seconds ({}; README \"Clocks\"); the host took {:.1f} s\n",
                        rep.context.profiled() ? "compute from the scenario's compute profile"
-                                                   : "compute charged by thread CPU time",
+                                                   : "compute: measured thread CPU time, minimum of the last 32",
                        host);
   }
   return out;
