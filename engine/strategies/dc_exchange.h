@@ -4,7 +4,8 @@
 // rank 0) sends it to every other DC's leader, receives theirs, records the exchange and forwards
 // them to its DC members; a member receives them from its leader. Returns the other DCs'
 // messages in DC order. The time it takes is charged to env.times.exposed_comm_ns.
-// Tags: each exchange takes two from the owner's TagAllocator (leaders, then the forward).
+// Tags: each exchange takes two from this object's TagAllocator over strategy_tags() (leaders,
+// then the forward); every worker makes the same exchange() calls in the same order.
 #pragma once
 
 #include <cstdint>

@@ -65,14 +65,11 @@ class LocalSgd final : public Strategy {
     peer_.resize(parts * n);
     // Summed in DC order, own contribution at its own place: the same order in every DC.
     for (int d = 0, k = 0; d < env.num_dcs; ++d) {
-      const float* src = nullptr;
-      if (d == env.dc) {
+      if (d == env.dc)
         std::memcpy(peer_.data(), own.data(), parts * n * sizeof(float));
-      } else {
+      else
         floats_from(peers[static_cast<size_t>(k++)], 0, peer_.data(), parts * n);
-      }
-      src = peer_.data();
-      for (size_t i = 0; i < parts * n; ++i) sum_[i] += src[i];
+      for (size_t i = 0; i < parts * n; ++i) sum_[i] += peer_[i];
     }
     const float inv = 1.0f / static_cast<float>(env.num_dcs);
     for (size_t i = 0; i < n; ++i) x[i] = sum_[i] * inv;
