@@ -32,6 +32,18 @@ struct StrategyConfig {
   /// rendezvous per segment: collectives/gloo_ring.h) or "eager_ring" (each ring step leaves as
   /// soon as its data is ready, the optimistic NCCL-like bound: collectives/ring_allreduce.h).
   std::string collective = "gloo_ring";
+
+  // local_sgd (strategies/local_sgd.cc; README "local_sgd: the update rule").
+  int tau = 16;               ///< steps between two averagings of the DC models (after the warm-up)
+  int warmup_steps = 0;       ///< W: for steps [0, W) the DCs average every warmup_tau steps instead
+  int warmup_tau = 1;         ///< tau during the warm-up (1 = fully synchronous)
+  std::string momentum_sync = "local";  ///< "local": momentum buffers stay per DC; "averaged": averaged with the models
+
+  // diloco (strategies/diloco.cc; README "diloco: the update rule").
+  int H = 500;                 ///< inner steps per outer step (DiLoCo's 500)
+  double outer_lr = 0.7;       ///< outer learning rate (DiLoCo's 0.7)
+  double outer_momentum = 0.9; ///< outer Nesterov momentum (DiLoCo's 0.9; 0 = plain outer SGD)
+  std::string wire = "float32";  ///< the pseudo-gradient on the WAN: "float32" or "int8" (INTELLECT-1)
 };
 
 // The worker's time accounting and exchange log are the model's (model/measurements.h).

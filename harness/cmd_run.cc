@@ -14,6 +14,7 @@
 #include "harness/progress.h"
 #include "harness/report.h"
 #include "harness/scenario.h"
+#include "model/metrics.h"
 #ifdef GEOTB_HAVE_NET
 #include "harness/dpdk_session.h"
 #endif
@@ -34,6 +35,7 @@ struct RunArgs {
   std::string net_prefix = "gtbrun";   ///< dpdk: namespace prefix
   int rt_priority = 50;                ///< dpdk: data plane SCHED_FIFO priority
   std::string tcp_cc;                  ///< dpdk: overrides the scenario's tcp_congestion_control ("" = keep it)
+  int seeds = 1;                       ///< embedded: runs per strategy, seeds seed, seed + 1, ...
 };
 
 std::chrono::milliseconds ms_of(const std::string& field, const std::string& v) {
@@ -85,6 +87,15 @@ int run(const RunArgs& a) {
   if (sc.clock == engine::ClockMode::kWall) {  // wall time: compute is what it takes
     sc.compute.clear();
     sc.compute_default.reset();
+  }
+  if (a.seeds < 1 || a.seeds > 100) {
+    fmt::print(stderr, "geotb: error: --seeds: {}: must be in [1, 100]\n", a.seeds);
+    return 2;
+  }
+  if (a.seeds > 1 && sc.network != "embedded") {
+    fmt::print(stderr, "geotb: error: --seeds: {}: only the embedded network mode repeats a run with other seeds "
+                       "(network is \"{}\")\n", a.seeds, sc.network);
+    return 2;
   }
   if (!a.tcp_cc.empty()) {
     try {
@@ -161,20 +172,36 @@ int run(const RunArgs& a) {
   const size_t samples_per_step = static_cast<size_t>(sc.workload.batch_per_worker) * static_cast<size_t>(workers);
   if (sc.network == "embedded") {
     for (const auto& c : chosen) {
-      Progress prog(stdout, c.name, samples_per_step);
-      engine::RunOptions opt;
-      opt.clock = sc.clock;
-      opt.compute = sc.compute;
-      opt.progress = [&prog](int done, int total, double t) { prog.update(done, total, t); };
-      try {
-        results.push_back(engine::run_strategy(sc.cluster, sc.workload, c, data, opt));
-        const auto& r = results.back();
-        prog.finish(fmt::format("done: {:.0f} samples/s, test accuracy {:.4f}, wall {:.1f} s", r.metrics.samples_per_s,
-                                r.metrics.final_test_accuracy, r.metrics.wall_s));
-      } catch (const std::exception& e) {
-        prog.finish(fmt::format("FAILED: {}", e.what()));
-        failures.push_back({c.name, e.what()});
+      // Seed sc.seed is the strategy's run in the report (series, exchanges, the CI gate's
+      // figures); with --seeds N, seeds sc.seed + 1 ... add their figures to its "seeds".
+      model::StrategyRun first;
+      std::vector<model::SeedResult> seeds;
+      bool ok = true;
+      for (int i = 0; i < a.seeds && ok; ++i) {
+        engine::WorkloadSpec work = sc.workload;
+        work.seed = sc.seed + static_cast<uint64_t>(i);
+        Progress prog(stdout, a.seeds > 1 ? fmt::format("{} seed {}", c.name, work.seed) : c.name, samples_per_step);
+        engine::RunOptions opt;
+        opt.clock = sc.clock;
+        opt.compute = sc.compute;
+        opt.progress = [&prog](int done, int total, double t) { prog.update(done, total, t); };
+        try {
+          model::StrategyRun r = engine::run_strategy(sc.cluster, work, c, data, opt);
+          if (sc.target_accuracy)
+            r.metrics.time_to_accuracy = model::metrics::time_to_accuracy(r, *sc.target_accuracy);
+          prog.finish(fmt::format("done: {:.0f} samples/s, test accuracy {:.4f}, wall {:.1f} s",
+                                  r.metrics.samples_per_s, r.metrics.final_test_accuracy, r.metrics.wall_s));
+          if (a.seeds > 1) seeds.push_back(model::metrics::seed_result(r, work.seed));
+          if (i == 0) first = std::move(r);
+        } catch (const std::exception& e) {
+          prog.finish(fmt::format("FAILED: {}", e.what()));
+          failures.push_back({c.name, a.seeds > 1 ? fmt::format("seed {}: {}", work.seed, e.what()) : e.what()});
+          ok = false;
+        }
       }
+      if (!ok) continue;
+      first.seeds = std::move(seeds);
+      results.push_back(std::move(first));
     }
   } else {
     // One process per rank. Ctrl-C / SIGTERM: workers killed, network torn down, exit 130.
@@ -272,6 +299,10 @@ void register_run_command(CLI::App& app, const std::vector<std::string>& argv) {
   CLI::App* cmd = app.add_subcommand("run", "Replay a scenario: train every strategy, write a JSON report");
   cmd->add_option("scenario", args->scenario, "Scenario file (scenarios/*.json)")->required();
   cmd->add_option("--strategies", args->strategies, "Comma-separated subset of the scenario's strategies");
+  cmd->add_option("--seeds", args->seeds,
+                  "embedded: run every strategy with N seeds (the scenario's seed, seed + 1, ...); the report keeps "
+                  "the first seed's run and every seed's figures with their mean and sd")
+      ->capture_default_str();
   cmd->add_option("--out", args->out, "Directory for the report")->capture_default_str();
   cmd->add_option("--clock", args->clock,
                   "embedded: \"virtual\" (default: figures are the scenario's, README \"Clocks\") or \"wall\" "

@@ -51,6 +51,18 @@ std::string fmt_duration_s(double s) {
 
 std::string fmt_rate(double bps) { return plot::format_si(bps, "bit/s"); }
 
+bool any_seeds(const std::vector<ComparedRun>& runs) {
+  for (const auto& c : runs)
+    if (!c.run->seeds.empty()) return true;
+  return false;
+}
+
+bool any_target(const std::vector<ComparedRun>& runs) {
+  for (const auto& c : runs)
+    if (c.run->metrics.time_to_accuracy) return true;
+  return false;
+}
+
 /// Trailing mean over `w` values (the first w-1 average what exists): loss per step is noisy
 /// (one mini-batch per worker), the trend is what the chart is for.
 std::vector<double> trailing_mean(const std::vector<double>& v, size_t w) {
@@ -82,6 +94,7 @@ figure { margin: 0; background: #fff; border: 1px solid #ddd; border-radius: 4px
 figcaption { font-size: 12px; color: #555; max-width: 610px; padding: 2px 6px 4px 6px; }
 .fail { color: #b00020; font-weight: bold; }
 ul.key { font-size: 15px; margin: 6px 0 10px 0; padding-left: 22px; } ul.key li { margin: 2px 0; }
+td.alarm { color: #b00020; font-weight: bold; } p.alarm { color: #b00020; font-size: 14px; }
 .swatch { display: inline-block; width: 12px; height: 12px; border-radius: 2px; vertical-align: -1px; margin-right: 5px; }
 )";
 }
@@ -155,7 +168,8 @@ std::string metrics_table(const std::vector<ComparedRun>& runs, const std::strin
       xml_escape(baseline) +
       "</th><th>exchanges</th><th>exchange efficiency<br>(mean)</th><th>time per exchange<br>(mean, s)</th>"
       "<th>final test accuracy</th><th>Δ accuracy<br>(points)"
-      "</th><th>wall</th></tr>\n";
+      "</th><th>wall</th>";
+  t += "</tr>\n";
   for (const auto& c : runs) {
     const model::StrategyMetrics& s = c.run->metrics;
     std::string speedup = "–", wan_ratio = "–", dacc = "–";
@@ -169,12 +183,14 @@ std::string metrics_table(const std::vector<ComparedRun>& runs, const std::strin
     t += fmt::format(
         "<tr><td><span class=\"swatch\" style=\"background:{}\"></span>{}</td><td class=\"num\">{:.0f}</td>"
         "<td class=\"num\">{}</td><td class=\"num\">{:.2f}</td><td class=\"num\">{:.2f}</td><td class=\"num\">{:.2f}</td>"
-        "<td class=\"num\">{:.3f}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
+        "<td class=\"num{}\">{:.3f}{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
         "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{:.4f}</td>"
         "<td class=\"num\">{}</td>"
-        "<td class=\"num\">{:.1f} s</td></tr>\n",
+        "<td class=\"num\">{:.1f} s</td>",
         c.color, xml_escape(c.label), s.samples_per_s, speedup, 1e3 * s.compute_s_per_step,
-        1e3 * s.exposed_comm_s_per_step, 1e3 * s.overlapped_comm_s_per_step, s.comm_compute_ratio,
+        1e3 * s.exposed_comm_s_per_step, 1e3 * s.overlapped_comm_s_per_step,
+        mx::comm_compute_alarm(s.comm_compute_ratio) ? " alarm" : "", s.comm_compute_ratio,
+        mx::comm_compute_alarm(s.comm_compute_ratio) ? " ⚠" : "",
         plot::format_si(static_cast<double>(s.wan_payload_bytes), "B") +
             (s.wan_final_sync_bytes && *s.wan_final_sync_bytes > 0
                  ? "<br>(final sync " + plot::format_si(static_cast<double>(*s.wan_final_sync_bytes), "B") + ")"
@@ -183,11 +199,76 @@ std::string metrics_table(const std::vector<ComparedRun>& runs, const std::strin
         s.exchange_efficiency_mean ? fmt::format("{:.3g}", *s.exchange_efficiency_mean) : std::string("–"),
         exch_s ? fmt::format("{:.3g}", *exch_s) : std::string("–"),
         s.final_test_accuracy, dacc, s.wall_s);
+    t += "</tr>\n";
+  }
+  t += "</table>\n";
+  std::string alarms;
+  for (const auto& c : runs)
+    if (mx::comm_compute_alarm(c.run->metrics.comm_compute_ratio))
+      alarms += fmt::format("{}{} ({:.3g})", alarms.empty() ? "" : ", ", c.label, c.run->metrics.comm_compute_ratio);
+  if (!alarms.empty())
+    t += "<p class=\"alarm\">⚠ comm/compute alarm: exposed communication above " +
+         fmt::format("{:g}", mx::kCommComputeAlarm) + " of compute for " + xml_escape(alarms) + ".</p>\n";
+  return t;
+}
+
+/// With seeds or a time-to-accuracy target: the figures that decide between strategies, over seeds.
+std::string seeds_table(const std::vector<ComparedRun>& runs, const std::string& baseline) {
+  if (!any_seeds(runs) && !any_target(runs)) return "";
+  std::string t = "<h2>Over seeds, time to accuracy</h2>\n<table>\n<tr><th>strategy</th><th>× " +
+                  xml_escape(baseline) + "<br>(throughput)</th><th>WAN bytes ÷ " + xml_escape(baseline) +
+                  "</th><th>final test accuracy<br>(mean ± sd over seeds)</th><th>Δ mean accuracy<br>(points)</th>"
+                  "<th>time to accuracy</th><th>comm / compute</th></tr>\n";
+  for (const auto& c : runs) {
+    const model::StrategyMetrics& s = c.run->metrics;
+    std::string speedup = "–", wan_ratio = "–", dacc = "–";
+    if (c.baseline) {
+      const model::StrategyMetrics& b = c.baseline->metrics;
+      speedup = fmt::format("{:.2f}×", mx::throughput_ratio(s, b));
+      if (b.wan_payload_bytes > 0) wan_ratio = fmt::format("{:.4g}", mx::wan_bytes_ratio(s, b));
+      const auto sum = mx::seed_summary(c.run->seeds), bsum = mx::seed_summary(c.baseline->seeds);
+      if (sum && bsum)
+        dacc = fmt::format("{:+.2f}", 100 * (sum->final_test_accuracy.mean - bsum->final_test_accuracy.mean));
+      else
+        dacc = fmt::format("{:+.2f}", 100 * mx::accuracy_delta(s, b));
+    }
+    const bool alarm = mx::comm_compute_alarm(s.comm_compute_ratio);
+    t += fmt::format(
+        "<tr><td><span class=\"swatch\" style=\"background:{}\"></span>{}</td><td class=\"num\">{}</td>"
+        "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
+        "<td class=\"num{}\">{:.3g}{}</td></tr>\n",
+        c.color, xml_escape(c.label), speedup, wan_ratio,
+        xml_escape(c.run->seeds.empty() ? fmt::format("{:.4f} (1 seed)", s.final_test_accuracy)
+                                        : seed_accuracy_text(*c.run)),
+        dacc, xml_escape(time_to_accuracy_text(*c.run)), alarm ? " alarm" : "", s.comm_compute_ratio,
+        alarm ? " ⚠" : "");
   }
   return t + "</table>\n";
 }
 
 }  // namespace
+
+std::string seed_accuracy_text(const model::StrategyRun& run) {
+  const auto sum = mx::seed_summary(run.seeds);
+  if (!sum) return "–";
+  return fmt::format("{:.4f} ± {:.4f} ({} seeds)", sum->final_test_accuracy.mean, sum->final_test_accuracy.sd,
+                     sum->seeds);
+}
+
+std::string time_to_accuracy_text(const model::StrategyRun& run) {
+  const auto& t = run.metrics.time_to_accuracy;
+  if (!t) return "–";
+  const auto sum = mx::seed_summary(run.seeds);
+  if (sum && sum->time_to_accuracy_s) {
+    const model::Spread& x = *sum->time_to_accuracy_s;
+    if (x.n == 0) return fmt::format("{:.1f} % not reached in {} seeds", 100 * t->target, sum->seeds);
+    return fmt::format("{:.1f} %: {:.2f} ± {:.2f} s, {} samples ({} of {} seeds)", 100 * t->target, x.mean, x.sd,
+                       plot::format_si(sum->samples_to_accuracy->mean, ""), x.n, sum->seeds);
+  }
+  if (!t->seconds) return fmt::format("{:.1f} % not reached", 100 * t->target);
+  return fmt::format("{:.1f} %: {:.2f} s, {} samples", 100 * t->target, *t->seconds,
+                     plot::format_si(static_cast<double>(*t->samples), ""));
+}
 
 std::vector<ComparedRun> compared_runs(const std::vector<model::RunReport>& reports,
                                        const std::string& baseline_strategy) {
@@ -220,9 +301,19 @@ std::vector<std::pair<std::string, std::string>> key_results(const std::vector<C
       wan = fmt::format(" with {:.3g} % of its WAN bytes ({} instead of {})", 100.0 * mx::wan_bytes_ratio(s, b),
                         plot::format_si(static_cast<double>(s.wan_payload_bytes), "B"),
                         plot::format_si(static_cast<double>(b.wan_payload_bytes), "B"));
-    out.emplace_back(c.label, fmt::format("{:.2f}× the throughput of {}{}, final test accuracy {:.4f} ({:+.2f} points).",
-                                          mx::throughput_ratio(s, b), baseline, wan, s.final_test_accuracy,
-                                          100 * mx::accuracy_delta(s, b)));
+    std::string text = fmt::format("{:.2f}× the throughput of {}{}, final test accuracy {:.4f} ({:+.2f} points).",
+                                   mx::throughput_ratio(s, b), baseline, wan, s.final_test_accuracy,
+                                   100 * mx::accuracy_delta(s, b));
+    const auto sum = mx::seed_summary(c.run->seeds), bsum = mx::seed_summary(c.baseline->seeds);
+    if (sum && bsum)
+      text += fmt::format(" Over {} seeds: accuracy {:.4f} ± {:.4f} against {:.4f} ± {:.4f} ({:+.2f} points in the mean).",
+                          sum->seeds, sum->final_test_accuracy.mean, sum->final_test_accuracy.sd,
+                          bsum->final_test_accuracy.mean, bsum->final_test_accuracy.sd,
+                          100 * (sum->final_test_accuracy.mean - bsum->final_test_accuracy.mean));
+    if (s.time_to_accuracy) text += " Time to accuracy " + time_to_accuracy_text(*c.run) + ".";
+    if (mx::comm_compute_alarm(s.comm_compute_ratio))
+      text += fmt::format(" comm/compute {:.3g} > {:g}: alarm.", s.comm_compute_ratio, mx::kCommComputeAlarm);
+    out.emplace_back(c.label, text);
   }
   return out;
 }
@@ -246,7 +337,7 @@ std::string render_html_report(const std::vector<model::RunReport>& reports, con
   html += "<h2>Summary</h2>\n<ul class=\"key\">\n";
   for (const auto& [label, text] : key_results(runs, baseline))
     html += fmt::format("<li><b>{}</b>: {}</li>\n", xml_escape(label), xml_escape(text));
-  html += "</ul>\n" + metrics_table(runs, baseline);
+  html += "</ul>\n" + seeds_table(runs, baseline) + "<h2>Metrics</h2>\n" + metrics_table(runs, baseline);
 
   // --- convergence ---
   size_t max_steps = 1;
@@ -292,6 +383,26 @@ std::string render_html_report(const std::vector<model::RunReport>& reports, con
   html += figure(plot::render_line_chart(acc), "fig-accuracy",
                  "Test accuracy of rank 0's model at evenly spaced steps (evaluated after the run, so timing is "
                  "unaffected).");
+  if (any_seeds(runs)) {
+    // The spread over seeds: every seed's final accuracy, one marker each (`geotb run --seeds N`).
+    plot::LineChartSpec per_seed;
+    per_seed.id = "accuracy-seeds";
+    per_seed.title = "Final test accuracy per seed";
+    per_seed.x = {"seed", "seed"};
+    per_seed.y = {"final test accuracy", "%"};
+    for (const auto& c : runs) {
+      if (c.run->seeds.empty()) continue;
+      plot::LineSeries a{c.label, c.color, c.dash, {}, {}, false, true, c.report_index % 2 == 1};
+      for (const auto& r : c.run->seeds) {
+        a.x.push_back(static_cast<double>(r.seed));
+        a.y.push_back(100 * r.final_test_accuracy);
+      }
+      per_seed.series.push_back(std::move(a));
+    }
+    html += figure(plot::render_line_chart(per_seed), "fig-accuracy-seeds",
+                   "Final test accuracy of every seed's run (the scenario's seed, seed + 1, ...: initial weights, data "
+                   "partition and order, link random streams); the table gives mean ± sample sd.");
+  }
   html += "</div>\n";
 
   // --- speed ---

@@ -29,6 +29,12 @@ std::vector<ComparedRun> compared_runs(const std::vector<model::RunReport>& repo
 std::vector<std::pair<std::string, std::string>> key_results(const std::vector<ComparedRun>& runs,
                                                              const std::string& baseline_strategy);
 
+/// "0.8123 ± 0.0040 (3 seeds)" from run.seeds, "–" without seeds.
+std::string seed_accuracy_text(const model::StrategyRun& run);
+/// "80.0 %: 12.34 ± 0.56 s, 12.3k samples (3 of 3 seeds)" (over seeds), "80.0 %: 12.34 s, 12.3k
+/// samples" (one seed), "80.0 % not reached", "–" without a target.
+std::string time_to_accuracy_text(const model::StrategyRun& run);
+
 /// "run 1" or the scenario name for titles: the common scenario name, else "several scenarios".
 std::string common_scenario_name(const std::vector<model::RunReport>& reports);
 

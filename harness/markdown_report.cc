@@ -57,8 +57,8 @@ std::string render_markdown_report(const std::vector<model::RunReport>& reports,
   md += fmt::format(
       "| strategy | samples/s | × {0} | compute ms/step | exposed comm ms/step | overlapped comm ms/step | "
       "WAN payload | WAN ÷ {0} | exchanges | exch. efficiency | s per exchange | test accuracy | Δ acc. (points) | "
-      "wall s |\n"
-      "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n",
+      "wall s | comm/compute | acc. over seeds (mean ± sd) | time to accuracy |\n"
+      "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n",
       baseline);
   for (const auto& c : runs) {
     const model::StrategyMetrics& s = c.run->metrics;
@@ -70,7 +70,8 @@ std::string render_markdown_report(const std::vector<model::RunReport>& reports,
       dacc = fmt::format("{:+.2f}", 100 * mx::accuracy_delta(s, b));
     }
     const std::optional<double> exch_s = s.exchange_seconds_mean.value_or(std::nullopt);
-    md += fmt::format("| {} | {:.0f} | {} | {:.2f} | {:.2f} | {:.2f} | {} | {} | {} | {} | {} | {:.4f} | {} | {:.1f} |\n",
+    md += fmt::format("| {} | {:.0f} | {} | {:.2f} | {:.2f} | {:.2f} | {} | {} | {} | {} | {} | {:.4f} | {} | {:.1f} | "
+                      "{:.3g}{} | {} | {} |\n",
                       cell(c.label), s.samples_per_s, speed, 1e3 * s.compute_s_per_step,
                       1e3 * s.exposed_comm_s_per_step, 1e3 * s.overlapped_comm_s_per_step,
                       bytes(s.wan_payload_bytes) +
@@ -80,9 +81,18 @@ std::string render_markdown_report(const std::vector<model::RunReport>& reports,
                       wan, s.exchanges,
                       s.exchange_efficiency_mean ? fmt::format("{:.3g}", *s.exchange_efficiency_mean) : "–",
                       exch_s ? fmt::format("{:.3g}", *exch_s) : "–",
-                      s.final_test_accuracy, dacc, s.wall_s);
+                      s.final_test_accuracy, dacc, s.wall_s, s.comm_compute_ratio,
+                      mx::comm_compute_alarm(s.comm_compute_ratio) ? " ⚠" : "", seed_accuracy_text(*c.run),
+                      time_to_accuracy_text(*c.run));
   }
   md += "\n";
+  std::string alarms;
+  for (const auto& c : runs)
+    if (mx::comm_compute_alarm(c.run->metrics.comm_compute_ratio))
+      alarms += fmt::format("{}{} ({:.3g})", alarms.empty() ? "" : ", ", c.label, c.run->metrics.comm_compute_ratio);
+  if (!alarms.empty())
+    md += fmt::format("⚠ **comm/compute alarm** (exposed communication above {:g} of compute): {}.\n\n",
+                      mx::kCommComputeAlarm, alarms);
 
   // One sentence per strategy: what a reader wants to know first.
   for (const auto& [label, text] : key_results(runs, baseline)) md += fmt::format("- **{}**: {}\n", label, text);

@@ -83,7 +83,8 @@ model::ScenarioSummary scenario_summary(const Scenario& sc, const RunContext& ct
                      w.a_to_b.rate_bps, std::chrono::duration<double>(w.a_to_b.delay + w.b_to_a.delay).count(),
                      w.a_to_b.loss.stationary_loss(),
                      model::WanReverse{w.b_to_a.rate_bps, w.b_to_a.loss.stationary_loss()}});
-  s.workload = {sc.workload.model.name, sc.dataset, sc.workload.batch_per_worker, sc.workload.steps};
+  s.workload = {sc.workload.model.name, sc.dataset, sc.workload.batch_per_worker, sc.workload.steps,
+                sc.target_accuracy, sc.workload.eval_points};
   s.check = sc.check;
   return s;
 }
@@ -108,6 +109,8 @@ model::RunReport make_report(const Scenario& sc, std::vector<model::StrategyRun>
     for (const auto& c : sc.strategies)
       if (c.name == run.name) cfg = &c;
     run.config = strategy_config_json(cfg ? *cfg : engine::StrategyConfig{run.name});
+    if (sc.target_accuracy) run.metrics.time_to_accuracy = model::metrics::time_to_accuracy(run, *sc.target_accuracy);
+    model::metrics::derive(run);  // the alarm too, for runs merged before it existed
   }
   r.comparison = model::metrics::compare(runs, baseline);
   r.strategies = std::move(runs);
@@ -123,11 +126,24 @@ std::string write_report(const model::RunReport& r, const std::string& dir, cons
 }
 
 std::string summary_table(const model::RunReport& rep) {
-  std::string out = fmt::format("{:<18} {:>10} {:>8} {:>7} {:>9} {:>9} {:>9} {:>8} {:>11} {:>6} {:>8} {:>8} {:>8}\n",
+  bool seeds = false;
+  for (const auto& s : rep.strategies) seeds = seeds || !s.seeds.empty();
+  const bool tta = rep.scenario.workload.target_accuracy.has_value();
+  std::string out = fmt::format("{:<18} {:>10} {:>8} {:>7} {:>9} {:>9} {:>9} {:>9} {:>11} {:>6} {:>8} {:>8} {:>8}",
                                 "strategy", "samples/s", "x base", "of lan", "compute", "compress", "exp.comm",
                                 "comm/cp", "WAN bytes", "exch", "per exch", "test acc", "wall");
-  out += fmt::format("{:<18} {:>10} {:>8} {:>7} {:>9} {:>9} {:>9} {:>8} {:>11} {:>6} {:>8} {:>8} {:>8}\n", "", "", "",
-                     "", "ms/step", "ms/step", "ms/step", "", "", "", "s", "", "s");
+  std::string units = fmt::format("{:<18} {:>10} {:>8} {:>7} {:>9} {:>9} {:>9} {:>9} {:>11} {:>6} {:>8} {:>8} {:>8}", "",
+                                  "", "", "", "ms/step", "ms/step", "ms/step", "", "", "", "s", "", "s");
+  if (seeds) {
+    out += fmt::format(" {:>17}", "acc mean ± sd");
+    units += fmt::format(" {:>17}", "(seeds)");
+  }
+  if (tta) {
+    out += fmt::format(" {:>10} {:>10}", "TTA", "TTA");
+    units += fmt::format(" {:>10} {:>10}", "s", "samples");
+  }
+  out += "\n" + units + "\n";
+  std::string alarms;
   for (const auto& s : rep.strategies) {
     const model::StrategyMetrics& m = s.metrics;
     const auto it = rep.comparison.strategies.find(s.name);
@@ -135,21 +151,40 @@ std::string summary_table(const model::RunReport& rep) {
     auto opt = [](const std::optional<double>& v, const char* f) -> std::string {
       return v ? fmt::format(fmt::runtime(f), *v) : "-";
     };
+    const bool alarm = model::metrics::comm_compute_alarm(m.comm_compute_ratio);
+    if (alarm) alarms += fmt::format("{}{} {:.3g}", alarms.empty() ? "" : ", ", s.name, m.comm_compute_ratio);
     out += fmt::format(
-        "{:<18} {:>10.0f} {:>8} {:>7} {:>9.2f} {:>9.2f} {:>9.2f} {:>8.3f} {:>11} {:>6} {:>8} {:>8.4f} {:>8.1f}\n", s.name,
+        "{:<18} {:>10.0f} {:>8} {:>7} {:>9.2f} {:>9.2f} {:>9.2f} {:>8.3f}{} {:>11} {:>6} {:>8} {:>8.4f} {:>8.1f}", s.name,
         m.samples_per_s, opt(c.throughput_ratio, "{:.2f}x"), opt(c.fraction_of_lan_throughput, "{:.2f}"),
         1e3 * m.compute_s_per_step, 1e3 * m.compress_s_per_step, 1e3 * m.exposed_comm_s_per_step, m.comm_compute_ratio,
-                       common::format_bytes(static_cast<double>(m.wan_payload_bytes)), m.exchanges,
-                       opt(m.exchange_seconds_mean.value_or(std::nullopt), "{:.3g}"), m.final_test_accuracy,
-                       m.wall_s);
+        alarm ? "!" : " ", common::format_bytes(static_cast<double>(m.wan_payload_bytes)), m.exchanges,
+        opt(m.exchange_seconds_mean.value_or(std::nullopt), "{:.3g}"), m.final_test_accuracy, m.wall_s);
+    if (seeds) {
+      const auto sum = model::metrics::seed_summary(s.seeds);
+      out += sum ? fmt::format(" {:>17}", fmt::format("{:.4f} ± {:.4f} ({})", sum->final_test_accuracy.mean,
+                                                      sum->final_test_accuracy.sd, sum->seeds))
+                 : fmt::format(" {:>17}", "-");
+    }
+    if (tta) {
+      const auto& t = m.time_to_accuracy;
+      out += fmt::format(" {:>10} {:>10}", t && t->seconds ? fmt::format("{:.2f}", *t->seconds) : "not reached",
+                         t && t->samples ? fmt::format("{}", *t->samples) : "-");
+    }
+    out += "\n";
   }
+  if (!alarms.empty())
+    out += fmt::format("comm/compute alarm (!: exposed communication above {} of compute): {}\n",
+                       model::metrics::kCommComputeAlarm, alarms);
+  if (tta)
+    out += fmt::format("TTA: first evaluation point with test accuracy >= {:.4g} (of {} points; the first seed's run)\n",
+                       *rep.scenario.workload.target_accuracy, rep.scenario.workload.eval_points.value_or(0));
   if (rep.context.clock == "virtual") {
     double host = 0;
     for (const auto& st : rep.strategies) host += st.metrics.host_wall_s.value_or(0);
-    out += fmt::format("times in virtual seconds ({}; README \"Clocks\"); the host took {:.1f} s\n",
+    out += fmt::format("times in virtual seconds ({}; README \"Clocks\"); the host took {:.1f} s{}\n",
                        rep.context.profiled() ? "compute from the scenario's compute profile"
-                                                   : "compute: measured thread CPU time, minimum of the last 32",
-                       host);
+                                              : "compute: measured thread CPU time, minimum of the last 32",
+                       host, seeds ? " for the first seed's runs" : "");
   }
   return out;
 }

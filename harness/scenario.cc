@@ -341,6 +341,12 @@ Scenario parse_scenario(const json& j, const std::string& origin) {
       sc.test_limit = static_cast<size_t>(get_int(w, "test_examples", 0, 10000, &zero));
       const int64_t ten = 10;
       sc.workload.eval_points = static_cast<int>(get_int(w, "eval_points", 1, 1000, &ten));
+      if (const json* t = w.opt("target_accuracy")) {
+        const double v = with_field(w.field("target_accuracy"), *t,
+                                    [](const json& x) { return common::probability_from_json(x); });
+        if (!(v > 0)) fail(w.field("target_accuracy"), *t, "must be in (0, 1] (a test accuracy)");
+        sc.target_accuracy = v;
+      }
       Obj o(w.req("optimizer"), "workload.optimizer");
       const std::string name = get_string(o, "name");
       if (name != "sgd") fail(o.field("name"), json(name), "unknown optimizer (sgd)");
@@ -395,6 +401,9 @@ Scenario parse_scenario(const json& j, const std::string& origin) {
             break;
           case engine::StrategyKey::Kind::kText:
             k->set(c, get_string(s, key));
+            break;
+          case engine::StrategyKey::Kind::kNumber:
+            k->set(c, get_number(s, key, -1e300, 1e300, 0.0));  // the key's check states the range
             break;
         }
       }

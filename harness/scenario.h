@@ -35,6 +35,9 @@ struct Scenario {
   std::string partition = "iid";
   size_t train_limit = 0;  ///< 0 = all 60000 training examples
   size_t test_limit = 0;   ///< 0 = all 10000 test examples
+  /// workload.target_accuracy: the test accuracy whose first crossing is the time to accuracy
+  /// (model::TimeToAccuracy); absent: not measured.
+  std::optional<double> target_accuracy;
   std::vector<engine::StrategyConfig> strategies;
   std::string network = "embedded";  ///< "embedded" | "process" | "dpdk" (README "Real-network mode")
   /// The embedded mode's clock (README "Clocks"): virtual (default) or wall; the process modes

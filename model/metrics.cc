@@ -1,6 +1,7 @@
 #include "model/metrics.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace geotb::model::metrics {
 
@@ -37,6 +38,81 @@ void derive(StrategyRun& run) {
   m.comm_compute_ratio = comm_compute_ratio(m.exposed_comm_s_per_step, m.compute_s_per_step);
   m.exchange_efficiency_mean = exchange_efficiency_mean(run.exchanges);
   m.exchange_seconds_mean.emplace(exchange_seconds_mean(run.exchanges));
+  m.comm_compute_alarm = comm_compute_alarm(m.comm_compute_ratio);
+}
+
+bool comm_compute_alarm(double ratio) { return ratio > kCommComputeAlarm; }
+
+TimeToAccuracy time_to_accuracy(const StrategyRun& run, double target) {
+  TimeToAccuracy t;
+  t.target = target;
+  const auto& curve = run.series.test_accuracy;
+  for (size_t i = 0; i < curve.size(); ++i) {
+    const AccuracyPoint& p = curve[i];
+    if (p.accuracy < target) continue;
+    t.step = p.step;
+    t.samples = p.samples;
+    const bool last = i + 1 == curve.size();
+    const auto k = static_cast<size_t>(p.step);
+    if (last || k == 0 || k > run.series.step_end_s.size())
+      t.seconds = run.metrics.wall_s;
+    else
+      t.seconds = run.series.step_end_s[k - 1];
+    break;
+  }
+  return t;
+}
+
+SeedResult seed_result(const StrategyRun& run, uint64_t seed) {
+  SeedResult r;
+  r.seed = seed;
+  r.samples_per_s = run.metrics.samples_per_s;
+  r.wan_payload_bytes = run.metrics.wan_payload_bytes;
+  r.final_test_accuracy = run.metrics.final_test_accuracy;
+  r.comm_compute_ratio = run.metrics.comm_compute_ratio;
+  r.time_to_accuracy = run.metrics.time_to_accuracy;
+  return r;
+}
+
+Spread spread(const std::vector<double>& v) {
+  Spread s;
+  s.n = static_cast<int>(v.size());
+  if (v.empty()) return s;
+  double sum = 0;
+  for (double x : v) sum += x;
+  s.mean = sum / static_cast<double>(v.size());
+  if (v.size() > 1) {
+    double ss = 0;
+    for (double x : v) ss += (x - s.mean) * (x - s.mean);
+    s.sd = std::sqrt(ss / static_cast<double>(v.size() - 1));
+  }
+  return s;
+}
+
+std::optional<SeedSummary> seed_summary(const std::vector<SeedResult>& seeds) {
+  if (seeds.empty()) return std::nullopt;
+  SeedSummary s;
+  s.seeds = static_cast<int>(seeds.size());
+  std::vector<double> acc, sps, wan, tta, tta_samples;
+  bool target = false;
+  for (const auto& r : seeds) {
+    acc.push_back(r.final_test_accuracy);
+    sps.push_back(r.samples_per_s);
+    wan.push_back(static_cast<double>(r.wan_payload_bytes));
+    if (r.time_to_accuracy) {
+      target = true;
+      if (r.time_to_accuracy->seconds) tta.push_back(*r.time_to_accuracy->seconds);
+      if (r.time_to_accuracy->samples) tta_samples.push_back(static_cast<double>(*r.time_to_accuracy->samples));
+    }
+  }
+  s.final_test_accuracy = spread(acc);
+  s.samples_per_s = spread(sps);
+  s.wan_payload_bytes = spread(wan);
+  if (target) {
+    s.time_to_accuracy_s = spread(tta);
+    s.samples_to_accuracy = spread(tta_samples);
+  }
+  return s;
 }
 
 std::optional<double> exchange_seconds_mean(const std::vector<ExchangeRecord>& log) {

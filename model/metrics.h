@@ -19,6 +19,29 @@ namespace geotb::model::metrics {
 inline constexpr const char* kDefaultBaseline = "naive_ddp";
 inline constexpr const char* kLanReference = "lan";
 
+/// The comm/compute ratio above which a strategy is flagged (the strategy guide's threshold):
+/// its exposed communication costs more than a tenth of its compute.
+inline constexpr double kCommComputeAlarm = 0.1;
+
+/// comm_compute_ratio > kCommComputeAlarm.
+bool comm_compute_alarm(double comm_compute_ratio);
+
+/// The first point of run.series.test_accuracy with accuracy >= target: its step and samples,
+/// and its time on the run's clock (step_end_s of that step; wall_s for the final point, which is
+/// taken after the final synchronisation). Not reached: step, samples and seconds null.
+TimeToAccuracy time_to_accuracy(const StrategyRun& run, double target);
+
+/// One seed's figures from a finished run of that seed (its metrics derived, time to accuracy set).
+SeedResult seed_result(const StrategyRun& run, uint64_t seed);
+
+/// Mean and sample standard deviation (n - 1) of `v`; n = 0: zeros.
+Spread spread(const std::vector<double>& v);
+
+/// The seeds summarised: spread of final accuracy, samples/s and WAN bytes over every seed; of
+/// time and samples to accuracy over the seeds that reached the target (absent without one).
+/// nullopt for an empty list.
+std::optional<SeedSummary> seed_summary(const std::vector<SeedResult>& seeds);
+
 /// samples / wall_s; 0 when wall_s <= 0.
 double samples_per_s(uint64_t samples, double wall_s);
 
@@ -43,7 +66,7 @@ std::optional<double> exchange_seconds_mean(const std::vector<ExchangeRecord>& l
 
 /// Fills the derived figures of a strategy's metrics from its raw ones: samples_per_s (from
 /// samples, wall_s), comm_compute_ratio (from the per-step means), exchange_efficiency_mean and
-/// exchange_seconds_mean (from run.exchanges). The per-step means themselves need the ranks' raw totals: the merge
+/// exchange_seconds_mean (from run.exchanges), comm_compute_alarm. The per-step means themselves need the ranks' raw totals: the merge
 /// (engine merge_rank_reports) sets them with per_step_mean_s() before calling this.
 void derive(StrategyRun& run);
 

@@ -41,6 +41,51 @@ void from_json(const json& j, ExchangeRecord& e) {
 
 // ---- one strategy ----
 
+void to_json(json& j, const TimeToAccuracy& t) {
+  j = {{"target", t.target},
+       {"step", t.step ? json(*t.step) : json(nullptr)},
+       {"samples", t.samples ? json(*t.samples) : json(nullptr)},
+       {"seconds", t.seconds ? json(*t.seconds) : json(nullptr)}};
+}
+
+void from_json(const json& j, TimeToAccuracy& t) {
+  t.target = f::number(j, "target");
+  if (!(t.target > 0 && t.target <= 1)) f::fail("target", fmt::format("must be in (0, 1], got {}", t.target));
+  const bool s = !f::req(j, "step").is_null(), n = !f::req(j, "samples").is_null(),
+             sec = !f::req(j, "seconds").is_null();
+  if (s != n || s != sec) f::fail("step", "step, samples and seconds must be all null (not reached) or all set");
+  t.step.reset();
+  t.samples.reset();
+  t.seconds.reset();
+  if (!s) return;
+  t.step = static_cast<int>(f::integer(j, "step"));
+  t.samples = f::count(j, "samples");
+  t.seconds = f::nonneg(j, "seconds");
+}
+
+void to_json(json& j, const SeedResult& r) {
+  j = {{"seed", r.seed},
+       {"samples_per_s", r.samples_per_s},
+       {"wan_payload_bytes", r.wan_payload_bytes},
+       {"final_test_accuracy", r.final_test_accuracy},
+       {"comm_compute_ratio", r.comm_compute_ratio}};
+  if (r.time_to_accuracy) j["time_to_accuracy"] = *r.time_to_accuracy;
+}
+
+void from_json(const json& j, SeedResult& r) {
+  r.seed = f::count(j, "seed");
+  r.samples_per_s = f::nonneg(j, "samples_per_s");
+  r.wan_payload_bytes = f::count(j, "wan_payload_bytes");
+  r.final_test_accuracy = f::number(j, "final_test_accuracy");
+  if (!(r.final_test_accuracy >= 0 && r.final_test_accuracy <= 1))
+    f::fail("final_test_accuracy", fmt::format("must be in [0, 1], got {}", r.final_test_accuracy));
+  r.comm_compute_ratio = f::nonneg(j, "comm_compute_ratio");
+  r.time_to_accuracy.reset();
+  if (f::has(j, "time_to_accuracy")) f::get(j, "time_to_accuracy", r.time_to_accuracy.emplace());
+}
+
+void to_json(json& j, const Spread& s) { j = {{"n", s.n}, {"mean", s.mean}, {"sd", s.sd}}; }
+
 void to_json(json& j, const StrategyMetrics& m) {
   j = {{"samples", m.samples},
        {"wall_s", m.wall_s},
@@ -62,6 +107,8 @@ void to_json(json& j, const StrategyMetrics& m) {
     j["exchange_seconds_mean"] = *m.exchange_seconds_mean ? json(**m.exchange_seconds_mean) : json(nullptr);
   if (m.host_wall_s) j["host_wall_s"] = *m.host_wall_s;
   if (m.wan_final_sync_bytes) j["wan_final_sync_bytes"] = *m.wan_final_sync_bytes;
+  if (m.comm_compute_alarm) j["comm_compute_alarm"] = *m.comm_compute_alarm;
+  if (m.time_to_accuracy) j["time_to_accuracy"] = *m.time_to_accuracy;
 }
 
 void from_json(const json& j, StrategyMetrics& m) {
@@ -101,6 +148,14 @@ void from_json(const json& j, StrategyMetrics& m) {
       f::fail("wan_final_sync_bytes", fmt::format("{} exceeds wan_payload_bytes {}", *m.wan_final_sync_bytes,
                                                   m.wan_payload_bytes));
   }
+  m.comm_compute_alarm.reset();
+  if (f::has(j, "comm_compute_alarm")) {
+    if (!j.at("comm_compute_alarm").is_boolean())
+      f::fail("comm_compute_alarm", fmt::format("expected true or false, got {}", f::shown(j.at("comm_compute_alarm"))));
+    m.comm_compute_alarm = j.at("comm_compute_alarm").get<bool>();
+  }
+  m.time_to_accuracy.reset();
+  if (f::has(j, "time_to_accuracy")) f::get(j, "time_to_accuracy", m.time_to_accuracy.emplace());
 }
 
 void to_json(json& j, const StrategySeries& s) {
@@ -118,6 +173,16 @@ void from_json(const json& j, StrategySeries& s) {
 
 void to_json(json& j, const StrategyRun& s) {
   j = {{"name", s.name}, {"config", s.config}, {"metrics", s.metrics}, {"series", s.series}, {"exchanges", s.exchanges}};
+  if (s.seeds.empty()) return;
+  j["seeds"] = s.seeds;
+  const SeedSummary sum = *metrics::seed_summary(s.seeds);
+  json js = {{"seeds", sum.seeds},
+             {"final_test_accuracy", sum.final_test_accuracy},
+             {"samples_per_s", sum.samples_per_s},
+             {"wan_payload_bytes", sum.wan_payload_bytes}};
+  if (sum.time_to_accuracy_s) js["time_to_accuracy_s"] = *sum.time_to_accuracy_s;
+  if (sum.samples_to_accuracy) js["samples_to_accuracy"] = *sum.samples_to_accuracy;
+  j["seed_summary"] = js;
 }
 
 void from_json(const json& j, StrategyRun& s) {
@@ -127,6 +192,12 @@ void from_json(const json& j, StrategyRun& s) {
   f::get(j, "metrics", s.metrics);
   f::get(j, "series", s.series);
   f::list(j, "exchanges", s.exchanges);
+  s.seeds.clear();
+  if (f::has(j, "seeds")) {
+    f::list(j, "seeds", s.seeds);
+    if (s.seeds.empty()) f::fail("seeds", "must not be empty when present");
+    f::object(j, "seed_summary");  // derived: validated, recomputed on writing
+  }
 }
 
 // ---- scenario and context ----
@@ -165,6 +236,8 @@ void from_json(const json& j, WanLinkSummary& w) {
 
 void to_json(json& j, const WorkloadSummary& w) {
   j = {{"model", w.model}, {"dataset", w.dataset}, {"batch_per_worker", w.batch_per_worker}, {"steps", w.steps}};
+  if (w.target_accuracy) j["target_accuracy"] = *w.target_accuracy;
+  if (w.eval_points) j["eval_points"] = *w.eval_points;
 }
 
 void from_json(const json& j, WorkloadSummary& w) {
@@ -172,6 +245,14 @@ void from_json(const json& j, WorkloadSummary& w) {
   w.dataset = f::str(j, "dataset");
   w.batch_per_worker = static_cast<int>(f::count(j, "batch_per_worker"));
   w.steps = static_cast<int>(f::count(j, "steps"));
+  w.target_accuracy.reset();
+  if (f::has(j, "target_accuracy")) {
+    w.target_accuracy = f::number(j, "target_accuracy");
+    if (!(*w.target_accuracy > 0 && *w.target_accuracy <= 1))
+      f::fail("target_accuracy", fmt::format("must be in (0, 1], got {}", *w.target_accuracy));
+  }
+  w.eval_points.reset();
+  if (f::has(j, "eval_points")) w.eval_points = static_cast<int>(f::count(j, "eval_points"));
 }
 
 void to_json(json& j, const CheckTolerances& t) {

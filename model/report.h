@@ -42,6 +42,18 @@ void from_json(const json& j, AccuracyPoint& p);
 void to_json(json& j, const ExchangeRecord& e);
 void from_json(const json& j, ExchangeRecord& e);
 
+/// Time to accuracy ("time_to_accuracy"): the first point of the accuracy curve at or above the
+/// scenario's workload.target_accuracy (metrics::time_to_accuracy()). step/samples/seconds are
+/// null when the run never reached it. Resolution: the curve's spacing (workload.eval_points).
+struct TimeToAccuracy {
+  double target = 0;               ///< in (0, 1]
+  std::optional<int> step;         ///< steps done at that point
+  std::optional<uint64_t> samples; ///< cluster samples by then
+  std::optional<double> seconds;   ///< the run's clock: step_end_s of that step (wall_s for the final point)
+};
+void to_json(json& j, const TimeToAccuracy& t);
+void from_json(const json& j, TimeToAccuracy& t);
+
 /// A strategy's figures ("metrics"). Definitions: README "Metrics"; the derived ones
 /// (samples_per_s, the per-step means, comm_compute_ratio, exchange_efficiency_mean,
 /// exchange_seconds_mean) are
@@ -73,6 +85,11 @@ struct StrategyMetrics {
   /// WAN payload bytes of the final dense synchronisation (the hierarchical strategies; 0 for the
   /// others): wan_payload_bytes minus this is the per-round traffic. Absent in older reports.
   std::optional<uint64_t> wan_final_sync_bytes;
+  /// comm_compute_ratio > metrics::kCommComputeAlarm (0.1): set by metrics::derive(); absent in
+  /// older reports.
+  std::optional<bool> comm_compute_alarm;
+  /// Absent when the scenario sets no workload.target_accuracy (and in older reports).
+  std::optional<TimeToAccuracy> time_to_accuracy;
 };
 void to_json(json& j, const StrategyMetrics& m);
 void from_json(const json& j, StrategyMetrics& m);
@@ -86,13 +103,44 @@ struct StrategySeries {
 void to_json(json& j, const StrategySeries& s);
 void from_json(const json& j, StrategySeries& s);
 
-/// One strategy of a run: {"name", "config", "metrics", "series", "exchanges"}.
+/// One seed's figures of a strategy (`geotb run --seeds N`; "seeds" entries).
+struct SeedResult {
+  uint64_t seed = 0;
+  double samples_per_s = 0;
+  uint64_t wan_payload_bytes = 0;
+  double final_test_accuracy = 0;
+  double comm_compute_ratio = 0;
+  std::optional<TimeToAccuracy> time_to_accuracy;
+};
+void to_json(json& j, const SeedResult& r);
+void from_json(const json& j, SeedResult& r);
+
+/// Mean and sample standard deviation (n - 1; 0 for n = 1) of one figure over seeds.
+struct Spread {
+  int n = 0;
+  double mean = 0;
+  double sd = 0;
+};
+void to_json(json& j, const Spread& s);
+
+/// The seeds of a strategy summarised ("seed_summary", written by to_json(StrategyRun) from
+/// metrics::seed_summary(); validated, not read back).
+struct SeedSummary {
+  int seeds = 0;
+  Spread final_test_accuracy, samples_per_s, wan_payload_bytes;
+  /// Over the seeds that reached the target (n says how many); absent without a target.
+  std::optional<Spread> time_to_accuracy_s, samples_to_accuracy;
+};
+
+/// One strategy of a run: {"name", "config", "metrics", "series", "exchanges"} and, with
+/// `--seeds N`, "seeds" (N entries, the first the run above) and "seed_summary".
 struct StrategyRun {
   std::string name;
   json config = json::object();  ///< the strategy's parameters (harness strategy_config_json())
   StrategyMetrics metrics;
   StrategySeries series;
   std::vector<ExchangeRecord> exchanges;  ///< per round: the slowest DC leader's view (README "Metrics")
+  std::vector<SeedResult> seeds;          ///< empty: one seed (not written)
 };
 void to_json(json& j, const StrategyRun& s);
 void from_json(const json& j, StrategyRun& s);
@@ -126,6 +174,8 @@ struct WorkloadSummary {
   std::string model, dataset;
   int batch_per_worker = 0;
   int steps = 0;
+  std::optional<double> target_accuracy;  ///< time-to-accuracy target, absent if the scenario sets none
+  std::optional<int> eval_points;         ///< points of the accuracy curve; absent in older reports
 };
 void to_json(json& j, const WorkloadSummary& w);
 void from_json(const json& j, WorkloadSummary& w);

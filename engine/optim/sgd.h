@@ -22,6 +22,10 @@ class Sgd {
   Sgd(const SgdConfig& cfg, size_t n) : cfg_(cfg), m_(n, 0.0f) {}
   void step(float* x, const float* g);
   const std::vector<float>& momentum_buffer() const { return m_; }
+  /// The momentum buffer, writable: strategies that average it between replicas (local_sgd).
+  float* momentum_data() { return m_.data(); }
+  /// Whether step() uses the momentum buffer (momentum > 0).
+  bool uses_momentum() const { return cfg_.momentum != 0.0; }
 
  private:
   SgdConfig cfg_;

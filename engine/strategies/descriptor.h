@@ -39,6 +39,7 @@ struct StrategyKey {
     kFraction,  ///< a probability: 0.01, "1e-4" or "1%" (the harness's unit parser)
     kFlag,      ///< true or false
     kText,      ///< a string
+    kNumber,    ///< a JSON number (`check` states the valid range)
   };
   std::string_view name;
   Kind kind = Kind::kInteger;

@@ -30,6 +30,7 @@
 #include <string>
 
 #include "engine/compute_charge.h"
+#include "engine/strategies/exchange_timing.h"
 #include "engine/strategies/descriptor.h"
 #include "engine/transport/tags.h"
 #include "kernels/compress.h"
@@ -49,15 +50,9 @@ struct RoundTags {
 struct Arrived {
   std::vector<std::vector<uint8_t>> wires;  // one per peer DC, in DC order, header stripped
   double launch_to_last_s = 0;              // our hand-off -> last peer message arrived
-  // From the round's last hand-off (ours or a peer's) to the instant we held every peer's message:
-  // what the exchange took once every DC had offered its part (0 when ours was the last hand-off
-  // and everything had already arrived).
-  double transfer_s = 0;
+  ExchangeRecord timing;                    // seconds and lower_bound_s (exchange_timing.h)
   uint64_t bytes_sent = 0;                  // our message (header included)
   uint64_t bytes_max = 0;                   // largest message of the exchange (header included)
-  // max over peers p of (p's hand-off + S_p / B + delay of the link p -> us), less the round's last
-  // hand-off (at least 0): no message can arrive earlier, so transfer_s >= lower_bound_s.
-  double lower_bound_s = 0;
 };
 
 /// A leader's exchange running on its own thread (in virtual time: its own actor), handed back
@@ -216,28 +211,20 @@ class HierEfTopkInt8 final : public Strategy {
         std::memcpy(msg.data() + kHeader, w.data(), w.size());
         for (int p : peers) net->send(p, tag, msg);
         a.bytes_sent = a.bytes_max = msg.size();
-        int64_t last_handoff = t0;  // ns, the round's last hand-off seen so far
-        double earliest_all_s = 0;  // s since t0: no earlier could every peer's message be here
+        ExchangeTiming timing(t0);
         for (size_t k = 0; k < peers.size(); ++k) {
           const int p = peers[k];
           std::vector<uint8_t> in = net->recv(p, tag);
           if (in.size() < kHeader) throw TransportError("exchange: message of " + std::to_string(in.size()) + " bytes");
           int64_t sent_at;
           std::memcpy(&sent_at, in.data(), kHeader);
-          last_handoff = std::max(last_handoff, sent_at);
           a.bytes_max = std::max<uint64_t>(a.bytes_max, in.size());
-          // The link this message crossed: its bytes at its rate, plus its one-way delay.
-          const InboundLink& l = links[k];
-          const double transit_s =
-              (l.rate_bps > 0 ? 8.0 * static_cast<double>(in.size()) / l.rate_bps : 0.0) + l.delay_s;
-          earliest_all_s = std::max(earliest_all_s, static_cast<double>(sent_at - t0) * 1e-9 + transit_s);
+          timing.arrived(sent_at, in.size(), links[k]);
           a.wires.emplace_back(in.begin() + kHeader, in.end());
         }
         const int64_t all_here = clock->now().count();
         a.launch_to_last_s = static_cast<double>(all_here - t0) * 1e-9;
-        const double last_handoff_s = static_cast<double>(last_handoff - t0) * 1e-9;
-        a.transfer_s = std::max(0.0, a.launch_to_last_s - last_handoff_s);
-        a.lower_bound_s = std::max(0.0, earliest_all_s - last_handoff_s);
+        timing.finish(all_here, a.timing);
       } catch (...) {
         err = std::current_exception();
       }
@@ -300,8 +287,8 @@ class HierEfTopkInt8 final : public Strategy {
     ExchangeRecord rec;
     rec.step = step;
     rec.bytes_sent = a.bytes_sent;
-    rec.seconds = a.transfer_s;
-    rec.lower_bound_s = a.lower_bound_s;  // every peer's message took at least this: seconds >= it
+    rec.seconds = a.timing.seconds;
+    rec.lower_bound_s = a.timing.lower_bound_s;  // every peer's message took at least this: seconds >= it
     env.exchanges.push_back(rec);
   }
 

@@ -10,10 +10,13 @@ extern const StrategyDescriptor kNaiveDdpC10d;   // lan_ddp.cc
 extern const StrategyDescriptor kHierarchical;   // hier_ef_topk_int8.cc
 extern const StrategyDescriptor kHierEfTopkInt8; // hier_ef_topk_int8.cc
 extern const StrategyDescriptor kLan;            // lan_ddp.cc
+extern const StrategyDescriptor kLocalSgd;       // local_sgd.cc
+extern const StrategyDescriptor kDiloco;         // diloco.cc
 
 namespace {
-constexpr std::array<const StrategyDescriptor*, 5> kTable = {&kNaiveDdp, &kNaiveDdpC10d, &kHierarchical,
-                                                             &kHierEfTopkInt8, &kLan};
+constexpr std::array<const StrategyDescriptor*, 7> kTable = {&kNaiveDdp, &kNaiveDdpC10d, &kHierarchical,
+                                                             &kHierEfTopkInt8, &kLan,      &kLocalSgd,
+                                                             &kDiloco};
 }  // namespace
 
 std::span<const StrategyDescriptor* const> strategy_table() { return kTable; }

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 
 #include <nlohmann/json.hpp>
@@ -228,6 +229,104 @@ TEST(Metrics, DeriveFillsTheDerivedFigures) {
   EXPECT_FALSE(run.metrics.exchange_efficiency_mean.has_value());
   ASSERT_TRUE(run.metrics.exchange_seconds_mean.has_value());  // a new run always has it: null
   EXPECT_FALSE(run.metrics.exchange_seconds_mean->has_value());
+}
+
+TEST(Metrics, CommComputeAlarmAboveOneTenth) {
+  EXPECT_FALSE(metrics::comm_compute_alarm(0.1));  // the threshold itself is not above it
+  EXPECT_TRUE(metrics::comm_compute_alarm(std::nextafter(0.1, 1.0)));
+  EXPECT_FALSE(metrics::comm_compute_alarm(0));
+  StrategyRun run;
+  run.metrics.samples = 8;
+  run.metrics.wall_s = 1;
+  run.metrics.compute_s_per_step = 0.5;
+  run.metrics.exposed_comm_s_per_step = 0.0625;  // ratio 0.125
+  metrics::derive(run);
+  EXPECT_EQ(run.metrics.comm_compute_alarm, std::optional<bool>(true));
+  run.metrics.exposed_comm_s_per_step = 0.03125;  // 0.0625
+  metrics::derive(run);
+  EXPECT_EQ(run.metrics.comm_compute_alarm, std::optional<bool>(false));
+}
+
+TEST(Metrics, TimeToAccuracyIsTheFirstPointAtTheTarget) {
+  StrategyRun run;
+  run.metrics.wall_s = 9.5;  // the final point: after the final synchronisation
+  run.series.step_end_s = {1, 2, 3, 4, 5, 6, 7, 8};
+  run.series.loss.assign(8, 0);
+  run.series.test_accuracy = {{2, 64, 0.5}, {4, 128, 0.75}, {6, 192, 0.7}, {8, 256, 0.875}};
+  TimeToAccuracy t = metrics::time_to_accuracy(run, 0.75);  // reached exactly at step 4
+  EXPECT_EQ(t.target, 0.75);
+  EXPECT_EQ(t.step, std::optional<int>(4));
+  EXPECT_EQ(t.samples, std::optional<uint64_t>(128));
+  EXPECT_EQ(t.seconds, std::optional<double>(4.0));  // step_end_s of step 4 (index 3)
+  t = metrics::time_to_accuracy(run, 0.8);  // only the final point
+  EXPECT_EQ(t.step, std::optional<int>(8));
+  EXPECT_EQ(t.seconds, std::optional<double>(9.5));
+  t = metrics::time_to_accuracy(run, 0.9);  // never
+  EXPECT_FALSE(t.step || t.samples || t.seconds);
+  EXPECT_EQ(json(t), json::parse(R"({"target": 0.9, "step": null, "samples": null, "seconds": null})"));
+}
+
+TEST(Metrics, SeedSummaryIsMeanAndSampleSd) {
+  EXPECT_FALSE(metrics::seed_summary({}).has_value());
+  std::vector<SeedResult> seeds(3);
+  const double acc[] = {0.75, 0.8125, 0.875};
+  for (int i = 0; i < 3; ++i) {
+    seeds[i].seed = 42 + static_cast<uint64_t>(i);
+    seeds[i].final_test_accuracy = acc[i];
+    seeds[i].samples_per_s = 100;
+    seeds[i].wan_payload_bytes = 1000 * static_cast<uint64_t>(i + 1);
+  }
+  SeedSummary s = *metrics::seed_summary(seeds);
+  EXPECT_EQ(s.seeds, 3);
+  EXPECT_EQ(s.final_test_accuracy.mean, 0.8125);
+  EXPECT_EQ(s.final_test_accuracy.sd, 0.0625);  // sqrt((0.0625^2 * 2) / 2)
+  EXPECT_EQ(s.samples_per_s.sd, 0.0);
+  EXPECT_EQ(s.wan_payload_bytes.mean, 2000.0);
+  EXPECT_EQ(s.wan_payload_bytes.sd, 1000.0);
+  EXPECT_FALSE(s.time_to_accuracy_s.has_value());  // no target
+  // With a target reached by two of the three seeds: time to accuracy over those two.
+  seeds[0].time_to_accuracy = TimeToAccuracy{0.8, 4, 128, 2.0};
+  seeds[1].time_to_accuracy = TimeToAccuracy{0.8, 6, 192, 3.0};
+  seeds[2].time_to_accuracy = TimeToAccuracy{0.8, std::nullopt, std::nullopt, std::nullopt};
+  s = *metrics::seed_summary(seeds);
+  ASSERT_TRUE(s.time_to_accuracy_s.has_value());
+  EXPECT_EQ(s.time_to_accuracy_s->n, 2);
+  EXPECT_EQ(s.time_to_accuracy_s->mean, 2.5);
+  EXPECT_EQ(s.samples_to_accuracy->mean, 160.0);
+  EXPECT_EQ(metrics::spread({5.0}).sd, 0.0);  // one seed: sd 0
+}
+
+TEST(ReportModel, SeedsAndTimeToAccuracyReadStrictly) {
+  const json base = read_json_file((kSource / "tests/report/data/strategy-bakeoff-seeds3.json").string());
+  const RunReport r = parse_report(base, "bakeoff");
+  const StrategyRun* local = r.find("local_sgd");
+  ASSERT_NE(local, nullptr);
+  ASSERT_EQ(local->seeds.size(), 3u);
+  EXPECT_EQ(local->seeds[0].seed, 42u);
+  EXPECT_EQ(local->seeds[0].final_test_accuracy, local->metrics.final_test_accuracy);
+  ASSERT_TRUE(local->metrics.time_to_accuracy.has_value());
+  EXPECT_EQ(local->metrics.time_to_accuracy->target, 0.84);
+  EXPECT_EQ(r.scenario.workload.target_accuracy, std::optional<double>(0.84));
+  auto expect_error = [&](json j, const std::string& what) {
+    try {
+      parse_report(j, "x.json");
+      ADD_FAILURE() << "no error for " << what;
+    } catch (const ReportError& e) {
+      EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+    }
+  };
+  json j = base;
+  j["strategies"][2]["metrics"]["time_to_accuracy"]["step"] = nullptr;  // samples, seconds still set
+  expect_error(j, "strategies[2].metrics.time_to_accuracy.step");
+  j = base;
+  j["strategies"][2]["metrics"]["time_to_accuracy"]["target"] = 1.5;
+  expect_error(j, "target: must be in (0, 1], got 1.5");
+  j = base;
+  j["strategies"][2]["seeds"][1]["final_test_accuracy"] = 2;
+  expect_error(j, "strategies[2].seeds[1].final_test_accuracy");
+  j = base;
+  j["strategies"][2]["metrics"]["comm_compute_alarm"] = "yes";
+  expect_error(j, "comm_compute_alarm");
 }
 
 TEST(ReportModel, ExchangeSecondsMeanAbsentNullOrANumber) {

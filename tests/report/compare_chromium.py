@@ -6,7 +6,10 @@ baseline and a second run kept as test data), then the HTML page rendered in hea
   legends name every strategy of both runs, the axes carry units;
 - the screenshot (1400x3000) is not blank: it has many non-white pixels and the strategies'
   colours are painted in quantity.
-Leaves the page and the screenshot in the build dir (argv[3]) for people to look at.
+Then the same for a 3-seed report of scenarios/strategy-bakeoff.json (`geotb run --seeds 3`, kept as
+test data): the 8th chart (final accuracy per seed), the mean ± sd and time-to-accuracy columns
+and the comm/compute alarm are on the page, and its screenshot is not blank.
+Leaves the pages and the screenshots in the build dir (argv[3]) for people to look at.
 Exit 77 (meson: skipped) only when chromium is not installed."""
 import re
 import shutil
@@ -92,3 +95,38 @@ lower = list(img.crop((0, 1500, 1400, 3000)).resize((350, 375)).getdata())
 lower_frac = sum(1 for c in lower if c not in background) / len(lower)
 assert lower_frac > 0.03, f"the lower half of the page is blank ({lower_frac:.2%})"
 print(f"compare_chromium: {n_svg} charts in the DOM, screenshot at {shot}")
+
+# --- a 3-seed bakeoff report: spread, time to accuracy, comm/compute alarm ---
+bake = root / "tests/report/data/strategy-bakeoff-seeds3.json"
+p = subprocess.run([geotb, "compare", str(bake), "--out", str(build_dir), "--name", "bakeoff-page"],
+                   capture_output=True, text=True, timeout=60)
+print(p.stdout, p.stderr)
+assert p.returncode == 0, f"geotb compare exited {p.returncode}"
+bhtml, bmd = (build_dir / "bakeoff-page.html").read_text(), (build_dir / "bakeoff-page.md").read_text()
+for name in ["naive_ddp", "hier_ef_topk_int8", "local_sgd", "diloco"]:
+    row = next((l for l in bmd.splitlines() if l.startswith(f"| {name} |")), None)
+    assert row and "(3 seeds)" in row and "84.0 %:" in row, f"{name}: no seed spread or time to accuracy in {row!r}"
+assert "comm/compute alarm** (exposed communication above 0.1 of compute): naive_ddp (8.4)" in bmd, bmd
+bshot = build_dir / "bakeoff-screenshot.png"
+with tempfile.TemporaryDirectory() as profile:
+    url = (build_dir / "bakeoff-page.html").resolve().as_uri()
+    dom = subprocess.run([chromium, *FLAGS, f"--user-data-dir={profile}/a", "--dump-dom", url],
+                         capture_output=True, text=True, timeout=120)
+    assert dom.returncode == 0, f"chromium --dump-dom exited {dom.returncode}: {dom.stderr[-2000:]}"
+    if bshot.exists():
+        bshot.unlink()
+    scr = subprocess.run([chromium, *FLAGS, f"--user-data-dir={profile}/b", f"--screenshot={bshot}", url],
+                         capture_output=True, text=True, timeout=120)
+    assert scr.returncode == 0 and bshot.exists(), f"chromium --screenshot failed: {scr.stderr[-2000:]}"
+d = dom.stdout
+n_svg = len(re.findall(r"<svg\b", d))
+assert n_svg == len(CHARTS) + 1, f"expected {len(CHARTS) + 1} <svg> charts in the bakeoff page, found {n_svg}"
+assert "<title>Final test accuracy per seed</title>" in d, "the per-seed chart is missing"
+assert 'class="alarm"' in d and "comm/compute alarm" in d, "the comm/compute alarm is not on the page"
+for label in ["local_sgd", "diloco"]:
+    assert f">{label}</text>" in d, f"legend/label {label!r} missing"
+img = Image.open(bshot).convert("RGB")
+px = list(img.resize((700, 1500)).getdata())
+frac = sum(1 for c in px if c not in background) / len(px)
+assert frac > 0.05, f"the bakeoff screenshot is (nearly) blank: {frac:.2%} non-background pixels"
+print(f"compare_chromium: bakeoff page {n_svg} charts, screenshot at {bshot} ({frac:.1%} non-background)")

@@ -142,6 +142,64 @@ TEST(Identity, DenseBlockingEveryStepHierEqualsNaiveDdp) {
   EXPECT_GT(rel_diff(xc, xa), 1e-4);
 }
 
+TEST(Identity, LocalSgdTauOneAveragedMomentumEqualsNaiveDdp) {
+  const Datasets& data = small_data();
+  RunOptions opt;
+  StrategyConfig local{"local_sgd"};
+  local.tau = 1;
+  local.momentum_sync = "averaged";
+  std::vector<float> xa, xb, xc;
+  const auto a = run_strategy(fast_cluster(), small_work(), StrategyConfig{"naive_ddp"}, data, opt, &xa);
+  const auto b = run_strategy(fast_cluster(), small_work(), local, data, opt, &xb);
+  ASSERT_EQ(xa.size(), xb.size());
+  EXPECT_LE(rel_diff(xb, xa), 1e-5);
+  double max_abs = 0, max_ref = 0;
+  for (size_t i = 0; i < xa.size(); ++i) {
+    max_abs = std::max(max_abs, static_cast<double>(std::fabs(xa[i] - xb[i])));
+    max_ref = std::max(max_ref, static_cast<double>(std::fabs(xa[i])));
+  }
+  EXPECT_LE(max_abs, 1e-5 * max_ref);
+  EXPECT_EQ(b.metrics.replica_max_abs_diff, 0.0);
+  EXPECT_EQ(b.metrics.exchanges, 25u);  // one averaging per step, nothing left for finish()
+  EXPECT_EQ(b.metrics.wan_final_sync_bytes, std::optional<uint64_t>(0));
+
+  // With tau = 1 local momentum gives the same weights too (the mean of the DCs' buffers follows
+  // the global one: SGD with momentum is linear), up to rounding.
+  local.momentum_sync = "local";
+  run_strategy(fast_cluster(), small_work(), local, data, opt, &xc);
+  EXPECT_LE(rel_diff(xc, xa), 1e-5);
+  // Negative control: with tau = 2 the DCs drift between averagings, and the weights differ.
+  local.tau = 2;
+  local.momentum_sync = "averaged";
+  run_strategy(fast_cluster(), small_work(), local, data, opt, &xc);
+  EXPECT_GT(rel_diff(xc, xa), 1e-4);
+}
+
+TEST(Identity, DilocoOuterLrOneNoMomentumEqualsLocalSgdTauH) {
+  const Datasets& data = small_data();
+  RunOptions opt;
+  StrategyConfig local{"local_sgd"};
+  local.tau = 5;
+  StrategyConfig diloco{"diloco"};
+  diloco.H = 5;
+  diloco.outer_lr = 1.0;
+  diloco.outer_momentum = 0.0;
+  std::vector<float> xa, xb, xc;
+  const auto a = run_strategy(fast_cluster(), small_work(), local, data, opt, &xa);
+  const auto b = run_strategy(fast_cluster(), small_work(), diloco, data, opt, &xb);
+  EXPECT_LE(rel_diff(xb, xa), 1e-5);
+  EXPECT_EQ(a.metrics.exchanges, 5u);  // after steps 4, 9, ..., 24
+  EXPECT_EQ(b.metrics.exchanges, 5u);
+  EXPECT_EQ(a.metrics.wan_payload_bytes, b.metrics.wan_payload_bytes);  // the model vs Δ: same size
+  EXPECT_EQ(b.metrics.replica_max_abs_diff, 0.0);
+
+  // Negative control: DiLoCo's defaults (outer lr 0.7, Nesterov 0.9) take another path.
+  diloco.outer_lr = 0.7;
+  diloco.outer_momentum = 0.9;
+  run_strategy(fast_cluster(), small_work(), diloco, data, opt, &xc);
+  EXPECT_GT(rel_diff(xc, xa), 1e-4);
+}
+
 TEST(Strategies, EveryReplicaEndsIdenticalAndCompressedTrafficIsSmall) {
   const Datasets& data = small_data();
   StrategyConfig hier{"hier_ef_topk_int8"};

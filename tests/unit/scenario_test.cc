@@ -83,6 +83,28 @@ TEST(Scenario, StrategyKeysParseIntoTheConfig) {
   EXPECT_EQ(sc.strategies[2].block, 256u);
 }
 
+TEST(Scenario, PeriodicStrategiesAndTheAccuracyTargetParse) {
+  json j = good();
+  j["strategies"] = json::parse(R"([{"name": "local_sgd", "tau": 8, "warmup_steps": 50, "warmup_tau": 2,
+      "momentum_sync": "averaged"}, {"name": "diloco", "H": 25, "outer_lr": 0.5, "outer_momentum": 0,
+      "wire": "int8", "block": 128}])");
+  j["workload"]["target_accuracy"] = "84%";
+  const auto sc = parse_scenario(j, "s.json");
+  ASSERT_EQ(sc.strategies.size(), 2u);
+  EXPECT_EQ(sc.strategies[0].tau, 8);
+  EXPECT_EQ(sc.strategies[0].warmup_steps, 50);
+  EXPECT_EQ(sc.strategies[0].warmup_tau, 2);
+  EXPECT_EQ(sc.strategies[0].momentum_sync, "averaged");
+  EXPECT_EQ(sc.strategies[1].H, 25);
+  EXPECT_EQ(sc.strategies[1].outer_lr, 0.5);
+  EXPECT_EQ(sc.strategies[1].outer_momentum, 0.0);  // an integer JSON number is a number too
+  EXPECT_EQ(sc.strategies[1].wire, "int8");
+  EXPECT_EQ(sc.strategies[1].block, 128u);
+  EXPECT_EQ(sc.target_accuracy, std::optional<double>(0.84));
+  j["workload"].erase("target_accuracy");
+  EXPECT_FALSE(parse_scenario(j, "s.json").target_accuracy.has_value());
+}
+
 TEST(Scenario, ClockDefaultsFollowTheNetworkModeAndTheProfileParses) {
   json j = good();
   EXPECT_EQ(parse_scenario(j, "s.json").clock, geotb::engine::ClockMode::kVirtual);  // embedded default
@@ -118,7 +140,8 @@ TEST(Scenario, ClockDefaultsFollowTheNetworkModeAndTheProfileParses) {
 }
 
 TEST(Scenario, ShippedScenariosLoad) {
-  for (const char* f : {"beijing-ningxia.json", "beijing-ningxia-profiled.json", "tiny.json", "us-east-us-west.json"}) {
+  for (const char* f : {"beijing-ningxia.json", "beijing-ningxia-profiled.json", "tiny.json", "us-east-us-west.json",
+                        "strategy-bakeoff.json"}) {
     SCOPED_TRACE(f);
     EXPECT_NO_THROW(geotb::harness::load_scenario(std::string(GEOTB_SOURCE_DIR "/scenarios/") + f));
   }
@@ -181,6 +204,27 @@ INSTANTIATE_TEST_SUITE_P(
         Bad{"unknown strategy key", [](json& j) { j["strategies"][1]["topk"] = 3; },
             "strategies[1].topk: unknown key (known here: K, block, density, name, overlap, quantize)"},
         Bad{"unknown clock", [](json& j) { j["clock"] = "sundial"; }, "s.json: clock: \"sundial\": unknown clock"},
+        Bad{"tau on hier", [](json& j) { j["strategies"][1]["tau"] = 4; },
+            "strategies[1].tau: 4: only local_sgd takes a tau"},
+        Bad{"zero tau",
+            [](json& j) { j["strategies"][1] = {{"name", "local_sgd"}, {"tau", 0}}; },
+            "strategies[1].tau: 0: must be in [1, 1000000] steps"},
+        Bad{"unknown momentum sync",
+            [](json& j) { j["strategies"][1] = {{"name", "local_sgd"}, {"momentum_sync", "global"}}; },
+            "strategies[1].momentum_sync: \"global\": unknown (local or averaged)"},
+        Bad{"outer lr not a number",
+            [](json& j) { j["strategies"][1] = {{"name", "diloco"}, {"outer_lr", "0.7"}}; },
+            "strategies[1].outer_lr: \"0.7\": expected a number"},
+        Bad{"outer momentum of 1",
+            [](json& j) { j["strategies"][1] = {{"name", "diloco"}, {"outer_momentum", 1}}; },
+            "strategies[1].outer_momentum: 1: must be in [0, 1)"},
+        Bad{"unknown wire",
+            [](json& j) { j["strategies"][1] = {{"name", "diloco"}, {"wire", "int4"}}; },
+            "strategies[1].wire: \"int4\": unknown (float32 or int8)"},
+        Bad{"target accuracy above 1", [](json& j) { j["workload"]["target_accuracy"] = 1.2; },
+            "workload.target_accuracy: 1.2: a probability must be in [0, 1]"},
+        Bad{"zero target accuracy", [](json& j) { j["workload"]["target_accuracy"] = 0; },
+            "workload.target_accuracy: 0: must be in (0, 1]"},
         Bad{"virtual clock on a real network",
             [](json& j) {
               j["network"] = "dpdk";

@@ -12,7 +12,8 @@ using namespace geotb::engine;
 namespace {
 
 TEST(StrategyTable, EveryNameResolvesInTableOrder) {
-  const std::vector<std::string> names = {"naive_ddp", "naive_ddp_c10d", "hierarchical", "hier_ef_topk_int8", "lan"};
+  const std::vector<std::string> names = {"naive_ddp", "naive_ddp_c10d", "hierarchical", "hier_ef_topk_int8",
+                                          "lan",       "local_sgd",      "diloco"};
   EXPECT_EQ(strategy_names(), names);
   ASSERT_EQ(strategy_table().size(), names.size());
   for (size_t i = 0; i < names.size(); ++i) {
@@ -29,7 +30,8 @@ TEST(StrategyTable, UnknownNameListsTheTable) {
     FAIL() << "no UnknownStrategy";
   } catch (const UnknownStrategy& e) {
     EXPECT_STREQ(e.what(),
-                 "name: \"magic\": unknown strategy (one of naive_ddp naive_ddp_c10d hierarchical hier_ef_topk_int8 lan)");
+                 "name: \"magic\": unknown strategy (one of naive_ddp naive_ddp_c10d hierarchical hier_ef_topk_int8 lan "
+                 "local_sgd diloco)");
   }
   EXPECT_THROW((void)find_strategy(""), std::invalid_argument);
 }
@@ -46,6 +48,8 @@ TEST(StrategyTable, WhatEachNeedsFromTheEngine) {
   EXPECT_EQ(flags(find_strategy("hierarchical").needs), Flags(true, false, false, false, false));
   EXPECT_EQ(flags(find_strategy("hier_ef_topk_int8").needs), Flags(true, false, false, false, false));
   EXPECT_EQ(flags(find_strategy("lan").needs), Flags(true, true, false, true, false));
+  EXPECT_EQ(flags(find_strategy("local_sgd").needs), Flags(true, false, false, false, false));
+  EXPECT_EQ(flags(find_strategy("diloco").needs), Flags(true, false, false, false, false));
 }
 
 std::vector<std::string> key_names(const StrategyDescriptor& d) {
@@ -61,6 +65,12 @@ TEST(StrategyTable, AcceptedKeys) {
   EXPECT_EQ(key_names(find_strategy("naive_ddp")), naive);
   for (const char* n : {"naive_ddp_c10d", "hierarchical", "hier_ef_topk_int8", "lan"})
     EXPECT_EQ(key_names(find_strategy(n)), common) << n;
+  std::vector<std::string> local = common;
+  local.insert(local.end(), {"tau", "warmup_steps", "warmup_tau", "momentum_sync"});
+  EXPECT_EQ(key_names(find_strategy("local_sgd")), local);
+  std::vector<std::string> diloco = common;
+  diloco.insert(diloco.end(), {"H", "outer_lr", "outer_momentum", "wire"});
+  EXPECT_EQ(key_names(find_strategy("diloco")), diloco);
   EXPECT_NE(find_strategy("naive_ddp").key("collective"), nullptr);
   EXPECT_EQ(find_strategy("lan").key("collective"), nullptr);
   EXPECT_EQ(find_strategy("naive_ddp").key("name"), nullptr);
@@ -104,6 +114,45 @@ TEST(StrategyTable, ValidationMessagesNameKeyAndValue) {
   EXPECT_EQ(find_strategy("naive_ddp").validate(c), "collective: \"tree\": unknown (gloo_ring or eager_ring)");
   c.collective = "eager_ring";
   EXPECT_EQ(find_strategy("naive_ddp").validate(c), "");
+
+  const StrategyDescriptor& ls = find_strategy("local_sgd");
+  c = config("local_sgd");
+  c.tau = 0;
+  EXPECT_EQ(ls.validate(c), "tau: 0: must be in [1, 1000000] steps");
+  c = config("local_sgd");
+  c.warmup_steps = -1;
+  EXPECT_EQ(ls.validate(c), "warmup_steps: -1: must be in [0, 1000000] steps");
+  c = config("local_sgd");
+  c.warmup_tau = 0;
+  EXPECT_EQ(ls.validate(c), "warmup_tau: 0: must be in [1, 1000000] steps");
+  c = config("local_sgd");
+  c.momentum_sync = "global";
+  EXPECT_EQ(ls.validate(c), "momentum_sync: \"global\": unknown (local or averaged)");
+  const StrategyDescriptor& dl = find_strategy("diloco");
+  c = config("diloco");
+  c.H = 0;
+  EXPECT_EQ(dl.validate(c), "H: 0: must be in [1, 1000000] steps");
+  c = config("diloco");
+  c.outer_lr = 0;
+  EXPECT_EQ(dl.validate(c), "outer_lr: 0: must be in (0, 10]");
+  c = config("diloco");
+  c.outer_momentum = 1;
+  EXPECT_EQ(dl.validate(c), "outer_momentum: 1: must be in [0, 1)");
+  c = config("diloco");
+  c.wire = "int4";
+  EXPECT_EQ(dl.validate(c), "wire: \"int4\": unknown (float32 or int8)");
+}
+
+TEST(StrategyTable, PeriodicStrategiesDefaultsAreTheStatedOnes) {
+  const StrategyConfig c;
+  EXPECT_EQ(c.tau, 16);
+  EXPECT_EQ(c.warmup_steps, 0);
+  EXPECT_EQ(c.warmup_tau, 1);
+  EXPECT_EQ(c.momentum_sync, "local");
+  EXPECT_EQ(c.H, 500);          // DiLoCo (Douillard et al. 2023)
+  EXPECT_EQ(c.outer_lr, 0.7);   // DiLoCo's outer Nesterov learning rate
+  EXPECT_EQ(c.outer_momentum, 0.9);
+  EXPECT_EQ(c.wire, "float32");
 }
 
 TEST(StrategyTable, KeysStoreAndReadTheirFields) {
@@ -123,7 +172,7 @@ TEST(StrategyTable, KeysStoreAndReadTheirFields) {
   EXPECT_EQ(c.collective, "eager_ring");
   for (const StrategyKey* k : d.keys) {
     const KeyValue v = k->get(c);
-    const size_t kinds[] = {0, 1, 2, 3};  // variant index per kind: int64_t, double, bool, string
+    const size_t kinds[] = {0, 1, 2, 3, 1};  // variant index per kind: int64_t, double, bool, string, double
     EXPECT_EQ(v.index(), kinds[static_cast<int>(k->kind)]) << k->name;
   }
 }
@@ -150,6 +199,23 @@ TEST(StrategyTable, ReportedConfigPerStrategy) {
   EXPECT_EQ(reported("hierarchical", c), k_overlap);
   EXPECT_EQ(reported("hier_ef_topk_int8", c),
             (Reported{{"K", int64_t{8}}, {"overlap", false}, {"density", 0.05}, {"block", int64_t{128}}, {"quantize", true}}));
+  c.tau = 4;
+  c.warmup_steps = 20;
+  c.warmup_tau = 2;
+  c.momentum_sync = "averaged";
+  EXPECT_EQ(reported("local_sgd", c), (Reported{{"tau", int64_t{4}},
+                                                {"warmup_steps", int64_t{20}},
+                                                {"warmup_tau", int64_t{2}},
+                                                {"momentum_sync", std::string("averaged")}}));
+  c.H = 30;
+  c.outer_lr = 0.5;
+  c.outer_momentum = 0.8;
+  c.wire = "int8";
+  EXPECT_EQ(reported("diloco", c), (Reported{{"H", int64_t{30}},
+                                             {"outer_lr", 0.5},
+                                             {"outer_momentum", 0.8},
+                                             {"wire", std::string("int8")},
+                                             {"block", int64_t{128}}}));
 }
 
 }  // namespace

@@ -1,0 +1,73 @@
+#include "engine/strategies/dc_exchange.h"
+#include "engine/strategies/exchange_timing.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+namespace geotb::engine {
+
+namespace {
+constexpr size_t kHeader = sizeof(int64_t);  // sender's clock at hand-off, ns
+}  // namespace
+
+DcExchange::DcExchange(const WorkerEnv& env) {
+  leader_ = env.local_rank == 0;
+  leader_rank_ = env.dc_leaders[static_cast<size_t>(env.dc)];
+  for (int d = 0; d < env.num_dcs; ++d)
+    if (d != env.dc) {
+      peers_.push_back(env.dc_leaders[static_cast<size_t>(d)]);
+      peer_links_.push_back(static_cast<size_t>(d) < env.wan_in.size() ? env.wan_in[static_cast<size_t>(d)]
+                                                                         : InboundLink{});
+    }
+  for (int r = leader_rank_ + 1; r < leader_rank_ + env.world / env.num_dcs; ++r) members_.push_back(r);
+}
+
+std::vector<std::vector<uint8_t>> DcExchange::exchange(WorkerEnv& env, const std::vector<uint8_t>& own, int step,
+                                                       std::string_view name) {
+  const TagRange tags = tags_.take(name, 2);
+  const uint64_t tag_exchange = tags.tag(0), tag_forward = tags.tag(1);
+  std::vector<std::vector<uint8_t>> out;
+  ScopedTimer timer(*env.clock, env.times.exposed_comm_ns);
+  if (!leader_) {
+    for (size_t i = 0; i < peers_.size(); ++i) out.push_back(env.net->recv(leader_rank_, tag_forward));
+    return out;
+  }
+  std::vector<uint8_t> msg(kHeader + own.size());
+  const int64_t t0 = env.clock->now().count();
+  std::memcpy(msg.data(), &t0, kHeader);
+  if (!own.empty()) std::memcpy(msg.data() + kHeader, own.data(), own.size());
+  for (int p : peers_) env.net->send(p, tag_exchange, msg);
+  ExchangeRecord rec;
+  rec.step = step;
+  rec.bytes_sent = msg.size();
+  ExchangeTiming timing(t0);
+  for (size_t k = 0; k < peers_.size(); ++k) {
+    std::vector<uint8_t> in = env.net->recv(peers_[k], tag_exchange);
+    if (in.size() < kHeader) throw TransportError("DC exchange: message of " + std::to_string(in.size()) + " bytes");
+    int64_t sent_at;
+    std::memcpy(&sent_at, in.data(), kHeader);
+    timing.arrived(sent_at, in.size(), peer_links_[k]);
+    out.emplace_back(in.begin() + kHeader, in.end());
+  }
+  timing.finish(env.clock->now().count(), rec);
+  for (int m : members_)
+    for (const auto& w : out) env.net->send(m, tag_forward, w);
+  env.exchanges.push_back(rec);
+  return out;
+}
+
+std::vector<uint8_t> float_bytes(const float* x, size_t n) {
+  std::vector<uint8_t> b(n * sizeof(float));
+  if (n) std::memcpy(b.data(), x, b.size());
+  return b;
+}
+
+void floats_from(const std::vector<uint8_t>& bytes, size_t offset, float* out, size_t n) {
+  if (bytes.size() < (offset + n) * sizeof(float))
+    throw TransportError("DC exchange: message of " + std::to_string(bytes.size()) + " bytes, expected at least " +
+                         std::to_string((offset + n) * sizeof(float)));
+  if (n) std::memcpy(out, bytes.data() + offset * sizeof(float), n * sizeof(float));
+}
+
+}  // namespace geotb::engine

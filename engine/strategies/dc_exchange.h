@@ -1,0 +1,43 @@
+// A blocking exchange of one message between the leaders of every data center, forwarded to each
+// DC's members: the periodic DC averaging of local_sgd and diloco. Every worker calls exchange()
+// at the same point with its own message (identical on every worker of a DC); the leader (local
+// rank 0) sends it to every other DC's leader, receives theirs, records the exchange and forwards
+// them to its DC members; a member receives them from its leader. Returns the other DCs'
+// messages in DC order. The time it takes is charged to env.times.exposed_comm_ns.
+// Tags: each exchange takes two from this object's TagAllocator over strategy_tags() (leaders,
+// then the forward); every worker makes the same exchange() calls in the same order.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "engine/strategy.h"
+#include "engine/transport/tags.h"
+
+namespace geotb::engine {
+
+class DcExchange {
+ public:
+  explicit DcExchange(const WorkerEnv& env);
+
+  /// `step`: the step the exchange follows (-1: the final synchronisation after the last step),
+  /// as recorded in the leader's exchange log. `name`: the tag range's name (a string literal).
+  std::vector<std::vector<uint8_t>> exchange(WorkerEnv& env, const std::vector<uint8_t>& own, int step,
+                                             std::string_view name);
+
+ private:
+  bool leader_ = false;
+  int leader_rank_ = 0;
+  std::vector<int> peers_;               // other DCs' leaders, in DC order
+  std::vector<InboundLink> peer_links_;  // the WAN link from each of them to this DC
+  std::vector<int> members_;             // this DC's non-leader ranks
+  TagAllocator tags_{strategy_tags()};
+};
+
+/// Float buffers as message bytes and back (host byte order: every rank runs this build).
+std::vector<uint8_t> float_bytes(const float* x, size_t n);
+/// Copies n floats from `bytes` at float offset `offset`; throws TransportError on a size mismatch.
+void floats_from(const std::vector<uint8_t>& bytes, size_t offset, float* out, size_t n);
+
+}  // namespace geotb::engine

@@ -1,0 +1,168 @@
+// local_sgd: periodic model averaging between data centers (local SGD / FedAvg across sites) with
+// a warm-up. The update rule is written out in README.md ("local_sgd: the update rule"); in short,
+// for DC d with model x_d and momentum buffer m_d:
+//
+//   every step      g_d = mean of the DC's gradients (Gloo allreduce); x_d <- SGD(x_d, m_d, g_d)
+//   every tau steps (tau' = warmup_tau for steps < W = warmup_steps, counted from the last averaging)
+//                   x_d <- (1/M) sum_{d'} x_{d'}             (every DC leader sends x_d to the others)
+//                   m_d <- (1/M) sum_{d'} m_{d'}  if momentum_sync = "averaged" (else m_d stays local)
+//   finish          one more averaging if steps were taken since the last one: every replica ends
+//                   with the same model.
+//
+// Sums run in DC order in every DC, so every replica of every DC is bit-identical after an
+// averaging. With tau = 1 and averaged momentum this is naive DDP up to float summation order
+// (SGD with momentum is linear in g): tested.
+#include <array>
+#include <cstring>
+
+#include "engine/compute_charge.h"
+#include "engine/strategies/dc_exchange.h"
+#include "engine/strategies/descriptor.h"
+
+namespace geotb::engine {
+
+namespace {
+
+class LocalSgd final : public Strategy {
+ public:
+  LocalSgd(const StrategyConfig& cfg, const WorkerEnv& env)
+      : cfg_(cfg), xc_(env), averaged_(cfg.momentum_sync == "averaged") {}
+
+  void step(WorkerEnv& env, int step) override {
+    const size_t n = env.learner->num_params();
+    {
+      ScopedTimer t(*env.clock, env.times.exposed_comm_ns);
+      env.intra->allreduce_mean(env.learner->grads(), n);
+    }
+    {
+      ScopedTimer t(*env.clock, env.times.compute_ns);
+      env.opt->step(env.learner->params(), env.learner->grads());
+    }
+    ++since_;
+    const int period = step < cfg_.warmup_steps ? cfg_.warmup_tau : cfg_.tau;
+    if (since_ >= period) average(env, step);
+  }
+
+  void finish(WorkerEnv& env) override {
+    if (since_ > 0) average(env, -1);
+  }
+
+ private:
+  void average(WorkerEnv& env, int step) {
+    const size_t n = env.learner->num_params();
+    float* x = env.learner->params();
+    const bool with_m = averaged_ && env.opt->uses_momentum();
+    float* m = env.opt->momentum_data();
+    std::vector<uint8_t> own = float_bytes(x, n);
+    if (with_m) {
+      own.resize(2 * n * sizeof(float));
+      std::memcpy(own.data() + n * sizeof(float), m, n * sizeof(float));
+    }
+    const auto peers = xc_.exchange(env, own, step, "local_sgd.average");
+    ScopedTimer t(*env.clock, env.times.compute_ns);
+    const size_t parts = with_m ? 2 : 1;
+    const ComputeRegion region(Work::kReduce, static_cast<uint64_t>(env.num_dcs + 1) * parts * n);  // sums + scaling
+    sum_.assign(parts * n, 0.0f);
+    peer_.resize(parts * n);
+    // Summed in DC order, own contribution at its own place: the same order in every DC.
+    for (int d = 0, k = 0; d < env.num_dcs; ++d) {
+      if (d == env.dc)
+        std::memcpy(peer_.data(), own.data(), parts * n * sizeof(float));
+      else
+        floats_from(peers[static_cast<size_t>(k++)], 0, peer_.data(), parts * n);
+      for (size_t i = 0; i < parts * n; ++i) sum_[i] += peer_[i];
+    }
+    const float inv = 1.0f / static_cast<float>(env.num_dcs);
+    for (size_t i = 0; i < n; ++i) x[i] = sum_[i] * inv;
+    if (with_m)
+      for (size_t i = 0; i < n; ++i) m[i] = sum_[n + i] * inv;
+    since_ = 0;
+  }
+
+  StrategyConfig cfg_;
+  DcExchange xc_;
+  bool averaged_;
+  int since_ = 0;  // steps since the last averaging
+  std::vector<float> sum_, peer_;
+};
+
+std::string show_int(const char* key, int v, int lo, const char* unit) {
+  return std::string(key) + ": " + std::to_string(v) + ": must be in [" + std::to_string(lo) + ", 1000000] " + unit;
+}
+
+constexpr StrategyKey kTau{
+    .name = "tau",
+    .kind = StrategyKey::Kind::kInteger,
+    .lo = -1000000000,
+    .hi = 1000000000,
+    .set = [](StrategyConfig& c, const KeyValue& v) { c.tau = static_cast<int>(std::get<int64_t>(v)); },
+    .get = [](const StrategyConfig& c) { return KeyValue{int64_t{c.tau}}; },
+    .check = [](const StrategyConfig& c) {
+      return c.tau < 1 || c.tau > 1000000 ? show_int("tau", c.tau, 1, "steps") : std::string();
+    },
+};
+
+constexpr StrategyKey kWarmupSteps{
+    .name = "warmup_steps",
+    .kind = StrategyKey::Kind::kInteger,
+    .lo = -1000000000,
+    .hi = 1000000000,
+    .set = [](StrategyConfig& c, const KeyValue& v) { c.warmup_steps = static_cast<int>(std::get<int64_t>(v)); },
+    .get = [](const StrategyConfig& c) { return KeyValue{int64_t{c.warmup_steps}}; },
+    .check = [](const StrategyConfig& c) {
+      return c.warmup_steps < 0 || c.warmup_steps > 1000000 ? show_int("warmup_steps", c.warmup_steps, 0, "steps")
+                                                             : std::string();
+    },
+};
+
+constexpr StrategyKey kWarmupTau{
+    .name = "warmup_tau",
+    .kind = StrategyKey::Kind::kInteger,
+    .lo = -1000000000,
+    .hi = 1000000000,
+    .set = [](StrategyConfig& c, const KeyValue& v) { c.warmup_tau = static_cast<int>(std::get<int64_t>(v)); },
+    .get = [](const StrategyConfig& c) { return KeyValue{int64_t{c.warmup_tau}}; },
+    .check = [](const StrategyConfig& c) {
+      return c.warmup_tau < 1 || c.warmup_tau > 1000000 ? show_int("warmup_tau", c.warmup_tau, 1, "steps")
+                                                        : std::string();
+    },
+};
+
+constexpr StrategyKey kMomentumSync{
+    .name = "momentum_sync",
+    .kind = StrategyKey::Kind::kText,
+    .set = [](StrategyConfig& c, const KeyValue& v) { c.momentum_sync = std::get<std::string>(v); },
+    .get = [](const StrategyConfig& c) { return KeyValue{c.momentum_sync}; },
+    .check = [](const StrategyConfig& c) {
+      return c.momentum_sync != "local" && c.momentum_sync != "averaged"
+                 ? "momentum_sync: \"" + c.momentum_sync + "\": unknown (local or averaged)"
+                 : std::string();
+    },
+};
+
+// Every strategy accepts the common keys (scenarios may set them on any entry); local_sgd uses
+// only its own.
+constexpr std::array<const StrategyKey*, 9> kKeys = {
+    &strategy_keys::K,        &strategy_keys::density, &strategy_keys::block, &strategy_keys::overlap,
+    &strategy_keys::quantize, &kTau,                   &kWarmupSteps,         &kWarmupTau,
+    &kMomentumSync};
+constexpr std::array<const StrategyKey*, 4> kReported = {&kTau, &kWarmupSteps, &kWarmupTau, &kMomentumSync};
+
+std::unique_ptr<Strategy> make(const StrategyConfig& cfg, const WorkerEnv& env) {
+  return std::make_unique<LocalSgd>(cfg, env);
+}
+
+}  // namespace
+
+extern const StrategyDescriptor kLocalSgd;
+constexpr StrategyDescriptor kLocalSgd{
+    .name = "local_sgd",
+    .description = "Gloo allreduce inside each DC; every tau steps (warmup_tau for the first warmup_steps) the DC "
+                   "models are averaged over the WAN",
+    .needs = {.needs_intra_dc = true, .one_group = false, .exchanges_every_step = false},
+    .keys = kKeys,
+    .reported = kReported,
+    .make = make,
+};
+
+}  // namespace geotb::engine

@@ -1,0 +1,228 @@
+// local_sgd and diloco: one round (two for diloco's outer momentum) of the real strategy objects
+// against hand-computed references, on crafted tensors. 2 DCs x 2 workers, each worker a thread
+// with a fake learner (its gradients written by the test), an intra-DC group that averages its two
+// members, and the in-process fabric between all four (no libtorch). All values are dyadic
+// fractions, so float arithmetic is exact and the comparisons are equalities.
+#include <gtest/gtest.h>
+
+#include <barrier>
+#include <cmath>
+#include <thread>
+
+#include "emulator/inproc/fabric.h"
+#include "engine/strategies/table.h"
+#include "engine/transport/emulated.h"
+
+using namespace geotb;
+using namespace geotb::engine;
+
+namespace {
+
+constexpr size_t kN = 3;
+
+class FakeLearner final : public Learner {
+ public:
+  explicit FakeLearner(std::vector<float> x) : x_(std::move(x)), g_(x_.size(), 0.0f) {}
+  size_t num_params() const override { return x_.size(); }
+  float* params() override { return x_.data(); }
+  float* grads() override { return g_.data(); }
+  double forward_backward(const float*, const int64_t*, size_t) override { return 0; }
+  double accuracy(const Dataset&) override { return 0; }
+
+ private:
+  std::vector<float> x_, g_;
+};
+
+/// Two workers of one DC: allreduce_mean = (a + b) / 2 in member order.
+struct PairGroup {
+  std::barrier<> sync{2};
+  float slot[2][kN] = {};
+};
+
+class FakeIntra final : public IntraDc {
+ public:
+  FakeIntra(PairGroup& g, int rank) : g_(g), rank_(rank) {}
+  int rank() const override { return rank_; }
+  int size() const override { return 2; }
+  void allreduce_mean(float* d, size_t n) override {
+    for (size_t i = 0; i < n; ++i) g_.slot[rank_][i] = d[i];
+    g_.sync.arrive_and_wait();
+    for (size_t i = 0; i < n; ++i) d[i] = (g_.slot[0][i] + g_.slot[1][i]) / 2.0f;
+    g_.sync.arrive_and_wait();
+  }
+  void broadcast(float*, size_t, int) override {}
+  void barrier() override { g_.sync.arrive_and_wait(); }
+
+ private:
+  PairGroup& g_;
+  int rank_;
+};
+
+const std::vector<float> kX0 = {1, 2, -1};
+// Per step, per worker (ranks 0, 1 in DC 0; 2, 3 in DC 1). DC means: step 0 [2,0,1] / [0,2,1],
+// step 1 [1,1,1] / [1,0,-1]; steps 2, 3 repeat steps 0, 1.
+const float kGrad[2][4][kN] = {{{1, 0, 2}, {3, 0, 0}, {0, 1, 0}, {0, 3, 2}},
+                               {{1, 1, 1}, {1, 1, 1}, {2, 0, 0}, {0, 0, -2}}};
+
+struct WorkerOut {
+  std::vector<float> x, momentum;
+  std::vector<ExchangeRecord> exchanges;
+};
+
+/// Runs `steps` steps (then finish()) of strategy `cfg` on the 4 workers; inner SGD lr 0.5,
+/// momentum 0.5.
+std::vector<WorkerOut> run(const StrategyConfig& cfg, int steps) {
+  emu::SteadyClock clock;
+  emu::FabricConfig fc;
+  fc.num_sites = 2;
+  fc.site_of = {0, 0, 1, 1};
+  fc.lan.rate_bps = 0;
+  fc.lan.delay = std::chrono::nanoseconds{0};
+  emu::LinkConfig wan;
+  wan.rate_bps = 0;
+  wan.delay = std::chrono::nanoseconds{0};
+  fc.wan = {{0, 1, wan}, {1, 0, wan}};
+  emu::Fabric fabric(fc, clock);
+  PairGroup groups[2];
+  std::vector<WorkerOut> out(4);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 4; ++r)
+    threads.emplace_back([&, r] {
+      FakeLearner learner(kX0);
+      SgdConfig sc;
+      sc.lr = 0.5;
+      sc.momentum = 0.5;
+      Sgd opt(sc, kN);
+      EmulatedTransport net(fabric, r, std::chrono::seconds(10));
+      FakeIntra intra(groups[r / 2], r % 2);
+      WorkerEnv env;
+      env.rank = r;
+      env.dc = r / 2;
+      env.local_rank = r % 2;
+      env.world = 4;
+      env.num_dcs = 2;
+      env.dc_leaders = {0, 2};
+      env.ring = {0, 1, 2, 3};
+      env.learner = &learner;
+      env.opt = &opt;
+      env.net = &net;
+      env.intra = &intra;
+      env.clock = &clock;
+      env.wan_in = {{}, {}};
+      auto s = find_strategy(cfg.name).make(cfg, env);
+      for (int step = 0; step < steps; ++step) {
+        for (size_t i = 0; i < kN; ++i) learner.grads()[i] = kGrad[step % 2][r][i];
+        s->step(env, step);
+      }
+      s->finish(env);
+      out[static_cast<size_t>(r)] = {std::vector<float>(learner.params(), learner.params() + kN),
+                                     opt.momentum_buffer(), env.exchanges};
+    });
+  for (auto& t : threads) t.join();
+  return out;
+}
+
+// By hand (lr 0.5, momentum 0.5; the first step sets m = g):
+//   DC 0: m = [2,0,1], x = [0,2,-1.5];   then m = [1,0,.5]+[1,1,1] = [2,1,1.5],  x = [-1,1.5,-2.25]
+//   DC 1: m = [0,2,1], x = [1,1,-1.5];   then m = [0,1,.5]+[1,0,-1] = [1,1,-.5], x = [.5,.5,-1.25]
+//   average: x = [-0.25, 1, -1.75]; averaged momentum [1.5, 1, 0.5].
+const std::vector<float> kDc0After2 = {-1, 1.5f, -2.25f}, kDc1After2 = {0.5f, 0.5f, -1.25f};
+const std::vector<float> kMeanAfter2 = {-0.25f, 1, -1.75f};
+
+TEST(LocalSgd, OneRoundAveragesTheModelsAndKeepsMomentumLocalByDefault) {
+  StrategyConfig c{"local_sgd"};
+  c.tau = 2;
+  const auto out = run(c, 2);
+  for (int r = 0; r < 4; ++r) EXPECT_EQ(out[static_cast<size_t>(r)].x, kMeanAfter2) << "rank " << r;
+  EXPECT_EQ(out[0].momentum, (std::vector<float>{2, 1, 1.5f}));
+  EXPECT_EQ(out[1].momentum, (std::vector<float>{2, 1, 1.5f}));
+  EXPECT_EQ(out[2].momentum, (std::vector<float>{1, 1, -0.5f}));
+  EXPECT_EQ(out[3].momentum, (std::vector<float>{1, 1, -0.5f}));
+  // One exchange (after step 1), the model only: 3 floats + the 8-byte header; none at finish.
+  ASSERT_EQ(out[0].exchanges.size(), 1u);
+  EXPECT_EQ(out[0].exchanges[0].step, 1);
+  EXPECT_EQ(out[0].exchanges[0].bytes_sent, 8u + 3 * 4);
+  EXPECT_TRUE(out[1].exchanges.empty());  // members do not talk to the WAN
+}
+
+TEST(LocalSgd, AveragedMomentumTravelsWithTheModel) {
+  StrategyConfig c{"local_sgd"};
+  c.tau = 2;
+  c.momentum_sync = "averaged";
+  const auto out = run(c, 2);
+  for (int r = 0; r < 4; ++r) {
+    EXPECT_EQ(out[static_cast<size_t>(r)].x, kMeanAfter2) << "rank " << r;
+    EXPECT_EQ(out[static_cast<size_t>(r)].momentum, (std::vector<float>{1.5f, 1, 0.5f})) << "rank " << r;
+  }
+  EXPECT_EQ(out[2].exchanges.at(0).bytes_sent, 8u + 6 * 4);
+}
+
+TEST(LocalSgd, WarmupAveragesEveryWarmupTauStepsThenEveryTau) {
+  // tau 3 after a warm-up of 2 synchronous steps: averagings after steps 0, 1, then 4 (3 steps
+  // later); steps 5 and 6 are averaged by finish() (step -1).
+  StrategyConfig c{"local_sgd"};
+  c.tau = 3;
+  c.warmup_steps = 2;
+  c.warmup_tau = 1;
+  const auto out = run(c, 7);
+  std::vector<int> at;
+  for (const auto& e : out[0].exchanges) at.push_back(e.step);
+  EXPECT_EQ(at, (std::vector<int>{0, 1, 4, -1}));
+  for (int r = 1; r < 4; ++r) EXPECT_EQ(out[static_cast<size_t>(r)].x, out[0].x);
+}
+
+TEST(Diloco, TwoRoundsOfOuterNesterovMatchTheHandComputedModel) {
+  // Round 1 (after step 1): Δ_0 = x0 - [-1,1.5,-2.25] = [2,.5,1.25], Δ_1 = x0 - [.5,.5,-1.25] = [.5,1.5,.25],
+  //   Δ = [1.25,1,.75]; v = Δ; x̄ = x0 - 0.5 (Δ + 0.5 v) = [0.0625, 1.25, -1.5625].
+  // Round 2 (inner momentum kept per DC, from x̄):
+  //   DC 0: m = [1,.5,.75]+[2,0,1] = [3,.5,1.75], x = [-1.4375,1,-2.4375];
+  //         m = [1.5,.25,.875]+[1,1,1] = [2.5,1.25,1.875], x = [-2.6875,.375,-3.375]
+  //   DC 1: m = [.5,.5,-.25]+[0,2,1] = [.5,2.5,.75], x = [-.1875,0,-1.9375];
+  //         m = [.25,1.25,.375]+[1,0,-1] = [1.25,1.25,-.625], x = [-.8125,-.625,-1.625]
+  //   Δ_0 = [2.75,.875,1.8125], Δ_1 = [.875,1.875,.0625], Δ = [1.8125,1.375,.9375]
+  //   v = 0.5 [1.25,1,.75] + Δ = [2.4375,1.875,1.3125]
+  //   x̄ = x̄ - 0.5 (Δ + 0.5 v) = [-1.453125, 0.09375, -2.359375]
+  StrategyConfig c{"diloco"};
+  c.H = 2;
+  c.outer_lr = 0.5;
+  c.outer_momentum = 0.5;
+  const auto one = run(c, 2);
+  for (int r = 0; r < 4; ++r)
+    EXPECT_EQ(one[static_cast<size_t>(r)].x, (std::vector<float>{0.0625f, 1.25f, -1.5625f})) << "rank " << r;
+  const auto two = run(c, 4);
+  for (int r = 0; r < 4; ++r)
+    EXPECT_EQ(two[static_cast<size_t>(r)].x, (std::vector<float>{-1.453125f, 0.09375f, -2.359375f})) << "rank " << r;
+  EXPECT_EQ(two[0].momentum, (std::vector<float>{2.5f, 1.25f, 1.875f}));  // inner momentum: DC 0's own
+  ASSERT_EQ(two[0].exchanges.size(), 2u);
+  EXPECT_EQ(two[0].exchanges[1].bytes_sent, 8u + 3 * 4);  // Δ in float32
+}
+
+TEST(Diloco, OuterLrOneWithoutMomentumIsTheMeanOfTheDcModels) {
+  StrategyConfig c{"diloco"};
+  c.H = 2;
+  c.outer_lr = 1.0;
+  c.outer_momentum = 0.0;
+  const auto out = run(c, 2);
+  for (int r = 0; r < 4; ++r) EXPECT_EQ(out[static_cast<size_t>(r)].x, kMeanAfter2) << "rank " << r;
+}
+
+TEST(Diloco, Int8WireQuantisesTheDeltaIdenticallyEverywhere) {
+  // Per block of 256 (one block here): scale = max|Δ_d| / 127, Δ_d rounded to the nearest
+  // multiple; Δ_0 = [2,.5,1.25] -> scale 2/127, Δ_1 = [.5,1.5,.25] -> scale 1.5/127. The outer step
+  // with lr 1, no momentum: x̄ = x0 - mean(deq(Δ_d)), within (scale_0 + scale_1) / 4 of the float32
+  // result and bit-identical on every replica.
+  StrategyConfig c{"diloco"};
+  c.H = 2;
+  c.outer_lr = 1.0;
+  c.outer_momentum = 0.0;
+  c.wire = "int8";
+  const auto out = run(c, 2);
+  const double bound = (2.0 / 127 + 1.5 / 127) / 4 + 1e-6;
+  for (size_t i = 0; i < kN; ++i) EXPECT_NEAR(out[0].x[i], kMeanAfter2[i], bound) << i;
+  bool any_diff = false;
+  for (size_t i = 0; i < kN; ++i) any_diff = any_diff || out[0].x[i] != kMeanAfter2[i];
+  EXPECT_TRUE(any_diff) << "quantisation had no effect: the test would not see a wrong wire";
+  for (int r = 1; r < 4; ++r) EXPECT_EQ(out[static_cast<size_t>(r)].x, out[0].x) << "rank " << r;
+}
+
+}  // namespace
