@@ -227,7 +227,7 @@ int run(const RunArgs& a) {
               fmt::print("geotb: data plane: {}; {} stalls > 1 ms ({:.1f} ms in all, longest iteration {:.1f} ms: {:.3f} % of "
                          "{:.1f} s): {}\n",
                          d.scheduling, d.stalls, d.stall_total_s * 1e3, d.max_iteration_s * 1e3,
-                         100 * model::metrics::stall_share(d), d.run_s, model::metrics::stalls_ok(d) ? "ok" : "over 0.1 %");
+                         100 * model::metrics::stall_share(d), d.run_s, model::metrics::stalls_ok(d) ? "ok" : "over 1 %");
             }
             if (es.ok && !sc.cluster.timeline.empty())
               fmt::print("geotb: emulator: timeline started {:.2f} s after the data plane (the first step), {} of {} "

@@ -169,7 +169,7 @@ class DataPlane {
 
   /// Final report: per port, per link (model stats, tx, achieved rate, lateness), totals, the
   /// accounting check and the stalls of run() ("stalls", emulator/stats/stalls.h: an iteration
-  /// runs from one poll to the next, less the sleep the loop asked for; "ok": stalled <= 0.1 % of
+  /// runs from one poll to the next, less the sleep the loop asked for; "ok": stalled <= 1 % of
   /// the run).
   nlohmann::json report() const;
   std::string stats_line(uint64_t now_ns) const;

@@ -61,6 +61,7 @@ struct Ctx {
   uint64_t dataplane_run_ns = 0;
   json stalls_by_run = json::array();
   json scheduling;  // the first data plane's (they all run alike)
+  bool told_scheduling = false;
 };
 
 // Other data planes running now (another replay on this machine): two real-time pollers on one
@@ -164,8 +165,15 @@ Emulator start_emulator(Ctx& c, const std::vector<std::string>& link_args, bool 
   // Until the data plane says it runs: EAL and port setup take ~0.1-1 s, but ~20 s when another
   // real-time poller holds the CPU (then the run is marked, see count_foreign_emulators).
   for (int i = 0; i < 1200; ++i) {
-    if (slurp(e.log_path).find("running") != std::string::npos) {
+    if (const std::string log = slurp(e.log_path); log.find("running") != std::string::npos) {
       c.foreign_emulators = std::max(c.foreign_emulators, count_foreign_emulators(c.tag));
+      if (!c.told_scheduling) {  // once: how the data plane runs (a refused real-time priority)
+        c.told_scheduling = true;
+        std::istringstream lines(log);
+        for (std::string line; std::getline(lines, line);)
+          if (line.find("warning:") != std::string::npos || line.find("running") != std::string::npos)
+            fprintf(stderr, "fidelity: %s\n", line.c_str());
+      }
       return e;
     }
     if (!e.child.running()) throw std::runtime_error("geotb-emulate exited: " + slurp(e.log_path));
@@ -373,7 +381,7 @@ json run_fidelity(const FidelityConfig& cfg) {
       {"mean_loss_run", "receiver: datagrams missing between received sequence numbers / number of such gaps"},
       {"rtt", "ping: count echo requests 10 ms apart after 3 warm-up echoes (ARP; not counted); rtt_median_ms (the verdict) and rtt_min_ms of the replies' times, rtt_mean_ms for reference (one slow echo moves it)"},
       {"expected_rtt_ms", "2 x configured one-way delay + io_forward base RTT (its median)"},
-      {"stalls", "data plane loop iterations longer than 1 ms (from one poll to the next, less the sleep the loop asked for), summed over every data plane the run started: count, total, longest iteration; share = total / the data planes' run time; verdict: share <= 0.1 %"},
+      {"stalls", "data plane loop iterations longer than 1 ms (from one poll to the next, less the sleep the loop asked for), summed over every data plane the run started: count, total, longest iteration; share = total / the data planes' run time; verdict: share <= 1 % (a longer stall alone could move a rate by more than the UDP verdict's 1 %)"},
       {"goodput_bps", "iperf3 receiver bits/s of TCP payload over iperf_seconds, after iperf_omit_seconds of slow start (iperf3 -O)"},
       {"tcp_goodput_ceiling_bps", "rate x (MTU - 52)/(MTU + 38): TCP payload per wire byte with timestamps (1448/1538 at MTU 1500)"},
       {"received_wire_bps_mean", "geotb-udpgen receiver, kernel timestamps in 100 ms bins from the first arrival: datagrams x (payload + 66) wire bytes x 8 / time over the steady window (bin 0 and the last, partial bin left out, cut to whole 500 ms batches); the verdict uses it"},
@@ -678,7 +686,7 @@ json run_fidelity(const FidelityConfig& cfg) {
   v["stall_total_ms"] = static_cast<double>(c.stalls.total_ns) / 1e6;
   v["stall_max_ms"] = static_cast<double>(c.stalls.max_ns) / 1e6;
   v["stall_share"] = stall_share(c.stalls.total_ns, c.dataplane_run_ns);
-  v["stall_share_le_0.1pct"] = stalls_ok(c.stalls.total_ns, c.dataplane_run_ns);
+  v["stall_share_le_1pct"] = stalls_ok(c.stalls.total_ns, c.dataplane_run_ns);
   rep["verdicts"] = v;
   return rep;
 }

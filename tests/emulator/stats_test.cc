@@ -364,13 +364,14 @@ TEST(Stalls, CountsIterationsStrictlyOverTheThresholdAndTheShare) {
   EXPECT_EQ(c.count, 3u);
   EXPECT_EQ(c.total_ns, 47600001u);
   EXPECT_EQ(c.max_ns, 41600000u);
-  // 0.1 % of the run: 1 ms per second is still ok, a nanosecond more is not.
-  EXPECT_DOUBLE_EQ(stall_share(1000000, 1000000000), 0.001);
-  EXPECT_TRUE(stalls_ok(1000000, 1000000000));
-  EXPECT_FALSE(stalls_ok(1000001, 1000000000));
+  // 1 % of the run: 10 ms per second is still ok, a nanosecond more is not.
+  EXPECT_DOUBLE_EQ(stall_share(10000000, 1000000000), 0.01);
+  EXPECT_TRUE(stalls_ok(10000000, 1000000000));
+  EXPECT_FALSE(stalls_ok(10000001, 1000000000));
   EXPECT_EQ(stall_share(5, 0), 0.0);
-  EXPECT_TRUE(stalls_ok(47600001, 60000000000));   // 0.079 %
-  EXPECT_FALSE(stalls_ok(47600001, 40000000000));  // 0.119 %
+  EXPECT_TRUE(stalls_ok(47600001, 6000000000));   // 0.79 %
+  EXPECT_FALSE(stalls_ok(47600001, 4000000000));  // 1.19 %
+  EXPECT_TRUE(stalls_ok(47600001, 4000000000, 0.02));
 }
 
 TEST(VerdictTally, CountsPassesPerNameOverEveryRun) {
