@@ -3,7 +3,6 @@
 
 #include <memory>
 
-#include "common/atomic_file.h"
 #include "emulator/dpdk/fidelity.h"
 #include "harness/net_commands.h"
 #include "harness/net_topology.h"
@@ -18,21 +17,19 @@ void register_fidelity_command(CLI::App& app) {
   auto o = std::make_shared<Opts>();
   auto* cmd = app.add_subcommand("fidelity", "measure the DPDK WAN emulator against the scenario's first WAN link (root)");
   cmd->add_option("scenario", o->scenario, "scenario file")->required()->check(CLI::ExistingFile);
-  cmd->add_option("--out", o->out, "JSON report (default reports/fidelity-<scenario name>.json)");
+  cmd->add_option("--out", o->out, "JSON report (default reports/fidelity-<scenario name>.json; with --repeat N, -1 .. -N and "
+                  "-repeat before .json)");
   emu::add_fidelity_options(*cmd, o->fidelity);
   cmd->callback([o] {
     const harness::Scenario sc = harness::load_scenario(o->scenario);
     const emu::FidelityOptions& f = o->fidelity;
     const emu::FidelityConfig fc = emu::fidelity_config(f, harness::net_topology(sc, f.prefix),
                                                         f.emulate_bin.empty() ? harness::find_emulate_bin() : f.emulate_bin);
-    nlohmann::json rep = emu::run_fidelity(fc);
-    rep["schema"] = "geotb-fidelity/1";
-    rep["scenario"] = {{"name", sc.name}, {"hash", sc.hash}, {"path", o->scenario}};
     const std::string out = o->out.empty() ? "reports/fidelity-" + sc.name + ".json" : o->out;
-    common::write_file_atomically(out, rep.dump(2) + "\n");
-    fmt::print("{}\nreport: {}\n", rep["verdicts"].dump(2), out);
-    if (f.check)
-      if (const auto failed = emu::failed_verdicts(rep); !failed.empty())
-        throw CLI::RuntimeError(fmt::format("fidelity verdict {} is false", failed.front()), 1);
+    const int rc = emu::fidelity_command(f, fc, out, [&](nlohmann::json& rep) {
+      rep["schema"] = "geotb-fidelity/1";
+      rep["scenario"] = {{"name", sc.name}, {"hash", sc.hash}, {"path", o->scenario}};
+    });
+    if (rc != 0) throw CLI::RuntimeError("fidelity: a verdict is false (--check)", rc);
   });
 }

@@ -1,8 +1,12 @@
 // geotb net up|down: namespaces per data center plus one for the emulator, from a scenario.
 #include <fmt/format.h>
 
+#include <chrono>
+#include <fstream>
+#include <iterator>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "common/child_process.h"
 #include "emulator/dpdk/netns.h"
@@ -18,7 +22,7 @@ void register_net_command(CLI::App& app) {
 
   struct UpOpts {
     std::string scenario, prefix = "gtb", emulate_bin;
-    bool emulate = false;
+    bool emulate = false, no_pin = false;
     int rt_priority = 50;
   };
   auto up_opts = std::make_shared<UpOpts>();
@@ -27,17 +31,22 @@ void register_net_command(CLI::App& app) {
   up->add_option("--prefix", up_opts->prefix, "namespace name prefix (<= 8 characters)");
   up->add_flag("--emulate", up_opts->emulate, "also start geotb-emulate in the background (stopped by `net down`)");
   up->add_option("--emulate-bin", up_opts->emulate_bin, "geotb-emulate path (default: next to geotb)");
-  up->add_option("--rt-priority", up_opts->rt_priority, "SCHED_FIFO priority of the data plane (0 = normal)");
+  up->add_option("--rt-priority", up_opts->rt_priority,
+                 "SCHED_FIFO priority of the data plane (0 = normal; where the kernel refuses it, normal with a warning)")
+      ->capture_default_str();
+  up->add_flag("--no-pin", up_opts->no_pin, "do not give the data plane a CPU of its own (default: the last allowed CPU)");
   up->callback([up_opts] {
     const harness::Scenario sc = harness::load_scenario(up_opts->scenario);
-    const emu::NetTopology t = harness::net_topology(sc, up_opts->prefix);
+    emu::NetTopology t = harness::net_topology(sc, up_opts->prefix);
+    t.pin_emulator = !up_opts->no_pin;
     const emu::NetLayout L = emu::net_up(t);
     for (const auto& d : L.dcs)
       fmt::print("{:>12}: netns {} dev {} {}/16 (subnet routed by the emulator: {}.{}.{}.0/24) <-> {} dev {}\n", d.name, d.ns,
                  d.ifname, d.address, d.subnet.addr >> 24, (d.subnet.addr >> 16) & 255, (d.subnet.addr >> 8) & 255, L.emu_ns,
                  d.emu_if);
-    fmt::print("socket buffers (tcp_rmem/tcp_wmem max): {} bytes; emulator CPU {}, tools on CPUs {}\n", L.socket_buffer_bytes,
-               L.emulator_cpu, L.tool_cpus);
+    fmt::print("socket buffers (tcp_rmem/tcp_wmem max): {} bytes; {}, tools on CPUs {}\n", L.socket_buffer_bytes,
+               L.pinned ? fmt::format("emulator pinned to CPU {}", L.emulator_cpu) : std::string("emulator not pinned"),
+               L.tool_cpus);
     const std::string bin = up_opts->emulate_bin.empty() ? harness::find_emulate_bin() : up_opts->emulate_bin;
     const std::string json_path = "/tmp/" + t.prefix + "-emulate.json", log_path = "/tmp/" + t.prefix + "-emulate.log";
     const auto argv = emu::in_ns(L.emu_ns, emu::emulator_command(t, L, bin, json_path, up_opts->rt_priority, t.prefix + "-emu"));
@@ -47,6 +56,16 @@ void register_net_command(CLI::App& app) {
       o.log_path = log_path;
       o.new_session = true;  // outlives this command and its terminal
       common::ChildProcess child(o);
+      // Until it forwards, to say how it runs (real-time priority refused, pinning): its log says.
+      std::string log;
+      for (int i = 0; i < 400 && log.find("running") == std::string::npos && child.running(); ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));  // waiting for a process to start
+        std::ifstream f(log_path);
+        log.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+      }
+      if (log.find("running") == std::string::npos)
+        throw std::runtime_error(fmt::format("geotb-emulate did not start ({}): {}", log_path, log));
+      fmt::print("{}", log);
       fmt::print("geotb-emulate started, pid {}; log {}; final report {} when stopped (geotb net down)\n", child.release(),
                  log_path, json_path);
     } else {

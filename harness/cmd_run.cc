@@ -34,6 +34,7 @@ struct RunArgs {
   std::string deadline;                ///< process modes: per strategy ("" = 120 s + 2 s per step)
   std::string net_prefix = "gtbrun";   ///< dpdk: namespace prefix
   int rt_priority = 50;                ///< dpdk: data plane SCHED_FIFO priority
+  bool no_pin = false;                 ///< dpdk: do not give the data plane a CPU of its own
   std::string tcp_cc;                  ///< dpdk: overrides the scenario's tcp_congestion_control ("" = keep it)
   int seeds = 1;                       ///< embedded: runs per strategy, seeds seed, seed + 1, ...
 };
@@ -220,6 +221,7 @@ int run(const RunArgs& a) {
         DpdkSessionOptions dopt;
         dopt.prefix = a.net_prefix;
         dopt.rt_priority = a.rt_priority;
+        dopt.pin = !a.no_pin;
         dopt.log_dir = work_dir;
         dopt.tcp_congestion_control = sc.tcp_congestion_control;
         fmt::print("geotb: network namespaces {}-* and the DPDK emulator (logs in {})\n", a.net_prefix, work_dir);
@@ -247,7 +249,15 @@ int run(const RunArgs& a) {
 #ifdef GEOTB_HAVE_NET
           if (net) {
             const EmulatorStats es = net->stop_emulator();
-            if (es.ok) r.metrics.wan_wire_bytes = es.wan_wire_bytes;  // measured frames, not the estimate
+            if (es.ok) {
+              r.metrics.wan_wire_bytes = es.wan_wire_bytes;  // measured frames, not the estimate
+              r.dataplane = es.dataplane;
+              const model::DataPlaneSummary& d = es.dataplane;
+              fmt::print("geotb: data plane: {}; {} stalls > 1 ms ({:.1f} ms in all, longest iteration {:.1f} ms: {:.3f} % of "
+                         "{:.1f} s): {}\n",
+                         d.scheduling, d.stalls, d.stall_total_s * 1e3, d.max_iteration_s * 1e3,
+                         100 * model::metrics::stall_share(d), d.run_s, model::metrics::stalls_ok(d) ? "ok" : "over 1 %");
+            }
             if (es.ok && !sc.cluster.timeline.empty())
               fmt::print("geotb: emulator: timeline started {:.2f} s after the data plane (the first step), {} of {} "
                          "scheduled link changes applied\n",
@@ -318,8 +328,11 @@ void register_run_command(CLI::App& app, const std::vector<std::string>& argv) {
                                                 "(default 120 s + 2 s per step)");
   cmd->add_option("--net-prefix", args->net_prefix, "dpdk: network namespace prefix (<= 8 characters)")
       ->capture_default_str();
-  cmd->add_option("--rt-priority", args->rt_priority, "dpdk: SCHED_FIFO priority of the data plane (0 = normal)")
+  cmd->add_option("--rt-priority", args->rt_priority,
+                  "dpdk: SCHED_FIFO priority of the data plane (0 = normal; where the kernel refuses it, normal with a "
+                  "warning)")
       ->capture_default_str();
+  cmd->add_flag("--no-pin", args->no_pin, "dpdk: do not give the data plane a CPU of its own (default: the last allowed CPU)");
   cmd->add_option("--tcp-cc", args->tcp_cc,
                   "dpdk: TCP congestion control of the DC hosts, overrides the scenario's tcp_congestion_control: auto "
                   "(cubic, else reno: what the namespaces may use), default (the host's), or a name, e.g. reno, bbr");

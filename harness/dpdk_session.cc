@@ -83,6 +83,7 @@ DpdkSession::DpdkSession(const Scenario& sc, const DpdkSessionOptions& opt) : im
   impl_->opt = opt;
   if (impl_->opt.emulate_bin.empty()) impl_->opt.emulate_bin = find_emulate_bin();
   impl_->topo = net_topology(sc, opt.prefix);
+  impl_->topo.pin_emulator = opt.pin;
   impl_->layout = emu::net_up(impl_->topo);  // tears down leftovers of the same prefix first
   try {
     impl_->tcp_cc = set_congestion_control(impl_->layout, opt.tcp_congestion_control);
@@ -122,7 +123,12 @@ void DpdkSession::start_emulator(const std::string& tag) {
   child.log_path = I.log_path;
   I.emulator = common::ChildProcess(child);
   for (int i = 0; i < 400; ++i) {
-    if (slurp(I.log_path).find("running") != std::string::npos) return;
+    if (const std::string log = slurp(I.log_path); log.find("running") != std::string::npos) {
+      std::istringstream lines(log);
+      for (std::string line; std::getline(lines, line);)
+        if (line.find("warning:") != std::string::npos) fmt::print(stderr, "geotb: {}\n", line);
+      return;
+    }
     if (!I.emulator.running()) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));  // waiting for a process to start
   }
@@ -148,6 +154,12 @@ EmulatorStats DpdkSession::stop_emulator() {
       st.changes_applied += l.at("model").at("changes_applied").get<uint64_t>();
     }
     if (const auto& o = j.at("timeline").at("origin_s"); o.is_number()) st.timeline_origin_s = o.get<double>();
+    const auto& k = j.at("stalls");
+    st.dataplane.scheduling = j.at("scheduling").at("summary").get<std::string>();
+    st.dataplane.stalls = k.at("count").get<uint64_t>();
+    st.dataplane.stall_total_s = k.at("total_ns").get<double>() / 1e9;
+    st.dataplane.max_iteration_s = k.at("max_iteration_ns").get<double>() / 1e9;
+    st.dataplane.run_s = k.at("run_ns").get<double>() / 1e9;
     st.ok = true;
   } catch (const std::exception&) {
     st.ok = false;

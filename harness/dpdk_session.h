@@ -13,13 +13,15 @@
 
 #include "harness/process_run.h"
 #include "harness/scenario.h"
+#include "model/report.h"
 
 namespace geotb::harness {
 
 struct DpdkSessionOptions {
   std::string prefix = "gtbrun";  ///< namespace prefix (<= 8 characters)
   std::string emulate_bin;        ///< geotb-emulate ("" = next to geotb)
-  int rt_priority = 50;           ///< SCHED_FIFO priority of the data plane (0 = normal)
+  int rt_priority = 50;           ///< SCHED_FIFO priority of the data plane (0 = normal; refused: normal, with a warning)
+  bool pin = true;                ///< the data plane on a CPU of its own, workers on the others (emu::NetTopology::pin_emulator)
   std::string log_dir;            ///< emulator logs and reports
   /// TCP congestion control in the DC namespaces: "auto" (cubic, else reno: the first the host
   /// lets a namespace use, i.e. listed in net.ipv4.tcp_allowed_congestion_control; loss-based and
@@ -37,6 +39,8 @@ struct EmulatorStats {
   /// workers' first step); < 0 if it never started (the run failed before its first step).
   double timeline_origin_s = -1;
   uint64_t changes_applied = 0;  ///< scheduled changes applied, every link
+  /// How the poller was scheduled and its stalls (for the strategy's report).
+  model::DataPlaneSummary dataplane;
 };
 
 class DpdkSession {
@@ -51,7 +55,8 @@ class DpdkSession {
   const std::string& tcp_congestion_control() const;
   /// Where each DC's workers run: its namespace, address, and the CPUs the data plane leaves.
   std::vector<DcPlacement> placements() const;
-  /// Starts geotb-emulate and waits until it forwards (up to 20 s; throws with its log).
+  /// Starts geotb-emulate and waits until it forwards (up to 20 s; throws with its log). Prints
+  /// the data plane's warnings (e.g. a real-time priority the kernel refused) to stderr.
   void start_emulator(const std::string& tag);
   /// The running emulator's pid (0 if none). Its timeline starts when it receives SIGUSR1.
   int emulator_pid() const;

@@ -3,7 +3,12 @@
 #include <algorithm>
 #include <cmath>
 
+#include "emulator/stats/stalls.h"
+
 namespace geotb::model::metrics {
+
+double stall_share(const DataPlaneSummary& d) { return d.run_s > 0 ? d.stall_total_s / d.run_s : 0.0; }
+bool stalls_ok(const DataPlaneSummary& d) { return stall_share(d) <= emu::kMaxStallShare; }
 
 double samples_per_s(uint64_t samples, double wall_s) {
   return wall_s > 0 ? static_cast<double>(samples) / wall_s : 0;

@@ -64,6 +64,12 @@ std::optional<double> exchange_efficiency_mean(const std::vector<ExchangeRecord>
 /// empty log.
 std::optional<double> exchange_seconds_mean(const std::vector<ExchangeRecord>& log);
 
+/// dpdk mode: the share of its run the data plane spent stalled, stall_total_s / run_s (0 when
+/// run_s is 0), and its verdict: share <= 1 % (emulator/stats/stalls.h, the fidelity suite's
+/// threshold).
+double stall_share(const DataPlaneSummary& d);
+bool stalls_ok(const DataPlaneSummary& d);
+
 /// Fills the derived figures of a strategy's metrics from its raw ones: samples_per_s (from
 /// samples, wall_s), comm_compute_ratio (from the per-step means), exchange_efficiency_mean and
 /// exchange_seconds_mean (from run.exchanges), comm_compute_alarm. The per-step means themselves need the ranks' raw totals: the merge

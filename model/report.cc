@@ -171,8 +171,29 @@ void from_json(const json& j, StrategySeries& s) {
   f::list(j, "test_accuracy", s.test_accuracy);
 }
 
+void to_json(json& j, const DataPlaneSummary& d) {
+  j = {{"scheduling", d.scheduling},
+       {"stalls", d.stalls},
+       {"stall_total_s", d.stall_total_s},
+       {"max_iteration_s", d.max_iteration_s},
+       {"run_s", d.run_s},
+       {"stall_share", metrics::stall_share(d)},
+       {"stalls_ok", metrics::stalls_ok(d)}};
+}
+
+void from_json(const json& j, DataPlaneSummary& d) {
+  d.scheduling = f::str(j, "scheduling");
+  d.stalls = f::count(j, "stalls");
+  d.stall_total_s = f::nonneg(j, "stall_total_s");
+  d.max_iteration_s = f::nonneg(j, "max_iteration_s");
+  d.run_s = f::nonneg(j, "run_s");
+  f::nonneg(j, "stall_share");  // derived: validated, recomputed on writing
+  if (!f::req(j, "stalls_ok").is_boolean()) f::fail("stalls_ok", "expected true or false, got " + f::shown(f::req(j, "stalls_ok")));
+}
+
 void to_json(json& j, const StrategyRun& s) {
   j = {{"name", s.name}, {"config", s.config}, {"metrics", s.metrics}, {"series", s.series}, {"exchanges", s.exchanges}};
+  if (s.dataplane) j["dataplane"] = *s.dataplane;
   if (s.seeds.empty()) return;
   j["seeds"] = s.seeds;
   const SeedSummary sum = *metrics::seed_summary(s.seeds);
@@ -197,6 +218,12 @@ void from_json(const json& j, StrategyRun& s) {
     f::list(j, "seeds", s.seeds);
     if (s.seeds.empty()) f::fail("seeds", "must not be empty when present");
     f::object(j, "seed_summary");  // derived: validated, recomputed on writing
+  }
+  s.dataplane.reset();
+  if (f::has(j, "dataplane")) {
+    DataPlaneSummary d;
+    f::get(j, "dataplane", d);
+    s.dataplane = d;
   }
 }
 

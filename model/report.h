@@ -132,8 +132,26 @@ struct SeedSummary {
   std::optional<Spread> time_to_accuracy_s, samples_to_accuracy;
 };
 
-/// One strategy of a run: {"name", "config", "metrics", "series", "exchanges"} and, with
-/// `--seeds N`, "seeds" (N entries, the first the run above) and "seed_summary".
+
+/// dpdk mode: the data plane that carried a strategy's WAN traffic, from geotb-emulate's report:
+/// how the kernel scheduled its poller and its stalls (loop iterations longer than 1 ms, from one
+/// poll to the next less the sleep the loop asked for; emulator/stats/stalls.h). JSON:
+/// {"scheduling", "stalls", "stall_total_s", "max_iteration_s", "run_s", "stall_share",
+/// "stalls_ok"}; the last two are derived (metrics::stall_share, metrics::stalls_ok), validated on
+/// reading and recomputed on writing.
+struct DataPlaneSummary {
+  std::string scheduling;      ///< as the poller read it back, e.g. "SCHED_FIFO 50, pinned to CPU 1"
+  uint64_t stalls = 0;         ///< loop iterations longer than 1 ms
+  double stall_total_s = 0;    ///< their summed length, seconds
+  double max_iteration_s = 0;  ///< the longest loop iteration, seconds
+  double run_s = 0;            ///< the data plane's polling time, seconds
+};
+void to_json(json& j, const DataPlaneSummary& d);
+void from_json(const json& j, DataPlaneSummary& d);
+
+
+/// One strategy of a run: {"name", "config", "metrics", "series", "exchanges"}; with `--seeds N`,
+/// "seeds" (N entries, the first the run above) and "seed_summary"; in dpdk mode "dataplane".
 struct StrategyRun {
   std::string name;
   json config = json::object();  ///< the strategy's parameters (harness strategy_config_json())
@@ -141,6 +159,7 @@ struct StrategyRun {
   StrategySeries series;
   std::vector<ExchangeRecord> exchanges;  ///< per round: the slowest DC leader's view (README "Metrics")
   std::vector<SeedResult> seeds;          ///< empty: one seed (not written)
+  std::optional<DataPlaneSummary> dataplane;  ///< dpdk mode only
 };
 void to_json(json& j, const StrategyRun& s);
 void from_json(const json& j, StrategyRun& s);

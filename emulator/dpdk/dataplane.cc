@@ -318,7 +318,11 @@ void DataPlane::run(const std::atomic<bool>& quit, const RunOptions& opt) {
   const uint64_t t0 = clk.now_ns();
   constexpr uint64_t kWindow = 10000000;  // ns, for min_sleep_share
   uint64_t win_start = t0, win_slept = 0, last_sleep_end = t0;
+  // Stalls: from one iteration's start to the next, less the sleep the loop asked for (so a sleep
+  // that overran counts, and so does a preemption inside poll_rx/poll_tx).
+  uint64_t prev_top = 0, asked_sleep = 0;
   auto sleep_for = [&](uint64_t ns, uint64_t from) {
+    asked_sleep += ns;
     const timespec ts{static_cast<time_t>(ns / 1000000000), static_cast<long>(ns % 1000000000)};
     nanosleep(&ts, nullptr);
     const uint64_t woke = clk.now_ns();
@@ -329,6 +333,9 @@ void DataPlane::run(const std::atomic<bool>& quit, const RunOptions& opt) {
   };
   while (!quit.load(std::memory_order_relaxed)) {
     const uint64_t now = clk.now_ns();
+    if (prev_top) stalls_.record(now - prev_top > asked_sleep ? now - prev_top - asked_sleep : 0);
+    prev_top = now;
+    asked_sleep = 0;
     const uint32_t got = poll_rx(now);
     if (opt.start_timeline && !timeline_started_ && opt.start_timeline->load(std::memory_order_relaxed))
       start_timeline(now);
@@ -421,6 +428,12 @@ nlohmann::json DataPlane::report() const {
   j["iteration_ns"] = {{"p50", iteration_ns_.quantile(0.5)}, {"p99", iteration_ns_.quantile(0.99)}, {"p999", iteration_ns_.quantile(0.999)},
                        {"p9999", iteration_ns_.quantile(0.9999)}, {"max", iteration_ns_.max()},
                        {"over_100us", iteration_ns_.count_above(100000)}, {"over_1ms", iteration_ns_.count_above(1000000)}};
+  {
+    const uint64_t run_ns = end_ns_ > start_ns_ ? end_ns_ - start_ns_ : 0;
+    j["stalls"] = {{"threshold_ns", stalls_.threshold_ns}, {"count", stalls_.count}, {"total_ns", stalls_.total_ns},
+                   {"max_iteration_ns", stalls_.max_ns}, {"run_ns", run_ns}, {"share", stall_share(stalls_.total_ns, run_ns)},
+                   {"max_share", kMaxStallShare}, {"ok", stalls_ok(stalls_.total_ns, run_ns)}};
+  }
   j["ports"] = ports;
   json links = json::array();
   for (const auto& lp : links_) {

@@ -37,6 +37,7 @@
 #include "emulator/dpdk/route.h"
 #include "emulator/link/histogram.h"
 #include "emulator/link/link_model.h"
+#include "emulator/stats/stalls.h"
 
 namespace geotb::emu {
 
@@ -166,8 +167,10 @@ class DataPlane {
   const PortCounters& port_counters(size_t i) const { return port_stats_[i]; }
   size_t num_links() const { return links_.size(); }
 
-  /// Final report: per port, per link (model stats, tx, achieved rate, lateness), totals and the
-  /// accounting check.
+  /// Final report: per port, per link (model stats, tx, achieved rate, lateness), totals, the
+  /// accounting check and the stalls of run() ("stalls", emulator/stats/stalls.h: an iteration
+  /// runs from one poll to the next, less the sleep the loop asked for; "ok": stalled <= 1 % of
+  /// the run).
   nlohmann::json report() const;
   std::string stats_line(uint64_t now_ns) const;
 
@@ -207,6 +210,8 @@ class DataPlane {
   uint64_t busy_loop_ns_ = 0;
   LogHistogram iteration_ns_;  // one poll_rx + poll_tx, sleeps excluded: long ones are stalls
   LogHistogram tx_call_ns_;    // one rte_eth_tx_burst (af_packet: the sendto() kick and the kernel's tx)
+  // run() only: loop iterations (start to next start, less the sleep asked for) over 1 ms.
+  StallCounter stalls_;
 };
 
 /// Configure port `port_id` with one rx and one tx queue on `pool`, promiscuous, and start it.

@@ -32,6 +32,32 @@ std::atomic<bool> g_quit{false};
 std::atomic<bool> g_timeline_go{false};
 void on_signal(int) { g_quit.store(true); }
 void on_timeline_signal(int) { g_timeline_go.store(true); }
+// What the polling thread runs with, read back from the kernel: policy and priority, the CPUs
+// it may run on (EAL -l pins it to one), and why a requested real-time priority was not applied.
+nlohmann::json scheduling_report(int requested_rt, const std::string& rt_refused) {
+  const int policy = sched_getscheduler(0);
+  sched_param sp{};
+  sched_getparam(0, &sp);
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::string cpus;
+  int ncpus = 0;
+  if (sched_getaffinity(0, sizeof set, &set) == 0)
+    for (int i = 0; i < CPU_SETSIZE; ++i)
+      if (CPU_ISSET(i, &set)) {
+        cpus += (cpus.empty() ? "" : ",") + std::to_string(i);
+        ++ncpus;
+      }
+  const bool fifo = policy == SCHED_FIFO;
+  std::string summary = fifo ? "SCHED_FIFO " + std::to_string(sp.sched_priority) : "normal scheduling";
+  if (!rt_refused.empty()) summary += " (real-time priority not permitted)";
+  summary += ncpus == 1 ? ", pinned to CPU " + cpus : ", not pinned (CPUs " + cpus + ")";
+  nlohmann::json j{{"policy", fifo ? "SCHED_FIFO" : policy == SCHED_OTHER ? "SCHED_OTHER" : std::to_string(policy)},
+                   {"rt_priority", fifo ? sp.sched_priority : 0}, {"rt_priority_requested", requested_rt},
+                   {"cpus", cpus}, {"pinned", ncpus == 1}, {"summary", summary}};
+  if (!rt_refused.empty()) j["rt_refused"] = rt_refused;
+  return j;
+}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -73,8 +99,9 @@ int main(int argc, char** argv) {
                  "this early, in fewer, larger tx bursts (af_packet: one sendto() per burst; measured at 1 Gbit/s, MTU 1500: "
                  "~7 us of kernel time per frame at 1.2 frames per burst, ~5 us at 3). 0us = never early");
   app.add_option("--mbuf-data-room", data_room, "mbuf data room in bytes incl. 128 headroom (16512 for MTU 9000)");
-  app.add_option("--rt-priority", rt_priority, "SCHED_FIFO priority of the polling thread (0 = normal scheduling); "
-                 "with it, the loop sleeps when idle and keeps --min-sleep-share of its time asleep");
+  app.add_option("--rt-priority", rt_priority, "SCHED_FIFO priority of the polling thread (0 = normal scheduling; where the "
+                 "kernel refuses it, normal scheduling with a warning, and the report says so); with it, the loop sleeps "
+                 "when idle and keeps --min-sleep-share of its time asleep");
   geotb::common::add_duration_option(app, "--idle-sleep", idle_sleep, "sleep this long when idle (see DataPlane::RunOptions)");
   app.add_option("--min-sleep-share", min_sleep_share, "share of every 10 ms kept asleep (default 0.15 with --rt-priority, else 0; the kernel throttles RT tasks above 0.95 per second, and the kernel charged up to ~90 % rt_time with a 12 % share at MTU 9000)");
   geotb::common::add_duration_option(app, "--max-busy", max_busy, "forced sleeps at most once per this much busy time");
@@ -96,6 +123,8 @@ int main(int argc, char** argv) {
   uint64_t duration_ns = 0, stats_ns = 0;
   geotb::emu::DataPlane::RunOptions run_opt;
   rte_mempool* pool = nullptr;
+  int rt_applied = 0;      // the SCHED_FIFO priority in force (0: normal scheduling)
+  std::string rt_refused;  // why --rt-priority was not applied
   try {
     duration_ns = static_cast<uint64_t>(duration.count());
     stats_ns = static_cast<uint64_t>(stats_interval.count());
@@ -105,14 +134,23 @@ int main(int argc, char** argv) {
     run_opt.max_busy_ns = static_cast<uint64_t>(max_busy.count());
     run_opt.wake_margin_ns = static_cast<uint64_t>(wake_margin.count());
     run_opt.forced_sleep_ns = static_cast<uint64_t>(forced_sleep.count());
-    run_opt.min_sleep_share = min_sleep_share >= 0 ? min_sleep_share : (rt_priority > 0 ? 0.15 : 0.0);
-    if (rt_priority == 0 && min_sleep_share < 0) run_opt.idle_sleep_ns = 0;  // plain busy polling
+    // Real-time priority where permitted: refused (EPERM: no CAP_SYS_NICE, RLIMIT_RTPRIO 0, a
+    // cgroup without RT budget), the poller runs under normal scheduling and says so.
     if (rt_priority > 0) {
       sched_param sp{};
       sp.sched_priority = rt_priority;
-      if (sched_setscheduler(0, SCHED_FIFO, &sp) != 0)
+      if (sched_setscheduler(0, SCHED_FIFO, &sp) == 0) {
+        rt_applied = rt_priority;
+      } else if (errno == EPERM) {
+        rt_refused = "--rt-priority " + std::to_string(rt_priority) + " not permitted (sched_setscheduler: " + strerror(errno) +
+                     "): normal scheduling";
+        fprintf(stderr, "geotb-emulate: warning: %s\n", rt_refused.c_str());
+      } else {
         throw std::runtime_error("--rt-priority " + std::to_string(rt_priority) + ": sched_setscheduler: " + strerror(errno));
+      }
     }
+    run_opt.min_sleep_share = min_sleep_share >= 0 ? min_sleep_share : (rt_applied > 0 ? 0.15 : 0.0);
+    if (rt_applied == 0 && min_sleep_share < 0) run_opt.idle_sleep_ns = 0;  // plain busy polling
     if (data_room < RTE_MBUF_DEFAULT_BUF_SIZE || data_room > 65535)
       throw std::invalid_argument("--mbuf-data-room " + std::to_string(data_room) + ": must be in [2176, 65535]");
     pool = rte_pktmbuf_pool_create("geotb_pool", pool_size, 256, 0, static_cast<uint16_t>(data_room),
@@ -150,13 +188,15 @@ int main(int argc, char** argv) {
   const unsigned avail_start = rte_mempool_avail_count(pool);
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
-  nlohmann::json report;
+  nlohmann::json report, sched_json;
   try {
     geotb::emu::DataPlane dp(cfg);
-    fprintf(stderr, "geotb-emulate: %zu ports, %zu links, %s; running\n", cfg.ports.size(), cfg.links.size(),
-            io_forward ? "io-forward" : "link model");
+    sched_json = scheduling_report(rt_priority, rt_refused);
+    fprintf(stderr, "geotb-emulate: %zu ports, %zu links, %s; %s; running\n", cfg.ports.size(), cfg.links.size(),
+            io_forward ? "io-forward" : "link model", sched_json["summary"].get<std::string>().c_str());
     dp.run(g_quit, run_opt);
     report = dp.report();
+    report["scheduling"] = sched_json;
   } catch (const std::exception& e) {
     fprintf(stderr, "geotb-emulate: %s\n", e.what());
     rte_eal_cleanup();

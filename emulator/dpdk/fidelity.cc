@@ -5,10 +5,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <mutex>
 #include <random>
 #include <sstream>
 #include <stdexcept>
@@ -18,8 +21,11 @@
 #include "emulator/dpdk/link_spec_parse.h"
 #include "emulator/dpdk/proc.h"
 #include "emulator/stats/batch_means.h"
+#include "emulator/stats/binomial.h"
 #include "emulator/stats/loss_check.h"
 #include "emulator/stats/paired_ratio.h"
+#include "emulator/stats/ping_rtt.h"
+#include "emulator/stats/stalls.h"
 
 namespace geotb::emu {
 
@@ -43,30 +49,78 @@ std::string slurp(const std::string& path) {
 }
 
 struct Ctx {
+  Ctx(const FidelityConfig& f, std::string t) : cfg(f), tag(std::move(t)) {}
   const FidelityConfig& cfg;
   NetLayout L;
   std::string tag;  // unique per process
   int run = 0;
   int iperf_calls = 0;
   int foreign_emulators = 0;  // most geotb-emulate processes not ours seen at once
+  // Every data plane of the run: their stalls summed, their run time, and per data plane a line.
+  StallCounter stalls;
+  uint64_t dataplane_run_ns = 0;
+  json stalls_by_run = json::array();
+  json scheduling;  // the first data plane's (they all run alike)
+  bool told_scheduling = false;
 };
 
 // Other data planes running now (another replay on this machine): two real-time pollers on one
-// CPU ruin both measurements, so the report says when it happened. `ours`: our own, if any.
-int count_foreign_emulators(pid_t ours) {
+// CPU ruin both measurements (together they hit the kernel's RT limit, 950 ms per second, and are
+// throttled for the rest of each second: ~50 ms stalls), so the report says when it happened.
+// Ours are the geotb-emulate processes whose EAL --file-prefix starts with `tag`.
+int count_foreign_emulators(const std::string& tag) {
   int n = 0;
   if (DIR* d = opendir("/proc")) {
     while (dirent* e = readdir(d)) {
       char* end = nullptr;
       const long pid = strtol(e->d_name, &end, 10);
-      if (*end != '\0' || pid <= 0 || pid == ours) continue;
-      std::string comm = slurp("/proc/" + std::string(e->d_name) + "/comm");
-      if (comm.rfind("geotb-emulate", 0) == 0) ++n;
+      if (*end != '\0' || pid <= 0) continue;
+      const std::string dir = "/proc/" + std::string(e->d_name);
+      if (slurp(dir + "/comm").rfind("geotb-emulate", 0) != 0) continue;
+      const std::string cmdline = slurp(dir + "/cmdline");  // arguments separated by NUL
+      if (cmdline.find(std::string("--file-prefix=") + tag) == std::string::npos) ++n;
     }
     closedir(d);
   }
   return n;
 }
+
+// Samples count_foreign_emulators every 250 ms while the suite runs (from construction to
+// destruction): the most seen at once and the seconds during which any ran.
+class ForeignWatch {
+ public:
+  explicit ForeignWatch(std::string tag) : tag_(std::move(tag)), thread_([this] { loop(); }) {}
+  ~ForeignWatch() {
+    {
+      std::lock_guard<std::mutex> l(m_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  ForeignWatch(const ForeignWatch&) = delete;
+  ForeignWatch& operator=(const ForeignWatch&) = delete;
+  int max_seen() const { return max_.load(); }
+  double seconds_seen() const { return static_cast<double>(samples_.load()) * kPeriod.count() / 1000.0; }
+
+ private:
+  static constexpr std::chrono::milliseconds kPeriod{250};
+  void loop() {
+    std::unique_lock<std::mutex> l(m_);
+    while (!cv_.wait_for(l, kPeriod, [this] { return stop_; })) {
+      const int n = count_foreign_emulators(tag_);
+      if (n > 0) ++samples_;
+      if (n > max_.load()) max_.store(n);
+    }
+  }
+  std::string tag_;
+  std::mutex m_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::atomic<int> max_{0};
+  std::atomic<int> samples_{0};
+  std::thread thread_;  // last: starts after the members it uses
+};
 
 /// A program running in the background, stdout and stderr to `log_path`.
 common::ChildProcess background(const std::vector<std::string>& argv, const std::string& log_path) {
@@ -111,8 +165,15 @@ Emulator start_emulator(Ctx& c, const std::vector<std::string>& link_args, bool 
   // Until the data plane says it runs: EAL and port setup take ~0.1-1 s, but ~20 s when another
   // real-time poller holds the CPU (then the run is marked, see count_foreign_emulators).
   for (int i = 0; i < 1200; ++i) {
-    if (slurp(e.log_path).find("running") != std::string::npos) {
-      c.foreign_emulators = std::max(c.foreign_emulators, count_foreign_emulators(e.child.pid()));
+    if (const std::string log = slurp(e.log_path); log.find("running") != std::string::npos) {
+      c.foreign_emulators = std::max(c.foreign_emulators, count_foreign_emulators(c.tag));
+      if (!c.told_scheduling) {  // once: how the data plane runs (a refused real-time priority)
+        c.told_scheduling = true;
+        std::istringstream lines(log);
+        for (std::string line; std::getline(lines, line);)
+          if (line.find("warning:") != std::string::npos || line.find("running") != std::string::npos)
+            fprintf(stderr, "fidelity: %s\n", line.c_str());
+      }
       return e;
     }
     if (!e.child.running()) throw std::runtime_error("geotb-emulate exited: " + slurp(e.log_path));
@@ -122,11 +183,26 @@ Emulator start_emulator(Ctx& c, const std::vector<std::string>& link_args, bool 
 }
 
 json stop_emulator(Ctx& c, Emulator& e) {
-  c.foreign_emulators = std::max(c.foreign_emulators, count_foreign_emulators(e.child.pid()));
+  c.foreign_emulators = std::max(c.foreign_emulators, count_foreign_emulators(c.tag));
   const int st = e.child.stop(std::chrono::milliseconds{10000});
   const std::string s = slurp(e.json_path);
   if (s.empty()) throw std::runtime_error("geotb-emulate (status " + std::to_string(st) + ") wrote no report: " + slurp(e.log_path));
-  return json::parse(s);
+  json r = json::parse(s);
+  if (r.contains("stalls")) {
+    const json& k = r["stalls"];
+    StallCounter one;
+    one.count = k["count"].get<uint64_t>();
+    one.total_ns = k["total_ns"].get<uint64_t>();
+    one.max_ns = k["max_iteration_ns"].get<uint64_t>();
+    c.stalls.merge(one);
+    c.dataplane_run_ns += k["run_ns"].get<uint64_t>();
+    c.stalls_by_run.push_back({{"run", e.json_path.substr(e.json_path.rfind('-') + 1)}, {"mode", r.value("mode", "")},
+                               {"count", one.count}, {"total_ms", static_cast<double>(one.total_ns) / 1e6},
+                               {"max_iteration_ms", static_cast<double>(one.max_ns) / 1e6},
+                               {"run_s", k["run_ns"].get<double>() / 1e9}});
+  }
+  if (c.scheduling.is_null() && r.contains("scheduling")) c.scheduling = r["scheduling"];
+  return r;
 }
 
 std::string link_arg(const LinkConfig& m, bool with_rate, bool with_loss, const LossConfig* loss_override) {
@@ -145,22 +221,25 @@ std::vector<std::string> tool(const Ctx& c, std::vector<std::string> argv) {
   return argv;
 }
 
+// Warm-up echoes first (ARP in both namespaces, the data plane's first frames), not counted; then
+// ping_count echoes 10 ms apart, each reply's time parsed (emulator/stats/ping_rtt.h): the verdict
+// uses the median, min and max are beside it, the mean only for reference.
 json ping(Ctx& c) {
   const DcPlace &a = c.L.dcs[0], &b = c.L.dcs[1];
-  run_cmd(in_ns(a.ns, tool(c, {"ping", "-c", "3", "-i", "0.2", "-W", "2", b.address})), std::chrono::milliseconds{10000});  // ARP
-  const CmdResult r = run_cmd(in_ns(a.ns, tool(c, {"ping", "-c", std::to_string(c.cfg.ping_count), "-i", "0.01", "-W", "2", "-q", b.address})),
+  const CmdResult w = run_cmd(in_ns(a.ns, tool(c, {"ping", "-c", "3", "-i", "0.2", "-W", "2", b.address})), std::chrono::milliseconds{10000});
+  const CmdResult r = run_cmd(in_ns(a.ns, tool(c, {"ping", "-c", std::to_string(c.cfg.ping_count), "-i", "0.01", "-W", "2", "-n", b.address})),
                               std::chrono::milliseconds{60000});
   json j{{"count", c.cfg.ping_count}};
-  const auto p = r.output.find("min/avg/max/mdev = ");
-  if (r.status != 0 || p == std::string::npos) { j["error"] = r.output; return j; }
-  double mn, avg, mx, md;
-  if (sscanf(r.output.c_str() + p, "min/avg/max/mdev = %lf/%lf/%lf/%lf", &mn, &avg, &mx, &md) == 4)
-    j.update({{"rtt_min_ms", mn}, {"rtt_avg_ms", avg}, {"rtt_max_ms", mx}, {"rtt_mdev_ms", md}});
-  const auto q = r.output.find(" received");
-  if (q != std::string::npos) {
-    const auto s = r.output.rfind(", ", q);
-    j["received"] = std::stoi(r.output.substr(s + 2, q - s - 2));
+  const std::vector<double> warm = parse_ping_times_ms(w.output);
+  j["warmup_ms"] = warm;
+  const std::vector<double> t = parse_ping_times_ms(r.output);
+  j["received"] = t.size();
+  if (t.empty()) {
+    j["error"] = r.output.substr(0, 2000);
+    return j;
   }
+  const RttSummary s = summarize_rtts(t);
+  j.update({{"rtt_min_ms", s.min_ms}, {"rtt_median_ms", s.median_ms}, {"rtt_mean_ms", s.mean_ms}, {"rtt_max_ms", s.max_ms}});
   return j;
 }
 
@@ -289,7 +368,7 @@ json link_summary(const json& em, int i) {
 
 json run_fidelity(const FidelityConfig& cfg) {
   if (cfg.topo.wan.empty()) throw std::invalid_argument("topo.wan: empty: fidelity needs the link between dcs[0] and dcs[1]");
-  Ctx c{cfg, {}, "gtbfid" + std::to_string(getpid()), 0};
+  Ctx c(cfg, "gtbfid" + std::to_string(getpid()));
   LinkConfig m = cfg.topo.wan[0].config;
   if (m.rate_bps > 0 && m.queue_bytes == 0 && m.queue_packets == 0) {
     // Drop-tail queue of one bandwidth-delay product (RTT), so saturating UDP is dropped at the
@@ -300,8 +379,9 @@ json run_fidelity(const FidelityConfig& cfg) {
   json rep;
   rep["definitions"] = {
       {"mean_loss_run", "receiver: datagrams missing between received sequence numbers / number of such gaps"},
-      {"rtt", "ping average over count echo requests 10 ms apart, after 3 warm-up pings (ARP)"},
-      {"expected_rtt_ms", "2 x configured one-way delay + io_forward base RTT"},
+      {"rtt", "ping: count echo requests 10 ms apart after 3 warm-up echoes (ARP; not counted); rtt_median_ms (the verdict) and rtt_min_ms of the replies' times, rtt_mean_ms for reference (one slow echo moves it)"},
+      {"expected_rtt_ms", "2 x configured one-way delay + io_forward base RTT (its median)"},
+      {"stalls", "data plane loop iterations longer than 1 ms (from one poll to the next, less the sleep the loop asked for), summed over every data plane the run started: count, total, longest iteration; share = total / the data planes' run time; verdict: share <= 1 % (a longer stall alone could move a rate by more than the UDP verdict's 1 %)"},
       {"goodput_bps", "iperf3 receiver bits/s of TCP payload over iperf_seconds, after iperf_omit_seconds of slow start (iperf3 -O)"},
       {"tcp_goodput_ceiling_bps", "rate x (MTU - 52)/(MTU + 38): TCP payload per wire byte with timestamps (1448/1538 at MTU 1500)"},
       {"received_wire_bps_mean", "geotb-udpgen receiver, kernel timestamps in 100 ms bins from the first arrival: datagrams x (payload + 66) wire bytes x 8 / time over the steady window (bin 0 and the last, partial bin left out, cut to whole 500 ms batches); the verdict uses it"},
@@ -312,7 +392,7 @@ json run_fidelity(const FidelityConfig& cfg) {
       {"release_lateness_ns", "data plane: max(0, time a frame was handed to the tx ring - the release time the link model gave it), over every frame sent"},
       {"release_earliness_ns", "data plane: max(0, release time - time handed to the tx ring), over every frame sent: frames due within tx_lead_ns of a due frame leave with it (tx batching)"},
       {"tcp_congestion_control", "iperf3 -C; the sender's algorithm as iperf3 reports it"},
-      {"delay_only_over_io_forward", "TCP 4-stream goodput with the configured one-way delay only (no rate limit, no loss) / plain io-forwarding: median over throughput_samples adjacent pairs (io, then delay, each a fresh data plane on the same ports) of the pair's ratio (emulator/stats/paired_ratio.h); both are bound by the CPU the TCP endpoints share. A failed iperf3 run is measured again once; a pair still without both goodputs is left out (failed_pairs) and the verdict needs 2 measured pairs"},
+      {"delay_only_over_io_forward", "TCP 4-stream goodput with the configured one-way delay only (no rate limit, no loss) / plain io-forwarding: median over throughput_samples adjacent pairs (io then delay, delay then io, alternating; each a fresh data plane on the same ports) of the pair's ratio (emulator/stats/paired_ratio.h), with the sign-test interval of the pairs' median (median_ci: order statistics, coverage exact) and the pairs below 0.9; both are bound by the CPU the TCP endpoints share. A failed iperf3 run is measured again once; a pair still without both goodputs is left out (failed_pairs) and the verdict needs 2 measured pairs"},
       {"work_ns_per_frame", "data plane (forwarding_work): wall time of the poller iterations that moved frames / frames sent, at the load the TCP endpoints offered; work_ns_per_frame_delay_over_io is its median pair ratio. A diagnostic, not a capacity: the poller is never the bottleneck here, and a delayed frame is received and sent in two different iterations (io-forwarding: usually one), so at partial load the figure is higher for the delay line than at saturation"}};
   rep["configured"] = {{"rate_bps", m.rate_bps}, {"one_way_delay_ns", m.delay.count()}, {"queue_bytes", m.queue_bytes},
                        {"loss_stationary", m.loss.stationary_loss()}};
@@ -331,13 +411,13 @@ json run_fidelity(const FidelityConfig& cfg) {
   cpu_set_t saved, tools;
   sched_getaffinity(0, sizeof saved, &saved);
   CPU_ZERO(&tools);
-  for (int i = 0; i < CPU_SETSIZE && i < static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN)); ++i)
-    if (i != L.emulator_cpu) CPU_SET(i, &tools);
+  for (int i : L.tool_cpu_list) CPU_SET(i, &tools);
   sched_setaffinity(0, sizeof tools, &tools);
   struct RestoreAffinity {
     cpu_set_t s;
     ~RestoreAffinity() { sched_setaffinity(0, sizeof s, &s); }
   } restore{saved};
+  ForeignWatch watch(c.tag);  // on the tool CPUs too (threads inherit the affinity)
   rep["host"]["emulator_cpu"] = L.emulator_cpu;
   rep["host"]["tool_cpus"] = L.tool_cpus;
   rep["host"]["emulator_rt_priority"] = cfg.rt_priority;
@@ -398,14 +478,16 @@ json run_fidelity(const FidelityConfig& cfg) {
       }
       rep["link"] = k;
     }
-    // 4. delay only vs plain io forwarding: throughput_samples adjacent pairs (io, delay), each
-    //    a fresh data plane on the same ports. Per sample: TCP 4-stream goodput (the verdict: median
+    // 4. delay only vs plain io forwarding: throughput_samples adjacent pairs (io, delay), then
+    //    (delay, io), alternating, each a fresh data plane on the same ports. Per sample: TCP 4-stream goodput (the verdict: median
     //    of the pair ratios) and the data plane's work per frame (diagnostic).
     if (cfg.run_delay_only) {
       json d, pairs = json::array();
       for (int k = 0; k < std::max(1, cfg.throughput_samples); ++k) {
         json p;
-        for (const bool io : {true, false}) {
+        // Alternating order (io, delay), (delay, io), ...: a drift during the pairs favours neither.
+        p["order"] = k % 2 == 0 ? "io_forward,delay_only" : "delay_only,io_forward";
+        for (const bool io : {k % 2 == 0, k % 2 != 0}) {
           // A failed iperf3 run (once in a suite run: the client returned nothing after the
           // transfer) is no goodput of 0: the sample is measured again, once, on a fresh data plane.
           json t, em, failed;
@@ -447,10 +529,23 @@ json run_fidelity(const FidelityConfig& cfg) {
       d["failed_pairs"] = failed_pairs;
       auto summary = [](const PairedRatio& r) {
         return json{{"pair_ratios", r.pair_ratios}, {"median_pair_ratio", r.median_pair_ratio}, {"min_pair_ratio", r.min_pair_ratio},
-                    {"max_pair_ratio", r.max_pair_ratio}, {"ratio_of_means", r.ratio_of_means}, {"ratio_of_medians", r.ratio_of_medians}};
+                    {"max_pair_ratio", r.max_pair_ratio}, {"ratio_of_means", r.ratio_of_means}, {"ratio_of_medians", r.ratio_of_medians},
+                    {"geometric_mean", r.geometric_mean}, {"log_ratio_sd", r.log_ratio_sd}, {"confidence", r.confidence},
+                    {"ci", {r.ci_low, r.ci_high}}};
       };
       try {
-        d["tcp4_goodput_delay_over_io"] = summary(paired_ratio(gi, gd));
+        json g = summary(paired_ratio(gi, gd));
+        // The verdict's statistic is the median pair ratio; distribution-free (sign test) interval
+        // for the pairs' population median from the order statistics, and how many pairs fell
+        // below the threshold (each does with some probability p: the median of n then falls below
+        // it with probability P(Binomial(n, p) >= n/2 + 1) for odd n).
+        std::vector<double> sorted = g["pair_ratios"].get<std::vector<double>>();
+        std::sort(sorted.begin(), sorted.end());
+        const MedianInterval mi = median_interval(sorted.size(), 0.95);
+        if (mi.j > 0)
+          g["median_ci"] = {{"low", sorted[mi.j - 1]}, {"high", sorted[sorted.size() - mi.j]}, {"coverage", mi.coverage}};
+        g["pairs_below_0.9"] = std::count_if(sorted.begin(), sorted.end(), [](double r) { return r < 0.9; });
+        d["tcp4_goodput_delay_over_io"] = g;
       } catch (const std::exception& ex) {
         d["tcp4_goodput_delay_over_io"] = {{"error", ex.what()}};
       }
@@ -511,10 +606,20 @@ json run_fidelity(const FidelityConfig& cfg) {
   }
   net_down(cfg.topo.prefix);
   rep["host"]["loadavg_end"] = loadavg();
+  rep["host"]["emulator_scheduling"] = c.scheduling;
+  rep["stalls"] = {{"threshold_ms", static_cast<double>(kStallThresholdNs) / 1e6}, {"count", c.stalls.count},
+                   {"total_ms", static_cast<double>(c.stalls.total_ns) / 1e6},
+                   {"max_iteration_ms", static_cast<double>(c.stalls.max_ns) / 1e6},
+                   {"dataplane_run_s", static_cast<double>(c.dataplane_run_ns) / 1e9},
+                   {"share", stall_share(c.stalls.total_ns, c.dataplane_run_ns)}, {"by_data_plane", c.stalls_by_run}};
+  c.foreign_emulators = std::max(c.foreign_emulators, watch.max_seen());
   rep["host"]["foreign_emulators_seen"] = c.foreign_emulators;
+  rep["host"]["foreign_emulator_seconds"] = watch.seconds_seen();
   if (c.foreign_emulators > 0)
-    fprintf(stderr, "geotb-netlab: warning: another geotb-emulate ran during this measurement (%d at once): the CPU was shared\n",
-            c.foreign_emulators);
+    fprintf(stderr,
+            "fidelity: warning: another geotb-emulate ran during this measurement (%d at once, seen for %.1f s): the data "
+            "plane's CPU was shared\n",
+            c.foreign_emulators, watch.seconds_seen());
 
   // Verdicts against the targets.
   json v;
@@ -526,11 +631,15 @@ json run_fidelity(const FidelityConfig& cfg) {
     }
     return p->is_number() ? p->get<double>() : NAN;
   };
-  const double base_rtt = num(rep, {"io_forward", "ping", "rtt_avg_ms"});
-  const double rtt = num(rep, {"link", "ping", "rtt_avg_ms"});
+  const double base_rtt = num(rep, {"io_forward", "ping", "rtt_median_ms"});
+  const double rtt = num(rep, {"link", "ping", "rtt_median_ms"});
   const double expect = 2 * static_cast<double>(m.delay.count()) / 1e6 + base_rtt;
   v["rtt_expected_ms"] = expect;
+  v["rtt_median_ms"] = rtt;
+  v["rtt_min_ms"] = num(rep, {"link", "ping", "rtt_min_ms"});
   v["rtt_error_ms"] = rtt - expect;
+  v["rtt_min_error_ms"] = num(rep, {"link", "ping", "rtt_min_ms"}) - 2 * static_cast<double>(m.delay.count()) / 1e6 -
+                          num(rep, {"io_forward", "ping", "rtt_min_ms"});
   v["rtt_within_0.5ms"] = std::fabs(rtt - expect) <= 0.5;
   if (m.rate_bps > 0) {
     const double t4 = num(rep, {"link", "tcp4", "goodput_bps"});
@@ -561,6 +670,7 @@ json run_fidelity(const FidelityConfig& cfg) {
     const int valid = pairs - rep["delay_only"].value("failed_pairs", 0);
     v["delay_only_over_io_forward"] = g;
     v["delay_only_pairs_measured"] = valid;
+    v["delay_only_pairs_below_0.9"] = num(rep, {"delay_only", "tcp4_goodput_delay_over_io", "pairs_below_0.9"});
     v["delay_only_ge_0.9_io"] = g >= 0.9 && valid >= std::min(2, pairs);
   }
   if (rep.contains("gilbert") && rep["gilbert"].contains("check")) {
@@ -572,6 +682,11 @@ json run_fidelity(const FidelityConfig& cfg) {
       v["ge_mean_burst_bound_le_10pct"] = k["mean_run_bound_le_10pct"];
     }
   }
+  v["stalls"] = c.stalls.count;
+  v["stall_total_ms"] = static_cast<double>(c.stalls.total_ns) / 1e6;
+  v["stall_max_ms"] = static_cast<double>(c.stalls.max_ns) / 1e6;
+  v["stall_share"] = stall_share(c.stalls.total_ns, c.dataplane_run_ns);
+  v["stall_share_le_1pct"] = stalls_ok(c.stalls.total_ns, c.dataplane_run_ns);
   rep["verdicts"] = v;
   return rep;
 }

@@ -1,6 +1,12 @@
 #include <CLI/CLI.hpp>
 
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+
+#include "common/atomic_file.h"
 #include "emulator/dpdk/fidelity.h"
+#include "emulator/stats/verdict_tally.h"
 
 namespace geotb::emu {
 
@@ -24,11 +30,16 @@ void add_fidelity_options(CLI::App& cmd, FidelityOptions& o) {
   cmd.add_flag("--no-tbf", o.no_tbf, "skip the Linux tbf reference");
   cmd.add_flag("--no-gilbert", o.no_gilbert, "skip the Gilbert-Elliott run");
   cmd.add_flag("--no-delay-only", o.no_delay_only, "skip the delay-only run");
+  cmd.add_flag("--no-pin", o.no_pin, "do not pin the data plane to a CPU of its own (default: the last allowed CPU)");
+  cmd.add_option("--repeat", o.repeat, "run the suite this many times and print each verdict's pass count")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
 }
 
 FidelityConfig fidelity_config(const FidelityOptions& o, const NetTopology& topo, const std::string& emulate_bin) {
   FidelityConfig fc;
   fc.topo = topo;
+  fc.topo.pin_emulator = !o.no_pin;
   fc.emulate_bin = emulate_bin;
   // rfind gives npos without a '/', and npos + 1 == 0: then plain "geotb-udpgen", from PATH.
   fc.udpgen_bin = emulate_bin.substr(0, emulate_bin.rfind('/') + 1) + "geotb-udpgen";
@@ -50,6 +61,90 @@ std::vector<std::string> failed_verdicts(const nlohmann::json& report) {
   for (const auto& [name, v] : report.at("verdicts").items())
     if (v.is_boolean() && !v.get<bool>()) failed.push_back(name);
   return failed;
+}
+
+
+namespace {
+// "dir/x.json" + "-3" -> "dir/x-3.json"; no extension: appended.
+std::string with_suffix(const std::string& path, const std::string& suffix) {
+  const auto slash = path.rfind('/');
+  const auto dot = path.rfind('.');
+  if (dot == std::string::npos || (slash != std::string::npos && dot < slash)) return path + suffix;
+  return path.substr(0, dot) + suffix + path.substr(dot);
+}
+}  // namespace
+
+int fidelity_command(const FidelityOptions& o, const FidelityConfig& fc, const std::string& out,
+                     const std::function<void(nlohmann::json&)>& decorate) {
+  using nlohmann::json;
+  if (o.repeat <= 1) {
+    json rep = run_fidelity(fc);
+    decorate(rep);
+    if (out.empty()) {
+      std::cout << rep.dump(2) << "\n";
+    } else {
+      common::write_file_atomically(out, rep.dump(2) + "\n");
+      std::cout << rep["verdicts"].dump(2) << "\nreport: " << out << "\n";
+    }
+    const auto failed = failed_verdicts(rep);
+    if (!failed.empty()) fprintf(stderr, "fidelity: verdict %s is false\n", failed.front().c_str());
+    return o.check && !failed.empty() ? 1 : 0;
+  }
+  const std::string base = out.empty() ? "fidelity-run.json" : out;
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<std::vector<std::pair<std::string, bool>>> runs;
+  int shared_runs = 0;  // runs during which another data plane ran
+  json summary_runs = json::array();
+  for (int k = 1; k <= o.repeat; ++k) {
+    const auto r0 = std::chrono::steady_clock::now();
+    std::vector<std::pair<std::string, bool>> verdicts;
+    json line{{"run", k}};
+    try {
+      json rep = run_fidelity(fc);
+      decorate(rep);
+      const std::string path = with_suffix(base, "-" + std::to_string(k));
+      common::write_file_atomically(path, rep.dump(2) + "\n");
+      for (const auto& [name, v] : rep["verdicts"].items())
+        if (v.is_boolean()) verdicts.emplace_back(name, v.get<bool>());
+      line["report"] = path;
+      line["verdicts"] = rep["verdicts"];
+      const auto failed = failed_verdicts(rep);
+      std::string f;
+      for (const auto& n : failed) f += (f.empty() ? "" : ", ") + n;
+      const double shared_s = rep["host"].value("foreign_emulator_seconds", 0.0);
+      if (rep["host"].value("foreign_emulators_seen", 0) > 0) ++shared_runs;
+      printf("run %d/%d (%.0f s): %s; report %s%s\n", k, o.repeat,
+             std::chrono::duration<double>(std::chrono::steady_clock::now() - r0).count(),
+             failed.empty() ? "every verdict held" : ("failed: " + f).c_str(), path.c_str(),
+             rep["host"].value("foreign_emulators_seen", 0) > 0
+                 ? (" [another geotb-emulate ran for " + std::to_string(static_cast<int>(shared_s)) + " s: CPU shared]").c_str()
+                 : "");
+    } catch (const std::exception& e) {
+      line["error"] = e.what();
+      printf("run %d/%d: error: %s\n", k, o.repeat, e.what());
+    }
+    fflush(stdout);
+    runs.push_back(std::move(verdicts));
+    summary_runs.push_back(std::move(line));
+  }
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const std::vector<VerdictCount> tally = tally_verdicts(runs);
+  json counts = json::object();
+  bool all = true;
+  printf("pass counts over %d runs (%.0f s, %.0f s a run; %d with another data plane running):\n", o.repeat, secs,
+         secs / o.repeat, shared_runs);
+  for (const VerdictCount& v : tally) {
+    printf("  %-34s %d/%d\n", v.name.c_str(), v.passed, v.runs);
+    counts[v.name] = {{"passed", v.passed}, {"runs", v.runs}};
+    all = all && v.passed == v.runs;
+  }
+  for (const json& r : summary_runs) all = all && !r.contains("error");
+  const std::string path = with_suffix(base, "-repeat");
+  common::write_file_atomically(path, json{{"schema", "geotb-fidelity-repeat/1"}, {"repeat", o.repeat}, {"seconds", secs},
+                                           {"runs_with_cpu_shared", shared_runs}, {"pass_counts", counts}, {"runs", summary_runs}}
+                                              .dump(2) + "\n");
+  printf("pass counts: %s\n", path.c_str());
+  return o.check && !all ? 1 : 0;
 }
 
 }  // namespace geotb::emu

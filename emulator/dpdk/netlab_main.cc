@@ -12,7 +12,6 @@
 #include <iostream>
 #include <sstream>
 
-#include "common/atomic_file.h"
 #include "common/cli_units.h"
 #include "emulator/dpdk/fidelity.h"
 #include "emulator/dpdk/netns.h"
@@ -82,20 +81,7 @@ int main(int argc, char** argv) {
     }
     const FidelityConfig fc =
         fidelity_config(fo, t, fo.emulate_bin.empty() ? self_dir() + "/geotb-emulate" : fo.emulate_bin);
-    const nlohmann::json rep = run_fidelity(fc);
-    if (out.empty()) {
-      std::cout << rep.dump(2) << "\n";
-    } else {
-      geotb::common::write_file_atomically(out, rep.dump(2) + "\n");
-      std::cout << rep["verdicts"].dump(2) << "\n";
-    }
-    if (fo.check) {
-      if (const auto failed = failed_verdicts(rep); !failed.empty()) {
-        std::cerr << "geotb-netlab: verdict " << failed.front() << " is false\n";
-        return 1;
-      }
-    }
-    return 0;
+    return fidelity_command(fo, fc, out, [](nlohmann::json&) {});
   } catch (const std::exception& e) {
     std::cerr << "geotb-netlab: " << e.what() << "\n";
     return 2;

@@ -1,5 +1,6 @@
 #include "emulator/dpdk/netns.h"
 
+#include <sched.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -18,6 +19,17 @@ uint64_t socket_buffer_for(const LinkConfig& there, const LinkConfig& back) {
   const double rtt_s = static_cast<double>((there.delay + back.delay).count()) / 1e9;
   const double bdp = rate * rtt_s / 8;
   return std::clamp<uint64_t>(static_cast<uint64_t>(4 * bdp), uint64_t{4} << 20, uint64_t{256} << 20);
+}
+
+std::vector<int> allowed_cpus() {
+  std::vector<int> v;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0)
+    for (int i = 0; i < CPU_SETSIZE; ++i)
+      if (CPU_ISSET(i, &set)) v.push_back(i);
+  if (v.empty()) v.push_back(0);
+  return v;
 }
 
 NetLayout net_layout(const NetTopology& t) {
@@ -51,11 +63,18 @@ NetLayout net_layout(const NetTopology& t) {
     d.emu_if = "e" + std::to_string(i);
     L.dcs.push_back(d);
   }
-  const int ncpu = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
-  L.emulator_cpu = t.emulator_cpu >= 0 ? t.emulator_cpu : ncpu - 1;
-  if (L.emulator_cpu >= ncpu) throw std::invalid_argument("emulator_cpu: " + std::to_string(t.emulator_cpu) + ": only " + std::to_string(ncpu) + " CPUs");
-  for (int i = 0; i < ncpu; ++i)
-    if (i != L.emulator_cpu || ncpu == 1) L.tool_cpus += (L.tool_cpus.empty() ? "" : ",") + std::to_string(i);
+  const std::vector<int> cpus = allowed_cpus();
+  L.emulator_cpu = t.emulator_cpu >= 0 ? t.emulator_cpu : cpus.back();
+  if (std::find(cpus.begin(), cpus.end(), L.emulator_cpu) == cpus.end())
+    throw std::invalid_argument("emulator_cpu: " + std::to_string(t.emulator_cpu) + ": not among the CPUs this process may use (" +
+                                std::to_string(cpus.size()) + " allowed)");
+  L.pinned = t.pin_emulator && cpus.size() > 1;
+  for (int i : cpus)
+    if (i != L.emulator_cpu || !L.pinned) {
+      L.tool_cpu_list.push_back(i);
+      if (!L.tool_cpus.empty()) L.tool_cpus += ',';
+      L.tool_cpus += std::to_string(i);
+    }
   L.socket_buffer_bytes = uint64_t{4} << 20;
   for (const DirectedLink& l : t.wan)
     L.socket_buffer_bytes = std::max(L.socket_buffer_bytes, socket_buffer_for(l.config, reverse_of(l)->config));
@@ -86,8 +105,15 @@ std::vector<std::string> emulator_base_command(const NetLayout& L, const std::st
   // Jumbo frames: 16 KiB af_packet frames and mbufs, fewer of them (plain io forwarding between
   // two namespaces on 2 cores: 4.7 Gbit/s at MTU 9000 with these sizes, 1.9 Gbit/s at MTU 1500).
   const bool jumbo = L.mtu > 1500;
-  std::vector<std::string> argv{emulate_bin, "--no-huge", "--no-pci", "-m", jumbo ? "1024" : "512", "--file-prefix=" + file_prefix,
-                                "-l", std::to_string(L.emulator_cpu), "--log-level=warning"};
+  // Pinned: EAL's main lcore (the poller) on emulator_cpu. Not pinned: lcore 0 on every CPU the
+  // tools may use (which is then every allowed one).
+  std::vector<std::string> argv{emulate_bin, "--no-huge", "--no-pci", "-m", jumbo ? "1024" : "512", "--file-prefix=" + file_prefix};
+  if (L.pinned) {
+    argv.insert(argv.end(), {"-l", std::to_string(L.emulator_cpu)});
+  } else {
+    argv.push_back("--lcores=0@(" + L.tool_cpus + ")");
+  }
+  argv.push_back("--log-level=warning");
   const std::string ring = jumbo ? ",blocksz=16384,framesz=16384,framecnt=1024" : ",framecnt=4096";
   for (size_t i = 0; i < L.dcs.size(); ++i)
     argv.push_back("--vdev=net_af_packet" + std::to_string(i) + ",iface=" + L.dcs[i].emu_if + ring + ",qdisc_bypass=1");
@@ -147,10 +173,9 @@ NetLayout net_up(const NetTopology& t) {
       run_checked(in_ns(d.ns, {"sysctl", "-q", "-w", "net.ipv4.tcp_no_metrics_save=1"}));
       // RPS: receive processing of frames the data plane sends into this DC off the emulator CPU.
       uint64_t mask = 0;
-      const int ncpu = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
-      for (int i = 0; i < ncpu && i < 64; ++i)
-        if (i != L.emulator_cpu) mask |= uint64_t{1} << i;
-      if (mask) {
+      for (int i : L.tool_cpu_list)
+        if (i < 64) mask |= uint64_t{1} << i;
+      if (mask && L.pinned) {
         char hex[32];
         snprintf(hex, sizeof hex, "%llx", static_cast<unsigned long long>(mask));
         run_checked(in_ns(d.ns, {"sh", "-c", std::string("echo ") + hex + " > /sys/class/net/" + d.ifname + "/queues/rx-0/rps_cpus"}));

@@ -40,8 +40,12 @@ struct NetTopology {
   uint32_t mtu = 1500;                 ///< bytes, 576..9000 (above 1500 the data plane uses 16 KiB mbufs)
   /// CPU the data plane polls on. Frames the emulator sends into a DC would otherwise be
   /// received (softirq) on that CPU; RPS on the DC interfaces steers them to the other CPUs.
-  /// -1: the last online CPU.
+  /// -1: the last CPU this process may run on (its affinity mask, e.g. a cgroup's cpuset).
   int emulator_cpu = -1;
+  /// Pin the data plane to emulator_cpu (EAL -l) and keep the traffic tools, workers and RPS off
+  /// it. false: the data plane may run on every allowed CPU (EAL --lcores 0@(...)), and so may
+  /// everything else. With one allowed CPU there is nothing to keep apart: not pinned.
+  bool pin_emulator = true;
 };
 
 struct DcPlace {
@@ -57,10 +61,15 @@ struct NetLayout {
   std::string emu_ns;
   std::vector<DcPlace> dcs;
   uint64_t socket_buffer_bytes = 0;  ///< tcp_rmem/tcp_wmem max and rmem/wmem_max in every DC
-  int emulator_cpu = 0;              ///< resolved NetTopology::emulator_cpu
+  int emulator_cpu = 0;              ///< resolved NetTopology::emulator_cpu (when pinned)
+  bool pinned = true;                ///< the data plane has emulator_cpu to itself
   uint32_t mtu = 1500;
-  std::string tool_cpus;             ///< the other CPUs, for taskset -c (e.g. "0")
+  std::vector<int> tool_cpu_list;    ///< the other allowed CPUs (every allowed one when not pinned)
+  std::string tool_cpus;             ///< the same for taskset -c (e.g. "0")
 };
+
+/// The CPUs this process may run on (sched_getaffinity), ascending.
+std::vector<int> allowed_cpus();
 
 /// Names, addresses and buffer sizes, without creating anything. Throws std::invalid_argument.
 NetLayout net_layout(const NetTopology& t);

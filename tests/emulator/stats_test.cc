@@ -11,7 +11,10 @@
 #include "emulator/stats/binomial.h"
 #include "emulator/stats/loss_check.h"
 #include "emulator/stats/paired_ratio.h"
+#include "emulator/stats/ping_rtt.h"
+#include "emulator/stats/stalls.h"
 #include "emulator/stats/student_t.h"
+#include "emulator/stats/verdict_tally.h"
 
 namespace geotb::emu {
 namespace {
@@ -108,6 +111,33 @@ TEST(Binomial, WilsonIntervalExact) {
   const auto [lo3, hi3] = wilson_interval(0, 0);
   EXPECT_EQ(lo3, 0.0);
   EXPECT_EQ(hi3, 1.0);
+}
+
+TEST(Binomial, UpperTailExact) {
+  // Bin(7, 1/2): P(X >= 4) = (35 + 21 + 7 + 1) / 128 = 1/2.
+  EXPECT_NEAR(binomial_upper_tail(4, 7, 0.5), 0.5, 1e-14);
+  // Bin(7, 0.15): P(X >= 4), exact rational sum 0.012103171875 (a median of 7 pairs below 0.9
+  // when each pair is, with probability 0.15).
+  EXPECT_NEAR(binomial_upper_tail(4, 7, 0.15), 0.012103171875, 1e-14);
+  EXPECT_NEAR(binomial_upper_tail(3, 10, 0.3), 0.6172172136, 1e-12);
+  EXPECT_EQ(binomial_upper_tail(0, 5, 0.3), 1.0);
+  EXPECT_EQ(binomial_upper_tail(6, 5, 0.3), 0.0);
+  EXPECT_EQ(binomial_upper_tail(2, 5, 0.0), 0.0);
+  EXPECT_EQ(binomial_upper_tail(5, 5, 1.0), 1.0);
+  EXPECT_THROW(binomial_upper_tail(1, 5, 1.5), std::invalid_argument);
+}
+
+TEST(Binomial, MedianIntervalFromOrderStatistics) {
+  // n = 7: [x_(1), x_(7)] covers 1 - 2/128; [x_(2), x_(6)] 1 - 2 * 8/128.
+  const MedianInterval a = median_interval(7, 0.95);
+  EXPECT_EQ(a.j, 1u);
+  EXPECT_NEAR(a.coverage, 1 - 2.0 / 128, 1e-12);
+  const MedianInterval b = median_interval(7, 0.8);
+  EXPECT_EQ(b.j, 2u);
+  EXPECT_NEAR(b.coverage, 1 - 16.0 / 128, 1e-12);
+  EXPECT_EQ(median_interval(5, 0.95).j, 0u);  // 1 - 2/32 = 0.9375 < 0.95
+  EXPECT_EQ(median_interval(6, 0.95).j, 1u);  // 1 - 2/64
+  EXPECT_EQ(median_interval(1, 0.5).j, 0u);
 }
 
 LossConfig simple_gilbert() {
@@ -246,11 +276,121 @@ TEST(PairedRatio, PairsCancelADriftThatTheMeansKeep) {
   EXPECT_DOUBLE_EQ(s.ratio_of_medians, 950.0 / 1500);
 }
 
+TEST(PairedRatio, GeometricMeanAndTIntervalOfTheLogRatios) {
+  // Ratios 0.8 and 1.25: ln = -ln 1.25, +ln 1.25, mean 0, sd = sqrt(2) ln 1.25; the 95 % half
+  // width is t_{0.975, 1} sd / sqrt(2) = tan(0.475 pi) ln 1.25 (df 1 is Cauchy).
+  const PairedRatio r = paired_ratio({1000, 800}, {800, 1000});
+  EXPECT_NEAR(r.geometric_mean, 1.0, 1e-15);
+  EXPECT_NEAR(r.log_ratio_sd, std::sqrt(2.0) * std::log(1.25), 1e-15);
+  const double t = std::tan(0.475 * std::numbers::pi);
+  EXPECT_NEAR(r.ci_low, std::pow(1.25, -t), 1e-9 * std::pow(1.25, -t));
+  EXPECT_NEAR(r.ci_high, std::pow(1.25, t), 1e-9 * std::pow(1.25, t));
+  EXPECT_EQ(r.confidence, 0.95);
+  // Four pairs with ratios 0.9, 1.0, 1.1, 1.2 at 90 %: the interval from the exact formula.
+  const PairedRatio s = paired_ratio({10, 10, 10, 10}, {9, 10, 11, 12}, 0.9);
+  const double m = (std::log(0.9) + std::log(1.1) + std::log(1.2)) / 4;
+  double ss = 0;
+  for (double x : {0.9, 1.0, 1.1, 1.2}) ss += (std::log(x) - m) * (std::log(x) - m);
+  const double sd = std::sqrt(ss / 3), h = 2.353363434801823 * sd / 2;  // t_{0.95, 3}
+  EXPECT_NEAR(s.geometric_mean, std::exp(m), 1e-15);
+  EXPECT_NEAR(s.log_ratio_sd, sd, 1e-15);
+  EXPECT_NEAR(s.ci_low, std::exp(m - h), 1e-9);
+  EXPECT_NEAR(s.ci_high, std::exp(m + h), 1e-9);
+  // One pair: no interval (both ends the ratio); a zero goodput: no log, all three 0.
+  const PairedRatio one = paired_ratio({4}, {3});
+  EXPECT_DOUBLE_EQ(one.geometric_mean, 0.75);
+  EXPECT_DOUBLE_EQ(one.ci_low, 0.75);
+  EXPECT_DOUBLE_EQ(one.ci_high, 0.75);
+  const PairedRatio zero = paired_ratio({4, 4}, {0, 4});
+  EXPECT_EQ(zero.geometric_mean, 0.0);
+  EXPECT_EQ(zero.ci_high, 0.0);
+  EXPECT_THROW(paired_ratio({1}, {1}, 1.0), std::invalid_argument);
+}
+
 TEST(PairedRatio, RejectsUnpairedOrEmptyOrNonPositiveReferences) {
   EXPECT_THROW(paired_ratio({}, {}), std::invalid_argument);
   EXPECT_THROW(paired_ratio({1, 2}, {1}), std::invalid_argument);
   EXPECT_THROW(paired_ratio({1, 0}, {1, 1}), std::invalid_argument);
   EXPECT_NO_THROW(paired_ratio({1, 2}, {0, 0}));
+}
+
+TEST(PingRtt, ParsesEveryReplyAndSkipsTheRest) {
+  const std::string out =
+      "PING 10.77.1.1 (10.77.1.1) 56(84) bytes of data.\n"
+      "64 bytes from 10.77.1.1: icmp_seq=1 ttl=64 time=75.2 ms\n"
+      "64 bytes from 10.77.1.1: icmp_seq=2 ttl=64 time=30.1 ms\n"
+      "From 10.77.0.1 icmp_seq=3 Destination Host Unreachable\n"
+      "64 bytes from 10.77.1.1: icmp_seq=4 ttl=64 time=30.3 ms\n"
+      "64 bytes from 10.77.1.1: icmp_seq=5 ttl=64 time=0.087 ms\n"
+      "64 bytes from 10.77.1.1: icmp_seq=6 ttl=64 time=1.5 s\n"
+      "64 bytes from 10.77.1.1: icmp_seq=7 ttl=64 time=250 us\n"
+      "\n--- 10.77.1.1 ping statistics ---\n"
+      "7 packets transmitted, 6 received, +1 errors, 14.2857% packet loss, time 60ms\n"
+      "rtt min/avg/max/mdev = 0.087/31.203/75.200/28.512 ms\n";
+  const std::vector<double> t = parse_ping_times_ms(out);
+  ASSERT_EQ(t.size(), 6u);
+  EXPECT_EQ(t[0], 75.2);
+  EXPECT_EQ(t[1], 30.1);
+  EXPECT_EQ(t[2], 30.3);
+  EXPECT_EQ(t[3], 0.087);
+  EXPECT_EQ(t[4], 1500.0);
+  EXPECT_EQ(t[5], 0.25);
+  EXPECT_TRUE(parse_ping_times_ms("connect: Network is unreachable\n").empty());
+}
+
+TEST(PingRtt, MedianIgnoresTheSlowFirstEchoThatMovesTheMean) {
+  // The case: one echo paid ARP (75 ms) among 30 ms ones: the mean is off by 11 ms.
+  const RttSummary s = summarize_rtts({75.0, 30.2, 30.1, 30.3});
+  EXPECT_EQ(s.count, 4u);
+  EXPECT_EQ(s.min_ms, 30.1);
+  EXPECT_DOUBLE_EQ(s.median_ms, (30.2 + 30.3) / 2);
+  EXPECT_DOUBLE_EQ(s.mean_ms, (75.0 + 30.2 + 30.1 + 30.3) / 4);
+  EXPECT_EQ(s.max_ms, 75.0);
+  const RttSummary odd = summarize_rtts({3.0, 1.0, 2.0});
+  EXPECT_EQ(odd.median_ms, 2.0);
+  EXPECT_THROW(summarize_rtts({}), std::invalid_argument);
+}
+
+TEST(Stalls, CountsIterationsStrictlyOverTheThresholdAndTheShare) {
+  StallCounter c;
+  for (uint64_t ns : {999999ull, 1000000ull, 1000001ull, 5000000ull, 20000ull}) c.record(ns);
+  EXPECT_EQ(c.count, 2u);
+  EXPECT_EQ(c.total_ns, 6000001u);
+  EXPECT_EQ(c.max_ns, 5000000u);
+  StallCounter d;
+  d.record(41600000);
+  d.record(300);
+  c.merge(d);
+  EXPECT_EQ(c.count, 3u);
+  EXPECT_EQ(c.total_ns, 47600001u);
+  EXPECT_EQ(c.max_ns, 41600000u);
+  // 1 % of the run: 10 ms per second is still ok, a nanosecond more is not.
+  EXPECT_DOUBLE_EQ(stall_share(10000000, 1000000000), 0.01);
+  EXPECT_TRUE(stalls_ok(10000000, 1000000000));
+  EXPECT_FALSE(stalls_ok(10000001, 1000000000));
+  EXPECT_EQ(stall_share(5, 0), 0.0);
+  EXPECT_TRUE(stalls_ok(47600001, 6000000000));   // 0.79 %
+  EXPECT_FALSE(stalls_ok(47600001, 4000000000));  // 1.19 %
+  EXPECT_TRUE(stalls_ok(47600001, 4000000000, 0.02));
+}
+
+TEST(VerdictTally, CountsPassesPerNameOverEveryRun) {
+  const std::vector<std::vector<std::pair<std::string, bool>>> runs{
+      {{"rtt", true}, {"tcp", false}},
+      {{"rtt", true}, {"tcp", true}, {"ge", true}},
+      {},  // a run that failed before any verdict
+      {{"tcp", true}, {"rtt", false}}};
+  const std::vector<VerdictCount> t = tally_verdicts(runs);
+  ASSERT_EQ(t.size(), 3u);
+  EXPECT_EQ(t[0].name, "rtt");
+  EXPECT_EQ(t[0].passed, 2);
+  EXPECT_EQ(t[0].runs, 4);
+  EXPECT_EQ(t[1].name, "tcp");
+  EXPECT_EQ(t[1].passed, 2);
+  EXPECT_EQ(t[2].name, "ge");
+  EXPECT_EQ(t[2].passed, 1);
+  EXPECT_EQ(t[2].runs, 4);
+  EXPECT_TRUE(tally_verdicts({}).empty());
 }
 
 }  // namespace

@@ -355,6 +355,39 @@ TEST(ReportModel, ExchangeSecondsMeanAbsentNullOrANumber) {
   }
 }
 
+TEST(ReportModel, DataPlaneAbsentOrReadAndWrittenWithItsDerivedFigures) {
+  const json base = read_json_file((kSource / "tests/report/data/us-east-us-west-run2.json").string());
+  json j = base.at("strategies").at(0);
+  ASSERT_FALSE(j.contains("dataplane"));  // not dpdk mode
+  StrategyRun r = j.get<StrategyRun>();
+  EXPECT_FALSE(r.dataplane.has_value());
+  EXPECT_EQ(json(r), j);
+  // 3 stalls, 48 ms in all over 6 s: 0.8 %, ok.
+  DataPlaneSummary d{"SCHED_FIFO 50, pinned to CPU 1", 3, 0.048, 0.0416, 6.0};
+  EXPECT_DOUBLE_EQ(metrics::stall_share(d), 0.008);
+  EXPECT_TRUE(metrics::stalls_ok(d));
+  r.dataplane = d;
+  const json w = r;
+  EXPECT_EQ(w.at("dataplane"), (json{{"scheduling", "SCHED_FIFO 50, pinned to CPU 1"}, {"stalls", 3}, {"stall_total_s", 0.048},
+                                     {"max_iteration_s", 0.0416}, {"run_s", 6.0}, {"stall_share", 0.048 / 6.0},
+                                     {"stalls_ok", true}}));
+  EXPECT_EQ(json(w.get<StrategyRun>()), w);
+  // 72 ms over 6 s: 1.2 %, not ok; run_s 0: share 0.
+  d.stall_total_s = 0.072;
+  EXPECT_FALSE(metrics::stalls_ok(d));
+  d.run_s = 0;
+  EXPECT_EQ(metrics::stall_share(d), 0.0);
+  json bad = base;
+  bad["strategies"][0]["dataplane"] = w.at("dataplane");
+  bad["strategies"][0]["dataplane"]["stalls"] = -2;
+  try {
+    parse_report(bad, "r.json");
+    ADD_FAILURE() << "expected ReportError";
+  } catch (const ReportError& e) {
+    EXPECT_EQ(std::string(e.what()), "r.json: strategies[0].dataplane.stalls: must be >= 0, got -2");
+  }
+}
+
 TEST(Metrics, ComparisonAgainstTheBaselineAndLan) {
   std::vector<StrategyRun> runs(3);
   runs[0].name = "naive_ddp";

@@ -35,6 +35,10 @@ hier_log = by["hier_ef_topk_int8"]["exchanges"]
 assert hier["exchange_seconds_mean"] == sum(e["seconds"] for e in hier_log) / len(hier_log), hier
 assert abs(hier["exchange_seconds_mean"] - 0.02) < 1e-15, hier
 cmp = rep["comparison"]
+assert "dataplane" not in by["naive_ddp"], by["naive_ddp"]
+assert by["hier_ef_topk_int8"]["dataplane"] == {
+    "scheduling": "SCHED_FIFO 50, pinned to CPU 1", "stalls": 2, "stall_total_s": 0.003, "max_iteration_s": 0.0025,
+    "run_s": 15.0, "stall_share": 0.003 / 15.0, "stalls_ok": True}, by["hier_ef_topk_int8"]["dataplane"]
 assert cmp["baseline"] == "naive_ddp", cmp
 assert cmp["strategies"]["hier_ef_topk_int8"] == {
     "throughput_ratio": 1.0, "wan_bytes_ratio": (4 << 14) / (4 << 20), "accuracy_delta": 0.0}, cmp

@@ -1,7 +1,7 @@
 // Writes one report through the real writer, from crafted measurements: every rank's
 // measurements of scenarios/tiny.json (2 DCs x 2 workers, 60 steps) merged by
 // engine::merge_rank_reports, then harness::make_report and harness::write_report, plus one
-// failed strategy. report_schema.py validates the file against harness/report.schema.json and
+// failed strategy; the second strategy carries a data plane summary as in dpdk mode. report_schema.py validates the file against harness/report.schema.json and
 // checks the derived figures. Usage: write_crafted_report <source root> <out dir>; prints the path.
 #include <fmt/format.h>
 
@@ -55,6 +55,8 @@ int main(int argc, char** argv) {
   runs.push_back(engine::merge_rank_reports("naive_ddp", ranks("naive_ddp", steps, 0, 1 << 20), sc.workload, 2));
   runs.push_back(engine::merge_rank_reports("hier_ef_topk_int8", ranks("hier_ef_topk_int8", steps, 4, 1 << 14),
                                             sc.workload, 2));
+  // As a dpdk-mode run records its data plane: 2 stalls, 3 ms of 15 s.
+  runs.back().dataplane = model::DataPlaneSummary{"SCHED_FIFO 50, pinned to CPU 1", 2, 0.003, 0.0025, 15.0};
   harness::RunContext ctx;
   ctx.argv = {"write_crafted_report"};
   ctx.scenario_file = "scenarios/tiny.json";
