@@ -107,6 +107,7 @@ void MessageLink::reset() {
   rtx_.clear();
   events_ = {};
   sent_any_ = false;
+  clock_ = Nanos{0};
   is_cwnd_limited_ = false;
   max_packets_out_ = 0;
   cwnd_usage_tx_ = next_tx_;
@@ -304,6 +305,7 @@ void MessageLink::advance(Nanos now) {
   while (!events_.empty() && events_.top().at <= now && !failed_) {
     const Event e = events_.top();
     events_.pop();
+    clock_ = std::max(clock_, e.at);
     if (e.ack)
       on_ack(e.at, e.tx);
     else
@@ -316,6 +318,8 @@ MessageVerdict MessageLink::send(Nanos now, uint64_t payload_bytes) {
   MessageVerdict mv;
   const uint64_t nseg = std::max<uint64_t>(1, (payload_bytes + seg_.mss_bytes - 1) / seg_.mss_bytes);
   mv.segments = nseg;
+  now = std::max(now, clock_);
+  clock_ = now;
   advance(now);
   if (seg_.slow_start_after_idle && out_.empty() && sent_any_ && now - last_sent_ > rto_)
     restart_after_idle(now - last_sent_);
@@ -335,6 +339,7 @@ MessageVerdict MessageLink::send(Nanos now, uint64_t payload_bytes) {
     if (events_.empty()) throw std::logic_error("MessageLink: segments left undelivered with no event pending");
     const Event e = events_.top();
     events_.pop();
+    clock_ = std::max(clock_, e.at);
     if (e.ack)
       on_ack(e.at, e.tx);
     else

@@ -40,8 +40,10 @@
 // segment retransmitted one RTT after it left, a segment offered while the link is down after
 // min_rto doubling per attempt.
 // send() settles a message's fate when it is sent: it runs the connection's events (ACK arrivals,
-// timers) forward until every segment of the message is delivered, offering segments to the link
-// at their (possibly later) instants; ACKs still due afterwards are run by later sends.
+// timers) forward until every segment of the message has been sent and delivered, offering
+// segments to the link at their (possibly later) instants; ACKs still due afterwards are run by
+// later sends. A message sent before the connection's time (the previous message's last segment
+// left later) is queued behind it and starts at that time.
 // Pure and single-threaded like LinkModel; time is passed in.
 #pragma once
 
@@ -165,6 +167,7 @@ class MessageLink {
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
   uint64_t next_tx_ = 0, next_seg_ = 0, order_ = 0;
   Nanos last_sent_{0};
+  Nanos clock_{0};                      // the connection's time: latest event run or send
   bool sent_any_ = false;
   // Linux tcp_cwnd_validate state
   bool is_cwnd_limited_ = false;

@@ -53,6 +53,7 @@ struct Arrived {
   uint64_t bytes_sent = 0;                  // our message (header included)
   uint64_t bytes_max = 0;                   // largest message of the exchange (header included)
   double lower_bound_s = 0;                 // max over peers of S_p / B + delay of the link p -> us
+  double rtt_s = 0;                         // 2 x the delay of the link the slowest message crossed
 };
 
 /// A leader's exchange running on its own thread (in virtual time: its own actor), handed back
@@ -216,7 +217,9 @@ class HierEfTopkInt8 final : public Strategy {
           if (in.size() < kHeader) throw TransportError("exchange: message of " + std::to_string(in.size()) + " bytes");
           int64_t sent_at;
           std::memcpy(&sent_at, in.data(), kHeader);
-          a.transfer_s = std::max(a.transfer_s, static_cast<double>(now - sent_at) * 1e-9);
+          const double took = static_cast<double>(now - sent_at) * 1e-9;
+          if (took >= a.transfer_s) a.rtt_s = 2 * links[k].delay_s;
+          a.transfer_s = std::max(a.transfer_s, took);
           a.bytes_max = std::max<uint64_t>(a.bytes_max, in.size());
           // The link this message crossed: its bytes at its rate, plus its one-way delay.
           const InboundLink& l = links[k];
@@ -289,6 +292,7 @@ class HierEfTopkInt8 final : public Strategy {
     rec.bytes_sent = a.bytes_sent;
     rec.seconds = a.transfer_s;
     rec.lower_bound_s = a.lower_bound_s;  // every peer's message took at least this: seconds >= it
+    rec.rtt_s = a.rtt_s;
     env.exchanges.push_back(rec);
   }
 
