@@ -61,7 +61,7 @@ class Cubic final : public CongestionControl {
   uint32_t ssthresh_after_loss(const TcpWindow& w) override {
     epoch_.reset();
     if (w.cwnd < last_max_cwnd_)  // fast convergence
-      last_max_cwnd_ = static_cast<uint32_t>(w.cwnd * (1024u + 717u) / (2u * 1024u));
+      last_max_cwnd_ = static_cast<uint32_t>(uint64_t{w.cwnd} * (1024 + 717) / (2 * 1024));
     else
       last_max_cwnd_ = w.cwnd;
     return std::max<uint32_t>(static_cast<uint32_t>(static_cast<uint64_t>(w.cwnd) * 717 / 1024), 2);
@@ -125,7 +125,7 @@ class Cubic final : public CongestionControl {
       cnt_ = 100 * cwnd;
     if (last_max_cwnd_ == 0 && cnt_ > 20) cnt_ = 20;
     // TCP friendliness
-    const uint32_t delta = std::max<uint32_t>(1, (cwnd * kBetaScale) >> 3);
+    const uint32_t delta = std::max<uint32_t>(1, static_cast<uint32_t>((uint64_t{cwnd} * kBetaScale) >> 3));
     while (ack_cnt_ > delta) {
       ack_cnt_ -= delta;
       ++tcp_cwnd_;
