@@ -112,6 +112,57 @@ void MessageLink::reset() {
   max_packets_out_ = 0;
   cwnd_usage_tx_ = next_tx_;
   failed_ = false;
+  // The receiver (Linux tcp_init_buffer_space, tcp_select_initial_window): sk_rcvbuf =
+  // tcp_rmem[1]; window_clamp = tcp_win_from_space() of it (scaling_ratio 128/256); the SYN's
+  // window is that rounded down to whole MSS, at most 65535 (not yet scaled); rcv_ssthresh = it;
+  // rcvq_space.space = min(rcv_wnd, TCP_INIT_CWND * advmss).
+  rcv_ = RcvState{};
+  rcv_.rcv_nxt = rcv_.high_seg = next_seg_;
+  rcv_.space_seg = next_seg_;
+  rcv_.rcvbuf = seg_.rmem_initial_bytes;
+  rcv_.window_clamp = rcv_.rcvbuf / 2;
+  uint64_t syn_wnd = rcv_.window_clamp;
+  if (syn_wnd > seg_.mss_bytes) syn_wnd -= syn_wnd % seg_.mss_bytes;
+  syn_wnd = std::min<uint64_t>(syn_wnd, 65535);
+  rcv_.rcv_ssthresh = syn_wnd;
+  rcv_.space = std::min<uint64_t>(syn_wnd, uint64_t{10} * seg_.mss_bytes);
+  snd_wnd_end_ = next_seg_ + syn_wnd / seg_.mss_bytes;
+}
+
+void MessageLink::receive(Nanos at, uint64_t seg) {
+  // A data segment reaches the receiver at `at`.
+  // tcp_grow_window(): rcv_ssthresh += 2 * advmss per data segment, up to window_clamp.
+  if (rcv_.rcv_ssthresh < rcv_.window_clamp)
+    rcv_.rcv_ssthresh = std::min<uint64_t>(rcv_.rcv_ssthresh + 2 * uint64_t{seg_.mss_bytes}, rcv_.window_clamp);
+  rcv_.high_seg = std::max(rcv_.high_seg, seg + 1);
+  const uint64_t nxt = unacked_segs_.empty() ? next_seg_ : *unacked_segs_.begin();
+  if (nxt > rcv_.rcv_nxt) {
+    rcv_.rcv_nxt = nxt;
+    // The application reads what arrived in order: tcp_rcv_space_adjust() (tcp_recvmsg). Once per
+    // receiver RTT (tp->rcv_rtt_est, here the sender's srtt), the bytes read during it.
+    if (!rcv_.measured || at - rcv_.space_time >= srtt_) {
+      const uint64_t copied = (rcv_.rcv_nxt - rcv_.space_seg) * seg_.mss_bytes;
+      if (rcv_.measured && copied > rcv_.space) {
+        rcv_.space = copied;
+        // tcp_rcvbuf_grow(): "slow start: allow the sender to double its rate" (2 * space), plus
+        // the out-of-order queue's span; sk_rcvbuf = tcp_space_from_win() of it, capped by
+        // tcp_rmem[2]; window_clamp = tcp_win_from_space(sk_rcvbuf).
+        const uint64_t rcvwin = 2 * rcv_.space + (rcv_.high_seg - rcv_.rcv_nxt) * seg_.mss_bytes;
+        const uint64_t rcvbuf = std::min(2 * rcvwin, seg_.rmem_max_bytes);
+        if (rcvbuf > rcv_.rcvbuf) {
+          rcv_.rcvbuf = rcvbuf;
+          rcv_.window_clamp = rcvbuf / 2;
+          ++stats_.rcvbuf_grows;
+        }
+      }
+      rcv_.space_seg = rcv_.rcv_nxt;
+      rcv_.space_time = at;
+      rcv_.measured = true;
+    }
+  }
+  // The ACK carries rcv_nxt and the window (__tcp_select_window: rcv_ssthresh, the receive queue
+  // being empty); the right edge never moves left (tcp_select_window does not shrink it).
+  snd_wnd_end_ = std::max(snd_wnd_end_, rcv_.rcv_nxt + rcv_.rcv_ssthresh / seg_.mss_bytes);
 }
 
 void MessageLink::rtt_sample(Nanos m) {
@@ -205,6 +256,10 @@ void MessageLink::try_send(Nanos t, bool force_one) {
       rtx_.pop_front();
       transmit(t, r.seg, r.frame, r.attempt);
     } else {
+      if (seg_.receive_window && next_seg_ >= snd_wnd_end_) {  // tcp_snd_wnd_test()
+        ++stats_.rwnd_limited;
+        break;
+      }
       const uint32_t frame = unsent_.front();
       unsent_.pop_front();
       unacked_segs_.insert(next_seg_);
@@ -256,6 +311,7 @@ void MessageLink::on_ack(Nanos t, uint64_t tx) {
   const Nanos sample = t - x.sent;
   rtt_sample(sample);
   unacked_segs_.erase(x.seg);
+  if (seg_.receive_window) receive(t - ack_delay(), x.seg);
   // SACK: holes sent before this segment count one more later ACK; dupthresh of them is a loss.
   std::vector<uint64_t> detected;
   for (uint64_t l : lost_in_flight_) {

@@ -25,7 +25,24 @@
 //    min_rto) (RFC 6298 with Linux's 200 ms floor, TCP_RTO_MIN), doubling per attempt up to
 //    max_rto (TCP_RTO_MAX 120 s); the window drops to 1 and slow start follows (Linux TCP_CA_Loss).
 //    The RTT estimator starts from the handshake's sample (the two one-way delays). Not modelled:
-//    tail loss probes, delayed ACKs, receive windows, HyStart++ (Linux's CUBIC HyStart is);
+//    tail loss probes, delayed ACKs, HyStart++ (Linux's CUBIC HyStart is);
+//  * receive window (SegmentConfig::receive_window, the default): the sender never sends a segment
+//    beyond the right edge the receiver last advertised (its rcv_nxt + window, carried by the ACK),
+//    as Linux's tcp_snd_wnd_test(). The receiver is Linux's (net/ipv4/tcp_input.c, tcp_output.c,
+//    kernel 6.16+; defaults net.ipv4.tcp_rmem = 4096 131072 33554432, tcp_moderate_rcvbuf = 1)
+//    and its application reads every in-order byte at once (Gloo's receive is always posted):
+//    - sk_rcvbuf starts at tcp_rmem[1]; window_clamp = tcp_win_from_space(sk_rcvbuf) with the
+//      default scaling_ratio (TCP_DEFAULT_SCALING_RATIO: half of the buffer is window);
+//    - the SYN's window (tcp_select_initial_window) is window_clamp rounded down to whole MSS, at
+//      most 65535 (unscaled); rcv_ssthresh starts there and grows by 2 MSS per data segment
+//      received up to window_clamp (tcp_grow_window); the advertised window is rcv_ssthresh
+//      (__tcp_select_window with an empty receive queue);
+//    - buffer autotuning (tcp_rcv_space_adjust, tcp_rcvbuf_grow): when the application has read,
+//      once per receiver RTT, if the bytes read during the last RTT exceed rcvq_space.space (at
+//      first min(rcv_wnd, TCP_INIT_CWND * MSS)), space = those bytes and sk_rcvbuf grows to hold a
+//      window of 2 * space plus the out-of-order span (at most tcp_rmem[2]), window_clamp
+//      following it. The receiver's RTT (tcp_rcv_rtt_measure_ts, from timestamps) is taken as the
+//      sender's srtt; the window is counted in whole segments of mss_bytes;
 //  * the sender is paced by the bottleneck: a window's segments are offered when the window
 //    allows and queue at the link's serializer, as a real burst queues at the bottleneck (the
 //    in-process mode builds its links without a queue limit);
@@ -75,6 +92,13 @@ struct SegmentConfig {
   uint32_t initial_ssthresh = kInfiniteSsthresh;
   uint32_t dupthresh = 3;       ///< later segments ACKed before a hole is a loss (RFC 5681; tcp_reordering)
   bool slow_start_after_idle = true;  ///< Linux net.ipv4.tcp_slow_start_after_idle (default 1)
+  /// The receiver's advertised window limits the sender (Linux receiver with buffer autotuning);
+  /// false: the window is unlimited (the congestion window alone).
+  bool receive_window = true;
+  /// net.ipv4.tcp_rmem[1]: the receive buffer a connection starts with (Linux 4.20+: 131072).
+  uint64_t rmem_initial_bytes = 131072;
+  /// net.ipv4.tcp_rmem[2]: autotuning's ceiling (Linux 6.16+: 33554432; 6291456 before).
+  uint64_t rmem_max_bytes = 33554432;
 };
 
 struct MessageVerdict {
@@ -92,6 +116,21 @@ struct TcpStats {
   uint64_t recoveries = 0;        ///< window reductions (loss events): recovery episodes + timeouts
   uint64_t restarts = 0;          ///< idle restarts that shrank the window
   uint64_t acked_segments = 0;
+  uint64_t rwnd_limited = 0;      ///< times new data waited for the receiver's window
+  uint64_t rcvbuf_grows = 0;      ///< receive buffer autotuning steps (tcp_rcvbuf_grow)
+};
+
+/// The receiver's side of the connection (Linux names), bytes.
+struct RcvState {
+  uint64_t rcvbuf = 0;           ///< sk_rcvbuf
+  uint64_t window_clamp = 0;     ///< tp->window_clamp
+  uint64_t rcv_ssthresh = 0;     ///< tp->rcv_ssthresh: the window advertised
+  uint64_t space = 0;            ///< tp->rcvq_space.space
+  uint64_t space_seg = 0;        ///< tp->rcvq_space.seq, in segments
+  Nanos space_time{0};           ///< tp->rcvq_space.time
+  bool measured = false;         ///< space_time set
+  uint64_t rcv_nxt = 0;          ///< next in-order segment expected
+  uint64_t high_seg = 0;         ///< one past the highest segment received
 };
 
 class MessageLink {
@@ -111,6 +150,9 @@ class MessageLink {
   Nanos srtt() const { return srtt_; }
   uint32_t in_flight() const { return static_cast<uint32_t>(out_.size()); }
   const TcpStats& tcp_stats() const { return stats_; }
+  const RcvState& receiver() const { return rcv_; }
+  /// One past the last segment the receiver's latest advertised window lets the sender send.
+  uint64_t send_window_end() const { return snd_wnd_end_; }
 
  private:
   MessageVerdict send_windowless(Nanos now, uint64_t payload_bytes);
@@ -123,6 +165,7 @@ class MessageLink {
   void on_timeout(Nanos t, uint64_t tx);
   void mark_lost(uint64_t tx, bool enter_recovery, Nanos t);
   void restart_after_idle(Nanos idle);
+  void receive(Nanos at, uint64_t seg);
   bool cwnd_limited() const;
   Nanos backed_off_rto(uint32_t attempt) const;
 
@@ -179,6 +222,8 @@ class MessageLink {
   MessageVerdict* mv_ = nullptr;
   bool failed_ = false;
   TcpStats stats_;
+  RcvState rcv_;
+  uint64_t snd_wnd_end_ = 0;            // sender's view: rcv_nxt + window of the latest ACK, segments
 };
 
 }  // namespace geotb::emu

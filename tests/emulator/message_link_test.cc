@@ -232,6 +232,7 @@ TEST(MessageLink, SlowStartRoundsOnAFreshConnection) {
       LinkModel link(unlimited_rate(), RandomStream(1, 0));
       SegmentConfig s;
       s.cc = cc;
+      s.receive_window = false;  // the congestion window alone (receive window: RcvWindow* below)
       MessageLink conn(link, s);
       const MessageVerdict v = conn.send(milliseconds(5), n * 1448);
       ASSERT_TRUE(v.delivered);
@@ -240,6 +241,80 @@ TEST(MessageLink, SlowStartRoundsOnAFreshConnection) {
           << n << " segments, " << cc_name(cc);
     }
   }
+}
+
+// ---- TCP: the receiver's window (Linux tcp_rmem defaults, autotuning) -------------------------
+
+// The receiver a connection starts with (tcp_init_buffer_space, tcp_select_initial_window):
+// sk_rcvbuf = tcp_rmem[1] = 131072, window_clamp = half of it, the SYN's window 65536 rounded down
+// to whole MSS = 45 * 1448 = 65160, rcvq_space.space = TCP_INIT_CWND * 1448.
+TEST(MessageLink, RcvWindowStartsFromTcpRmem) {
+  LinkModel link(unlimited_rate(), RandomStream(1, 0));
+  MessageLink conn(link, reno());
+  EXPECT_EQ(conn.receiver().rcvbuf, 131072u);
+  EXPECT_EQ(conn.receiver().window_clamp, 65536u);
+  EXPECT_EQ(conn.receiver().rcv_ssthresh, 65160u);
+  EXPECT_EQ(conn.receiver().space, 14480u);
+  EXPECT_EQ(conn.send_window_end(), 45u);
+}
+
+// Slow start against the receiver's first window, rate unlimited (RTT 20 ms): flights of 10, 20, 40
+// (70 segments in 3 rounds), then 45 instead of 80: the window (rcv_nxt + 45) holds the sender
+// until the receiver's autotuning grows it (the reads of 50-70 ms: 40 segments in one RTT, so
+// space = 57920, sk_rcvbuf = 4 * space = 231680, window_clamp 115840). 115 segments take 4 rounds
+// in both; the 116th waits one more round with the receive window, not without it.
+TEST(MessageLink, RcvWindowHoldsTheFourthFlight) {
+  struct Case {
+    uint64_t n;
+    bool rwnd;
+    Nanos deliver;
+  };
+  const Case cases[] = {
+      {115, true, 3 * kRtt + kDelay}, {116, true, 4 * kRtt + kDelay}, {116, false, 3 * kRtt + kDelay},
+  };
+  for (const Case& c : cases) {
+    LinkModel link(unlimited_rate(), RandomStream(1, 0));
+    SegmentConfig s = reno();
+    s.receive_window = c.rwnd;
+    MessageLink conn(link, s);
+    const MessageVerdict v = conn.send(Nanos{0}, c.n * 1448);
+    EXPECT_EQ(v.deliver_at, c.deliver) << c.n << " segments, rwnd " << c.rwnd;
+    // Both with the window: at 60 ms cwnd allowed more than the 45 it let through.
+    EXPECT_EQ(conn.tcp_stats().rwnd_limited > 0, c.rwnd) << c.n;
+  }
+}
+
+// Autotuning (tcp_rcv_space_adjust / tcp_rcvbuf_grow), once per receiver RTT (20 ms), on the
+// 116-segment message above: reads of 10-30 ms 10 segments (= space, no change), 30-50 ms 20
+// (space 28960: 2 * space fits the 131072 buffer, no change), 50-70 ms 40 (space 57920, sk_rcvbuf
+// 231680), 70-90 ms 45 (space 65160, sk_rcvbuf 260640, window_clamp 130320); rcv_ssthresh grows
+// by 2 MSS per segment received, to the clamp of its time: the last segment (90 ms) grows it to
+// the old clamp (115840) before the read that raises the clamp (tcp_event_data_recv, then
+// tcp_recvmsg).
+TEST(MessageLink, RcvBufferGrowsPerRtt) {
+  LinkModel link(unlimited_rate(), RandomStream(1, 0));
+  MessageLink conn(link, reno());
+  conn.send(Nanos{0}, 116 * 1448);
+  conn.advance(milliseconds(200));
+  EXPECT_EQ(conn.tcp_stats().rcvbuf_grows, 2u);
+  EXPECT_EQ(conn.receiver().space, 65160u);
+  EXPECT_EQ(conn.receiver().rcvbuf, 260640u);
+  EXPECT_EQ(conn.receiver().window_clamp, 130320u);
+  EXPECT_EQ(conn.receiver().rcv_ssthresh, 115840u);
+  EXPECT_EQ(conn.receiver().rcv_nxt, 116u);
+}
+
+// tcp_rmem[2] caps the buffer: with 262144 the window stops at 131072 bytes (90 segments).
+TEST(MessageLink, RcvBufferCappedByTcpRmemMax) {
+  LinkModel link(unlimited_rate(), RandomStream(1, 0));
+  SegmentConfig s = reno();
+  s.rmem_max_bytes = 262144;
+  MessageLink conn(link, s);
+  conn.send(Nanos{0}, 2000 * 1448);
+  conn.advance(milliseconds(2000));
+  EXPECT_EQ(conn.receiver().rcvbuf, 262144u);
+  EXPECT_EQ(conn.receiver().window_clamp, 131072u);
+  EXPECT_EQ(conn.send_window_end(), 2000u + 131072 / 1448);
 }
 
 // A message that fits the window goes in one flight: 10 segments at 1 Gbit/s leave back to back.
@@ -274,6 +349,7 @@ TEST(MessageLink, IdleRestartHalvesTheWindowPerRto) {
     LinkModel link(unlimited_rate(), RandomStream(1, 0));
     SegmentConfig s = reno();
     s.slow_start_after_idle = c.restart_enabled;
+    s.receive_window = false;  // 150 segments in one flight: more than the receiver's first window
     MessageLink conn(link, s);
     const MessageVerdict first = conn.send(Nanos{0}, 150 * 1448);
     EXPECT_EQ(first.deliver_at, 3 * kRtt + kDelay);
