@@ -106,6 +106,7 @@ int run(const RunArgs& a) {
       return 2;
     }
     sc.tcp_congestion_control = a.tcp_cc;
+    sc.cluster.segments.cc = model_congestion_control(sc.tcp_congestion_control);
   }
   if (sc.network == "embedded" && sc.tcp_congestion_control == "bbr")
     fmt::print(stderr,

@@ -470,6 +470,7 @@ Scenario parse_scenario(const json& j, const std::string& origin) {
     const std::string cc_auto = "auto";
     sc.tcp_congestion_control = get_string(root, "tcp_congestion_control", &cc_auto);
     validate_tcp_congestion_control("tcp_congestion_control", sc.tcp_congestion_control);
+    sc.cluster.segments.cc = model_congestion_control(sc.tcp_congestion_control);
 
     if (const json* ch = root.opt("check")) {
       Obj c(*ch, "check");
@@ -492,6 +493,10 @@ void validate_tcp_congestion_control(const std::string& field, const std::string
     fail(field, json(v),
          "expected \"auto\", \"default\" or a kernel congestion control name ([a-z0-9_], at most 15 characters, "
          "e.g. cubic, reno, bbr)");
+}
+
+emu::CcAlgorithm model_congestion_control(const std::string& v) {
+  return v == "reno" ? emu::CcAlgorithm::kReno : emu::CcAlgorithm::kCubic;
 }
 
 Scenario load_scenario(const std::string& path) {

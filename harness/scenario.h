@@ -62,6 +62,9 @@ struct Scenario {
 /// Throws ScenarioError("<field>: \"<value>\": ...") unless `v` is a valid tcp_congestion_control:
 /// "auto", "default" or a kernel congestion control name ([a-z0-9_], 1-15 characters).
 void validate_tcp_congestion_control(const std::string& field, const std::string& v);
+/// The in-process TCP model's congestion avoidance for a tcp_congestion_control value: "reno" is
+/// Reno; "auto", "cubic" and anything else CUBIC (auto prefers cubic; the model has no BBR).
+emu::CcAlgorithm model_congestion_control(const std::string& v);
 
 /// Reads and validates a scenario file. Throws ScenarioError("<path>: <field>: <value>: <why>").
 Scenario load_scenario(const std::string& path);

@@ -23,6 +23,10 @@ struct ExchangeRecord {
   uint64_t bytes_sent = 0;   ///< this leader's message to each peer, bytes
   double seconds = 0;        ///< slowest peer message: arrival minus the peer's hand-off time
   double lower_bound_s = 0;  ///< S / B + RTT / 2, S the largest message of the exchange
+  /// Round-trip propagation delay of the path the slowest message crossed (2 x its link's one-way
+  /// delay), seconds; 0 = not recorded (reports written before it). seconds / rtt_s is the
+  /// exchange's length in round trips (model::metrics::exchange_rtts()).
+  double rtt_s = 0;
 };
 
 }  // namespace geotb::model

@@ -29,6 +29,7 @@ double comm_compute_ratio(double exposed_comm_s, double compute_s) {
 }
 
 double exchange_efficiency(const ExchangeRecord& e) { return e.seconds > 0 ? e.lower_bound_s / e.seconds : 0; }
+double exchange_rtts(const ExchangeRecord& e) { return e.rtt_s > 0 ? e.seconds / e.rtt_s : 0; }
 
 std::optional<double> exchange_efficiency_mean(const std::vector<ExchangeRecord>& log) {
   if (log.empty()) return std::nullopt;

@@ -58,6 +58,8 @@ double comm_compute_ratio(double exposed_comm_s, double compute_s);
 
 /// lower_bound_s / seconds of one exchange: 1 = as fast as S/B + RTT/2; 0 when seconds <= 0.
 double exchange_efficiency(const ExchangeRecord& e);
+/// seconds / rtt_s of one exchange: how many round trips it took; 0 when rtt_s is not recorded.
+double exchange_rtts(const ExchangeRecord& e);
 /// Mean exchange_efficiency over the log; nullopt for an empty log.
 std::optional<double> exchange_efficiency_mean(const std::vector<ExchangeRecord>& log);
 /// Mean seconds of one inter-DC exchange (ExchangeRecord::seconds) over the log; nullopt for an

@@ -29,6 +29,10 @@ void to_json(json& j, const ExchangeRecord& e) {
        {"seconds", e.seconds},
        {"lower_bound_s", e.lower_bound_s},
        {"efficiency", metrics::exchange_efficiency(e)}};
+  if (e.rtt_s > 0) {
+    j["rtt_s"] = e.rtt_s;
+    j["rtts"] = metrics::exchange_rtts(e);
+  }
 }
 
 void from_json(const json& j, ExchangeRecord& e) {
@@ -37,6 +41,10 @@ void from_json(const json& j, ExchangeRecord& e) {
   e.seconds = f::nonneg(j, "seconds");
   e.lower_bound_s = f::nonneg(j, "lower_bound_s");
   f::nonneg(j, "efficiency");  // derived: validated, recomputed on writing
+  if (f::has(j, "rtt_s")) {      // absent in reports written before it
+    e.rtt_s = f::nonneg(j, "rtt_s");
+    f::nonneg(j, "rtts");        // derived
+  }
 }
 
 // ---- one strategy ----

@@ -37,7 +37,8 @@ void to_json(json& j, const AccuracyPoint& p);
 void from_json(const json& j, AccuracyPoint& p);
 
 /// ExchangeRecord (model/measurements.h) in a report or rank file: {"step", "bytes",
-/// "seconds", "lower_bound_s", "efficiency"}; "efficiency" is written as
+/// "seconds", "lower_bound_s", "efficiency", "rtt_s", "rtts"}; "rtt_s" and "rtts" (= seconds / rtt_s, the
+/// round trips the exchange took) only when rtt_s was recorded (absent in older reports); "efficiency" is written as
 /// metrics::exchange_efficiency() and only validated (>= 0) on reading.
 void to_json(json& j, const ExchangeRecord& e);
 void from_json(const json& j, ExchangeRecord& e);

@@ -69,7 +69,16 @@ void Fabric::send_at(Nanos now, int src, int dst, uint64_t tag, std::vector<uint
   if (closed_) return;
   const int sa = site_of(src), sb = site_of(dst);
   auto& conn = conns_[{src, dst}];
-  if (!conn) conn = std::make_unique<MessageLink>(direction(sa, sb, src, dst), cfg_.segments);
+  if (!conn) {
+    // ACKs come back on the reverse direction: its one-way delay is theirs.
+    const LinkModel* reverse = nullptr;
+    if (sa == sb) {
+      reverse = &direction(sb, sa, dst, src);
+    } else if (auto it = wan_links_.find({sb, sa}); it != wan_links_.end()) {
+      reverse = it->second.get();
+    }
+    conn = std::make_unique<MessageLink>(direction(sa, sb, src, dst), cfg_.segments, reverse);
+  }
   const MessageVerdict mv = conn->send(now, payload.size());
   TrafficStats& st = stats_[{sa, sb}];
   st.messages += 1;

@@ -4,7 +4,8 @@
 //
 //  * inside a site, each ordered endpoint pair has its own LAN link (a non-blocking switch);
 //  * between sites a and b, all endpoint pairs share one WAN link per direction, as they share
-//    the real WAN; each endpoint pair is its own connection (MessageLink: in-order delivery).
+//    the real WAN; each endpoint pair is its own TCP connection (MessageLink: congestion window,
+//    in-order delivery); its ACKs take the reverse direction's delay.
 // Thread-safe: any endpoint may send and receive from its own thread.
 #pragma once
 

@@ -1,30 +1,78 @@
-// Message-level view of one TCP-like connection over a LinkModel direction.
+// Message-level view of one TCP connection over a LinkModel direction.
 //
-// The in-process WAN moves whole messages, not packets, but charges them what packets would
-// cost. The model (documented in README "WAN model"):
+// The in-process WAN moves whole messages, not packets, but charges them what a Linux TCP
+// connection's packets would cost. The model (documented in README "WAN model"):
 //  * a message of S payload bytes is cut into ceil(S / mss_bytes) segments (at least one); each
 //    segment is a frame of payload + header_bytes (IPv4 20 + TCP 20 + timestamps 12) offered to
-//    the link, which adds its own per-frame Ethernet overhead;
-//  * all segments are offered when the message is sent: the sender is assumed to pace at the
-//    bottleneck, so the in-process mode builds its links without a queue limit (queue overflow is
-//    modelled by the packet data plane, where a real TCP reacts to it);
-//  * a segment lost on the path is retransmitted one RTT (2 x current one-way delay) after its
-//    first transmission ended — fast retransmit — and offered again; each further loss adds
-//    another RTT;
-//  * a segment offered while the link is down is retransmitted after a retransmission timeout
-//    that starts at min_rto and doubles per attempt (RFC 6298); after max_attempts the message
-//    is undeliverable and send() says so;
+//    the link, which adds its own per-frame Ethernet overhead; the connection is a byte stream:
+//    a message's segments queue behind the previous message's;
+//  * congestion window (SegmentConfig::tcp, the default): at most cwnd segments are in flight
+//    (sent, neither ACKed nor known lost). Defaults are Linux's: initial window 10 (RFC 6928,
+//    TCP_INIT_CWND), slow start (+1 per ACKed segment, RFC 3465 byte counting), congestion
+//    avoidance by the scenario's algorithm (Reno RFC 5681, CUBIC RFC 9438; congestion_control.h),
+//    growth only while cwnd-limited (RFC 7661, Linux tcp_is_cwnd_limited), restart after an idle
+//    period longer than the RTO (RFC 5681 4.1, Linux tcp_slow_start_after_idle = 1:
+//    tcp_cwnd_restart halves cwnd per RTO idle, not below min(cwnd, 10));
+//  * every delivered segment is ACKed by the receiver at once (no delayed ACKs; SACK as Linux
+//    negotiates it); its ACK reaches the sender one reverse one-way delay after the segment's
+//    release (ACKs are not offered to the reverse link: 66 bytes against 1538);
+//  * a segment lost on the path (Bernoulli or Gilbert-Elliott loss, queue overflow) is detected
+//    when 3 segments sent after it have been ACKed (fast retransmit, RFC 5681 / 6675, Linux's
+//    tcp_reordering = 3): the window is reduced once per recovery episode (ssthresh by the
+//    algorithm, cwnd = ssthresh) and the segment retransmitted at once; recovery ends when every
+//    segment sent before it began is ACKed. Fewer than 3 later ACKs (a tail loss), or a link
+//    down: the retransmission timer fires RTO after the transmission, RTO = srtt + max(4 rttvar,
+//    min_rto) (RFC 6298 with Linux's 200 ms floor, TCP_RTO_MIN), doubling per attempt up to
+//    max_rto (TCP_RTO_MAX 120 s); the window drops to 1 and slow start follows (Linux TCP_CA_Loss).
+//    The RTT estimator starts from the handshake's sample (the two one-way delays). Not modelled:
+//    tail loss probes, delayed ACKs, HyStart++ (Linux's CUBIC HyStart is);
+//  * receive window (SegmentConfig::receive_window, the default): the sender never sends a segment
+//    beyond the right edge the receiver last advertised (its rcv_nxt + window, carried by the ACK),
+//    as Linux's tcp_snd_wnd_test(). The receiver is Linux's (net/ipv4/tcp_input.c, tcp_output.c,
+//    kernel 6.16+; defaults net.ipv4.tcp_rmem = 4096 131072 33554432, tcp_moderate_rcvbuf = 1)
+//    and its application reads every in-order byte at once (Gloo's receive is always posted):
+//    - sk_rcvbuf starts at tcp_rmem[1]; window_clamp = tcp_win_from_space(sk_rcvbuf) with the
+//      default scaling_ratio (TCP_DEFAULT_SCALING_RATIO: half of the buffer is window);
+//    - the SYN's window (tcp_select_initial_window) is window_clamp rounded down to whole MSS, at
+//      most 65535 (unscaled); rcv_ssthresh starts there and grows by 2 MSS per data segment
+//      received up to window_clamp (tcp_grow_window); the advertised window is rcv_ssthresh
+//      (__tcp_select_window with an empty receive queue);
+//    - buffer autotuning (tcp_rcv_space_adjust, tcp_rcvbuf_grow): when the application has read,
+//      once per receiver RTT, if the bytes read during the last RTT exceed rcvq_space.space (at
+//      first min(rcv_wnd, TCP_INIT_CWND * MSS)), space = those bytes and sk_rcvbuf grows to hold a
+//      window of 2 * space plus the out-of-order span (at most tcp_rmem[2]), window_clamp
+//      following it. The receiver's RTT (tcp_rcv_rtt_measure_ts, from timestamps) is taken as the
+//      sender's srtt; the window is counted in whole segments of mss_bytes;
+//  * the sender is paced by the bottleneck: a window's segments are offered when the window
+//    allows and queue at the link's serializer, as a real burst queues at the bottleneck (the
+//    in-process mode builds its links without a queue limit);
+//  * after max_attempts transmissions of one segment the message is undeliverable and send() says
+//    so (the connection then starts afresh);
 //  * an outage cuts what is on the fibre (LinkModel): a segment the link delivered but would
-//    release after a scheduled outage start is lost (counted as lost in flight) and retransmitted
-//    after the same timeout, counted from its transmission — as the DPDK data plane drops frames
-//    from its delay line at the cut;
+//    release after a scheduled outage start is lost (counted as lost in flight), as the DPDK data
+//    plane drops frames from its delay line at the cut;
 //  * the connection delivers in order: a message is delivered when its last segment is, and never
 //    before the previous message on the same connection (head-of-line blocking).
+// SegmentConfig::tcp = false keeps the window-less model: every segment offered at once, a lost
+// segment retransmitted one RTT after it left, a segment offered while the link is down after
+// min_rto doubling per attempt.
+// send() settles a message's fate when it is sent: it runs the connection's events (ACK arrivals,
+// timers) forward until every segment of the message has been sent and delivered, offering
+// segments to the link at their (possibly later) instants; ACKs still due afterwards are run by
+// later sends. A message sent before the connection's time (the previous message's last segment
+// left later) is queued behind it and starts at that time.
 // Pure and single-threaded like LinkModel; time is passed in.
 #pragma once
 
 #include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <queue>
+#include <set>
+#include <vector>
 
+#include "emulator/inproc/congestion_control.h"
 #include "emulator/link/link_model.h"
 
 namespace geotb::emu {
@@ -32,8 +80,25 @@ namespace geotb::emu {
 struct SegmentConfig {
   uint32_t mss_bytes = 1448;    ///< payload bytes per segment (MTU 1500)
   uint32_t header_bytes = 52;   ///< L3+L4 header bytes per segment
-  Nanos min_rto{std::chrono::milliseconds(200)};  ///< first retransmission timeout when the link is down
+  /// Floor of the retransmission timeout (Linux TCP_RTO_MIN, 200 ms; RFC 6298 says 1 s).
+  Nanos min_rto{std::chrono::milliseconds(200)};
+  Nanos max_rto{std::chrono::seconds(120)};  ///< ceiling of the backed-off timeout (Linux TCP_RTO_MAX)
   uint32_t max_attempts = 12;   ///< transmissions per segment before the message fails
+  bool tcp = true;              ///< congestion window and ACK clock; false: the window-less model
+  CcAlgorithm cc = CcAlgorithm::kCubic;  ///< congestion avoidance (Linux's default: cubic)
+  uint32_t initial_cwnd = 10;   ///< segments (RFC 6928; Linux TCP_INIT_CWND)
+  /// Slow start threshold of a new connection: none (Linux TCP_INFINITE_SSTHRESH) unless a route
+  /// metric sets one (ip route ... ssthresh N).
+  uint32_t initial_ssthresh = kInfiniteSsthresh;
+  uint32_t dupthresh = 3;       ///< later segments ACKed before a hole is a loss (RFC 5681; tcp_reordering)
+  bool slow_start_after_idle = true;  ///< Linux net.ipv4.tcp_slow_start_after_idle (default 1)
+  /// The receiver's advertised window limits the sender (Linux receiver with buffer autotuning);
+  /// false: the window is unlimited (the congestion window alone).
+  bool receive_window = true;
+  /// net.ipv4.tcp_rmem[1]: the receive buffer a connection starts with (Linux 4.20+: 131072).
+  uint64_t rmem_initial_bytes = 131072;
+  /// net.ipv4.tcp_rmem[2]: autotuning's ceiling (Linux 6.16+: 33554432; 6291456 before).
+  uint64_t rmem_max_bytes = 33554432;
 };
 
 struct MessageVerdict {
@@ -44,18 +109,121 @@ struct MessageVerdict {
   uint64_t wire_bytes = 0;      ///< frame bytes offered to the link, headers and overhead included
 };
 
+/// Connection counters since it was built (tcp mode).
+struct TcpStats {
+  uint64_t fast_retransmits = 0;  ///< losses detected by 3 later ACKs
+  uint64_t timeouts = 0;          ///< retransmission timer expiries
+  uint64_t recoveries = 0;        ///< window reductions (loss events): recovery episodes + timeouts
+  uint64_t restarts = 0;          ///< idle restarts that shrank the window
+  uint64_t acked_segments = 0;
+  uint64_t rwnd_limited = 0;      ///< times new data waited for the receiver's window
+  uint64_t rcvbuf_grows = 0;      ///< receive buffer autotuning steps (tcp_rcvbuf_grow)
+};
+
+/// The receiver's side of the connection (Linux names), bytes.
+struct RcvState {
+  uint64_t rcvbuf = 0;           ///< sk_rcvbuf
+  uint64_t window_clamp = 0;     ///< tp->window_clamp
+  uint64_t rcv_ssthresh = 0;     ///< tp->rcv_ssthresh: the window advertised
+  uint64_t space = 0;            ///< tp->rcvq_space.space
+  uint64_t space_seg = 0;        ///< tp->rcvq_space.seq, in segments
+  Nanos space_time{0};           ///< tp->rcvq_space.time
+  bool measured = false;         ///< space_time set
+  uint64_t rcv_nxt = 0;          ///< next in-order segment expected
+  uint64_t high_seg = 0;         ///< one past the highest segment received
+};
+
 class MessageLink {
  public:
   /// `link` is the direction this connection sends on; it may be shared with other connections
-  /// and must outlive this object.
-  MessageLink(LinkModel& link, SegmentConfig seg) : link_(link), seg_(seg) {}
+  /// and must outlive this object. `reverse` (optional) is the direction ACKs return on: its
+  /// delay is the ACKs' (default: `link`'s own delay).
+  MessageLink(LinkModel& link, SegmentConfig seg, const LinkModel* reverse = nullptr);
 
   MessageVerdict send(Nanos now, uint64_t payload_bytes);
 
+  /// Runs the connection's pending events up to `now` (ACKs, timers); send() does it itself.
+  void advance(Nanos now);
+
+  const TcpWindow& window() const { return w_; }
+  Nanos rto() const { return rto_; }
+  Nanos srtt() const { return srtt_; }
+  uint32_t in_flight() const { return static_cast<uint32_t>(out_.size()); }
+  const TcpStats& tcp_stats() const { return stats_; }
+  const RcvState& receiver() const { return rcv_; }
+  /// One past the last segment the receiver's latest advertised window lets the sender send.
+  uint64_t send_window_end() const { return snd_wnd_end_; }
+
  private:
+  MessageVerdict send_windowless(Nanos now, uint64_t payload_bytes);
+  Nanos ack_delay() const;
+  void reset();
+  void rtt_sample(Nanos m);
+  void try_send(Nanos t, bool force_one);
+  void transmit(Nanos t, uint64_t seg, uint32_t frame, uint32_t attempt);
+  void on_ack(Nanos t, uint64_t tx);
+  void on_timeout(Nanos t, uint64_t tx);
+  void mark_lost(uint64_t tx, bool enter_recovery, Nanos t);
+  void restart_after_idle(Nanos idle);
+  void receive(Nanos at, uint64_t seg);
+  bool cwnd_limited() const;
+  Nanos backed_off_rto(uint32_t attempt) const;
+
   LinkModel& link_;
+  const LinkModel* reverse_;
   SegmentConfig seg_;
   Nanos last_delivery_{0};
+
+  // --- tcp mode ---
+  struct Tx {
+    uint64_t seg = 0;
+    uint32_t frame = 0;
+    Nanos sent{0};
+    uint32_t attempt = 1;
+    bool lost = false;          // dropped or cut: no ACK will come
+    uint32_t acked_after = 0;   // later transmissions ACKed since (toward dupthresh)
+  };
+  struct Event {
+    Nanos at;
+    uint64_t order;
+    bool ack;  // else: retransmission timer of a lost transmission
+    uint64_t tx;
+    bool operator>(const Event& o) const { return at != o.at ? at > o.at : order > o.order; }
+  };
+  struct Rtx {
+    uint64_t seg;
+    uint32_t frame;
+    uint32_t attempt;
+  };
+  enum class State : uint8_t { kOpen, kRecovery, kLoss };
+
+  std::unique_ptr<CongestionControl> cc_;
+  TcpWindow w_;
+  State state_ = State::kOpen;
+  uint64_t recover_seg_ = 0;            // recovery ends when every segment <= it is ACKed
+  Nanos srtt_{0}, rttvar_{0}, min_rtt_{0}, rto_{0};
+  std::map<uint64_t, Tx> out_;          // in flight, by transmission number
+  std::set<uint64_t> lost_in_flight_;   // of out_: lost, not yet detected
+  std::set<uint64_t> unacked_segs_;
+  std::deque<uint32_t> unsent_;         // frames of segments next_seg_, next_seg_ + 1, ...
+  std::deque<Rtx> rtx_;
+  std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
+  uint64_t next_tx_ = 0, next_seg_ = 0, order_ = 0;
+  Nanos last_sent_{0};
+  Nanos clock_{0};                      // the connection's time: latest event run or send
+  bool sent_any_ = false;
+  // Linux tcp_cwnd_validate state
+  bool is_cwnd_limited_ = false;
+  uint32_t max_packets_out_ = 0;
+  uint64_t cwnd_usage_tx_ = 0;
+  // the message being sent
+  uint64_t msg_first_seg_ = 0, msg_end_seg_ = 0, msg_undelivered_ = 0;
+  Nanos msg_release_{0};
+  MessageVerdict* mv_ = nullptr;
+  bool failed_ = false;
+  TcpStats stats_;
+  RcvState rcv_;
+  uint64_t snd_wnd_end_ = 0;            // sender's view: rcv_nxt + window of the latest ACK, segments
 };
 
 }  // namespace geotb::emu

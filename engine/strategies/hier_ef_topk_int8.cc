@@ -289,6 +289,7 @@ class HierEfTopkInt8 final : public Strategy {
     rec.bytes_sent = a.bytes_sent;
     rec.seconds = a.timing.seconds;
     rec.lower_bound_s = a.timing.lower_bound_s;  // every peer's message took at least this: seconds >= it
+    rec.rtt_s = a.timing.rtt_s;
     env.exchanges.push_back(rec);
   }
 

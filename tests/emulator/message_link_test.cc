@@ -15,6 +15,13 @@ constexpr Nanos kDelay = milliseconds(10);
 constexpr Nanos kSeg{12304};  // full segment
 constexpr Nanos kEmpty{(52 + 38) * 8};
 
+/// The window-less model (SegmentConfig::tcp = false): every segment offered at once.
+SegmentConfig windowless() {
+  SegmentConfig s;
+  s.tcp = false;
+  return s;
+}
+
 LinkConfig gig() {
   LinkConfig c;
   c.rate_bps = 1e9;
@@ -49,7 +56,7 @@ TEST(MessageLink, LostSegmentRetransmittedOneRttAfterItLeft) {
   heal.at = Nanos{1};
   heal.loss = LossConfig{};
   link.schedule(heal);
-  MessageLink conn(link, SegmentConfig{});
+  MessageLink conn(link, windowless());
   const MessageVerdict v = conn.send(Nanos{0}, 0);
   EXPECT_TRUE(v.delivered);
   EXPECT_EQ(v.transmissions, 2u);
@@ -63,12 +70,30 @@ TEST(MessageLink, LinkDownRetransmitsWithDoublingTimeout) {
   c.up = false;
   LinkModel link(c, RandomStream(1, 0));
   link.schedule(up_at(milliseconds(300)));
-  MessageLink conn(link, SegmentConfig{});
+  MessageLink conn(link, windowless());
   // Tries at 0 (down), 200 ms (down, RTO 200), 600 ms (up, RTO 400).
   const MessageVerdict v = conn.send(Nanos{0}, 0);
   EXPECT_TRUE(v.delivered);
   EXPECT_EQ(v.transmissions, 3u);
   EXPECT_EQ(v.deliver_at, milliseconds(600) + kEmpty + kDelay);
+  EXPECT_EQ(link.stats().drops[static_cast<int>(Fate::kDropLinkDown)], 2u);
+}
+
+// TCP: the retransmission timer of a new connection is srtt + max(4 rttvar, 200 ms) from the
+// handshake's sample m = 20 ms (srtt = m, rttvar = m / 2): 220 ms, doubling per attempt.
+TEST(MessageLink, TcpLinkDownRetransmitsAfterTheRto) {
+  LinkConfig c = gig();
+  c.up = false;
+  LinkModel link(c, RandomStream(1, 0));
+  link.schedule(up_at(milliseconds(300)));
+  MessageLink conn(link, SegmentConfig{});
+  EXPECT_EQ(conn.rto(), milliseconds(220));
+  // Tries at 0 (down), 220 ms (down), 660 ms (up).
+  const MessageVerdict v = conn.send(Nanos{0}, 0);
+  EXPECT_TRUE(v.delivered);
+  EXPECT_EQ(v.transmissions, 3u);
+  EXPECT_EQ(v.deliver_at, milliseconds(660) + kEmpty + kDelay);
+  EXPECT_EQ(conn.tcp_stats().timeouts, 2u);
   EXPECT_EQ(link.stats().drops[static_cast<int>(Fate::kDropLinkDown)], 2u);
 }
 
@@ -81,7 +106,7 @@ TEST(MessageLink, OutageCutsSegmentsInFlight) {
   link.schedule(down_at(milliseconds(5)));
   link.schedule(up_at(milliseconds(105)));
   EXPECT_EQ(link.next_cut(), milliseconds(5));
-  MessageLink conn(link, SegmentConfig{});
+  MessageLink conn(link, windowless());
   const MessageVerdict v = conn.send(Nanos{0}, 100 * 1448);
   EXPECT_TRUE(v.delivered);
   EXPECT_EQ(v.segments, 100u);
@@ -100,7 +125,7 @@ TEST(MessageLink, OutageCutsOnlyWhatIsReleasedAfterIt) {
   LinkModel link(gig(), RandomStream(1, 0));
   link.schedule(down_at(kDelay + 50 * kSeg + kSeg / 2));
   link.schedule(up_at(milliseconds(100)));
-  MessageLink conn(link, SegmentConfig{});
+  MessageLink conn(link, windowless());
   const MessageVerdict v = conn.send(Nanos{0}, 100 * 1448);
   EXPECT_TRUE(v.delivered);
   EXPECT_EQ(v.transmissions, 150u);
@@ -166,6 +191,264 @@ TEST(MessageLink, LossRetransmissionsWithinBinomialBounds) {
   // Retransmissions: n * p / (1 - p) in expectation, ~binomial.
   const double n = static_cast<double>(segs), mean = n * 0.01 / 0.99;
   EXPECT_NEAR(static_cast<double>(tx - segs), mean, 5 * std::sqrt(mean));
+}
+
+
+// ---- TCP: congestion window -------------------------------------------------------------------
+
+constexpr Nanos kRtt = 2 * kDelay;
+
+LinkConfig unlimited_rate() {
+  LinkConfig c;
+  c.delay = kDelay;
+  return c;
+}
+
+SegmentConfig reno() {
+  SegmentConfig s;
+  s.cc = CcAlgorithm::kReno;
+  return s;
+}
+
+/// Loses every frame offered at exactly `at`.
+void lose_at(LinkModel& link, Nanos at) {
+  LinkChange on, off;
+  on.at = at;
+  on.loss = LossConfig{LossConfig::Kind::kBernoulli, 1.0};
+  off.at = at + Nanos{1};
+  off.loss = LossConfig{};
+  link.schedule(on);
+  link.schedule(off);
+}
+
+// Slow start on a fresh connection, with no serialization time (rate unlimited): round k sends
+// 10 * 2^k segments (each ACK opens the window by one and frees one), so n segments take the
+// R rounds with 10 (2^R - 1) >= n and the last is delivered (R - 1) RTT + one delay after the send.
+TEST(MessageLink, SlowStartRoundsOnAFreshConnection) {
+  for (uint64_t n : {1u, 10u, 11u, 30u, 31u, 70u, 71u, 1000u, 5000u}) {
+    uint64_t rounds = 0;
+    while (10 * ((uint64_t{1} << rounds) - 1) < n) ++rounds;
+    for (CcAlgorithm cc : {CcAlgorithm::kReno, CcAlgorithm::kCubic}) {
+      LinkModel link(unlimited_rate(), RandomStream(1, 0));
+      SegmentConfig s;
+      s.cc = cc;
+      s.receive_window = false;  // the congestion window alone (receive window: RcvWindow* below)
+      MessageLink conn(link, s);
+      const MessageVerdict v = conn.send(milliseconds(5), n * 1448);
+      ASSERT_TRUE(v.delivered);
+      EXPECT_EQ(v.transmissions, n);
+      EXPECT_EQ(v.deliver_at, milliseconds(5) + static_cast<int64_t>(rounds - 1) * kRtt + kDelay)
+          << n << " segments, " << cc_name(cc);
+    }
+  }
+}
+
+// ---- TCP: the receiver's window (Linux tcp_rmem defaults, autotuning) -------------------------
+
+// The receiver a connection starts with (tcp_init_buffer_space, tcp_select_initial_window):
+// sk_rcvbuf = tcp_rmem[1] = 131072, window_clamp = half of it, the SYN's window 65536 rounded down
+// to whole MSS = 45 * 1448 = 65160, rcvq_space.space = TCP_INIT_CWND * 1448.
+TEST(MessageLink, RcvWindowStartsFromTcpRmem) {
+  LinkModel link(unlimited_rate(), RandomStream(1, 0));
+  MessageLink conn(link, reno());
+  EXPECT_EQ(conn.receiver().rcvbuf, 131072u);
+  EXPECT_EQ(conn.receiver().window_clamp, 65536u);
+  EXPECT_EQ(conn.receiver().rcv_ssthresh, 65160u);
+  EXPECT_EQ(conn.receiver().space, 14480u);
+  EXPECT_EQ(conn.send_window_end(), 45u);
+}
+
+// Slow start against the receiver's first window, rate unlimited (RTT 20 ms): flights of 10, 20, 40
+// (70 segments in 3 rounds), then 45 instead of 80: the window (rcv_nxt + 45) holds the sender
+// until the receiver's autotuning grows it (the reads of 50-70 ms: 40 segments in one RTT, so
+// space = 57920, sk_rcvbuf = 4 * space = 231680, window_clamp 115840). 115 segments take 4 rounds
+// in both; the 116th waits one more round with the receive window, not without it.
+TEST(MessageLink, RcvWindowHoldsTheFourthFlight) {
+  struct Case {
+    uint64_t n;
+    bool rwnd;
+    Nanos deliver;
+  };
+  const Case cases[] = {
+      {115, true, 3 * kRtt + kDelay}, {116, true, 4 * kRtt + kDelay}, {116, false, 3 * kRtt + kDelay},
+  };
+  for (const Case& c : cases) {
+    LinkModel link(unlimited_rate(), RandomStream(1, 0));
+    SegmentConfig s = reno();
+    s.receive_window = c.rwnd;
+    MessageLink conn(link, s);
+    const MessageVerdict v = conn.send(Nanos{0}, c.n * 1448);
+    EXPECT_EQ(v.deliver_at, c.deliver) << c.n << " segments, rwnd " << c.rwnd;
+    // Both with the window: at 60 ms cwnd allowed more than the 45 it let through.
+    EXPECT_EQ(conn.tcp_stats().rwnd_limited > 0, c.rwnd) << c.n;
+  }
+}
+
+// Autotuning (tcp_rcv_space_adjust / tcp_rcvbuf_grow), once per receiver RTT (20 ms), on the
+// 116-segment message above: reads of 10-30 ms 10 segments (= space, no change), 30-50 ms 20
+// (space 28960: 2 * space fits the 131072 buffer, no change), 50-70 ms 40 (space 57920, sk_rcvbuf
+// 231680), 70-90 ms 45 (space 65160, sk_rcvbuf 260640, window_clamp 130320); rcv_ssthresh grows
+// by 2 MSS per segment received, to the clamp of its time: the last segment (90 ms) grows it to
+// the old clamp (115840) before the read that raises the clamp (tcp_event_data_recv, then
+// tcp_recvmsg).
+TEST(MessageLink, RcvBufferGrowsPerRtt) {
+  LinkModel link(unlimited_rate(), RandomStream(1, 0));
+  MessageLink conn(link, reno());
+  conn.send(Nanos{0}, 116 * 1448);
+  conn.advance(milliseconds(200));
+  EXPECT_EQ(conn.tcp_stats().rcvbuf_grows, 2u);
+  EXPECT_EQ(conn.receiver().space, 65160u);
+  EXPECT_EQ(conn.receiver().rcvbuf, 260640u);
+  EXPECT_EQ(conn.receiver().window_clamp, 130320u);
+  EXPECT_EQ(conn.receiver().rcv_ssthresh, 115840u);
+  EXPECT_EQ(conn.receiver().rcv_nxt, 116u);
+}
+
+// tcp_rmem[2] caps the buffer: with 262144 the window stops at 131072 bytes (90 segments).
+TEST(MessageLink, RcvBufferCappedByTcpRmemMax) {
+  LinkModel link(unlimited_rate(), RandomStream(1, 0));
+  SegmentConfig s = reno();
+  s.rmem_max_bytes = 262144;
+  MessageLink conn(link, s);
+  conn.send(Nanos{0}, 2000 * 1448);
+  conn.advance(milliseconds(2000));
+  EXPECT_EQ(conn.receiver().rcvbuf, 262144u);
+  EXPECT_EQ(conn.receiver().window_clamp, 131072u);
+  EXPECT_EQ(conn.send_window_end(), 2000u + 131072 / 1448);
+}
+
+// A message that fits the window goes in one flight: 10 segments at 1 Gbit/s leave back to back.
+TEST(MessageLink, InitialWindowIsTenSegments) {
+  LinkModel link(gig(), RandomStream(1, 0));
+  MessageLink conn(link, SegmentConfig{});
+  EXPECT_EQ(conn.send(Nanos{0}, 10 * 1448).deliver_at, 10 * kSeg + kDelay);
+  LinkModel link2(gig(), RandomStream(1, 0));
+  MessageLink conn2(link2, SegmentConfig{});
+  // The 11th waits for the first ACK (kSeg + 2 delay) and then its own serialization.
+  EXPECT_EQ(conn2.send(Nanos{0}, 11 * 1448).deliver_at, kSeg + kRtt + kSeg + kDelay);
+}
+
+// Idle restart (RFC 5681 4.1, Linux tcp_cwnd_restart): 150 segments in slow start (10 + 20 + 40 +
+// 80, last sent at 3 RTT = 60 ms) leave cwnd at 160 once all are ACKed; the RTO is 220 ms
+// (srtt 20 ms + the 200 ms floor). A message sent after an idle period longer than the RTO starts
+// from cwnd halved per RTO of idle time after the first, never below the initial window.
+TEST(MessageLink, IdleRestartHalvesTheWindowPerRto) {
+  struct Case {
+    Nanos idle;
+    bool restart_enabled;
+    uint32_t cwnd_after;
+    Nanos deliver_after_send;
+  };
+  const Case cases[] = {
+      {milliseconds(200), true, 160, kDelay},                // idle < RTO: one flight of 150
+      {milliseconds(500), true, 40, 2 * kRtt + kDelay},      // 500 - 220 > 0, 280 - 220 > 0: 160 / 4 = 40; 40 + 80 + 30
+      {milliseconds(1000), true, 10, 3 * kRtt + kDelay},     // four halvings, floor at 10: 10 + 20 + 40 + 80
+      {milliseconds(1000), false, 160, kDelay},              // tcp_slow_start_after_idle = 0
+  };
+  for (const Case& c : cases) {
+    LinkModel link(unlimited_rate(), RandomStream(1, 0));
+    SegmentConfig s = reno();
+    s.slow_start_after_idle = c.restart_enabled;
+    s.receive_window = false;  // 150 segments in one flight: more than the receiver's first window
+    MessageLink conn(link, s);
+    const MessageVerdict first = conn.send(Nanos{0}, 150 * 1448);
+    EXPECT_EQ(first.deliver_at, 3 * kRtt + kDelay);
+    conn.advance(4 * kRtt);
+    EXPECT_EQ(conn.window().cwnd, 160u);
+    EXPECT_EQ(conn.in_flight(), 0u);
+    EXPECT_EQ(conn.rto(), milliseconds(220));
+    const Nanos t = 3 * kRtt + c.idle;  // the last segment left at 3 RTT
+    const MessageVerdict second = conn.send(t, 150 * 1448);
+    EXPECT_EQ(second.deliver_at, t + c.deliver_after_send) << c.idle.count() << " ns idle";
+    EXPECT_EQ(conn.tcp_stats().restarts, c.cwnd_after < 160 ? 1u : 0u);
+    EXPECT_EQ(conn.window().ssthresh, kInfiniteSsthresh);  // max(ssthresh, 3/4 cwnd) of an infinite one
+  }
+}
+
+// A loss in slow start (Reno, 1 Gbit/s, 17 segments): the ACK of segment i of the first flight
+// arrives at 2 delay + (i + 1) kSeg and sends two segments; the frames offered at the ACK of
+// segment 1 (segments 12 and 13) are lost. Segments 14, 15, 16 are ACKed after them: at the ACK of
+// 16 (sent at the ACK of 3, departs 20 ms + 8 kSeg, ACKed 40 ms + 8 kSeg) both are lost by the
+// dupthresh rule. cwnd was 10 + 10 (first flight) + 4 (ACKs of 10, 11, 14, 15) = 24: ssthresh and
+// cwnd 12, segment 12 goes at once (departs 40 ms + 9 kSeg), 13 right after (the pipe is empty):
+// the message is delivered at 50 ms + 10 kSeg.
+TEST(MessageLink, LossInSlowStartHalvesTheWindowOnce) {
+  LinkModel link(gig(), RandomStream(1, 0));
+  lose_at(link, kRtt + 2 * kSeg);
+  MessageLink conn(link, reno());
+  const MessageVerdict v = conn.send(Nanos{0}, 17 * 1448);
+  ASSERT_TRUE(v.delivered);
+  EXPECT_EQ(v.transmissions, 19u);
+  EXPECT_EQ(v.deliver_at, 2 * kRtt + kDelay + 10 * kSeg);
+  EXPECT_EQ(conn.tcp_stats().fast_retransmits, 2u);
+  EXPECT_EQ(conn.tcp_stats().recoveries, 1u);
+  EXPECT_EQ(conn.tcp_stats().timeouts, 0u);
+  EXPECT_EQ(conn.window().ssthresh, 12u);
+  EXPECT_EQ(link.stats().drops[static_cast<int>(Fate::kDropLoss)], 2u);
+}
+
+// CUBIC's reduction of the same loss: ssthresh = 24 * 717 / 1024 = 16.
+TEST(MessageLink, LossInSlowStartCubicBeta) {
+  LinkModel link(gig(), RandomStream(1, 0));
+  lose_at(link, kRtt + 2 * kSeg);
+  MessageLink conn(link, SegmentConfig{});
+  const MessageVerdict v = conn.send(Nanos{0}, 17 * 1448);
+  ASSERT_TRUE(v.delivered);
+  EXPECT_EQ(conn.window().ssthresh, 16u);
+  EXPECT_EQ(conn.tcp_stats().recoveries, 1u);
+}
+
+// A loss in congestion avoidance (Reno, cwnd = ssthresh = 20 from the start, 30 segments at
+// 1 Gbit/s): the ACK of first-flight segment i (2 delay + (i + 1) kSeg) sends segment 20 + i, which
+// departs at 20 ms + (i + 2) kSeg and is ACKed at 40 ms + (i + 2) kSeg. The first flight's 20 ACKs
+// make cwnd 21. Segment 24 is lost; segments 25, 26, 27 are ACKed after it, the third at
+// 40 ms + 9 kSeg, with 6 ACKs counted toward the next increment (cwnd still 21): ssthresh =
+// cwnd = 21 / 2 = 10; the retransmission departs at 40 ms + 10 kSeg and arrives one delay later.
+TEST(MessageLink, LossInCongestionAvoidanceHalvesTheWindow) {
+  LinkModel link(gig(), RandomStream(1, 0));
+  lose_at(link, kRtt + 5 * kSeg);
+  SegmentConfig s = reno();
+  s.initial_cwnd = 20;
+  s.initial_ssthresh = 20;
+  MessageLink conn(link, s);
+  const MessageVerdict v = conn.send(Nanos{0}, 30 * 1448);
+  ASSERT_TRUE(v.delivered);
+  EXPECT_EQ(v.transmissions, 31u);
+  EXPECT_EQ(v.deliver_at, 2 * kRtt + kDelay + 10 * kSeg);
+  EXPECT_EQ(conn.tcp_stats().fast_retransmits, 1u);
+  EXPECT_EQ(conn.tcp_stats().recoveries, 1u);
+  EXPECT_EQ(conn.window().ssthresh, 10u);
+  EXPECT_EQ(conn.window().cwnd, 10u);
+}
+
+// A tail loss (the last segment, no later ACK): the retransmission timer fires RTO = 220 ms after
+// it left, the window drops to 1 (Linux TCP_CA_Loss) and ssthresh to half the window at the time.
+TEST(MessageLink, TailLossWaitsForTheRto) {
+  LinkModel link(gig(), RandomStream(1, 0));
+  lose_at(link, Nanos{0});
+  MessageLink conn(link, reno());
+  const MessageVerdict v = conn.send(Nanos{0}, 100);
+  ASSERT_TRUE(v.delivered);
+  EXPECT_EQ(v.transmissions, 2u);
+  const Nanos frame{(100 + 52 + 38) * 8};
+  EXPECT_EQ(v.deliver_at, milliseconds(220) + frame + kDelay);
+  EXPECT_EQ(conn.tcp_stats().timeouts, 1u);
+  EXPECT_EQ(conn.window().cwnd, 1u);
+  EXPECT_EQ(conn.window().ssthresh, 5u);
+}
+
+// Application-limited messages do not grow the window (Linux tcp_is_cwnd_limited: in slow start
+// only while cwnd < 2 x the most segments in flight in the last window). 3-segment messages every
+// 100 ms (> RTT): 3 in flight at most, cwnd stays 10. Every 10 ms: the ACKs of a message arrive
+// 20 ms + 3 kSeg after it left, after the next two messages were sent: 9 in flight, cwnd 18.
+TEST(MessageLink, ApplicationLimitedDoesNotGrowTheWindow) {
+  for (auto [gap, cwnd] : {std::pair{milliseconds(100), 10u}, std::pair{milliseconds(10), 18u}}) {
+    LinkModel link(gig(), RandomStream(1, 0));
+    MessageLink conn(link, reno());
+    for (int i = 0; i < 100; ++i) ASSERT_TRUE(conn.send(gap * i, 3 * 1448).delivered);
+    conn.advance(gap * 100 + milliseconds(100));
+    EXPECT_EQ(conn.window().cwnd, cwnd) << gap.count();
+  }
 }
 
 }  // namespace

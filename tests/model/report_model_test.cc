@@ -388,6 +388,28 @@ TEST(ReportModel, DataPlaneAbsentOrReadAndWrittenWithItsDerivedFigures) {
   }
 }
 
+// An exchange's round trips: rtt_s written with rtts = seconds / rtt_s; both absent when rtt_s was
+// not recorded (older reports), which read back as 0.
+TEST(ReportModel, ExchangeRoundTripsWrittenOnlyWhenRecorded) {
+  ExchangeRecord e{3, 7687770, 0.3, 0.0765, 0.03};
+  const json j = e;
+  EXPECT_EQ(j.at("rtt_s"), 0.03);
+  EXPECT_DOUBLE_EQ(j.at("rtts").get<double>(), 10.0);
+  EXPECT_DOUBLE_EQ(metrics::exchange_rtts(e), 10.0);
+  const ExchangeRecord back = j.get<ExchangeRecord>();
+  EXPECT_EQ(back.rtt_s, 0.03);
+  EXPECT_EQ(json(back), j);
+  const ExchangeRecord old{3, 100, 0.3, 0.0765};
+  const json jo = old;
+  EXPECT_FALSE(jo.contains("rtt_s"));
+  EXPECT_FALSE(jo.contains("rtts"));
+  EXPECT_EQ(jo.get<ExchangeRecord>().rtt_s, 0.0);
+  EXPECT_EQ(metrics::exchange_rtts(old), 0.0);
+  json bad = j;
+  bad["rtts"] = -1;
+  EXPECT_THROW(bad.get<ExchangeRecord>(), std::exception);
+}
+
 TEST(Metrics, ComparisonAgainstTheBaselineAndLan) {
   std::vector<StrategyRun> runs(3);
   runs[0].name = "naive_ddp";

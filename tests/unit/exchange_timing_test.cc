@@ -18,6 +18,7 @@ TEST(ExchangeTiming, SimultaneousHandOffsGiveTransitAndTheSlowestLinksBound) {
   t.finish(125 * kMs, r);
   EXPECT_DOUBLE_EQ(r.seconds, 0.025);
   EXPECT_DOUBLE_EQ(r.lower_bound_s, 0.020);
+  EXPECT_DOUBLE_EQ(r.rtt_s, 0.020);
 }
 
 TEST(ExchangeTiming, AFastDcDoesNotChargeItsWaitForASlowDcsComputeToTheNetwork) {
@@ -49,6 +50,7 @@ TEST(ExchangeTiming, ThreeSitesBoundIsTheLatestPossibleArrivalOverPeers) {
   t.finish(52 * kMs, r);
   EXPECT_NEAR(r.seconds, 0.022, 1e-12);
   EXPECT_NEAR(r.lower_bound_s, 0.020, 1e-12);
+  EXPECT_DOUBLE_EQ(r.rtt_s, 0.100);  // A's 50 ms link binds the bound
 }
 
 }  // namespace
