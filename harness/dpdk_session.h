@@ -13,6 +13,7 @@
 
 #include "harness/process_run.h"
 #include "harness/scenario.h"
+#include "model/exec_report.h"
 
 namespace geotb::harness {
 
@@ -37,6 +38,9 @@ struct EmulatorStats {
   /// workers' first step); < 0 if it never started (the run failed before its first step).
   double timeline_origin_s = -1;
   uint64_t changes_applied = 0;  ///< scheduled changes applied, every link
+  /// Every WAN link direction: frames, L2 bytes, drops by cause, changes applied (the emulator's
+  /// report, "links"); the totals above are their sums.
+  std::vector<model::LinkTraffic> links;
 };
 
 class DpdkSession {
