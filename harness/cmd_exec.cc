@@ -211,7 +211,7 @@ int run_exec(const ExecArgs& a) {
 
     std::vector<std::string> base = environment_without(
         {"MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK",
-         "GROUP_WORLD_SIZE", "ROLE_RANK", "ROLE_WORLD_SIZE"},
+         "GROUP_WORLD_SIZE", "ROLE_RANK", "ROLE_WORLD_SIZE", "GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME"},
         {"GEOTB_", "TORCHELASTIC_"});
     if (run_as) {
       std::erase_if(base, [](const std::string& kv) {
@@ -249,7 +249,10 @@ int run_exec(const ExecArgs& a) {
                {"GROUP_WORLD_SIZE", std::to_string(M)},
                {"GEOTB_DC", std::to_string(s.dc)},
                {"GEOTB_DC_NAME", dc_names[static_cast<size_t>(s.dc)]},
-               {"GEOTB_BIND_ADDR", pl.address}})
+               {"GEOTB_BIND_ADDR", pl.address},
+               // Gloo and NCCL pick their interface from the host name (127.0.0.1 here) unless told
+               {"GLOO_SOCKET_IFNAME", pl.ifname},
+               {"NCCL_SOCKET_IFNAME", pl.ifname}})
         s.env.push_back(k + "=" + v);
       specs.push_back(std::move(s));
     }

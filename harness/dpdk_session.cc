@@ -104,7 +104,7 @@ DpdkSession::~DpdkSession() {
 
 std::vector<DcPlacement> DpdkSession::placements() const {
   std::vector<DcPlacement> v;
-  for (const auto& d : impl_->layout.dcs) v.push_back({d.ns, d.address, impl_->layout.tool_cpus});
+  for (const auto& d : impl_->layout.dcs) v.push_back({d.ns, d.address, impl_->layout.tool_cpus, d.ifname});
   return v;
 }
 

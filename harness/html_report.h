@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "model/exec_report.h"
 #include "model/report.h"
 
 namespace geotb::harness {
@@ -32,7 +33,10 @@ std::vector<std::pair<std::string, std::string>> key_results(const std::vector<C
 /// "run 1" or the scenario name for titles: the common scenario name, else "several scenarios".
 std::string common_scenario_name(const std::vector<model::RunReport>& reports);
 
-/// The whole page. `baseline_strategy` is the reference of speed-ups and WAN ratios.
-std::string render_html_report(const std::vector<model::RunReport>& reports, const std::string& baseline_strategy);
+/// The whole page. `baseline_strategy` is the reference of speed-ups and WAN ratios; `jobs`
+/// (`geotb exec` reports) get a section of their own: their step time (GEOTB_METRIC
+/// "step_time_s" of rank 0) beside every strategy's, their link traffic.
+std::string render_html_report(const std::vector<model::RunReport>& reports, const std::string& baseline_strategy,
+                               const std::vector<model::ExecReport>& jobs = {});
 
 }  // namespace geotb::harness

@@ -26,6 +26,7 @@ struct DcPlacement {
   std::string netns;    ///< network namespace ("" = this one)
   std::string address;  ///< the address its workers bind and advertise (GEOTB_BIND_ADDR)
   std::string cpus;     ///< taskset -c list for its workers ("" = no pinning)
+  std::string ifname;   ///< its interface toward the other DCs ("" = none of its own)
 };
 
 struct ProcessRunOptions {
