@@ -7,7 +7,8 @@ scheduled 30 s in (never reached: the job is done by then, so 0 of 2 changes app
    torchrun environment and ran as nobody, its log has its output and the live view prefixed it,
    every exit status is 0, the report validates and names the command; the west ranks sent
    2 x BYTES bytes to the east ranks over TCP and the report's west->east bytes are within
-   [2·BYTES, 2·BYTES + ceil(2·BYTES/1448)·90 + 5 %]; no namespace is left.
+   [2·BYTES, 2·BYTES + ceil(2·BYTES/1448)·90 + 5 %]; no namespace is left; `geotb compare` shows
+   the job beside a run report's strategies.
 2. Rank 2 exits 3: geotb exits 1, the report names rank 2 and exit status 3, the other ranks were
    stopped by geotb (SIGTERM: 143), no namespace left.
 3. Ctrl-C while every rank blocks: exit 130, no report, no process of the job, no namespace.
@@ -112,6 +113,16 @@ try:
         assert tl["changes"] == [{"at_s": 30.0, "link": ["east", "west"], "set": {"up": False}},
                                  {"at_s": 31.0, "link": ["east", "west"], "set": {"up": True}}], tl
         assert Path(rep["ranks"][0]["log"]).stat().st_uid == 65534
+        # geotb compare puts the job beside a run report's strategies (this job prints no step_time_s)
+        job_report = next((Path(tmp) / "run").glob("dpdk-2x2-exec-*.json"))
+        cmp = subprocess.run([geotb, "compare", str(source_root / "reports/baselines/us-east-us-west.json"),
+                              str(job_report), "--out", str(Path(tmp) / "cmp"), "--name", "c"],
+                             capture_output=True, text=True)
+        assert cmp.returncode == 0, cmp.stderr
+        md = (Path(tmp) / "cmp/c.md").read_text()
+        assert f"| `{job_report}` | `{sys.executable} {Path(tmp) / 'exec_job.py'} {BYTES}` | ok | – |" in md, md
+        html = (Path(tmp) / "cmp/c.html").read_text()
+        assert "Your job (geotb exec)" in html and "west → east" in html, "no job section"
 
         # 2. rank 2 exits 3
         proc, rep = exec_job(tmp, [str(BYTES), "--fail-rank", "2", "--exit-code", "3"], name="fail")
