@@ -18,6 +18,7 @@
 #include <optional>
 
 #include "common/cli_units.h"
+#include "emulator/dpdk/proc.h"
 #include "harness/dpdk_session.h"
 #include "harness/net_commands.h"
 #include "harness/rank_group.h"
@@ -91,7 +92,7 @@ class LiveView {
       buf += chunk;
       size_t start = 0;
       for (size_t nl; (nl = buf.find('\n', start)) != std::string::npos; start = nl + 1)
-        fmt::print("{}{}\n", prefixes_[i], std::string_view(buf).substr(start, nl - start));
+        fmt::print("{}{}\n", prefixes_[i], buf.substr(start, nl - start));
       buf.erase(0, start);
       if (flush_partial && !buf.empty()) {
         fmt::print("{}{}\n", prefixes_[i], buf);
@@ -201,7 +202,7 @@ int run_exec(const ExecArgs& a) {
     dopt.log_dir = logs;
     dopt.tcp_congestion_control = sc.tcp_congestion_control;
     fmt::print("geotb exec: scenario {} ({}), {} data centers x {} ranks: {}\n", sc.name, sc.hash.substr(0, 12), M, N,
-               fmt::join(a.command, " "));
+               emu::join(a.command));
     fmt::print("geotb exec: network namespaces {}-* and the DPDK emulator; logs in {}\n", a.net_prefix, logs);
     DpdkSession net(sc, dopt);
     ctx.dc_tcp_congestion_control = net.tcp_congestion_control();
