@@ -3,7 +3,6 @@
 #include "engine/strategies/table.h"
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -199,7 +198,7 @@ std::string jobs_html(const std::vector<model::ExecReport>& jobs, const std::vec
   chart.id = "job-step-time";
   chart.title = "Time per step: your job and the strategies";
   chart.x = {.title = "step", .unit = "step", .include_zero = true};
-  chart.y = {.title = "time per step (job: its step_time_s; strategies: rank 0's step ends)", .unit = "ms", .include_zero = true};
+  chart.y = {.title = "time per step", .unit = "ms", .include_zero = true};
   for (const auto& c : runs) {
     plot::LineSeries s{c.label, c.color, c.dash, {}, {}};
     const std::vector<double> d = mx::step_durations_s(*c.run);
@@ -217,7 +216,7 @@ std::string jobs_html(const std::vector<model::ExecReport>& jobs, const std::vec
     std::string status = r.status;
     if (r.first_failure) status += ": " + r.first_failure->message;
     h += fmt::format("<tr><td>{}<br>{}</td><td><code>{}</code></td><td>{}</td><td class=\"num\">{} × {}</td><td class=\"num\">{}</td>",
-                     xml_escape(label), xml_escape(r.source), xml_escape(fmt::format("{}", fmt::join(r.command, " "))),
+                     xml_escape(label), xml_escape(r.source), xml_escape(command_line(r.command)),
                      xml_escape(status), r.scenario.datacenters.size(), r.ranks_per_dc,
                      mean ? fmt::format("{:.1f}", 1e3 * *mean) : std::string("–"));
     for (const auto& c : runs) {
@@ -288,6 +287,12 @@ std::vector<std::pair<std::string, std::string>> key_results(const std::vector<C
                                           mx::throughput_ratio(s, b), baseline, wan, s.final_test_accuracy,
                                           100 * mx::accuracy_delta(s, b)));
   }
+  return out;
+}
+
+std::string command_line(const std::vector<std::string>& argv) {
+  std::string out;
+  for (const auto& w : argv) out += (out.empty() ? "" : " ") + w;
   return out;
 }
 

@@ -30,6 +30,9 @@ std::vector<ComparedRun> compared_runs(const std::vector<model::RunReport>& repo
 std::vector<std::pair<std::string, std::string>> key_results(const std::vector<ComparedRun>& runs,
                                                              const std::string& baseline_strategy);
 
+/// An exec'd job's command, its words joined by spaces.
+std::string command_line(const std::vector<std::string>& argv);
+
 /// "run 1" or the scenario name for titles: the common scenario name, else "several scenarios".
 std::string common_scenario_name(const std::vector<model::RunReport>& reports);
 

