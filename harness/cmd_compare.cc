@@ -24,10 +24,21 @@ struct CompareArgs {
 
 int run_compare(const CompareArgs& a) {
   std::vector<model::RunReport> reports;
+  std::vector<model::ExecReport> jobs;  // `geotb exec` reports, shown beside the strategies
   try {
-    for (const auto& p : a.reports) reports.push_back(model::load_report(p));
+    for (const auto& p : a.reports) {
+      if (model::report_schema_of(p) == model::kExecSchema)
+        jobs.push_back(model::load_exec_report(p));
+      else
+        reports.push_back(model::load_report(p));
+    }
   } catch (const model::ReportError& e) {
     fmt::print(stderr, "geotb compare: error: {}\n", e.what());
+    return 2;
+  }
+  if (reports.empty()) {
+    fmt::print(stderr, "geotb compare: error: only geotb exec reports: add at least one run report (geotb run) to "
+                       "compare the job with\n");
     return 2;
   }
   bool any_baseline = false;
@@ -52,8 +63,8 @@ int run_compare(const CompareArgs& a) {
   const std::filesystem::path html = dir / (name + ".html"), md = dir / (name + ".md");
   try {
     std::filesystem::create_directories(dir);
-    common::write_file_atomically(html.string(), render_html_report(reports, a.baseline));
-    common::write_file_atomically(md.string(), render_markdown_report(reports, a.baseline, html.filename().string()));
+    common::write_file_atomically(html.string(), render_html_report(reports, a.baseline, jobs));
+    common::write_file_atomically(md.string(), render_markdown_report(reports, a.baseline, html.filename().string(), jobs));
   } catch (const std::exception& e) {
     fmt::print(stderr, "geotb compare: error: {}\n", e.what());
     return 1;
@@ -69,7 +80,7 @@ void register_compare_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "compare", "Compare the strategies of one or more run reports: a Markdown summary and a self-contained HTML "
                  "page with plots");
-  cmd->add_option("reports", args->reports, "Reports of `geotb run` (several: e.g. runs of one scenario)")
+  cmd->add_option("reports", args->reports, "Reports of `geotb run` (several: e.g. runs of one scenario) and of `geotb exec` (the job beside the strategies)")
       ->required()
       ->check(CLI::ExistingFile);
   cmd->add_option("--baseline", args->baseline, "Strategy that speed-ups and WAN ratios refer to")

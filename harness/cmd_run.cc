@@ -234,7 +234,7 @@ int run(const RunArgs& a) {
       }
 #endif
       if (sc.network == "process")
-        for (size_t d = 0; d < sc.cluster.dcs.size(); ++d) po.dcs.push_back({"", "127.0.0.1", ""});
+        for (size_t d = 0; d < sc.cluster.dcs.size(); ++d) po.dcs.push_back({"", "127.0.0.1", "", ""});
       for (const auto& c : chosen) {
         Progress prog(stdout, c.name, samples_per_step);
         po.progress = [&prog](int done, int total, double t) { prog.update(done, total, t); };

@@ -105,7 +105,7 @@ DpdkSession::~DpdkSession() {
 
 std::vector<DcPlacement> DpdkSession::placements() const {
   std::vector<DcPlacement> v;
-  for (const auto& d : impl_->layout.dcs) v.push_back({d.ns, d.address, impl_->layout.tool_cpus});
+  for (const auto& d : impl_->layout.dcs) v.push_back({d.ns, d.address, impl_->layout.tool_cpus, d.ifname});
   return v;
 }
 
@@ -148,10 +148,24 @@ EmulatorStats DpdkSession::stop_emulator() {
   try {
     const auto j = nlohmann::json::parse(slurp(I.json_path));
     for (const auto& l : j.at("links")) {
-      const uint64_t tx = l.at("tx").get<uint64_t>(), bytes = l.at("tx_bytes").get<uint64_t>();
-      st.wan_frames += tx;
-      st.wan_wire_bytes += bytes + 24 * tx;  // L2 bytes - 14 (header counted in L2) + 38 (header, FCS, preamble, gap)
-      st.changes_applied += l.at("model").at("changes_applied").get<uint64_t>();
+      model::LinkTraffic t;
+      // "d<i>->d<j>": the emulator numbers the data centers (emu::emulator_command); names here.
+      const std::string name = l.at("name").get<std::string>();
+      const size_t arrow = name.find("->");
+      auto dc_name = [&](const std::string& d) {
+        const size_t i = d.size() > 1 && d[0] == 'd' ? std::stoul(d.substr(1)) : I.topo.dcs.size();
+        return i < I.topo.dcs.size() ? I.topo.dcs[i] : d;
+      };
+      t.from = dc_name(name.substr(0, arrow));
+      t.to = arrow == std::string::npos ? std::string() : dc_name(name.substr(arrow + 2));
+      t.frames = l.at("tx").get<uint64_t>();
+      t.bytes = l.at("tx_bytes").get<uint64_t>();
+      for (const auto& [cause, n] : l.at("drops").items()) t.drops[cause] = n.get<uint64_t>();
+      t.changes_applied = l.at("model").at("changes_applied").get<uint64_t>();
+      st.wan_frames += t.frames;
+      st.wan_wire_bytes += t.bytes + 24 * t.frames;  // L2 bytes - 14 (header counted in L2) + 38 (header, FCS, preamble, gap)
+      st.changes_applied += t.changes_applied;
+      st.links.push_back(std::move(t));
     }
     if (const auto& o = j.at("timeline").at("origin_s"); o.is_number()) st.timeline_origin_s = o.get<double>();
     const auto& k = j.at("stalls");

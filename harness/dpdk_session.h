@@ -14,6 +14,7 @@
 #include "harness/process_run.h"
 #include "harness/scenario.h"
 #include "model/report.h"
+#include "model/exec_report.h"
 
 namespace geotb::harness {
 
@@ -41,6 +42,9 @@ struct EmulatorStats {
   uint64_t changes_applied = 0;  ///< scheduled changes applied, every link
   /// How the poller was scheduled and its stalls (for the strategy's report).
   model::DataPlaneSummary dataplane;
+  /// Every WAN link direction: frames, L2 bytes, drops by cause, changes applied (the emulator's
+  /// report, "links"); the totals above are their sums.
+  std::vector<model::LinkTraffic> links;
 };
 
 class DpdkSession {

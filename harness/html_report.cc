@@ -246,6 +246,69 @@ std::string seeds_table(const std::vector<ComparedRun>& runs, const std::string&
   return t + "</table>\n";
 }
 
+/// The `geotb exec` jobs: step time beside the strategies', every rank's exit, link traffic.
+std::string jobs_html(const std::vector<model::ExecReport>& jobs, const std::vector<ComparedRun>& runs) {
+  const std::string key = mx::kJobStepMetric;
+  std::string h = "<h2>Your job (geotb exec)</h2>\n<table>\n<tr><th>job</th><th>command</th><th>status</th><th>ranks</th>"
+                  "<th>mean " + key + "<br>(rank 0), ms</th>";
+  for (const auto& c : runs) h += "<th>÷ " + xml_escape(c.label) + "<br>(" + fmt::format("{:.1f}", 1e3 * mx::mean_step_s(*c.run)) + " ms/step)</th>";
+  h += "<th>wall</th></tr>\n";
+  plot::LineChartSpec chart;
+  chart.id = "job-step-time";
+  chart.title = "Time per step: your job and the strategies";
+  chart.x = {.title = "step", .unit = "step", .include_zero = true};
+  chart.y = {.title = "time per step", .unit = "ms", .include_zero = true};
+  for (const auto& c : runs) {
+    plot::LineSeries s{c.label, c.color, c.dash, {}, {}};
+    const std::vector<double> d = mx::step_durations_s(*c.run);
+    for (size_t i = 0; i < d.size(); ++i) {
+      s.x.push_back(static_cast<double>(i + 1));
+      s.y.push_back(1e3 * d[i]);
+    }
+    chart.series.push_back(std::move(s));
+  }
+  std::string links;
+  for (size_t j = 0; j < jobs.size(); ++j) {
+    const model::ExecReport& r = jobs[j];
+    const std::string label = jobs.size() > 1 ? fmt::format("job {}", j + 1) : "job";
+    const std::optional<double> mean = mx::job_metric_mean(r, key);
+    std::string status = r.status;
+    if (r.first_failure) status += ": " + r.first_failure->message;
+    h += fmt::format("<tr><td>{}<br>{}</td><td><code>{}</code></td><td>{}</td><td class=\"num\">{} × {}</td><td class=\"num\">{}</td>",
+                     xml_escape(label), xml_escape(r.source), xml_escape(command_line(r.command)),
+                     xml_escape(status), r.scenario.datacenters.size(), r.ranks_per_dc,
+                     mean ? fmt::format("{:.1f}", 1e3 * *mean) : std::string("–"));
+    for (const auto& c : runs) {
+      const double base = mx::mean_step_s(*c.run);
+      h += fmt::format("<td class=\"num\">{}</td>", mean && base > 0 ? fmt::format("{:.3f}", *mean / base) : std::string("–"));
+    }
+    h += fmt::format("<td class=\"num\">{:.1f} s</td></tr>\n", r.wall_s);
+    plot::LineSeries s{label + " " + key, "#000000", kDashes[j % std::size(kDashes)], {}, {}, true, true};
+    for (const auto& [x, y] : mx::job_metric_series(r, key)) {
+      s.x.push_back(x);
+      s.y.push_back(1e3 * y);
+    }
+    if (!s.x.empty()) chart.series.push_back(std::move(s));
+    for (const auto& l : r.links) {
+      std::string drops;
+      for (const auto& [cause, n] : l.drops)
+        if (n) drops += fmt::format("{}{} {}", drops.empty() ? "" : ", ", cause, n);
+      links += fmt::format("<tr><td>{}</td><td>{} → {}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td>"
+                           "<td class=\"num\">{}</td></tr>\n",
+                           xml_escape(label), xml_escape(l.from), xml_escape(l.to), l.frames,
+                           plot::format_si(static_cast<double>(l.bytes), "B"), xml_escape(drops.empty() ? "none" : drops),
+                           l.changes_applied);
+    }
+  }
+  h += "</table>\n<div class=\"charts\">\n";
+  h += figure(plot::render_line_chart(chart), "fig-job-step-time",
+              "Seconds per step of each exec'd job as it printed them (GEOTB_METRIC \"step_time_s\", rank 0) and of "
+              "every strategy (differences of rank 0's step ends), same step axis.");
+  h += "</div>\n<table>\n<tr><th>job</th><th>link</th><th>frames</th><th>bytes (L2)</th><th>drops</th>"
+       "<th>timeline changes applied</th></tr>\n" + links + "</table>\n";
+  return h;
+}
+
 }  // namespace
 
 std::string seed_accuracy_text(const model::StrategyRun& run) {
@@ -318,6 +381,12 @@ std::vector<std::pair<std::string, std::string>> key_results(const std::vector<C
   return out;
 }
 
+std::string command_line(const std::vector<std::string>& argv) {
+  std::string out;
+  for (const auto& w : argv) out += (out.empty() ? "" : " ") + w;
+  return out;
+}
+
 std::string common_scenario_name(const std::vector<model::RunReport>& reports) {
   if (reports.empty()) return "no reports";
   for (const auto& r : reports)
@@ -325,7 +394,8 @@ std::string common_scenario_name(const std::vector<model::RunReport>& reports) {
   return reports.front().scenario.name;
 }
 
-std::string render_html_report(const std::vector<model::RunReport>& reports, const std::string& baseline) {
+std::string render_html_report(const std::vector<model::RunReport>& reports, const std::string& baseline,
+                               const std::vector<model::ExecReport>& jobs) {
   const std::vector<ComparedRun> runs = compared_runs(reports, baseline);
   const std::string name = common_scenario_name(reports);
   std::string html = fmt::format(
@@ -497,6 +567,7 @@ std::string render_html_report(const std::vector<model::RunReport>& reports, con
                              "before the wait was timed.",
                              logged));
   html += "</div>\n";
+  if (!jobs.empty()) html += jobs_html(jobs, runs);
   html += fmt::format(
       "<p style=\"font-size:12px;color:#777\">Generated by geotb compare from {} report(s); metrics are defined in "
       "README \"Metrics\".</p>\n</body>\n</html>\n",

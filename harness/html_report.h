@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "model/exec_report.h"
 #include "model/report.h"
 
 namespace geotb::harness {
@@ -34,11 +35,16 @@ std::string seed_accuracy_text(const model::StrategyRun& run);
 /// "80.0 %: 12.34 ± 0.56 s, 12.3k samples (3 of 3 seeds)" (over seeds), "80.0 %: 12.34 s, 12.3k
 /// samples" (one seed), "80.0 % not reached", "–" without a target.
 std::string time_to_accuracy_text(const model::StrategyRun& run);
+/// An exec'd job's command, its words joined by spaces.
+std::string command_line(const std::vector<std::string>& argv);
 
 /// "run 1" or the scenario name for titles: the common scenario name, else "several scenarios".
 std::string common_scenario_name(const std::vector<model::RunReport>& reports);
 
-/// The whole page. `baseline_strategy` is the reference of speed-ups and WAN ratios.
-std::string render_html_report(const std::vector<model::RunReport>& reports, const std::string& baseline_strategy);
+/// The whole page. `baseline_strategy` is the reference of speed-ups and WAN ratios; `jobs`
+/// (`geotb exec` reports) get a section of their own: their step time (GEOTB_METRIC
+/// "step_time_s" of rank 0) beside every strategy's, their link traffic.
+std::string render_html_report(const std::vector<model::RunReport>& reports, const std::string& baseline_strategy,
+                               const std::vector<model::ExecReport>& jobs = {});
 
 }  // namespace geotb::harness

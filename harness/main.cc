@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
 #ifdef GEOTB_HAVE_NET
   register_net_command(app);
   register_fidelity_command(app);
+  register_exec_command(app, args);
 #endif
   try {
     app.parse(argc, argv);

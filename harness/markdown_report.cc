@@ -28,7 +28,7 @@ std::string bytes(uint64_t b) { return plot::format_si(static_cast<double>(b), "
 }  // namespace
 
 std::string render_markdown_report(const std::vector<model::RunReport>& reports, const std::string& baseline,
-                                   const std::string& html_name) {
+                                   const std::string& html_name, const std::vector<model::ExecReport>& jobs) {
   const std::vector<ComparedRun> runs = compared_runs(reports, baseline);
   std::string md = fmt::format("# geotb compare: {}\n\n", common_scenario_name(reports));
   std::string last_hash;
@@ -98,6 +98,28 @@ std::string render_markdown_report(const std::vector<model::RunReport>& reports,
   for (const auto& [label, text] : key_results(runs, baseline)) md += fmt::format("- **{}**: {}\n", label, text);
   for (const model::RunReport& r : reports)
     for (const auto& x : r.failures) md += fmt::format("- **FAILED** {} in `{}`: {}\n", x.strategy, r.source, x.error);
+  if (!jobs.empty()) {
+    // The exec'd jobs' mean step time (their own GEOTB_METRIC "step_time_s", rank 0) against each strategy's.
+    md += fmt::format("\n| job | command | status | mean {} (rank 0) ms |", mx::kJobStepMetric);
+    std::string rule = "|---|---|---|--:|";
+    for (const auto& c : runs) {
+      md += fmt::format(" ÷ {} ({:.1f} ms/step) |", cell(c.label), 1e3 * mx::mean_step_s(*c.run));
+      rule += "--:|";
+    }
+    md += "\n" + rule + "\n";
+    for (size_t j = 0; j < jobs.size(); ++j) {
+      const model::ExecReport& r = jobs[j];
+      const std::optional<double> mean = mx::job_metric_mean(r, mx::kJobStepMetric);
+      md += fmt::format("| `{}` | `{}` | {} | {} |", cell(r.source), cell(command_line(r.command)),
+                        cell(r.first_failure ? r.status + ": " + r.first_failure->message : r.status),
+                        mean ? fmt::format("{:.1f}", 1e3 * *mean) : std::string("–"));
+      for (const auto& c : runs) {
+        const double base = mx::mean_step_s(*c.run);
+        md += fmt::format(" {} |", mean && base > 0 ? fmt::format("{:.3f}", *mean / base) : std::string("–"));
+      }
+      md += "\n";
+    }
+  }
   md += fmt::format(
       "\nPlots (loss vs time and samples, accuracy, throughput, time per step, WAN bytes, exchange efficiency): "
       "[{0}]({0}). Metrics are defined in README \"Metrics\".\n",

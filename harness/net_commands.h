@@ -9,3 +9,5 @@
 void register_net_command(CLI::App& app);
 /// geotb fidelity <scenario> [--out PATH] [--check] ...
 void register_fidelity_command(CLI::App& app);
+/// geotb exec <scenario> -- <command>: a user's job once per rank in the emulated data centers.
+void register_exec_command(CLI::App& app, const std::vector<std::string>& argv);

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "engine/result.h"
+#include "harness/rank_group.h"
 #include "harness/scenario.h"
 
 namespace geotb::harness {
@@ -25,6 +26,7 @@ struct DcPlacement {
   std::string netns;    ///< network namespace ("" = this one)
   std::string address;  ///< the address its workers bind and advertise (GEOTB_BIND_ADDR)
   std::string cpus;     ///< taskset -c list for its workers ("" = no pinning)
+  std::string ifname;   ///< its interface toward the other DCs ("" = none of its own)
 };
 
 struct ProcessRunOptions {
@@ -48,13 +50,6 @@ class ProcessRunError : public engine::RunError {
  public:
   using engine::RunError::RunError;
 };
-/// SIGINT/SIGTERM arrived (ProcessRunOptions::interrupted): every worker was killed.
-class Interrupted : public std::runtime_error {
- public:
-  explicit Interrupted(int sig) : std::runtime_error("interrupted by signal " + std::to_string(sig)), signal(sig) {}
-  int signal;
-};
-
 /// Runs `strategy` with one process per rank. Throws ProcessRunError (every worker killed and
 /// reaped first) or Interrupted.
 model::StrategyRun run_strategy_processes(const Scenario& sc, const engine::StrategyConfig& strategy,
@@ -65,16 +60,5 @@ std::string self_exe();
 
 /// A TCP port free on `addr` right now (bound and released; the caller binds it next).
 uint16_t free_tcp_port(const std::string& addr);
-
-/// Installs SIGINT/SIGTERM handlers that store the signal number in the returned flag (and do
-/// nothing else); the previous handlers come back when the guard is destroyed.
-class SignalFlag {
- public:
-  SignalFlag();
-  ~SignalFlag();
-  SignalFlag(const SignalFlag&) = delete;
-  SignalFlag& operator=(const SignalFlag&) = delete;
-  const std::atomic<int>& flag() const;
-};
 
 }  // namespace geotb::harness

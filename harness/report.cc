@@ -26,9 +26,7 @@ std::string utc_now_iso() {
   return buf;
 }
 
-namespace {
-
-model::ReportContext context(const RunContext& ctx) {
+model::ReportContext report_context(const RunContext& ctx) {
   char host[256] = {};
   gethostname(host, sizeof host - 1);
   model::ReportContext c;
@@ -47,6 +45,8 @@ model::ReportContext context(const RunContext& ctx) {
   if (!ctx.dc_tcp_congestion_control.empty()) c.dc_tcp_congestion_control = ctx.dc_tcp_congestion_control;
   return c;
 }
+
+namespace {
 
 /// Which clock produced the time figures, and the compute profile it charged, if any.
 void describe_clock(const Scenario& sc, model::ReportContext& c) {
@@ -67,6 +67,8 @@ void describe_clock(const Scenario& sc, model::ReportContext& c) {
     for (size_t i = 0; i < sc.compute.size(); ++i) c.compute_profile_by_dc[sc.cluster.dcs[i].name] = profile(sc.compute[i]);
   }
 }
+
+}  // namespace
 
 model::ScenarioSummary scenario_summary(const Scenario& sc, const RunContext& ctx) {
   model::ScenarioSummary s;
@@ -89,8 +91,6 @@ model::ScenarioSummary scenario_summary(const Scenario& sc, const RunContext& ct
   return s;
 }
 
-}  // namespace
-
 nlohmann::json strategy_config_json(const engine::StrategyConfig& c) {
   nlohmann::json j = {{"name", c.name}};
   for (const auto& [key, value] : engine::find_strategy(c.name).report(c))
@@ -102,7 +102,7 @@ model::RunReport make_report(const Scenario& sc, std::vector<model::StrategyRun>
                              std::vector<model::Failure> failures, const RunContext& ctx, const std::string& baseline) {
   model::RunReport r;
   r.scenario = scenario_summary(sc, ctx);
-  r.context = context(ctx);
+  r.context = report_context(ctx);
   describe_clock(sc, r.context);
   for (auto& run : runs) {
     const engine::StrategyConfig* cfg = nullptr;
@@ -119,10 +119,14 @@ model::RunReport make_report(const Scenario& sc, std::vector<model::StrategyRun>
 }
 
 std::string write_report(const model::RunReport& r, const std::string& dir, const std::string& name) {
+  return write_report_json(nlohmann::json(r), dir, name);
+}
+
+std::string write_report_json(const nlohmann::json& j, const std::string& dir, const std::string& name) {
   std::string stamp = utc_now_iso();
   for (char& ch : stamp)
     if (ch == ':') ch = '-';
-  return common::write_new_file(dir, fmt::format("{}-{}", name, stamp), ".json", nlohmann::json(r).dump(1) + "\n");
+  return common::write_new_file(dir, fmt::format("{}-{}", name, stamp), ".json", j.dump(1) + "\n");
 }
 
 std::string summary_table(const model::RunReport& rep) {

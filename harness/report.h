@@ -24,6 +24,11 @@ struct RunContext {
 };
 
 
+/// The report's "scenario": what ran (run and exec reports).
+model::ScenarioSummary scenario_summary(const Scenario& sc, const RunContext& ctx);
+/// The report's "context": this build, this host, the run's argv and start (run and exec reports).
+model::ReportContext report_context(const RunContext& ctx);
+
 /// The report's per-strategy "config" object: the strategy's parameters from the scenario.
 nlohmann::json strategy_config_json(const engine::StrategyConfig& c);
 
@@ -37,6 +42,8 @@ model::RunReport make_report(const Scenario& sc, std::vector<model::StrategyRun>
 /// Writes `r` to `dir/<name>-<UTC timestamp>.json` through a temporary file and rename, so a
 /// crash never leaves a half-written report and never touches existing ones. Returns the path.
 std::string write_report(const model::RunReport& r, const std::string& dir, const std::string& name);
+/// The same for any report of the family (run, exec).
+std::string write_report_json(const nlohmann::json& j, const std::string& dir, const std::string& name);
 
 /// The table printed after a run (plain text, aligned).
 std::string summary_table(const model::RunReport& report);

@@ -167,4 +167,39 @@ Comparison compare(const std::vector<StrategyRun>& runs, const std::string& base
   return c;
 }
 
+double mean_step_s(const StrategyRun& s) {
+  return s.series.loss.empty() ? 0.0 : s.metrics.wall_s / static_cast<double>(s.series.loss.size());
+}
+
+std::vector<double> step_durations_s(const StrategyRun& s) {
+  std::vector<double> out;
+  double prev = 0;
+  for (const double t : s.series.step_end_s) {
+    out.push_back(t - prev);
+    prev = t;
+  }
+  return out;
+}
+
+std::vector<std::pair<double, double>> job_metric_series(const ExecReport& r, const std::string& key, int rank) {
+  std::vector<std::pair<double, double>> out;
+  if (rank < 0 || static_cast<size_t>(rank) >= r.ranks.size()) return out;
+  for (const json& m : r.ranks[static_cast<size_t>(rank)].metrics) {
+    const auto it = m.find(key);
+    if (it == m.end() || !it->is_number()) continue;
+    const auto step = m.find("step");
+    const double x = step != m.end() && step->is_number() ? step->get<double>() : static_cast<double>(out.size() + 1);
+    out.emplace_back(x, it->get<double>());
+  }
+  return out;
+}
+
+std::optional<double> job_metric_mean(const ExecReport& r, const std::string& key, int rank) {
+  const auto v = job_metric_series(r, key, rank);
+  if (v.empty()) return std::nullopt;
+  double sum = 0;
+  for (const auto& [x, y] : v) sum += y;
+  return sum / static_cast<double>(v.size());
+}
+
 }  // namespace geotb::model::metrics

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "model/measurements.h"
+#include "model/exec_report.h"
 #include "model/report.h"
 
 namespace geotb::model::metrics {
@@ -91,5 +92,20 @@ double fraction_of_lan_throughput(const StrategyMetrics& s, const StrategyMetric
 /// ratio, accuracy delta; absent when the baseline did not run) and against kLanReference
 /// (fraction of lan throughput; absent when lan did not run).
 Comparison compare(const std::vector<StrategyRun>& runs, const std::string& baseline = kDefaultBaseline);
+
+/// Mean seconds per step of a strategy: wall_s / its steps (the length of its loss series); 0
+/// without a step.
+double mean_step_s(const StrategyRun& s);
+/// Seconds each step took: the differences of series.step_end_s (the first from 0).
+std::vector<double> step_durations_s(const StrategyRun& s);
+
+/// The job metric `geotb compare` sets beside the strategies' step times (README "Bring your own job").
+inline constexpr const char* kJobStepMetric = "step_time_s";
+/// One metric of an exec'd job, from rank `rank`'s GEOTB_METRIC objects that hold it as a number:
+/// (x, value) with x = the object's "step" when it has a numeric one, else its 1-based position
+/// among those objects.
+std::vector<std::pair<double, double>> job_metric_series(const ExecReport& r, const std::string& key, int rank = 0);
+/// The mean of those values; nullopt when there is none.
+std::optional<double> job_metric_mean(const ExecReport& r, const std::string& key, int rank = 0);
 
 }  // namespace geotb::model::metrics
