@@ -459,6 +459,7 @@ std::string render_html_report(const std::vector<model::RunReport>& reports, con
     per_seed.id = "accuracy-seeds";
     per_seed.title = "Final test accuracy per seed";
     per_seed.x = {"seed", "seed"};
+    per_seed.x.integer_ticks = true;
     per_seed.y = {"final test accuracy", "%"};
     for (const auto& c : runs) {
       if (c.run->seeds.empty()) continue;
@@ -562,9 +563,9 @@ std::string render_html_report(const std::vector<model::RunReport>& reports, con
                              baseline));
   html += figure(plot::render_line_chart(eff), "fig-exchange-efficiency",
                  fmt::format("Each logged inter-DC exchange ({} in all; the final dense one at the last step): lower "
-                             "bound S/B + RTT/2 for S bytes each way, divided by the time from hand-off to the "
-                             "transport until every peer's message arrived. Above 1: the peer's message had arrived "
-                             "before the wait was timed.",
+                             "bound (S/B + the one-way delay of the link each message crossed, from its sender's "
+                             "hand-off) divided by the time from the round's last hand-off until every peer's message "
+                             "had arrived (README \"Metrics\"); 1 is the best possible.",
                              logged));
   html += "</div>\n";
   if (!jobs.empty()) html += jobs_html(jobs, runs);

@@ -126,7 +126,7 @@ Axis::Axis(const AxisSpec& spec, double data_lo, double data_hi, double px_lo, d
   lo_ = fixed ? data_lo : t.front();
   hi_ = fixed ? data_hi : t.back();
   for (double v : t)
-    if (v >= lo_ - step * 1e-9 && v <= hi_ + step * 1e-9)
+    if (v >= lo_ - step * 1e-9 && v <= hi_ + step * 1e-9 && (!spec.integer_ticks || v == std::round(v)))
       ticks_.push_back({v, format_tick(v, step, spec.si_prefix, spec.unit_in_ticks ? spec.unit : "")});
 }
 

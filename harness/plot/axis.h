@@ -16,6 +16,7 @@ struct AxisSpec {
   bool si_prefix = false;    ///< tick labels as "1.5 k", "10 M"
   bool unit_in_ticks = false;  ///< with si_prefix: "10 MB" instead of "10 M"
   bool include_zero = false;  ///< linear only: extend the domain to 0
+  bool integer_ticks = false;  ///< linear only: ticks at whole numbers only (seeds, counts)
   /// Fixed domain (both set and lo < hi): no automatic extension to nice bounds.
   double fixed_lo = 0, fixed_hi = 0;
 };

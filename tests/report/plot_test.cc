@@ -1,6 +1,8 @@
 // Unit tests of the SVG plotting helper (harness/plot/) and of the compare pages' structure.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <regex>
 #include <string>
 
@@ -51,6 +53,20 @@ TEST(Ticks, Labels) {
   EXPECT_EQ(format_tick(0.25, 0.25, false, ""), "0.25");
   EXPECT_EQ(format_tick(4, 2, false, ""), "4");
   EXPECT_EQ(format_tick(2500, 500, true, ""), "2.5 k");
+}
+
+// Seeds 42..44: 0.5-steps would label 42.5; whole-number ticks keep 42, 43, 44 only.
+TEST(AxisTicks, IntegerTicksDropFractionalOnes) {
+  const Axis plain(AxisSpec{"seed", "seed"}, 42, 44, 0, 100);
+  bool fractional = false;
+  for (const auto& t : plain.ticks()) fractional |= t.value != std::round(t.value);
+  EXPECT_TRUE(fractional);  // the nice steps for this span are 0.5
+  AxisSpec whole{"seed", "seed"};
+  whole.integer_ticks = true;
+  const Axis seeds(whole, 42, 44, 0, 100);
+  std::vector<double> got;
+  for (const auto& t : seeds.ticks()) got.push_back(t.value);
+  EXPECT_EQ(got, (std::vector<double>{42, 43, 44}));
 }
 
 TEST(AxisMap, LinearAndLogMapOntoPixels) {
