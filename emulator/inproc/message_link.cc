@@ -358,15 +358,17 @@ void MessageLink::on_timeout(Nanos t, uint64_t tx) {
 
 void MessageLink::advance(Nanos now) {
   if (!seg_.tcp) return;
-  while (!events_.empty() && events_.top().at <= now && !failed_) {
-    const Event e = events_.top();
-    events_.pop();
-    clock_ = std::max(clock_, e.at);
-    if (e.ack)
-      on_ack(e.at, e.tx);
-    else
-      on_timeout(e.at, e.tx);
-  }
+  while (!events_.empty() && events_.top().at <= now && !failed_) process_next_event();
+}
+
+void MessageLink::process_next_event() {
+  const Event e = events_.top();
+  events_.pop();
+  clock_ = std::max(clock_, e.at);
+  if (e.ack)
+    on_ack(e.at, e.tx);
+  else
+    on_timeout(e.at, e.tx);
 }
 
 MessageVerdict MessageLink::send(Nanos now, uint64_t payload_bytes) {
@@ -393,13 +395,7 @@ MessageVerdict MessageLink::send(Nanos now, uint64_t payload_bytes) {
   try_send(now, false);
   while (msg_undelivered_ > 0 && !failed_) {
     if (events_.empty()) throw std::logic_error("MessageLink: segments left undelivered with no event pending");
-    const Event e = events_.top();
-    events_.pop();
-    clock_ = std::max(clock_, e.at);
-    if (e.ack)
-      on_ack(e.at, e.tx);
-    else
-      on_timeout(e.at, e.tx);
+    process_next_event();
   }
   mv_ = nullptr;
   if (failed_) {

@@ -163,6 +163,7 @@ class MessageLink {
   void transmit(Nanos t, uint64_t seg, uint32_t frame, uint32_t attempt);
   void on_ack(Nanos t, uint64_t tx);
   void on_timeout(Nanos t, uint64_t tx);
+  void process_next_event();  // the earliest pending ACK or timer
   void mark_lost(uint64_t tx, bool enter_recovery, Nanos t);
   void restart_after_idle(Nanos idle);
   void receive(Nanos at, uint64_t seg);

@@ -18,7 +18,7 @@ ExecReport crafted() {
   r.scenario.name = "dpdk-2x2";
   r.scenario.network = "dpdk";
   r.scenario.datacenters = {{"east", 1}, {"west", 1}};
-  r.scenario.workload = {"mlp", "fashion-mnist", 32, 3};
+  r.scenario.workload = {"mlp", "fashion-mnist", 32, 3, std::nullopt, std::nullopt};
   r.context.started_at = "2026-11-30T18:00:00Z";
   r.command = {"python3", "job.py", "--x"};
   r.ranks_per_dc = 1;

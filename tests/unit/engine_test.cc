@@ -112,6 +112,19 @@ double rel_diff(const std::vector<float>& a, const std::vector<float>& b) {
   return std::sqrt(num / den);
 }
 
+// The same final weights up to float summation order: relative L2 difference and the largest
+// element difference both within 1e-5 (of the norm, of the largest weight).
+void expect_same_weights(const std::vector<float>& xa, const std::vector<float>& xb) {
+  ASSERT_EQ(xa.size(), xb.size());
+  EXPECT_LE(rel_diff(xb, xa), 1e-5);
+  double max_abs = 0, max_ref = 0;
+  for (size_t i = 0; i < xa.size(); ++i) {
+    max_abs = std::max(max_abs, static_cast<double>(std::fabs(xa[i] - xb[i])));
+    max_ref = std::max(max_ref, static_cast<double>(std::fabs(xa[i])));
+  }
+  EXPECT_LE(max_abs, 1e-5 * max_ref);
+}
+
 TEST(Identity, DenseBlockingEveryStepHierEqualsNaiveDdp) {
   const Datasets& data = small_data();
   RunOptions opt;
@@ -124,14 +137,7 @@ TEST(Identity, DenseBlockingEveryStepHierEqualsNaiveDdp) {
   std::vector<float> xa, xb, xc;
   const auto a = run_strategy(fast_cluster(), small_work(), naive, data, opt, &xa);
   const auto b = run_strategy(fast_cluster(), small_work(), hier, data, opt, &xb);
-  ASSERT_EQ(xa.size(), xb.size());
-  EXPECT_LE(rel_diff(xb, xa), 1e-5);
-  double max_abs = 0, max_ref = 0;
-  for (size_t i = 0; i < xa.size(); ++i) {
-    max_abs = std::max(max_abs, static_cast<double>(std::fabs(xa[i] - xb[i])));
-    max_ref = std::max(max_ref, static_cast<double>(std::fabs(xa[i])));
-  }
-  EXPECT_LE(max_abs, 1e-5 * max_ref);
+  expect_same_weights(xa, xb);
   EXPECT_EQ(a.metrics.replica_max_abs_diff, 0.0);
   EXPECT_EQ(b.metrics.replica_max_abs_diff, 0.0);
   EXPECT_EQ(b.metrics.exchanges, 26u);  // 25 rounds + the final dense one
@@ -151,14 +157,7 @@ TEST(Identity, LocalSgdTauOneAveragedMomentumEqualsNaiveDdp) {
   std::vector<float> xa, xb, xc;
   const auto a = run_strategy(fast_cluster(), small_work(), StrategyConfig{"naive_ddp"}, data, opt, &xa);
   const auto b = run_strategy(fast_cluster(), small_work(), local, data, opt, &xb);
-  ASSERT_EQ(xa.size(), xb.size());
-  EXPECT_LE(rel_diff(xb, xa), 1e-5);
-  double max_abs = 0, max_ref = 0;
-  for (size_t i = 0; i < xa.size(); ++i) {
-    max_abs = std::max(max_abs, static_cast<double>(std::fabs(xa[i] - xb[i])));
-    max_ref = std::max(max_ref, static_cast<double>(std::fabs(xa[i])));
-  }
-  EXPECT_LE(max_abs, 1e-5 * max_ref);
+  expect_same_weights(xa, xb);
   EXPECT_EQ(b.metrics.replica_max_abs_diff, 0.0);
   EXPECT_EQ(b.metrics.exchanges, 25u);  // one averaging per step, nothing left for finish()
   EXPECT_EQ(b.metrics.wan_final_sync_bytes, std::optional<uint64_t>(0));
