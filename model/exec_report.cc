@@ -15,11 +15,6 @@ int small_int(const json& j, const char* key, int64_t lo, int64_t hi) {
   if (v < lo || v > hi) f::fail(key, fmt::format("must be in [{}, {}], got {}", lo, hi, v));
   return static_cast<int>(v);
 }
-bool boolean(const json& j, const char* key) {
-  const json& v = f::req(j, key);
-  if (!v.is_boolean()) f::fail(key, fmt::format("expected true or false, got {}", f::shown(v)));
-  return v.get<bool>();
-}
 }  // namespace
 
 void to_json(json& j, const LinkTraffic& l) {
@@ -81,7 +76,7 @@ void from_json(const json& j, ExecRank& r) {
   r.local_rank = small_int(j, "local_rank", 0, 1 << 20);
   r.exit_status = small_int(j, "exit_status", 0, 255);
   r.signal = small_int(j, "signal", 0, 127);
-  r.stopped_by_geotb = boolean(j, "stopped_by_geotb");
+  r.stopped_by_geotb = f::boolean(j, "stopped_by_geotb");
   r.wall_s = f::nonneg(j, "wall_s");
   r.log = f::str(j, "log");
   r.metrics.clear();

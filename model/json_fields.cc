@@ -45,6 +45,12 @@ uint64_t count(const json& obj, const char* key) {
   return static_cast<uint64_t>(x);
 }
 
+bool boolean(const json& obj, const char* key) {
+  const json& v = req(obj, key);
+  if (!v.is_boolean()) fail(key, fmt::format("expected true or false, got {}", shown(v)));
+  return v.get<bool>();
+}
+
 std::string str(const json& obj, const char* key) {
   const json& v = req(obj, key);
   if (!v.is_string()) fail(key, fmt::format("expected a string, got {}", shown(v)));

@@ -31,6 +31,7 @@ double number(const json& obj, const char* key);
 double nonneg(const json& obj, const char* key);  ///< a number >= 0
 int64_t integer(const json& obj, const char* key);
 uint64_t count(const json& obj, const char* key);  ///< an integer >= 0
+bool boolean(const json& obj, const char* key);   ///< true or false
 std::string str(const json& obj, const char* key);
 const json& object(const json& obj, const char* key);
 const json& array(const json& obj, const char* key);

@@ -157,11 +157,7 @@ void from_json(const json& j, StrategyMetrics& m) {
                                                   m.wan_payload_bytes));
   }
   m.comm_compute_alarm.reset();
-  if (f::has(j, "comm_compute_alarm")) {
-    if (!j.at("comm_compute_alarm").is_boolean())
-      f::fail("comm_compute_alarm", fmt::format("expected true or false, got {}", f::shown(j.at("comm_compute_alarm"))));
-    m.comm_compute_alarm = j.at("comm_compute_alarm").get<bool>();
-  }
+  if (f::has(j, "comm_compute_alarm")) m.comm_compute_alarm = f::boolean(j, "comm_compute_alarm");
   m.time_to_accuracy.reset();
   if (f::has(j, "time_to_accuracy")) f::get(j, "time_to_accuracy", m.time_to_accuracy.emplace());
 }
@@ -196,7 +192,7 @@ void from_json(const json& j, DataPlaneSummary& d) {
   d.max_iteration_s = f::nonneg(j, "max_iteration_s");
   d.run_s = f::nonneg(j, "run_s");
   f::nonneg(j, "stall_share");  // derived: validated, recomputed on writing
-  if (!f::req(j, "stalls_ok").is_boolean()) f::fail("stalls_ok", "expected true or false, got " + f::shown(f::req(j, "stalls_ok")));
+  f::boolean(j, "stalls_ok");  // derived: validated, recomputed on writing
 }
 
 void to_json(json& j, const StrategyRun& s) {
