@@ -38,7 +38,8 @@ struct ExecArgs {
   std::string logs;                            ///< "" = <out>/<scenario>-exec-<UTC time>-logs
   std::chrono::milliseconds deadline{600000};  ///< whole job, spawn to the last exit
   std::string net_prefix = "gtbexec";
-  int rt_priority = 50;
+  int rt_priority = -1;  ///< -1: 0 (busy polling) on a shielded CPU, else 50
+  bool no_shield = false;
   std::string tcp_cc;  ///< "" = the scenario's tcp_congestion_control
   bool quiet = false;  ///< no live view
   std::vector<std::string> argv;
@@ -199,6 +200,7 @@ int run_exec(const ExecArgs& a) {
     DpdkSessionOptions dopt;
     dopt.prefix = a.net_prefix;
     dopt.rt_priority = a.rt_priority;
+    dopt.shield = !a.no_shield;
     dopt.log_dir = logs;
     dopt.tcp_congestion_control = sc.tcp_congestion_control;
     fmt::print("geotb exec: scenario {} ({}), {} data centers x {} ranks: {}\n", sc.name, sc.hash.substr(0, 12), M, N,
@@ -364,8 +366,10 @@ void register_exec_command(CLI::App& app, const std::vector<std::string>& argv) 
   geotb::common::add_duration_option(*cmd, "--deadline", a->deadline,
                                      "Whole job, from the first spawn to the last exit; every rank is stopped after it");
   cmd->add_option("--net-prefix", a->net_prefix, "Network namespace prefix (<= 8 characters)")->capture_default_str();
-  cmd->add_option("--rt-priority", a->rt_priority, "SCHED_FIFO priority of the data plane (0 = normal)")
-      ->capture_default_str();
+  cmd->add_option("--rt-priority", a->rt_priority,
+                  "SCHED_FIFO priority of the data plane (0 = normal; default: 0, busy polling, on a shielded CPU, else 50)");
+  cmd->add_flag("--no-shield", a->no_shield,
+                "Leave other processes on the data plane's CPU (default: moved off it for the job where the host permits)");
   cmd->add_option("--tcp-cc", a->tcp_cc, "TCP congestion control of the DC hosts, overrides the scenario's");
   cmd->add_flag("--quiet", a->quiet, "No live view of the ranks' output (the logs still get it)");
   cmd->callback([a]() {

@@ -22,8 +22,8 @@ void register_net_command(CLI::App& app) {
 
   struct UpOpts {
     std::string scenario, prefix = "gtb", emulate_bin;
-    bool emulate = false, no_pin = false;
-    int rt_priority = 50;
+    bool emulate = false, no_pin = false, no_shield = false;
+    int rt_priority = -1;
   };
   auto up_opts = std::make_shared<UpOpts>();
   auto* up = net->add_subcommand("up", "create one namespace per data center and one for the emulator");
@@ -32,13 +32,17 @@ void register_net_command(CLI::App& app) {
   up->add_flag("--emulate", up_opts->emulate, "also start geotb-emulate in the background (stopped by `net down`)");
   up->add_option("--emulate-bin", up_opts->emulate_bin, "geotb-emulate path (default: next to geotb)");
   up->add_option("--rt-priority", up_opts->rt_priority,
-                 "SCHED_FIFO priority of the data plane (0 = normal; where the kernel refuses it, normal with a warning)")
-      ->capture_default_str();
+                 "SCHED_FIFO priority of the data plane (0 = normal; where the kernel refuses it, normal with a warning; "
+                 "default: 0, busy polling, on a shielded CPU, else 50)");
   up->add_flag("--no-pin", up_opts->no_pin, "do not give the data plane a CPU of its own (default: the last allowed CPU)");
+  up->add_flag("--no-shield", up_opts->no_shield,
+               "with --emulate: leave other processes on the data plane's CPU (default: moved off it until `net down`, "
+               "where the host permits: README \"A CPU for the data plane\")");
   up->callback([up_opts] {
     const harness::Scenario sc = harness::load_scenario(up_opts->scenario);
     emu::NetTopology t = harness::net_topology(sc, up_opts->prefix);
     t.pin_emulator = !up_opts->no_pin;
+    t.shield_cpu = up_opts->emulate && !up_opts->no_shield;
     const emu::NetLayout L = emu::net_up(t);
     for (const auto& d : L.dcs)
       fmt::print("{:>12}: netns {} dev {} {}/16 (subnet routed by the emulator: {}.{}.{}.0/24) <-> {} dev {}\n", d.name, d.ns,
@@ -49,7 +53,12 @@ void register_net_command(CLI::App& app) {
                L.tool_cpus);
     const std::string bin = up_opts->emulate_bin.empty() ? harness::find_emulate_bin() : up_opts->emulate_bin;
     const std::string json_path = "/tmp/" + t.prefix + "-emulate.json", log_path = "/tmp/" + t.prefix + "-emulate.log";
-    const auto argv = emu::in_ns(L.emu_ns, emu::emulator_command(t, L, bin, json_path, up_opts->rt_priority, t.prefix + "-emu"));
+    if (up_opts->emulate)
+      fmt::print("CPU shield: {}\n", L.shield.active ? fmt::format("CPU {} for the emulator alone ({} processes moved off it until `net down`)",
+                                                                  L.shield.cpu, L.shield.processes_moved)
+                                                      : "none: " + L.shield.why_not);
+    const auto argv = emu::emulator_launch(
+        L, emu::emulator_command(t, L, bin, json_path, emu::resolve_rt_priority(up_opts->rt_priority, L.shield), t.prefix + "-emu"));
     if (up_opts->emulate) {
       common::ChildOptions o;
       o.argv = argv;

@@ -33,8 +33,9 @@ struct RunArgs {
   std::string worker_timeout = "30s";  ///< process modes: workers' --timeout
   std::string deadline;                ///< process modes: per strategy ("" = 120 s + 2 s per step)
   std::string net_prefix = "gtbrun";   ///< dpdk: namespace prefix
-  int rt_priority = 50;                ///< dpdk: data plane SCHED_FIFO priority
+  int rt_priority = -1;                ///< dpdk: data plane SCHED_FIFO priority (-1: 0 on a shielded CPU, else 50)
   bool no_pin = false;                 ///< dpdk: do not give the data plane a CPU of its own
+  bool no_shield = false;              ///< dpdk: leave other processes on the data plane's CPU
   std::string tcp_cc;                  ///< dpdk: overrides the scenario's tcp_congestion_control ("" = keep it)
   int seeds = 1;                       ///< embedded: runs per strategy, seeds seed, seed + 1, ...
 };
@@ -223,6 +224,7 @@ int run(const RunArgs& a) {
         dopt.prefix = a.net_prefix;
         dopt.rt_priority = a.rt_priority;
         dopt.pin = !a.no_pin;
+        dopt.shield = !a.no_shield;
         dopt.log_dir = work_dir;
         dopt.tcp_congestion_control = sc.tcp_congestion_control;
         fmt::print("geotb: network namespaces {}-* and the DPDK emulator (logs in {})\n", a.net_prefix, work_dir);
@@ -331,9 +333,11 @@ void register_run_command(CLI::App& app, const std::vector<std::string>& argv) {
       ->capture_default_str();
   cmd->add_option("--rt-priority", args->rt_priority,
                   "dpdk: SCHED_FIFO priority of the data plane (0 = normal; where the kernel refuses it, normal with a "
-                  "warning)")
-      ->capture_default_str();
+                  "warning; default: 0, busy polling, on a shielded CPU, else 50)");
   cmd->add_flag("--no-pin", args->no_pin, "dpdk: do not give the data plane a CPU of its own (default: the last allowed CPU)");
+  cmd->add_flag("--no-shield", args->no_shield,
+                "dpdk: leave other processes on the data plane's CPU (default: moved off it for the run where the host "
+                "permits: README \"A CPU for the data plane\")");
   cmd->add_option("--tcp-cc", args->tcp_cc,
                   "dpdk: TCP congestion control of the DC hosts, overrides the scenario's tcp_congestion_control: auto "
                   "(cubic, else reno: what the namespaces may use), default (the host's), or a name, e.g. reno, bbr");

@@ -84,6 +84,7 @@ DpdkSession::DpdkSession(const Scenario& sc, const DpdkSessionOptions& opt) : im
   if (impl_->opt.emulate_bin.empty()) impl_->opt.emulate_bin = find_emulate_bin();
   impl_->topo = net_topology(sc, opt.prefix);
   impl_->topo.pin_emulator = opt.pin;
+  impl_->topo.shield_cpu = opt.shield;
   impl_->layout = emu::net_up(impl_->topo);  // tears down leftovers of the same prefix first
   try {
     impl_->tcp_cc = set_congestion_control(impl_->layout, opt.tcp_congestion_control);
@@ -115,9 +116,10 @@ void DpdkSession::start_emulator(const std::string& tag) {
   I.json_path = fmt::format("{}/emulator-{}.json", I.opt.log_dir, tag);
   I.log_path = fmt::format("{}/emulator-{}.log", I.opt.log_dir, tag);
   std::filesystem::remove(I.json_path);
-  const auto argv = emu::in_ns(I.layout.emu_ns, emu::emulator_command(I.topo, I.layout, I.opt.emulate_bin, I.json_path,
-                                                                      I.opt.rt_priority, I.opt.prefix + "-emu",
-                                                                      /*timeline_on_signal=*/true));
+  const auto argv = emu::emulator_launch(
+      I.layout, emu::emulator_command(I.topo, I.layout, I.opt.emulate_bin, I.json_path,
+                                      emu::resolve_rt_priority(I.opt.rt_priority, I.layout.shield), I.opt.prefix + "-emu",
+                                      /*timeline_on_signal=*/true));
   common::ChildOptions child;
   child.argv = argv;
   child.log_path = I.log_path;

@@ -21,8 +21,11 @@ namespace geotb::harness {
 struct DpdkSessionOptions {
   std::string prefix = "gtbrun";  ///< namespace prefix (<= 8 characters)
   std::string emulate_bin;        ///< geotb-emulate ("" = next to geotb)
-  int rt_priority = 50;           ///< SCHED_FIFO priority of the data plane (0 = normal; refused: normal, with a warning)
+  /// SCHED_FIFO priority of the data plane (0 = normal; refused: normal, with a warning); -1 =
+  /// auto: 0 (busy polling) on a shielded CPU, else 50 (emu::resolve_rt_priority)
+  int rt_priority = -1;
   bool pin = true;                ///< the data plane on a CPU of its own, workers on the others (emu::NetTopology::pin_emulator)
+  bool shield = true;             ///< and every other process off that CPU (emu::NetTopology::shield_cpu)
   std::string log_dir;            ///< emulator logs and reports
   /// TCP congestion control in the DC namespaces: "auto" (cubic, else reno: the first the host
   /// lets a namespace use, i.e. listed in net.ipv4.tcp_allowed_congestion_control; loss-based and

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
+#include <fstream>
 #include <sstream>
 #include <stdexcept>
 
@@ -311,7 +312,27 @@ std::string DataPlane::stats_line(uint64_t now_ns) const {
   return os.str();
 }
 
+namespace {
+// The calling thread's scheduler statistics (/proc/thread-self/schedstat: ns on the CPU, ns
+// runnable but waiting for it, time slices; /proc/thread-self/status: involuntary switches).
+struct ThreadSchedStat {
+  uint64_t on_cpu_ns = 0, waiting_ns = 0, involuntary = 0;
+  bool ok = false;
+};
+ThreadSchedStat thread_sched_stat() {
+  ThreadSchedStat s;
+  std::ifstream f("/proc/thread-self/schedstat");
+  uint64_t slices = 0;
+  s.ok = static_cast<bool>(f >> s.on_cpu_ns >> s.waiting_ns >> slices);
+  std::ifstream st("/proc/thread-self/status");
+  for (std::string line; std::getline(st, line);)
+    if (line.rfind("nonvoluntary_ctxt_switches:", 0) == 0) s.involuntary = std::stoull(line.substr(line.find(':') + 1));
+  return s;
+}
+}  // namespace
+
 void DataPlane::run(const std::atomic<bool>& quit, const RunOptions& opt) {
+  const ThreadSchedStat sched0 = thread_sched_stat();
   TscClock clk;
   tsc_hz_ = clk.hz();
   uint64_t next_stats = opt.stats_interval_ns;
@@ -372,6 +393,13 @@ void DataPlane::run(const std::atomic<bool>& quit, const RunOptions& opt) {
     }
   }
   finish();
+  const ThreadSchedStat sched1 = thread_sched_stat();
+  if (sched0.ok && sched1.ok) {
+    sched_on_cpu_ns_ = sched1.on_cpu_ns - sched0.on_cpu_ns;
+    sched_waiting_ns_ = sched1.waiting_ns - sched0.waiting_ns;
+    sched_involuntary_ = sched1.involuntary - sched0.involuntary;
+    sched_known_ = true;
+  }
 }
 
 nlohmann::json DataPlane::report() const {
@@ -434,6 +462,11 @@ nlohmann::json DataPlane::report() const {
                    {"max_iteration_ns", stalls_.max_ns}, {"run_ns", run_ns}, {"share", stall_share(stalls_.total_ns, run_ns)},
                    {"max_share", kMaxStallShare}, {"ok", stalls_ok(stalls_.total_ns, run_ns)}};
   }
+  // Where stalls come from: time the poller was runnable but another task had its CPU (the
+  // kernel's run_delay; preemption), against its own long iterations (work, e.g. a backlog).
+  if (sched_known_)
+    j["preemption"] = {{"waiting_for_cpu_ns", sched_waiting_ns_}, {"on_cpu_ns", sched_on_cpu_ns_},
+                       {"involuntary_switches", sched_involuntary_}};
   j["ports"] = ports;
   json links = json::array();
   for (const auto& lp : links_) {

@@ -212,6 +212,8 @@ class DataPlane {
   LogHistogram tx_call_ns_;    // one rte_eth_tx_burst (af_packet: the sendto() kick and the kernel's tx)
   // run() only: loop iterations (start to next start, less the sleep asked for) over 1 ms.
   StallCounter stalls_;
+  bool sched_known_ = false;  // the poller thread's scheduler statistics over run() (report "preemption")
+  uint64_t sched_on_cpu_ns_ = 0, sched_waiting_ns_ = 0, sched_involuntary_ = 0;
 };
 
 /// Configure port `port_id` with one rx and one tx queue on `pool`, promiscuous, and start it.

@@ -34,7 +34,7 @@ void on_signal(int) { g_quit.store(true); }
 void on_timeline_signal(int) { g_timeline_go.store(true); }
 // What the polling thread runs with, read back from the kernel: policy and priority, the CPUs
 // it may run on (EAL -l pins it to one), and why a requested real-time priority was not applied.
-nlohmann::json scheduling_report(int requested_rt, const std::string& rt_refused) {
+nlohmann::json scheduling_report(int requested_rt, const std::string& rt_refused, bool busy_polling) {
   const int policy = sched_getscheduler(0);
   sched_param sp{};
   sched_getparam(0, &sp);
@@ -52,9 +52,20 @@ nlohmann::json scheduling_report(int requested_rt, const std::string& rt_refused
   std::string summary = fifo ? "SCHED_FIFO " + std::to_string(sp.sched_priority) : "normal scheduling";
   if (!rt_refused.empty()) summary += " (real-time priority not permitted)";
   summary += ncpus == 1 ? ", pinned to CPU " + cpus : ", not pinned (CPUs " + cpus + ")";
+  // A cpuset named geotb-cpu-*: the CPU is shielded (emulator/dpdk/cpu_shield.h), nothing movable
+  // else runs on it.
+  std::string cpuset;
+  {
+    std::ifstream f("/proc/self/cpuset");
+    std::getline(f, cpuset);
+  }
+  const bool shielded = cpuset.find("/geotb-cpu-") == 0;
+  if (shielded) summary += ", CPU shielded";
+  summary += busy_polling ? ", busy polling" : ", sleeps when idle";
   nlohmann::json j{{"policy", fifo ? "SCHED_FIFO" : policy == SCHED_OTHER ? "SCHED_OTHER" : std::to_string(policy)},
                    {"rt_priority", fifo ? sp.sched_priority : 0}, {"rt_priority_requested", requested_rt},
-                   {"cpus", cpus}, {"pinned", ncpus == 1}, {"summary", summary}};
+                   {"cpus", cpus}, {"pinned", ncpus == 1}, {"cpuset", cpuset}, {"shielded", shielded}, {"busy_polling", busy_polling},
+                   {"summary", summary}};
   if (!rt_refused.empty()) j["rt_refused"] = rt_refused;
   return j;
 }
@@ -191,7 +202,7 @@ int main(int argc, char** argv) {
   nlohmann::json report, sched_json;
   try {
     geotb::emu::DataPlane dp(cfg);
-    sched_json = scheduling_report(rt_priority, rt_refused);
+    sched_json = scheduling_report(rt_priority, rt_refused, run_opt.idle_sleep_ns == 0 && run_opt.min_sleep_share <= 0);
     fprintf(stderr, "geotb-emulate: %zu ports, %zu links, %s; %s; running\n", cfg.ports.size(), cfg.links.size(),
             io_forward ? "io-forward" : "link model", sched_json["summary"].get<std::string>().c_str());
     dp.run(g_quit, run_opt);

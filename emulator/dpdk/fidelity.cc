@@ -152,16 +152,16 @@ Emulator start_emulator(Ctx& c, const std::vector<std::string>& link_args, bool 
   for (const auto& l : link_args) { argv.push_back("--link"); argv.push_back(l); }
   if (io) argv.push_back("--io-forward");
   argv.insert(argv.end(), extra.begin(), extra.end());
-  if (c.cfg.rt_priority > 0) {
+  if (const int rt = resolve_rt_priority(c.cfg.rt_priority, c.L.shield); rt > 0) {
     argv.push_back("--rt-priority");
-    argv.push_back(std::to_string(c.cfg.rt_priority));
+    argv.push_back(std::to_string(rt));
   }
   argv.push_back("--stats-interval");
   argv.push_back("0s");
   argv.push_back("--json");
   argv.push_back(e.json_path);
   unlink(e.json_path.c_str());
-  e.child = background(in_ns(c.L.emu_ns, argv), e.log_path);
+  e.child = background(emulator_launch(c.L, argv), e.log_path);
   // Until the data plane says it runs: EAL and port setup take ~0.1-1 s, but ~20 s when another
   // real-time poller holds the CPU (then the run is marked, see count_foreign_emulators).
   for (int i = 0; i < 1200; ++i) {
@@ -420,7 +420,8 @@ json run_fidelity(const FidelityConfig& cfg) {
   ForeignWatch watch(c.tag);  // on the tool CPUs too (threads inherit the affinity)
   rep["host"]["emulator_cpu"] = L.emulator_cpu;
   rep["host"]["tool_cpus"] = L.tool_cpus;
-  rep["host"]["emulator_rt_priority"] = cfg.rt_priority;
+  rep["host"]["emulator_rt_priority"] = resolve_rt_priority(cfg.rt_priority, L.shield);
+  rep["host"]["cpu_shield"] = to_json(L.shield);
   rep["configured"]["mtu"] = L.mtu;
   rep["configured"]["tcp_congestion_control"] = cfg.tcp_cc.empty() ? "namespace default" : cfg.tcp_cc;
   rep["configured"]["iperf_seconds"] = cfg.iperf_time.count();

@@ -67,7 +67,9 @@ struct FidelityConfig {
   /// before); the median of 7 then does with P(Binomial(7, p) >= 4): 1.2 % at p = 0.15, against
   /// 6.1 % for the median of 3 (P(Binomial(3, p) >= 2)).
   int throughput_samples = 7;
-  int rt_priority = 50;                      ///< SCHED_FIFO priority of the data plane (0 = normal)
+  /// SCHED_FIFO priority of the data plane (0 = normal); -1: 0 (busy polling) on a shielded CPU,
+  /// else 50 (resolve_rt_priority)
+  int rt_priority = -1;
   /// TCP congestion control of the iperf3 runs (iperf3 -C); empty = the namespace default, which
   /// follows the host's net.ipv4.tcp_congestion_control (bbr on the build machine). Linux's own
   /// default is cubic; BBR v1 keeps ~2 BDP in flight and loses ~10 % at a one-BDP drop-tail queue.
@@ -94,6 +96,7 @@ struct FidelityOptions {
   bool check = false;  ///< the command fails (exit 1) unless every verdict holds (in every run)
   bool no_tbf = false, no_gilbert = false, no_delay_only = false;
   bool no_pin = false;  ///< let the data plane run on every CPU (see NetTopology::pin_emulator)
+  bool no_shield = false;  ///< leave other processes on the data plane's CPU (see NetTopology::shield_cpu)
   int repeat = 1;       ///< run the suite this many times and print each verdict's pass count
 };
 

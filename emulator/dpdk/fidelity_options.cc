@@ -20,8 +20,9 @@ void add_fidelity_options(CLI::App& cmd, FidelityOptions& o) {
                  "adjacent (io-forward, delay-only) pairs of TCP runs; the verdict is the median pair ratio")
       ->capture_default_str();
   cmd.add_option("--ping-count", o.ping_count, "echo requests per ping run")->capture_default_str();
-  cmd.add_option("--rt-priority", o.rt_priority, "SCHED_FIFO priority of the data plane (0 = normal scheduling)")
-      ->capture_default_str();
+  cmd.add_option("--rt-priority", o.rt_priority,
+                 "SCHED_FIFO priority of the data plane (0 = normal scheduling; default: 0, busy polling, on a shielded "
+                 "CPU, else 50)");
   cmd.add_option("--tool-nice", o.tool_nice, "nice of the traffic tools (negative: ahead of other work on their CPUs)")
       ->capture_default_str();
   cmd.add_option("--tcp-cc", o.tcp_cc, "TCP congestion control of the iperf3 runs (\"\" = the namespace default)")
@@ -31,6 +32,9 @@ void add_fidelity_options(CLI::App& cmd, FidelityOptions& o) {
   cmd.add_flag("--no-gilbert", o.no_gilbert, "skip the Gilbert-Elliott run");
   cmd.add_flag("--no-delay-only", o.no_delay_only, "skip the delay-only run");
   cmd.add_flag("--no-pin", o.no_pin, "do not pin the data plane to a CPU of its own (default: the last allowed CPU)");
+  cmd.add_flag("--no-shield", o.no_shield,
+               "leave other processes on the data plane's CPU (default: moved off it during each run where the host "
+               "permits)");
   cmd.add_option("--repeat", o.repeat, "run the suite this many times and print each verdict's pass count")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000));
@@ -40,6 +44,7 @@ FidelityConfig fidelity_config(const FidelityOptions& o, const NetTopology& topo
   FidelityConfig fc;
   fc.topo = topo;
   fc.topo.pin_emulator = !o.no_pin;
+  fc.topo.shield_cpu = !o.no_shield;
   fc.emulate_bin = emulate_bin;
   // rfind gives npos without a '/', and npos + 1 == 0: then plain "geotb-udpgen", from PATH.
   fc.udpgen_bin = emulate_bin.substr(0, emulate_bin.rfind('/') + 1) + "geotb-udpgen";

@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <fstream>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -69,6 +71,7 @@ NetLayout net_layout(const NetTopology& t) {
     throw std::invalid_argument("emulator_cpu: " + std::to_string(t.emulator_cpu) + ": not among the CPUs this process may use (" +
                                 std::to_string(cpus.size()) + " allowed)");
   L.pinned = t.pin_emulator && cpus.size() > 1;
+  L.shield.why_not = "not set up (net_up shields)";
   for (int i : cpus)
     if (i != L.emulator_cpu || !L.pinned) {
       L.tool_cpu_list.push_back(i);
@@ -90,15 +93,35 @@ int net_down(const std::string& prefix) {
     const std::string name = line.substr(0, line.find(' '));
     if (name.rfind(prefix + "-", 0) == 0) victims.push_back(name);
   }
+  // Processes we left inside (emulator, iperf3 servers after a crash) keep veths alive. SIGTERM
+  // first, so that a data plane started by `net up --emulate` writes its final report; SIGKILL
+  // what is still there after 3 s.
+  std::vector<pid_t> inside;
   for (const auto& ns : victims) {
-    // Processes we left inside (emulator, iperf3 servers after a crash) keep veths alive.
     const CmdResult pids = run_cmd({"ip", "netns", "pids", ns});
     std::istringstream ps(pids.output);
-    pid_t pid;
-    while (ps >> pid) kill(pid, SIGKILL);
+    for (pid_t pid; ps >> pid;) inside.push_back(pid);
   }
+  auto alive = [](pid_t pid) {
+    if (kill(pid, 0) != 0) return false;
+    std::ifstream st("/proc/" + std::to_string(pid) + "/stat");
+    std::string s;
+    std::getline(st, s);
+    const size_t close = s.rfind(')');
+    return close == std::string::npos || close + 2 >= s.size() || s[close + 2] != 'Z';  // a zombie is gone
+  };
+  for (pid_t pid : inside) kill(pid, SIGTERM);
+  for (int i = 0; i < 60 && std::any_of(inside.begin(), inside.end(), alive); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds{50});
+  for (pid_t pid : inside)
+    if (alive(pid)) kill(pid, SIGKILL);
   for (const auto& ns : victims) run_cmd({"ip", "netns", "del", ns});
+  release_cpu_shield(prefix);
   return static_cast<int>(victims.size());
+}
+
+std::vector<std::string> emulator_launch(const NetLayout& L, std::vector<std::string> argv) {
+  return in_shielded_cpu(L.shield, in_ns(L.emu_ns, std::move(argv)));
 }
 
 std::vector<std::string> emulator_base_command(const NetLayout& L, const std::string& emulate_bin, const std::string& file_prefix) {
@@ -145,8 +168,8 @@ std::vector<std::string> emulator_command(const NetTopology& t, const NetLayout&
 }
 
 NetLayout net_up(const NetTopology& t) {
-  const NetLayout L = net_layout(t);
-  net_down(t.prefix);
+  net_down(t.prefix);  // first: it releases a shield of this prefix, which changes the CPUs allowed
+  NetLayout L = net_layout(t);
   try {
     const std::string mtu = std::to_string(t.mtu);
     const std::string buf = std::to_string(L.socket_buffer_bytes);
@@ -185,6 +208,12 @@ NetLayout net_up(const NetTopology& t) {
     net_down(t.prefix);
     throw;
   }
+  if (!L.pinned)
+    L.shield.why_not = "the data plane is not pinned";
+  else if (!t.shield_cpu)
+    L.shield.why_not = "not asked (--no-shield)";
+  else
+    L.shield = shield_cpu(L.emulator_cpu, t.prefix);
   return L;
 }
 

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "emulator/dpdk/cpu_shield.h"
 #include "emulator/dpdk/route.h"
 #include "emulator/link/directed_link.h"
 #include "emulator/link/link_model.h"
@@ -46,6 +47,10 @@ struct NetTopology {
   /// it. false: the data plane may run on every allowed CPU (EAL --lcores 0@(...)), and so may
   /// everything else. With one allowed CPU there is nothing to keep apart: not pinned.
   bool pin_emulator = true;
+  /// With pin_emulator: also move every other process off emulator_cpu while the namespaces exist
+  /// (cpu_shield.h), so that nothing competes with the data plane for it. Where the host refuses,
+  /// the layout says why and the data plane is only pinned.
+  bool shield_cpu = true;
 };
 
 struct DcPlace {
@@ -66,6 +71,7 @@ struct NetLayout {
   uint32_t mtu = 1500;
   std::vector<int> tool_cpu_list;    ///< the other allowed CPUs (every allowed one when not pinned)
   std::string tool_cpus;             ///< the same for taskset -c (e.g. "0")
+  CpuShieldState shield;             ///< set by net_up (net_layout: not active, "not set up")
 };
 
 /// The CPUs this process may run on (sched_getaffinity), ascending.
@@ -76,8 +82,12 @@ NetLayout net_layout(const NetTopology& t);
 /// Creates everything (after a net_down of the same prefix). Throws std::runtime_error naming
 /// the failing command and its output; what was created is torn down first.
 NetLayout net_up(const NetTopology& t);
-/// Removes every namespace "<prefix>-*" and what runs inside. Returns how many were removed.
+/// Removes every namespace "<prefix>-*" and what runs inside, and releases the prefix's CPU shield
+/// (and any stale one). Returns how many namespaces were removed.
 int net_down(const std::string& prefix);
+/// How to start the data plane `argv` (emulator_command or emulator_base_command): inside the
+/// emulator namespace, and inside the shielded CPU's cpuset when the layout has one.
+std::vector<std::string> emulator_launch(const NetLayout& L, std::vector<std::string> argv);
 /// geotb-emulate, its EAL arguments, "--", the ports and the memory options for this layout
 /// (links, mode and report path are for the caller to append).
 std::vector<std::string> emulator_base_command(const NetLayout& L, const std::string& emulate_bin, const std::string& file_prefix);

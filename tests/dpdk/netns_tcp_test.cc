@@ -61,7 +61,8 @@ TEST(NetnsTcp, RealTcpThroughTheEmulatedLink) {
   ASSERT_EQ(L.dcs.size(), 2u);
   const std::string json_path = "/tmp/" + g_prefix + "-emu.json", log_path = "/tmp/" + g_prefix + "-emu.log";
   unlink(json_path.c_str());
-  common::ChildProcess emu = background(in_ns(L.emu_ns, {g_emulate, "--no-huge", "--no-pci", "-m", "256", "--file-prefix=" + g_prefix, "-l",
+  // emulator_launch: inside the shielded CPU's cpuset (net_up shields it where permitted).
+  common::ChildProcess emu = background(emulator_launch(L, {g_emulate, "--no-huge", "--no-pci", "-m", "256", "--file-prefix=" + g_prefix, "-l",
                              std::to_string(L.emulator_cpu), "--log-level=warning",
                              "--vdev=net_af_packet0,iface=e0", "--vdev=net_af_packet1,iface=e1", "--",
                              "--port", "east=net_af_packet0,10.77.0.0/24", "--port", "west=net_af_packet1,10.77.1.0/24",
