@@ -428,6 +428,29 @@ json run_fidelity(const FidelityConfig& cfg) {
     cpu_set_t s;
     ~RestoreAffinity() { sched_setaffinity(0, sizeof s, &s); }
   } restore{saved};
+  // The tools' nice only orders tasks inside one autogroup (one per session, the default where
+  // /proc/sys/kernel/sched_autogroup_enabled is 1): against a build in another terminal they got
+  // an equal share of their CPU whatever their nice. So the nice goes to this session's
+  // autogroup too (this process, the tools and the data planes it starts), restored at the end.
+  struct AutogroupNice {
+    std::string before;  // "/autogroup-N nice K", or "" when there is none
+    explicit AutogroupNice(int nice) {
+      std::ifstream f("/proc/self/autogroup");
+      if (nice >= 0 || !std::getline(f, before)) return;
+      std::ofstream("/proc/self/autogroup") << nice;
+    }
+    ~AutogroupNice() {
+      const size_t at = before.rfind("nice ");
+      if (at != std::string::npos) std::ofstream("/proc/self/autogroup") << before.substr(at + 5);
+    }
+    static std::string now() {
+      std::ifstream f("/proc/self/autogroup");
+      std::string s;
+      std::getline(f, s);
+      return s;
+    }
+  } autogroup{cfg.tool_nice};
+  rep["host"]["autogroup"] = AutogroupNice::now();
   ForeignWatch watch(c.tag);  // on the tool CPUs too (threads inherit the affinity)
   rep["host"]["emulator_cpu"] = L.emulator_cpu;
   rep["host"]["tool_cpus"] = L.tool_cpus;

@@ -23,7 +23,7 @@ void add_fidelity_options(CLI::App& cmd, FidelityOptions& o) {
   cmd.add_option("--rt-priority", o.rt_priority,
                  "SCHED_FIFO priority of the data plane (0 = normal scheduling; default: 0, busy polling, on a shielded "
                  "CPU, else 50)");
-  cmd.add_option("--tool-nice", o.tool_nice, "nice of the traffic tools (negative: ahead of other work on their CPUs)")
+  cmd.add_option("--tool-nice", o.tool_nice, "nice of the traffic tools and of this session's autogroup (negative: ahead of other work on their CPUs)")
       ->capture_default_str();
   cmd.add_option("--tcp-cc", o.tcp_cc, "TCP congestion control of the iperf3 runs (\"\" = the namespace default)")
       ->capture_default_str();
