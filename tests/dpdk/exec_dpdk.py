@@ -53,7 +53,23 @@ def exec_job(tmp, job_args, env=None, name="run"):
     return proc, (json.loads(reports[0].read_text()) if reports else None)
 
 
+def validate(rep):
+    """Against harness/exec_report.schema.json, which takes the scenario and context from the run
+    report's schema (harness/report.schema.json, "$id" geotb.report.v1)."""
+    import jsonschema
+    schemas = [json.loads((source_root / f"harness/{n}.schema.json").read_text()) for n in ("report", "exec_report")]
+    try:  # jsonschema >= 4.18
+        from referencing import Registry, Resource
+        registry = Registry().with_resources([(s["$id"], Resource.from_contents(s)) for s in schemas])
+        validator = jsonschema.Draft202012Validator(schemas[1], registry=registry)
+    except ImportError:  # Debian 12's 4.10
+        resolver = jsonschema.RefResolver.from_schema(schemas[1], store={s["$id"]: s for s in schemas})
+        validator = jsonschema.Draft202012Validator(schemas[1], resolver=resolver)
+    validator.validate(rep)
+
+
 def check_common(rep):
+    validate(rep)
     assert rep["schema"] == "geotb.exec" and rep["schema_version"] == 1, rep["schema"]
     assert rep["scenario"]["name"] == "dpdk-2x2" and rep["scenario"]["network"] == "dpdk"
     assert rep["world_size"] == 4 and rep["ranks_per_dc"] == 2 and rep["master_port"] == 29500
