@@ -414,13 +414,15 @@ json run_fidelity(const FidelityConfig& cfg) {
     return s;
   };
   rep["host"] = {{"loadavg_start", loadavg()}, {"cpus", sysconf(_SC_NPROCESSORS_ONLN)}};
+  // The affinity to restore at the end: read before net_up, which may shield a CPU and so narrow
+  // it (restoring the narrowed one would leave the next --repeat run a single CPU).
+  cpu_set_t saved, tools;
+  sched_getaffinity(0, sizeof saved, &saved);
   const NetLayout L = net_up(cfg.topo);
   c.L = L;
   // Everything this process starts (ip, ping, iperf3) runs on the tool CPUs: a helper that
   // landed on the data plane's CPU would get only the gaps the SCHED_FIFO poller leaves.
   // geotb-emulate sets its own affinity (-l).
-  cpu_set_t saved, tools;
-  sched_getaffinity(0, sizeof saved, &saved);
   CPU_ZERO(&tools);
   for (int i : L.tool_cpu_list) CPU_SET(i, &tools);
   sched_setaffinity(0, sizeof tools, &tools);
