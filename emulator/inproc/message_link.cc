@@ -100,6 +100,8 @@ void MessageLink::reset() {
   // rttvar = m / 2, so RTO = m + max(2 m, min_rto).
   srtt_ = rttvar_ = min_rtt_ = Nanos{0};
   rtt_sample(link_.config().delay + ack_delay());
+  rcv_rtt_ = srtt_;
+  ack_path_ = ack_delay();
   out_.clear();
   lost_in_flight_.clear();
   unacked_segs_.clear();
@@ -140,7 +142,7 @@ void MessageLink::receive_window_update(Nanos at, bool advanced) {
   if (!advanced) return;
   // The application reads what arrived in order: tcp_rcv_space_adjust() (tcp_recvmsg). Once per
   // receiver RTT (tp->rcv_rtt_est, here the sender's srtt), the bytes read during it.
-  if (!rcv_.measured || at - rcv_.space_time >= srtt_) {
+  if (!rcv_.measured || at - rcv_.space_time >= rcv_rtt_) {
     const uint64_t copied = (rcv_.rcv_nxt - rcv_.space_seg) * seg_.mss_bytes;
     if (rcv_.measured && copied > rcv_.space) {
       rcv_.space = copied;
@@ -164,6 +166,11 @@ void MessageLink::receive_window_update(Nanos at, bool advanced) {
 void MessageLink::on_arrive(Nanos t, uint64_t tx, uint64_t seg) {
   // The receiver: in-order data advances rcv_nxt (with what waited out of order behind a hole).
   bool advanced = false;
+  if (auto it = out_.find(tx); it != out_.end()) {
+    // tcp_rcv_rtt_measure_ts(): now - the echoed timestamp, averaged as the sender's srtt.
+    const Nanos m = std::max(Nanos{1}, t - it->second.sent + it->second.ack_path);
+    rcv_rtt_ = (7 * rcv_rtt_ + m) / 8;
+  }
   if (seg >= rcv_.rcv_nxt && !rcv_ooo_.count(seg)) {
     rcv_.high_seg = std::max(rcv_.high_seg, seg + 1);
     if (seg == rcv_.rcv_nxt) {
@@ -191,7 +198,7 @@ void MessageLink::on_arrive(Nanos t, uint64_t tx, uint64_t seg) {
   // The ACK (cumulative, SACK): it carries rcv_nxt and the window (__tcp_select_window:
   // rcv_ssthresh, the receive queue being empty); the right edge never moves left.
   ack_pending_.push_back(tx);
-  AckFrame a{std::move(ack_pending_), rcv_.rcv_nxt + rcv_.rcv_ssthresh / seg_.mss_bytes};
+  AckFrame a{std::move(ack_pending_), rcv_.rcv_nxt + rcv_.rcv_ssthresh / seg_.mss_bytes, t};
   ack_pending_.clear();
   Nanos arrive = t + ack_delay();
   if (reverse_) {
@@ -223,14 +230,17 @@ void MessageLink::on_ack_frame(Nanos t, uint64_t ack_id) {
   AckFrame a = std::move(it->second);
   acks_.erase(it);
   snd_wnd_end_ = std::max(snd_wnd_end_, a.wnd_end);
+  ack_path_ = t - a.sent_at;  // what this ACK lets go echoes its timestamp
   for (uint64_t tx : a.txs) {
     on_ack(t, tx);
-    if (failed_) return;
+    if (failed_) break;
   }
+  ack_path_ = ack_delay();
 }
 
 void MessageLink::rtt_sample(Nanos m) {
   if (m.count() <= 0) m = Nanos{1};
+  latest_rtt_ = m;
   if (srtt_.count() == 0) {
     srtt_ = m;
     rttvar_ = m / 2;
@@ -287,6 +297,7 @@ void MessageLink::transmit(Nanos t, uint64_t seg, uint32_t frame, uint32_t attem
   x.frame = frame;
   x.sent = t;
   x.attempt = attempt;
+  x.ack_path = ack_path_;
   last_sent_ = t;
   sent_any_ = true;
   bool lost = v.fate != Fate::kDelivered;

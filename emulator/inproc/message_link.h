@@ -46,8 +46,11 @@
 //      once per receiver RTT, if the bytes read during the last RTT exceed rcvq_space.space (at
 //      first min(rcv_wnd, TCP_INIT_CWND * MSS)), space = those bytes and sk_rcvbuf grows to hold a
 //      window of 2 * space plus the out-of-order span (at most tcp_rmem[2]), window_clamp
-//      following it. The receiver's RTT (tcp_rcv_rtt_measure_ts, from timestamps) is taken as the
-//      sender's srtt; the window is counted in whole segments of mss_bytes;
+//      following it. The receiver's RTT (tcp_rcv_rtt_measure_ts, from timestamps) is a moving
+//      average (gain 1/8, from the handshake's sample) of each data segment's arrival minus the
+//      send instant of the ACK it echoes: its own path plus the path of the ACK that let it go
+//      (the reverse one-way delay for a segment no ACK released); the window is counted in whole
+//      segments of mss_bytes;
 //  * the sender is paced by the bottleneck: a window's segments are offered when the window
 //    allows and queue at the link's serializer, as a real burst queues at the bottleneck (the
 //    in-process mode builds its links without a queue limit);
@@ -175,6 +178,8 @@ class MessageLink final : private EventQueue::Handler {
   const TcpWindow& window() const { return w_; }
   Nanos rto() const { return rto_; }
   Nanos srtt() const { return srtt_; }
+  /// The latest RTT sample (an ACK's arrival - its segment's transmission).
+  Nanos latest_rtt() const { return latest_rtt_; }
   uint32_t in_flight() const { return static_cast<uint32_t>(out_.size()); }
   const TcpStats& tcp_stats() const { return stats_; }
   const RcvState& receiver() const { return rcv_; }
@@ -217,6 +222,7 @@ class MessageLink final : private EventQueue::Handler {
     uint32_t attempt = 1;
     bool lost = false;          // dropped or cut: no ACK will come
     uint32_t acked_after = 0;   // later transmissions ACKed since (toward dupthresh)
+    Nanos ack_path{0};          // the path of the ACK that let it go (its echoed timestamp's age at send)
   };
   struct Rtx {
     uint64_t seg;
@@ -235,6 +241,7 @@ class MessageLink final : private EventQueue::Handler {
   struct AckFrame {
     std::vector<uint64_t> txs;  // transmissions received since the last ACK frame that got through
     uint64_t wnd_end;           // rcv_nxt + advertised window, segments
+    Nanos sent_at;              // when the receiver sent it (its timestamp, TSval)
   };
   enum class State : uint8_t { kOpen, kRecovery, kLoss };
 
@@ -242,7 +249,7 @@ class MessageLink final : private EventQueue::Handler {
   TcpWindow w_;
   State state_ = State::kOpen;
   uint64_t recover_seg_ = 0;            // recovery ends when every segment <= it is ACKed
-  Nanos srtt_{0}, rttvar_{0}, min_rtt_{0}, rto_{0};
+  Nanos srtt_{0}, rttvar_{0}, min_rtt_{0}, rto_{0}, latest_rtt_{0};
   std::map<uint64_t, Tx> out_;          // in flight, by transmission number
   std::set<uint64_t> lost_in_flight_;   // of out_: lost, not yet detected
   std::set<uint64_t> unacked_segs_;
@@ -267,6 +274,8 @@ class MessageLink final : private EventQueue::Handler {
   // the receiver
   RcvState rcv_;
   std::set<uint64_t> rcv_ooo_;          // segments received above rcv_nxt
+  Nanos rcv_rtt_{0};                    // the receiver's RTT estimate (tp->rcv_rtt_est)
+  Nanos ack_path_{0};                   // transmit(): the ACK being processed (else the reverse delay)
   std::vector<uint64_t> ack_pending_;   // transmissions received, not yet told by an ACK that got through
   std::map<uint64_t, AckFrame> acks_;   // ACK frames on the way, by id
   uint64_t next_ack_id_ = 0;
