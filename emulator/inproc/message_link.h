@@ -54,8 +54,9 @@
 //  * the sender is paced by the bottleneck: a window's segments are offered when the window
 //    allows and queue at the link's serializer, as a real burst queues at the bottleneck (the
 //    in-process mode builds its links without a queue limit);
-//  * after max_attempts transmissions of one segment the message is undeliverable and send() says
-//    so (the connection then starts afresh);
+//  * after max_attempts transmissions of one segment the connection is dead (a socket's
+//    ETIMEDOUT): every message not yet delivered on it is undeliverable and the connection starts
+//    afresh;
 //  * an outage cuts what is on the fibre (LinkModel): a segment the link delivered but would
 //    release after a scheduled outage start is lost (counted as lost in flight), as the DPDK data
 //    plane drops frames from its delay line at the cut;
@@ -69,9 +70,11 @@
 // drives every connection and the fabric runs it (fabric.h); enqueue() hands a message to the
 // connection at `now` (the queue must have run every event before `now`) and the message is
 // delivered, reported through the done callback, when the queue runs its last segment's in-order
-// arrival. A connection used alone owns its queue: send() enqueues and runs the queue until the
-// message is delivered (events due afterwards are run by later calls: send(), advance()); a
-// message sent before the queue's time is taken at that time.
+// arrival. A connection used alone owns its queue: send() enqueues and runs the queue until every
+// segment of the message is on its way (its delivery instant is then known) or it fails; events
+// due afterwards are run by later calls (send(), advance()); a message sent before the queue's
+// time is taken at that time. The sender's transmissions carry no timer unless they are lost (the
+// model knows a frame's fate when it offers it) or their ACK frame was: then RTO after they left.
 // Pure and single-threaded like LinkModel; time is passed in.
 #pragma once
 
