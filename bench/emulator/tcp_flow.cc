@@ -1,7 +1,9 @@
 // One bulk TCP flow through the in-process TCP model (MessageLink over a LinkModel), for its
 // steady state against Mathis' formula and against Linux TCP through the DPDK emulator (iperf3):
 // a warm-up message and then the measured message are queued at once (the sender always has
-// data, as iperf3's); goodput = measured bytes / (its delivery - the warm-up's delivery).
+// data, as iperf3's); goodput = measured bytes / (its delivery - the warm-up's delivery). The ACKs
+// go as frames on the reverse direction (same rate, delay and loss, its own random stream), as
+// through the DPDK emulator; --no-ack-link: they take the delay only.
 //   tcp_flow --rate 1e9 --rtt 50ms --loss 1e-3 --cc reno --seconds 90 --seeds 5
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -19,6 +21,7 @@ int main(int argc, char** argv) {
   double rate_bps = 1e9, rtt_ms = 50, loss = 1e-3, seconds = 90, warmup_s = 5;
   std::string cc = "reno";
   int seeds = 5;
+  bool no_ack_link = false;
   uint64_t first_seed = 1;
   app.add_option("--rate", rate_bps, "bottleneck rate, bit/s")->check(CLI::PositiveNumber);
   app.add_option("--rtt-ms", rtt_ms, "round-trip propagation delay, ms")->check(CLI::PositiveNumber);
@@ -28,6 +31,7 @@ int main(int argc, char** argv) {
   app.add_option("--warmup-seconds", warmup_s, "warm-up transfer before it, s (at the Mathis rate)");
   app.add_option("--seeds", seeds, "runs, seeds first-seed, first-seed + 1, ...")->check(CLI::PositiveNumber);
   app.add_option("--first-seed", first_seed, "first seed");
+  app.add_flag("--no-ack-link", no_ack_link, "ACKs take the reverse delay only (no frames on a reverse link)");
   CLI11_PARSE(app, argc, argv);
 
   SegmentConfig seg;
@@ -48,7 +52,8 @@ int main(int argc, char** argv) {
     c.delay = std::chrono::duration_cast<Nanos>(std::chrono::duration<double, std::milli>(rtt_ms / 2));
     if (loss > 0) c.loss = LossConfig{LossConfig::Kind::kBernoulli, loss};
     LinkModel link(c, RandomStream(seed, 0));
-    MessageLink conn(link, seg);
+    LinkModel reverse(c, RandomStream(seed, 1));
+    MessageLink conn(link, seg, no_ack_link ? nullptr : &reverse);
     const MessageVerdict warm = conn.send(Nanos{0}, bytes_for(warmup_s));
     const TcpStats before = conn.tcp_stats();
     const uint64_t bytes = bytes_for(seconds);

@@ -1,11 +1,30 @@
 #include "emulator/inproc/fabric.h"
 
+#include <algorithm>
 #include <sstream>
 
 namespace geotb::emu {
 
 Fabric::Fabric(const FabricConfig& cfg, const Clock& clock, VirtualScheduler& sched) : Fabric(cfg, clock) {
   sched_ = &sched;
+  sched_->set_network(&network_);
+}
+
+Fabric::~Fabric() {
+  if (sched_) sched_->set_network(nullptr);
+}
+
+std::optional<Nanos> Fabric::Network::next_event() {
+  std::lock_guard<std::mutex> lk(f_.mu_);
+  if (f_.queue_.empty()) return std::nullopt;
+  return f_.queue_.next_time();
+}
+
+bool Fabric::Network::run_next() {
+  std::lock_guard<std::mutex> lk(f_.mu_);
+  f_.delivered_ = false;
+  f_.queue_.run_next();
+  return f_.delivered_;
 }
 
 Fabric::Fabric(const FabricConfig& cfg, const Clock& clock) : cfg_(cfg), clock_(clock) {
@@ -50,7 +69,9 @@ void Fabric::send(int src, int dst, uint64_t tag, std::vector<uint8_t> payload) 
     throw FabricError("fabric: bad endpoints " + std::to_string(src) + " -> " + std::to_string(dst));
   if (!sched_) {
     std::lock_guard<std::mutex> lk(mu_);
-    send_at(clock_.now(), src, dst, tag, payload);
+    const Nanos now = clock_.now();
+    queue_.run_until(now);
+    send_at(now, src, dst, tag, payload);
     return;
   }
   const VirtualScheduler::ActorId me = sched_->current();
@@ -65,46 +86,97 @@ void Fabric::send(int src, int dst, uint64_t tag, std::vector<uint8_t> payload) 
   }
 }
 
+Fabric::Conn& Fabric::connection(int src, int dst) {
+  Conn& c = conns_[{src, dst}];
+  if (c.link) return c;
+  const int sa = site_of(src), sb = site_of(dst);
+  // ACK frames go back on the reverse direction, behind its data.
+  LinkModel* reverse = nullptr;
+  if (sa == sb) {
+    reverse = &direction(sb, sa, dst, src);
+  } else if (auto it = wan_links_.find({sb, sa}); it != wan_links_.end()) {
+    reverse = it->second.get();
+  }
+  c.link = std::make_unique<MessageLink>(direction(sa, sb, src, dst), cfg_.segments, reverse, &queue_);
+  c.link->set_on_done([this, src, dst](uint64_t id, const MessageVerdict& mv) { settle(src, dst, id, mv); });
+  return c;
+}
+
+void Fabric::settle(int src, int dst, uint64_t id, const MessageVerdict& mv) {
+  Conn& c = conns_.at({src, dst});
+  auto it = c.inflight.find(id);
+  if (it == c.inflight.end()) return;
+  const std::shared_ptr<Pending> p = it->second;
+  c.inflight.erase(it);
+  const int sa = site_of(src), sb = site_of(dst);
+  TrafficStats& st = stats_[{sa, sb}];
+  st.wire_bytes += mv.wire_bytes;
+  st.retransmissions += mv.transmissions - std::min(mv.transmissions, mv.segments);
+  p->settled = true;
+  p->deliver_at = mv.deliver_at;
+  if (!mv.delivered) {
+    st.failed_messages += 1;
+    p->failed = true;
+    p->error = "fabric: message " + std::to_string(src) + " -> " + std::to_string(dst) +
+               " undeliverable: link from site " + std::to_string(sa) + " to " + std::to_string(sb) +
+               " stayed down through every retransmission";
+    c.error = p->error;
+  }
+  delivered_ = true;
+  boxes_[static_cast<size_t>(dst)]->cv.notify_all();
+}
+
 void Fabric::send_at(Nanos now, int src, int dst, uint64_t tag, std::vector<uint8_t>& payload) {
   if (closed_) return;
-  const int sa = site_of(src), sb = site_of(dst);
-  auto& conn = conns_[{src, dst}];
-  if (!conn) {
-    // ACKs come back on the reverse direction: its one-way delay is theirs.
-    const LinkModel* reverse = nullptr;
-    if (sa == sb) {
-      reverse = &direction(sb, sa, dst, src);
-    } else if (auto it = wan_links_.find({sb, sa}); it != wan_links_.end()) {
-      reverse = it->second.get();
-    }
-    conn = std::make_unique<MessageLink>(direction(sa, sb, src, dst), cfg_.segments, reverse);
+  Conn& conn = connection(src, dst);
+  if (!conn.error.empty()) {
+    const std::string e = conn.error;
+    conn.error.clear();
+    throw FabricError(e);
   }
-  const MessageVerdict mv = conn->send(now, payload.size());
+  const int sa = site_of(src), sb = site_of(dst);
   TrafficStats& st = stats_[{sa, sb}];
   st.messages += 1;
   st.payload_bytes += payload.size();
-  st.wire_bytes += mv.wire_bytes;
-  st.segments += mv.segments;
-  st.retransmissions += mv.transmissions - mv.segments;
-  if (!mv.delivered) {
-    st.failed_messages += 1;
-    throw FabricError("fabric: message " + std::to_string(src) + " -> " + std::to_string(dst) +
-                      " undeliverable: link from site " + std::to_string(sa) + " to " + std::to_string(sb) +
-                      " stayed down through every retransmission");
-  }
+  const uint64_t size = payload.size();
+  auto p = std::make_shared<Pending>();
+  p->payload = std::move(payload);
   Mailbox& box = *boxes_[static_cast<size_t>(dst)];
-  box.q[{src, tag}].push_back({mv.deliver_at, std::move(payload)});
+  box.q[{src, tag}].push_back(p);
+  if (cfg_.segments.tcp) {
+    const uint64_t id = conn.link->next_message_id();
+    conn.inflight.emplace(id, p);
+    const uint64_t got = conn.link->enqueue(now, size);
+    if (got != id) throw std::logic_error("fabric: message ids out of step");
+    st.segments += std::max<uint64_t>(1, (size + cfg_.segments.mss_bytes - 1) / cfg_.segments.mss_bytes);
+  } else {
+    // The window-less model settles the message now.
+    const MessageVerdict mv = conn.link->send(now, size);
+    st.segments += mv.segments;
+    conn.inflight.emplace(0, p);
+    settle(src, dst, 0, mv);
+    if (!conn.error.empty()) {
+      // As before the event model: the send itself reports the failure.
+      auto& fifo = box.q[{src, tag}];
+      fifo.pop_back();
+      if (fifo.empty()) box.q.erase({src, tag});
+      const std::string e = conn.error;
+      conn.error.clear();
+      throw FabricError(e);
+    }
+  }
   box.cv.notify_all();
 }
 
-std::optional<std::vector<uint8_t>> Fabric::pop(int dst, int src, uint64_t tag) {
+std::optional<std::vector<uint8_t>> Fabric::take(int dst, int src, uint64_t tag) {
   Mailbox& box = *boxes_[static_cast<size_t>(dst)];
   auto it = box.q.find({src, tag});
-  if (it == box.q.end() || it->second.empty()) return std::nullopt;
-  std::vector<uint8_t> m = std::move(it->second.front().payload);
-  it->second.erase(it->second.begin());
+  if (it == box.q.end() || it->second.empty() || !it->second.front()->settled) return std::nullopt;
+  const std::shared_ptr<Pending> p = it->second.front();
+  it->second.pop_front();
   if (it->second.empty()) box.q.erase(it);
-  return m;
+  if (p->failed) throw FabricError(p->error);
+  return std::move(p->payload);
 }
 
 std::optional<std::vector<uint8_t>> Fabric::recv_virtual(int dst, int src, uint64_t tag, Nanos timeout) {
@@ -112,12 +184,13 @@ std::optional<std::vector<uint8_t>> Fabric::recv_virtual(int dst, int src, uint6
   if (me < 0) throw FabricError("fabric: recv from a thread that is no actor of the virtual-time scheduler");
   const Mailbox& box = *boxes_[static_cast<size_t>(dst)];
   const auto key = std::make_pair(src, tag);
-  // Runs under the scheduler's lock; messages are only added inside act(), so it sees every change.
+  // Runs under the scheduler's lock; messages are only added inside act() and settled by the
+  // network the scheduler runs, so it sees every change.
   const std::function<std::optional<Nanos>()> ready = [&]() -> std::optional<Nanos> {
     std::lock_guard<std::mutex> lk(mu_);
     auto it = box.q.find(key);
-    if (it == box.q.end() || it->second.empty()) return std::nullopt;
-    return it->second.front().deliver_at;
+    if (it == box.q.end() || it->second.empty() || !it->second.front()->settled) return std::nullopt;
+    return it->second.front()->deliver_at;
   };
   bool got = false;
   try {
@@ -131,33 +204,42 @@ std::optional<std::vector<uint8_t>> Fabric::recv_virtual(int dst, int src, uint6
   }
   std::lock_guard<std::mutex> lk(mu_);
   if (!got || closed_) return std::nullopt;
-  return pop(dst, src, tag);
+  return take(dst, src, tag);
 }
 
 std::optional<std::vector<uint8_t>> Fabric::recv(int dst, int src, uint64_t tag, Nanos timeout) {
   if (dst < 0 || dst >= size()) throw FabricError("fabric: bad endpoint " + std::to_string(dst));
   if (sched_) return recv_virtual(dst, src, tag, timeout);
   Mailbox& box = *boxes_[static_cast<size_t>(dst)];
-  Pending msg;
-  {
-    std::unique_lock<std::mutex> lk(mu_);
-    const auto key = std::make_pair(src, tag);
-    ++waiting_receivers_;
-    const bool got = box.cv.wait_for(lk, timeout, [&] {
-      if (closed_) return true;
-      auto it = box.q.find(key);
-      return it != box.q.end() && !it->second.empty();
-    });
-    --waiting_receivers_;
-    if (!got || closed_) return std::nullopt;
+  const auto key = std::make_pair(src, tag);
+  std::unique_lock<std::mutex> lk(mu_);
+  // 1. Wait (in real time) for the message to be sent.
+  ++waiting_receivers_;
+  const bool got = box.cv.wait_for(lk, timeout, [&] {
+    if (closed_) return true;
     auto it = box.q.find(key);
-    msg = std::move(it->second.front());
-    it->second.erase(it->second.begin());
-    if (it->second.empty()) box.q.erase(it);
+    return it != box.q.end() && !it->second.empty();
+  });
+  --waiting_receivers_;
+  if (!got || closed_) return std::nullopt;
+  // 2. It is in flight: run the network up to now, sleeping until its next event, until it is
+  //    settled; then until its delivery instant (the window-less model's may be ahead).
+  std::shared_ptr<Pending> p = box.q.find(key)->second.front();
+  while (!p->settled) {
+    queue_.run_until(clock_.now());
+    if (p->settled) break;
+    if (closed_) return std::nullopt;
+    if (queue_.empty()) throw FabricError("fabric: a message in flight with no network event pending");
+    const Nanos next = queue_.next_time();
+    lk.unlock();
+    clock_.sleep_until(next);
+    lk.lock();
   }
-  // The message exists; it is in flight until the model's delivery instant.
-  clock_.sleep_until(msg.deliver_at);
-  return std::move(msg.payload);
+  lk.unlock();
+  clock_.sleep_until(p->deliver_at);
+  lk.lock();
+  if (closed_) return std::nullopt;
+  return take(dst, src, tag);
 }
 
 void Fabric::schedule(int site_a, int site_b, const LinkChange& change, bool both) {

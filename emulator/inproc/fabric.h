@@ -1,16 +1,31 @@
 // In-process network fabric: endpoints (ranks) grouped into sites (data centers), every message
-// between two endpoints carried by the link model between their sites and delivered in real time
-// (on the injected clock) when the model says.
+// between two endpoints carried by the link model between their sites and delivered (on the
+// injected clock, or in virtual time) when the model says.
 //
 //  * inside a site, each ordered endpoint pair has its own LAN link (a non-blocking switch);
 //  * between sites a and b, all endpoint pairs share one WAN link per direction, as they share
 //    the real WAN; each endpoint pair is its own TCP connection (MessageLink: congestion window,
-//    in-order delivery); its ACKs take the reverse direction's delay.
+//    in-order delivery) whose ACK frames go on the reverse direction's link, queued behind that
+//    direction's data;
+//  * the fabric is a discrete-event simulation of all its links: one EventQueue (segment
+//    arrivals, ACK frames' arrivals, retransmission timers) for every connection, run in (time,
+//    order) order, so every link sees its offers (data and ACK frames) in time order. A message
+//    is receivable once the queue has run its last segment's in-order arrival.
+//    - virtual time: the scheduler runs the queue (VirtualNetwork) up to the smallest bound of
+//      its actors, between their actions (virtual_time.h);
+//    - real time: send() and recv() run it up to clock.now(); a recv waiting for a message in
+//      flight sleeps until the next event and runs the queue again.
+//    The window-less model (SegmentConfig::tcp = false) settles a message when it is sent.
+//  * a message the model cannot deliver (a segment lost max_attempts times: the link stayed
+//    down) fails its connection, as a TCP connection times out: every message then in flight on
+//    it is undeliverable, recv() of one throws FabricError, and so does the sender's next send()
+//    on that connection (the connection then starts afresh).
 // Thread-safe: any endpoint may send and receive from its own thread.
 #pragma once
 
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -19,6 +34,7 @@
 #include <string>
 #include <vector>
 
+#include "emulator/inproc/event_queue.h"
 #include "emulator/inproc/message_link.h"
 #include "emulator/link/clock.h"
 #include "emulator/link/directed_link.h"
@@ -64,19 +80,24 @@ class Fabric {
   /// instant (VirtualScheduler::wait). recv's timeout is then virtual time too. `clock` must be a
   /// VirtualClock of `sched`.
   Fabric(const FabricConfig& cfg, const Clock& clock, VirtualScheduler& sched);
+  ~Fabric();
+  Fabric(const Fabric&) = delete;
+  Fabric& operator=(const Fabric&) = delete;
 
   int size() const { return static_cast<int>(cfg_.site_of.size()); }
   int site_of(int endpoint) const { return cfg_.site_of.at(static_cast<size_t>(endpoint)); }
 
   /// Non-blocking: hands `payload` to the connection src->dst; it becomes receivable when the
-  /// link model delivers it. Throws FabricError if the model says it can never be delivered
-  /// (link down past every retransmission) — the caller's "peer unreachable".
+  /// link model delivers it. Throws FabricError if an earlier message on this connection was
+  /// undeliverable (link down past every retransmission; the window-less model: this one) — the
+  /// caller's "peer unreachable".
   void send(int src, int dst, uint64_t tag, std::vector<uint8_t> payload);
 
   /// Blocks until the message (src -> dst, tag) has been delivered, then returns it. Messages
   /// with the same (src, dst, tag) are received in send order. Returns nullopt after `timeout`
   /// (of real waiting for a message that was never sent; virtual time in virtual-time mode) or
-  /// after close(). Virtual-time mode: throws DeadlockError when no actor can make progress.
+  /// after close(). Throws FabricError if the message is undeliverable, and (virtual-time mode)
+  /// when no actor can make progress.
   std::optional<std::vector<uint8_t>> recv(int dst, int src, uint64_t tag, Nanos timeout);
 
   /// Schedule a change on the WAN link a->b (and b->a if `both`).
@@ -97,16 +118,36 @@ class Fabric {
 
  private:
   struct Pending {
-    Nanos deliver_at;
+    bool settled = false;       ///< delivered, or failed
+    bool failed = false;
+    Nanos deliver_at{0};        ///< settled: the delivery (or failure) instant
+    std::string error;          ///< failed
     std::vector<uint8_t> payload;
   };
   struct Mailbox {
-    std::map<std::pair<int, uint64_t>, std::vector<Pending>> q;  // (src, tag) -> FIFO
+    std::map<std::pair<int, uint64_t>, std::deque<std::shared_ptr<Pending>>> q;  // (src, tag) -> FIFO
     std::condition_variable cv;
   };
+  struct Conn {
+    std::unique_ptr<MessageLink> link;
+    std::map<uint64_t, std::shared_ptr<Pending>> inflight;  // by message id
+    std::string error;          ///< an undeliverable message: the next send() throws it
+  };
+  /// The fabric's event queue as the virtual-time scheduler drives it.
+  class Network final : public VirtualNetwork {
+   public:
+    explicit Network(Fabric& f) : f_(f) {}
+    std::optional<Nanos> next_event() override;
+    bool run_next() override;
+
+   private:
+    Fabric& f_;
+  };
   LinkModel& direction(int src_site, int dst_site, int src, int dst);
+  Conn& connection(int src, int dst);                                                      // mu_ held
+  void settle(int src, int dst, uint64_t id, const MessageVerdict& mv);                   // mu_ held
   void send_at(Nanos now, int src, int dst, uint64_t tag, std::vector<uint8_t>& payload);  // mu_ held
-  std::optional<std::vector<uint8_t>> pop(int dst, int src, uint64_t tag);                // mu_ held
+  std::optional<std::vector<uint8_t>> take(int dst, int src, uint64_t tag);               // mu_ held
   std::optional<std::vector<uint8_t>> recv_virtual(int dst, int src, uint64_t tag, Nanos timeout);
 
   FabricConfig cfg_;
@@ -114,10 +155,13 @@ class Fabric {
   VirtualScheduler* sched_ = nullptr;  ///< virtual-time mode; lock order: scheduler, then mu_
   mutable std::mutex mu_;
   bool closed_ = false;
+  bool delivered_ = false;             ///< a message was settled since the scheduler last asked
   int waiting_receivers_ = 0;
+  EventQueue queue_;
+  Network network_{*this};
   std::map<std::pair<int, int>, std::unique_ptr<LinkModel>> wan_links_;  // ordered site pair
   std::map<std::pair<int, int>, std::unique_ptr<LinkModel>> lan_links_;  // ordered endpoint pair
-  std::map<std::pair<int, int>, std::unique_ptr<MessageLink>> conns_;    // ordered endpoint pair
+  std::map<std::pair<int, int>, Conn> conns_;                            // ordered endpoint pair
   std::vector<std::unique_ptr<Mailbox>> boxes_;
   std::map<std::pair<int, int>, TrafficStats> stats_;
 };

@@ -78,8 +78,8 @@ MessageVerdict MessageLink::send_windowless(Nanos now, uint64_t payload_bytes) {
 // ---------------------------------------------------------------------------------------------
 // TCP mode
 
-MessageLink::MessageLink(LinkModel& link, SegmentConfig seg, const LinkModel* reverse)
-    : link_(link), reverse_(reverse), seg_(seg) {
+MessageLink::MessageLink(LinkModel& link, SegmentConfig seg, LinkModel* reverse, EventQueue* queue)
+    : link_(link), reverse_(reverse), seg_(seg), q_(queue ? queue : &own_q_) {
   if (seg_.mss_bytes == 0) throw std::invalid_argument("segments: mss_bytes must be > 0");
   if (seg_.initial_cwnd == 0) throw std::invalid_argument("segments: initial_cwnd must be > 0");
   if (seg_.dupthresh == 0) throw std::invalid_argument("segments: dupthresh must be > 0");
@@ -100,18 +100,23 @@ void MessageLink::reset() {
   // rttvar = m / 2, so RTO = m + max(2 m, min_rto).
   srtt_ = rttvar_ = min_rtt_ = Nanos{0};
   rtt_sample(link_.config().delay + ack_delay());
+  rcv_rtt_ = srtt_;
+  ack_path_ = ack_delay();
   out_.clear();
   lost_in_flight_.clear();
   unacked_segs_.clear();
   unsent_.clear();
   rtx_.clear();
-  events_ = {};
+  ++gen_;
   sent_any_ = false;
-  clock_ = Nanos{0};
   is_cwnd_limited_ = false;
   max_packets_out_ = 0;
   cwnd_usage_tx_ = next_tx_;
   failed_ = false;
+  msgs_.clear();
+  rcv_ooo_.clear();
+  ack_pending_.clear();
+  acks_.clear();
   // The receiver (Linux tcp_init_buffer_space, tcp_select_initial_window): sk_rcvbuf =
   // tcp_rmem[1]; window_clamp = tcp_win_from_space() of it (scaling_ratio 128/256); the SYN's
   // window is that rounded down to whole MSS, at most 65535 (not yet scaled); rcv_ssthresh = it;
@@ -129,44 +134,113 @@ void MessageLink::reset() {
   snd_wnd_end_ = next_seg_ + syn_wnd / seg_.mss_bytes;
 }
 
-void MessageLink::receive(Nanos at, uint64_t seg) {
-  // A data segment reaches the receiver at `at`.
+void MessageLink::receive_window_update(Nanos at, bool advanced) {
+  // A data segment reached the receiver at `at` (rcv_nxt already moved past what it completed).
   // tcp_grow_window(): rcv_ssthresh += 2 * advmss per data segment, up to window_clamp.
   if (rcv_.rcv_ssthresh < rcv_.window_clamp)
     rcv_.rcv_ssthresh = std::min<uint64_t>(rcv_.rcv_ssthresh + 2 * uint64_t{seg_.mss_bytes}, rcv_.window_clamp);
-  rcv_.high_seg = std::max(rcv_.high_seg, seg + 1);
-  const uint64_t nxt = unacked_segs_.empty() ? next_seg_ : *unacked_segs_.begin();
-  if (nxt > rcv_.rcv_nxt) {
-    rcv_.rcv_nxt = nxt;
-    // The application reads what arrived in order: tcp_rcv_space_adjust() (tcp_recvmsg). Once per
-    // receiver RTT (tp->rcv_rtt_est, here the sender's srtt), the bytes read during it.
-    if (!rcv_.measured || at - rcv_.space_time >= srtt_) {
-      const uint64_t copied = (rcv_.rcv_nxt - rcv_.space_seg) * seg_.mss_bytes;
-      if (rcv_.measured && copied > rcv_.space) {
-        rcv_.space = copied;
-        // tcp_rcvbuf_grow(): "slow start: allow the sender to double its rate" (2 * space), plus
-        // the out-of-order queue's span; sk_rcvbuf = tcp_space_from_win() of it, capped by
-        // tcp_rmem[2]; window_clamp = tcp_win_from_space(sk_rcvbuf).
-        const uint64_t rcvwin = 2 * rcv_.space + (rcv_.high_seg - rcv_.rcv_nxt) * seg_.mss_bytes;
-        const uint64_t rcvbuf = std::min(2 * rcvwin, seg_.rmem_max_bytes);
-        if (rcvbuf > rcv_.rcvbuf) {
-          rcv_.rcvbuf = rcvbuf;
-          rcv_.window_clamp = rcvbuf / 2;
-          ++stats_.rcvbuf_grows;
-        }
+  if (!advanced) return;
+  // The application reads what arrived in order: tcp_rcv_space_adjust() (tcp_recvmsg). Once per
+  // receiver RTT (tp->rcv_rtt_est, here the sender's srtt), the bytes read during it.
+  if (!rcv_.measured || at - rcv_.space_time >= rcv_rtt_) {
+    const uint64_t copied = (rcv_.rcv_nxt - rcv_.space_seg) * seg_.mss_bytes;
+    if (rcv_.measured && copied > rcv_.space) {
+      rcv_.space = copied;
+      // tcp_rcvbuf_grow(): "slow start: allow the sender to double its rate" (2 * space), plus
+      // the out-of-order queue's span; sk_rcvbuf = tcp_space_from_win() of it, capped by
+      // tcp_rmem[2]; window_clamp = tcp_win_from_space(sk_rcvbuf).
+      const uint64_t rcvwin = 2 * rcv_.space + (rcv_.high_seg - rcv_.rcv_nxt) * seg_.mss_bytes;
+      const uint64_t rcvbuf = std::min(2 * rcvwin, seg_.rmem_max_bytes);
+      if (rcvbuf > rcv_.rcvbuf) {
+        rcv_.rcvbuf = rcvbuf;
+        rcv_.window_clamp = rcvbuf / 2;
+        ++stats_.rcvbuf_grows;
       }
-      rcv_.space_seg = rcv_.rcv_nxt;
-      rcv_.space_time = at;
-      rcv_.measured = true;
+    }
+    rcv_.space_seg = rcv_.rcv_nxt;
+    rcv_.space_time = at;
+    rcv_.measured = true;
+  }
+}
+
+void MessageLink::on_arrive(Nanos t, uint64_t tx, uint64_t seg) {
+  // The receiver: in-order data advances rcv_nxt (with what waited out of order behind a hole).
+  bool advanced = false;
+  if (auto it = out_.find(tx); it != out_.end()) {
+    // tcp_rcv_rtt_measure_ts(): now - the echoed timestamp, averaged as the sender's srtt.
+    const Nanos m = std::max(Nanos{1}, t - it->second.sent + it->second.ack_path);
+    rcv_rtt_ = (7 * rcv_rtt_ + m) / 8;
+  }
+  if (seg >= rcv_.rcv_nxt && !rcv_ooo_.count(seg)) {
+    rcv_.high_seg = std::max(rcv_.high_seg, seg + 1);
+    if (seg == rcv_.rcv_nxt) {
+      ++rcv_.rcv_nxt;
+      while (!rcv_ooo_.empty() && *rcv_ooo_.begin() == rcv_.rcv_nxt) {
+        rcv_ooo_.erase(rcv_ooo_.begin());
+        ++rcv_.rcv_nxt;
+      }
+      advanced = true;
+    } else {
+      rcv_ooo_.insert(seg);
     }
   }
-  // The ACK carries rcv_nxt and the window (__tcp_select_window: rcv_ssthresh, the receive queue
-  // being empty); the right edge never moves left (tcp_select_window does not shrink it).
-  snd_wnd_end_ = std::max(snd_wnd_end_, rcv_.rcv_nxt + rcv_.rcv_ssthresh / seg_.mss_bytes);
+  if (seg_.receive_window) receive_window_update(t, advanced);
+  // Every message whose last segment is now in order is delivered (byte stream: in send order).
+  while (!msgs_.empty() && rcv_.rcv_nxt >= msgs_.front().end_seg) {
+    Msg m = std::move(msgs_.front());
+    msgs_.pop_front();
+    m.mv.delivered = true;
+    m.mv.deliver_at = std::max(t, last_delivery_);
+    last_delivery_ = m.mv.deliver_at;
+    if (on_done_) on_done_(m.id, m.mv);
+    else if (!m.returned) settled_.emplace(m.id, m.mv);
+  }
+  // The ACK (cumulative, SACK): it carries rcv_nxt and the window (__tcp_select_window:
+  // rcv_ssthresh, the receive queue being empty); the right edge never moves left.
+  ack_pending_.push_back(tx);
+  AckFrame a{std::move(ack_pending_), rcv_.rcv_nxt + rcv_.rcv_ssthresh / seg_.mss_bytes, t};
+  ack_pending_.clear();
+  Nanos arrive = t + ack_delay();
+  if (reverse_) {
+    const Verdict v = reverse_->offer(t, seg_.header_bytes);
+    bool through = v.fate == Fate::kDelivered;
+    if (through) {
+      if (const std::optional<Nanos> cut = reverse_->next_cut(); cut && LinkModel::lost_to_cut(v, *cut)) {
+        reverse_->count_lost_in_flight(1, seg_.header_bytes);
+        through = false;
+      }
+    }
+    if (!through) {
+      // The next ACK frame says it again; if none comes, the sender's timer fires.
+      ack_pending_ = std::move(a.txs);
+      if (auto it = out_.find(tx); it != out_.end() && !it->second.lost)
+        push(it->second.sent + backed_off_rto(it->second.attempt), kTimeout, tx);
+      return;
+    }
+    arrive = v.release;
+  }
+  const uint64_t id = next_ack_id_++;
+  acks_.emplace(id, std::move(a));
+  push(arrive, kAck, id);
+}
+
+void MessageLink::on_ack_frame(Nanos t, uint64_t ack_id) {
+  auto it = acks_.find(ack_id);
+  if (it == acks_.end()) return;
+  AckFrame a = std::move(it->second);
+  acks_.erase(it);
+  snd_wnd_end_ = std::max(snd_wnd_end_, a.wnd_end);
+  ack_path_ = t - a.sent_at;  // what this ACK lets go echoes its timestamp
+  for (uint64_t tx : a.txs) {
+    on_ack(t, tx);
+    if (failed_) break;
+  }
+  ack_path_ = ack_delay();
 }
 
 void MessageLink::rtt_sample(Nanos m) {
   if (m.count() <= 0) m = Nanos{1};
+  latest_rtt_ = m;
   if (srtt_.count() == 0) {
     srtt_ = m;
     rttvar_ = m / 2;
@@ -210,9 +284,12 @@ void MessageLink::restart_after_idle(Nanos idle) {
 void MessageLink::transmit(Nanos t, uint64_t seg, uint32_t frame, uint32_t attempt) {
   if (out_.empty() && sent_any_) cc_->on_tx_start(t, t - last_sent_);  // Linux CA_EVENT_TX_START
   const Verdict v = link_.offer(t, frame);
-  if (mv_) {
-    ++mv_->transmissions;
-    mv_->wire_bytes += frame + link_.config().overhead_bytes;
+  // Counted to the message the segment belongs to (none: a spurious retransmission of a delivered one).
+  auto m = std::upper_bound(msgs_.begin(), msgs_.end(), seg, [](uint64_t s, const Msg& x) { return s < x.first_seg; });
+  Msg* msg = m != msgs_.begin() && seg < std::prev(m)->end_seg ? &*std::prev(m) : nullptr;
+  if (msg) {
+    ++msg->mv.transmissions;
+    msg->mv.wire_bytes += frame + link_.config().overhead_bytes;
   }
   const uint64_t id = next_tx_++;
   Tx x;
@@ -220,6 +297,7 @@ void MessageLink::transmit(Nanos t, uint64_t seg, uint32_t frame, uint32_t attem
   x.frame = frame;
   x.sent = t;
   x.attempt = attempt;
+  x.ack_path = ack_path_;
   last_sent_ = t;
   sent_any_ = true;
   bool lost = v.fate != Fate::kDelivered;
@@ -233,13 +311,14 @@ void MessageLink::transmit(Nanos t, uint64_t seg, uint32_t frame, uint32_t attem
   out_.emplace(id, x);
   if (lost) {
     lost_in_flight_.insert(id);
-    events_.push({t + backed_off_rto(attempt), order_++, false, id});
+    push(t + backed_off_rto(attempt), kTimeout, id);
     return;
   }
-  events_.push({v.release + ack_delay(), order_++, true, id});
-  if (seg >= msg_first_seg_ && seg < msg_end_seg_ && msg_undelivered_ > 0) {
-    --msg_undelivered_;
-    msg_release_ = std::max(msg_release_, v.release);
+  push(v.release, kArrive, id, seg);
+  if (msg && !msg->released[seg - msg->first_seg]) {
+    msg->released[seg - msg->first_seg] = true;
+    --msg->unreleased;
+    msg->last_release = std::max(msg->last_release, v.release);
   }
 }
 
@@ -311,7 +390,6 @@ void MessageLink::on_ack(Nanos t, uint64_t tx) {
   const Nanos sample = t - x.sent;
   rtt_sample(sample);
   unacked_segs_.erase(x.seg);
-  if (seg_.receive_window) receive(t - ack_delay(), x.seg);
   // SACK: holes sent before this segment count one more later ACK; dupthresh of them is a loss.
   std::vector<uint64_t> detected;
   for (uint64_t l : lost_in_flight_) {
@@ -336,7 +414,7 @@ void MessageLink::on_ack(Nanos t, uint64_t tx) {
 }
 
 void MessageLink::on_timeout(Nanos t, uint64_t tx) {
-  if (!lost_in_flight_.count(tx)) return;  // detected by later ACKs meanwhile
+  if (!out_.count(tx)) return;  // ACKed, or detected lost by later ACKs, meanwhile
   ++stats_.timeouts;
   // Linux tcp_enter_loss(): ssthresh from the window unless already reducing it, cwnd 1, and
   // every hole retransmitted in slow start.
@@ -358,55 +436,88 @@ void MessageLink::on_timeout(Nanos t, uint64_t tx) {
 
 void MessageLink::advance(Nanos now) {
   if (!seg_.tcp) return;
-  while (!events_.empty() && events_.top().at <= now && !failed_) process_next_event();
+  q_->run_until(now);
 }
 
-void MessageLink::process_next_event() {
-  const Event e = events_.top();
-  events_.pop();
-  clock_ = std::max(clock_, e.at);
-  if (e.ack)
-    on_ack(e.at, e.tx);
-  else
-    on_timeout(e.at, e.tx);
+void MessageLink::on_event(Nanos at, uint32_t kind, uint64_t a, uint64_t b) {
+  if ((kind >> 2) != (gen_ & 0x3fffffffu)) return;  // scheduled before a reset
+  switch (kind & 3u) {
+    case kArrive: on_arrive(at, a, b); break;
+    case kAck: on_ack_frame(at, a); break;
+    case kTimeout: on_timeout(at, a); break;
+    default: break;
+  }
+  if (failed_) fail_all(at);
 }
 
-MessageVerdict MessageLink::send(Nanos now, uint64_t payload_bytes) {
-  if (!seg_.tcp) return send_windowless(now, payload_bytes);
-  MessageVerdict mv;
-  const uint64_t nseg = std::max<uint64_t>(1, (payload_bytes + seg_.mss_bytes - 1) / seg_.mss_bytes);
-  mv.segments = nseg;
-  now = std::max(now, clock_);
-  clock_ = now;
-  advance(now);
+void MessageLink::fail_all(Nanos t) {
+  // A segment went max_attempts times: the connection is dead (Linux: ETIMEDOUT); every message
+  // not yet delivered on it is undeliverable, and the connection starts afresh.
+  std::deque<Msg> dead;
+  dead.swap(msgs_);
+  reset();
+  for (Msg& m : dead) {
+    m.mv.delivered = false;
+    m.mv.deliver_at = t;
+    if (on_done_) on_done_(m.id, m.mv);
+    else if (!m.returned) settled_.emplace(m.id, m.mv);
+  }
+}
+
+uint64_t MessageLink::enqueue(Nanos now, uint64_t payload_bytes) {
+  if (!seg_.tcp) throw std::logic_error("MessageLink::enqueue: the window-less model settles messages in send()");
+  now = std::max(now, q_->now());
   if (seg_.slow_start_after_idle && out_.empty() && sent_any_ && now - last_sent_ > rto_)
     restart_after_idle(now - last_sent_);
-  msg_first_seg_ = next_seg_ + unsent_.size();
-  msg_end_seg_ = msg_first_seg_ + nseg;
-  msg_undelivered_ = nseg;
-  msg_release_ = Nanos{0};
-  mv_ = &mv;
+  Msg m;
+  m.id = next_msg_id_++;
+  m.mv.segments = std::max<uint64_t>(1, (payload_bytes + seg_.mss_bytes - 1) / seg_.mss_bytes);
+  m.first_seg = next_seg_ + unsent_.size();
+  m.end_seg = m.first_seg + m.mv.segments;
+  m.released.assign(m.mv.segments, false);
+  m.unreleased = m.mv.segments;
   uint64_t left = payload_bytes;
-  for (uint64_t i = 0; i < nseg; ++i) {
+  for (uint64_t i = 0; i < m.mv.segments; ++i) {
     const uint32_t pay = static_cast<uint32_t>(std::min<uint64_t>(left, seg_.mss_bytes));
     left -= pay;
     unsent_.push_back(pay + seg_.header_bytes);
   }
+  const uint64_t id = m.id;
+  msgs_.push_back(std::move(m));
   try_send(now, false);
-  while (msg_undelivered_ > 0 && !failed_) {
-    if (events_.empty()) throw std::logic_error("MessageLink: segments left undelivered with no event pending");
-    process_next_event();
+  if (failed_) fail_all(now);
+  return id;
+}
+
+MessageVerdict MessageLink::send(Nanos now, uint64_t payload_bytes) {
+  if (!seg_.tcp) return send_windowless(now, payload_bytes);
+  advance(now);
+  const uint64_t id = enqueue(now, payload_bytes);
+  auto released = [&]() -> Msg* {
+    for (Msg& m : msgs_)
+      if (m.id == id) return m.unreleased == 0 ? &m : nullptr;
+    return nullptr;
+  };
+  for (;;) {
+    if (auto it = settled_.find(id); it != settled_.end()) {
+      const MessageVerdict mv = it->second;
+      settled_.erase(it);
+      if (mv.delivered) last_returned_ = std::max(last_returned_, mv.deliver_at);
+      return mv;
+    }
+    if (Msg* m = released()) {
+      // Every segment's arrival is known: the in-order delivery is the latest of them and of the
+      // previous messages' deliveries.
+      m->returned = true;
+      MessageVerdict mv = m->mv;
+      mv.delivered = true;
+      mv.deliver_at = std::max(m->last_release, last_returned_);
+      last_returned_ = mv.deliver_at;
+      return mv;
+    }
+    if (q_->empty()) throw std::logic_error("MessageLink: a message left unsettled with no event pending");
+    q_->run_next();
   }
-  mv_ = nullptr;
-  if (failed_) {
-    mv.delivered = false;
-    reset();
-    return mv;
-  }
-  mv.delivered = true;
-  mv.deliver_at = std::max(msg_release_, last_delivery_);
-  last_delivery_ = mv.deliver_at;
-  return mv;
 }
 
 }  // namespace geotb::emu

@@ -13,9 +13,14 @@
 //    growth only while cwnd-limited (RFC 7661, Linux tcp_is_cwnd_limited), restart after an idle
 //    period longer than the RTO (RFC 5681 4.1, Linux tcp_slow_start_after_idle = 1:
 //    tcp_cwnd_restart halves cwnd per RTO idle, not below min(cwnd, 10));
-//  * every delivered segment is ACKed by the receiver at once (no delayed ACKs; SACK as Linux
-//    negotiates it); its ACK reaches the sender one reverse one-way delay after the segment's
-//    release (ACKs are not offered to the reverse link: 66 bytes against 1538);
+//  * every segment is ACKed by the receiver when it arrives (no delayed ACKs; SACK as Linux
+//    negotiates it): the ACK is a real frame of header_bytes (52) offered to the reverse link
+//    (`reverse`) at the arrival instant, so it queues behind whatever that direction's serializer
+//    holds (the other direction's bulk data, other connections' ACKs) and takes its propagation
+//    delay; it reaches the sender at that frame's release. An ACK frame the reverse link does not
+//    deliver (dropped, down, cut) is cumulative: what it said rides on the connection's next ACK
+//    frame, and the sender's retransmission timer (RTO after the transmission) covers a last one.
+//    Without a reverse link (a connection used alone) the ACK takes `link`'s delay, no frame;
 //  * a segment lost on the path (Bernoulli or Gilbert-Elliott loss, queue overflow) is detected
 //    when 3 segments sent after it have been ACKed (fast retransmit, RFC 5681 / 6675, Linux's
 //    tcp_reordering = 3): the window is reduced once per recovery episode (ssthresh by the
@@ -41,13 +46,17 @@
 //      once per receiver RTT, if the bytes read during the last RTT exceed rcvq_space.space (at
 //      first min(rcv_wnd, TCP_INIT_CWND * MSS)), space = those bytes and sk_rcvbuf grows to hold a
 //      window of 2 * space plus the out-of-order span (at most tcp_rmem[2]), window_clamp
-//      following it. The receiver's RTT (tcp_rcv_rtt_measure_ts, from timestamps) is taken as the
-//      sender's srtt; the window is counted in whole segments of mss_bytes;
+//      following it. The receiver's RTT (tcp_rcv_rtt_measure_ts, from timestamps) is a moving
+//      average (gain 1/8, from the handshake's sample) of each data segment's arrival minus the
+//      send instant of the ACK it echoes: its own path plus the path of the ACK that let it go
+//      (the reverse one-way delay for a segment no ACK released); the window is counted in whole
+//      segments of mss_bytes;
 //  * the sender is paced by the bottleneck: a window's segments are offered when the window
 //    allows and queue at the link's serializer, as a real burst queues at the bottleneck (the
 //    in-process mode builds its links without a queue limit);
-//  * after max_attempts transmissions of one segment the message is undeliverable and send() says
-//    so (the connection then starts afresh);
+//  * after max_attempts transmissions of one segment the connection is dead (a socket's
+//    ETIMEDOUT): every message not yet delivered on it is undeliverable and the connection starts
+//    afresh;
 //  * an outage cuts what is on the fibre (LinkModel): a segment the link delivered but would
 //    release after a scheduled outage start is lost (counted as lost in flight), as the DPDK data
 //    plane drops frames from its delay line at the cut;
@@ -56,16 +65,22 @@
 // SegmentConfig::tcp = false keeps the window-less model: every segment offered at once, a lost
 // segment retransmitted one RTT after it left, a segment offered while the link is down after
 // min_rto doubling per attempt.
-// send() settles a message's fate when it is sent: it runs the connection's events (ACK arrivals,
-// timers) forward until every segment of the message has been sent and delivered, offering
-// segments to the link at their (possibly later) instants; ACKs still due afterwards are run by
-// later sends. A message sent before the connection's time (the previous message's last segment
-// left later) is queued behind it and starts at that time.
+// Events (tcp mode): a data segment's arrival at the receiver, an ACK's arrival at the sender, a
+// retransmission timer; they run on an EventQueue in (time, order) order. In a fabric one queue
+// drives every connection and the fabric runs it (fabric.h); enqueue() hands a message to the
+// connection at `now` (the queue must have run every event before `now`) and the message is
+// delivered, reported through the done callback, when the queue runs its last segment's in-order
+// arrival. A connection used alone owns its queue: send() enqueues and runs the queue until every
+// segment of the message is on its way (its delivery instant is then known) or it fails; events
+// due afterwards are run by later calls (send(), advance()); a message sent before the queue's
+// time is taken at that time. The sender's transmissions carry no timer unless they are lost (the
+// model knows a frame's fate when it offers it) or their ACK frame was: then RTO after they left.
 // Pure and single-threaded like LinkModel; time is passed in.
 #pragma once
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <queue>
@@ -73,6 +88,7 @@
 #include <vector>
 
 #include "emulator/inproc/congestion_control.h"
+#include "emulator/inproc/event_queue.h"
 #include "emulator/link/link_model.h"
 
 namespace geotb::emu {
@@ -133,21 +149,40 @@ struct RcvState {
   uint64_t high_seg = 0;         ///< one past the highest segment received
 };
 
-class MessageLink {
+class MessageLink final : private EventQueue::Handler {
  public:
-  /// `link` is the direction this connection sends on; it may be shared with other connections
-  /// and must outlive this object. `reverse` (optional) is the direction ACKs return on: its
-  /// delay is the ACKs' (default: `link`'s own delay).
-  MessageLink(LinkModel& link, SegmentConfig seg, const LinkModel* reverse = nullptr);
+  /// Called when a message is settled: delivered (deliver_at = the instant its last segment
+  /// arrived in order) or undeliverable.
+  using DoneFn = std::function<void(uint64_t id, const MessageVerdict&)>;
 
+  /// `link` is the direction this connection sends on; it may be shared with other connections
+  /// and must outlive this object. `reverse` (optional) is the direction ACKs return on: every ACK
+  /// is a frame offered to it (default: none, the ACK takes `link`'s delay). `queue` (optional)
+  /// is the event queue shared with the other connections of a fabric (default: its own).
+  MessageLink(LinkModel& link, SegmentConfig seg, LinkModel* reverse = nullptr, EventQueue* queue = nullptr);
+
+  /// Alone (own queue, no done callback): enqueues the message and runs the queue until every one
+  /// of its segments is on its way (a transmission of it released by the link: its arrival
+  /// instant is then known) and returns the delivery instant, or until it fails. Later events
+  /// (ACKs) are run by later calls.
   MessageVerdict send(Nanos now, uint64_t payload_bytes);
 
-  /// Runs the connection's pending events up to `now` (ACKs, timers); send() does it itself.
+  /// The id enqueue() gives the next message.
+  uint64_t next_message_id() const { return next_msg_id_; }
+  /// Hands a message of `payload_bytes` to the connection at `now` (tcp mode); returns its id. The
+  /// queue must have run every event before `now`. The message is settled later, when the queue
+  /// runs the event that settles it: through `on_done` if set, else kept for send().
+  uint64_t enqueue(Nanos now, uint64_t payload_bytes);
+  void set_on_done(DoneFn fn) { on_done_ = std::move(fn); }
+
+  /// Runs the queue's events up to `now` (ACKs, timers); send() does it itself.
   void advance(Nanos now);
 
   const TcpWindow& window() const { return w_; }
   Nanos rto() const { return rto_; }
   Nanos srtt() const { return srtt_; }
+  /// The latest RTT sample (an ACK's arrival - its segment's transmission).
+  Nanos latest_rtt() const { return latest_rtt_; }
   uint32_t in_flight() const { return static_cast<uint32_t>(out_.size()); }
   const TcpStats& tcp_stats() const { return stats_; }
   const RcvState& receiver() const { return rcv_; }
@@ -155,24 +190,31 @@ class MessageLink {
   uint64_t send_window_end() const { return snd_wnd_end_; }
 
  private:
+  enum Kind : uint32_t { kArrive = 0, kAck = 1, kTimeout = 2 };
+  void on_event(Nanos at, uint32_t kind, uint64_t a, uint64_t b) override;
   MessageVerdict send_windowless(Nanos now, uint64_t payload_bytes);
   Nanos ack_delay() const;
   void reset();
   void rtt_sample(Nanos m);
   void try_send(Nanos t, bool force_one);
   void transmit(Nanos t, uint64_t seg, uint32_t frame, uint32_t attempt);
+  void on_arrive(Nanos t, uint64_t tx, uint64_t seg);
+  void on_ack_frame(Nanos t, uint64_t ack_id);
   void on_ack(Nanos t, uint64_t tx);
   void on_timeout(Nanos t, uint64_t tx);
-  void process_next_event();  // the earliest pending ACK or timer
   void mark_lost(uint64_t tx, bool enter_recovery, Nanos t);
   void restart_after_idle(Nanos idle);
-  void receive(Nanos at, uint64_t seg);
+  void receive_window_update(Nanos at, bool advanced);
+  void fail_all(Nanos t);
   bool cwnd_limited() const;
   Nanos backed_off_rto(uint32_t attempt) const;
+  void push(Nanos at, Kind k, uint64_t a, uint64_t b = 0) { q_->push(at, this, (gen_ << 2) | k, a, b); }
 
   LinkModel& link_;
-  const LinkModel* reverse_;
+  LinkModel* reverse_;
   SegmentConfig seg_;
+  EventQueue own_q_;
+  EventQueue* q_;
   Nanos last_delivery_{0};
 
   // --- tcp mode ---
@@ -183,18 +225,26 @@ class MessageLink {
     uint32_t attempt = 1;
     bool lost = false;          // dropped or cut: no ACK will come
     uint32_t acked_after = 0;   // later transmissions ACKed since (toward dupthresh)
-  };
-  struct Event {
-    Nanos at;
-    uint64_t order;
-    bool ack;  // else: retransmission timer of a lost transmission
-    uint64_t tx;
-    bool operator>(const Event& o) const { return at != o.at ? at > o.at : order > o.order; }
+    Nanos ack_path{0};          // the path of the ACK that let it go (its echoed timestamp's age at send)
   };
   struct Rtx {
     uint64_t seg;
     uint32_t frame;
     uint32_t attempt;
+  };
+  struct Msg {
+    uint64_t id;
+    uint64_t first_seg, end_seg;
+    MessageVerdict mv;
+    std::vector<bool> released;  // per segment: a transmission of it is on its way (not lost)
+    uint64_t unreleased = 0;
+    Nanos last_release{0};       // the latest of their releases
+    bool returned = false;       // send() returned its verdict already
+  };
+  struct AckFrame {
+    std::vector<uint64_t> txs;  // transmissions received since the last ACK frame that got through
+    uint64_t wnd_end;           // rcv_nxt + advertised window, segments
+    Nanos sent_at;              // when the receiver sent it (its timestamp, TSval)
   };
   enum class State : uint8_t { kOpen, kRecovery, kLoss };
 
@@ -202,28 +252,36 @@ class MessageLink {
   TcpWindow w_;
   State state_ = State::kOpen;
   uint64_t recover_seg_ = 0;            // recovery ends when every segment <= it is ACKed
-  Nanos srtt_{0}, rttvar_{0}, min_rtt_{0}, rto_{0};
+  Nanos srtt_{0}, rttvar_{0}, min_rtt_{0}, rto_{0}, latest_rtt_{0};
   std::map<uint64_t, Tx> out_;          // in flight, by transmission number
   std::set<uint64_t> lost_in_flight_;   // of out_: lost, not yet detected
   std::set<uint64_t> unacked_segs_;
   std::deque<uint32_t> unsent_;         // frames of segments next_seg_, next_seg_ + 1, ...
   std::deque<Rtx> rtx_;
-  std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
-  uint64_t next_tx_ = 0, next_seg_ = 0, order_ = 0;
+  uint64_t next_tx_ = 0, next_seg_ = 0;
+  uint32_t gen_ = 0;                    // events of an earlier incarnation (before a reset) are ignored
   Nanos last_sent_{0};
-  Nanos clock_{0};                      // the connection's time: latest event run or send
   bool sent_any_ = false;
   // Linux tcp_cwnd_validate state
   bool is_cwnd_limited_ = false;
   uint32_t max_packets_out_ = 0;
   uint64_t cwnd_usage_tx_ = 0;
-  // the message being sent
-  uint64_t msg_first_seg_ = 0, msg_end_seg_ = 0, msg_undelivered_ = 0;
-  Nanos msg_release_{0};
-  MessageVerdict* mv_ = nullptr;
+  // messages not yet delivered, in stream order
+  std::deque<Msg> msgs_;
+  uint64_t next_msg_id_ = 0;
+  std::map<uint64_t, MessageVerdict> settled_;  // without on_done_: for send()
+  Nanos last_returned_{0};              // latest delivery send() returned
+  DoneFn on_done_;
   bool failed_ = false;
   TcpStats stats_;
+  // the receiver
   RcvState rcv_;
+  std::set<uint64_t> rcv_ooo_;          // segments received above rcv_nxt
+  Nanos rcv_rtt_{0};                    // the receiver's RTT estimate (tp->rcv_rtt_est)
+  Nanos ack_path_{0};                   // transmit(): the ACK being processed (else the reverse delay)
+  std::vector<uint64_t> ack_pending_;   // transmissions received, not yet told by an ACK that got through
+  std::map<uint64_t, AckFrame> acks_;   // ACK frames on the way, by id
+  uint64_t next_ack_id_ = 0;
   uint64_t snd_wnd_end_ = 0;            // sender's view: rcv_nxt + window of the latest ACK, segments
 };
 

@@ -92,8 +92,13 @@ bool VirtualScheduler::is_minimum(ActorId a) const {
   return true;
 }
 
-void VirtualScheduler::reevaluate() {
-  // 1. Blocked actors whose event now exists become runnable at its instant.
+void VirtualScheduler::set_network(VirtualNetwork* net) {
+  std::lock_guard<std::mutex> lk(mu_);
+  net_ = net;
+}
+
+bool VirtualScheduler::wake_ready() {
+  bool any = false;
   for (auto& p : actors_) {
     Actor& x = *p;
     if (x.state != State::kBlocked || x.woken) continue;
@@ -101,7 +106,34 @@ void VirtualScheduler::reevaluate() {
       x.t = std::max(x.t, *d);
       x.woken = true;
       x.cv.notify_one();
+      any = true;
     }
+  }
+  return any;
+}
+
+void VirtualScheduler::reevaluate() {
+  // 1. Blocked actors whose event now exists become runnable at its instant; the network runs
+  //    its events up to the smallest actor bound, waking the waiters of what it delivers.
+  wake_ready();
+  while (net_) {
+    Nanos h = kInf;
+    bool any = false;
+    for (const auto& p : actors_) {
+      if (p->state == State::kFinished) continue;
+      any = true;
+      h = std::min(h, bound(*p));
+    }
+    if (!any) break;
+    bool delivered = false;
+    for (std::optional<Nanos> e = net_->next_event(); e && *e <= h; e = net_->next_event()) {
+      if (net_->run_next()) {
+        delivered = true;
+        break;
+      }
+    }
+    if (!delivered) break;
+    wake_ready();
   }
   // 2. The actor with the smallest (bound, id) proceeds: an actor waiting to act, or a blocked one
   //    whose deadline has come. A running one proceeds by itself.
@@ -128,7 +160,7 @@ void VirtualScheduler::reevaluate() {
     m.woken = true;
     m.timed_out = true;
     m.cv.notify_one();
-  } else if (any_unfinished && !any_live && deadlock_.empty()) {
+  } else if (any_unfinished && !any_live && deadlock_.empty() && !(net_ && net_->next_event())) {
     deadlock_ = "virtual-time deadlock: every actor is blocked and nothing can wake any of them:\n" + describe_locked();
     for (auto& p : actors_) p->cv.notify_all();
   }
@@ -177,7 +209,8 @@ bool VirtualScheduler::wait(ActorId a, const std::function<std::optional<Nanos>(
     reevaluate();  // a's bound moved up: someone waiting to act may now be the minimum
     return true;
   }
-  if (deadline && *deadline <= x.t) {
+  // Past its deadline: a timeout, unless a network still runs (the event may be due before t).
+  if (deadline && *deadline <= x.t && !net_) {
     reevaluate();
     return false;
   }

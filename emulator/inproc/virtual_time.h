@@ -26,6 +26,15 @@
 // deadlock of the program under test. The scheduler then fails every wait with DeadlockError
 // naming each actor's state, instead of hanging.
 //
+// The network (a fabric's event queue: segment and ACK arrivals, timers) is scheduled like an actor
+// whose bound is its next event's instant: inside the scheduler's lock, every re-evaluation first
+// runs the network's events up to the smallest actor bound H (events at an instant run before
+// actors acting at that instant), one at a time; an event that delivers a message wakes its
+// waiter, whose bound may drop below H, so the horizon is taken again after each such event. So an
+// actor acts at t only when every network event before t has run and no event can still arise
+// before t; a blocked actor with no deadline waits for the network, and a deadlock is every actor
+// blocked with the network's queue empty.
+//
 // Thread-safety: every member may be called from any thread; wait()/act() only from the thread
 // bound to that actor. One mutex; fine for the tens of actors of an embedded run.
 #pragma once
@@ -59,6 +68,17 @@ class SchedulerAborted : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// The network as the scheduler drives it (set_network). Its methods are called under the
+/// scheduler's lock.
+class VirtualNetwork {
+ public:
+  virtual ~VirtualNetwork() = default;
+  /// Instant of the earliest pending event, if any.
+  virtual std::optional<Nanos> next_event() = 0;
+  /// Runs the earliest pending event; true if it may have made an awaited event exist (a delivery).
+  virtual bool run_next() = 0;
+};
+
 class VirtualScheduler {
  public:
   using ActorId = int;
@@ -77,6 +97,10 @@ class VirtualScheduler {
   ActorId current() const;
   /// The largest virtual time of any actor (for a thread that is no actor, e.g. the run's end).
   Nanos latest() const;
+
+  /// The network whose events run between the actors' actions (nullptr: none). Set it before the
+  /// actors start, and clear it before `net` is destroyed.
+  void set_network(VirtualNetwork* net);
 
   /// `a`'s virtual now.
   Nanos now(ActorId a) const;
@@ -127,7 +151,8 @@ class VirtualScheduler {
 
   Nanos bound(const Actor& a) const;
   bool is_minimum(ActorId a) const;
-  void reevaluate();                 // wakes waiters that can proceed; detects deadlock
+  void reevaluate();                 // runs the network, wakes waiters that can proceed; detects deadlock
+  bool wake_ready();                 // step 1 of reevaluate(): true if any waiter was woken
   std::string describe_locked() const;
   void throw_if_stopped() const;
 
@@ -135,6 +160,7 @@ class VirtualScheduler {
   std::vector<std::unique_ptr<Actor>> actors_;
   std::string abort_reason_;
   std::string deadlock_;
+  VirtualNetwork* net_ = nullptr;
 };
 
 /// The Clock of an actor: now() is the calling thread's actor's virtual time (or the largest

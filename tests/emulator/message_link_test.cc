@@ -451,5 +451,106 @@ TEST(MessageLink, ApplicationLimitedDoesNotGrowTheWindow) {
   }
 }
 
+// ---- TCP: both directions together (ACK frames on the reverse link) --------------------------
+
+namespace both_ways {
+
+constexpr Nanos kAck{(52 + 38) * 8};  // an ACK frame: 52 header bytes + 38 overhead = 720 ns
+
+/// Two directions of one path and a connection each way on one event queue, as in a fabric.
+struct Path {
+  explicit Path(LinkConfig c, SegmentConfig a_seg, SegmentConfig b_seg)
+      : ab(c, RandomStream(1, 0)), ba(c, RandomStream(1, 1)), a(ab, a_seg, &ba, &q), b(ba, b_seg, &ab, &q) {
+    a.set_on_done([this](uint64_t, const MessageVerdict& v) { a_done.push_back(v); });
+    b.set_on_done([this](uint64_t, const MessageVerdict& v) { b_done.push_back(v); });
+  }
+  void run() {
+    while (!q.empty()) q.run_next();
+  }
+  EventQueue q;
+  LinkModel ab, ba;
+  MessageLink a, b;  // a sends on ab (ACKs on ba), b on ba
+  std::vector<MessageVerdict> a_done, b_done;
+};
+
+SegmentConfig no_rwnd(uint32_t cwnd) {
+  SegmentConfig s = reno();
+  s.receive_window = false;
+  s.initial_cwnd = cwnd;
+  return s;
+}
+
+// The ACK of A's one segment arrives at B at kSeg + 10 ms and is offered to B->A, whose serializer
+// holds B's 1000 segments offered at 0 until 1000 kSeg = 12.304 ms: it leaves at 1000 kSeg + kAck
+// and reaches A 10 ms later. Alone, it leaves at once: RTT = kSeg + 2 delay + kAck.
+TEST(MessageLinkBothWays, AnAckQueuesBehindTheReverseBulk) {
+  for (bool bulk : {false, true}) {
+    Path p(gig(), no_rwnd(10), no_rwnd(1000));
+    p.a.enqueue(Nanos{0}, 1448);
+    if (bulk) p.b.enqueue(Nanos{0}, 1000 * 1448);
+    p.run();
+    ASSERT_EQ(p.a_done.size(), 1u);
+    EXPECT_EQ(p.a_done[0].deliver_at, kSeg + kDelay);  // the data itself does not wait
+    EXPECT_EQ(p.a.latest_rtt(), bulk ? 1000 * kSeg + kAck + kDelay : kSeg + 2 * kDelay + kAck) << bulk;
+    EXPECT_EQ(p.ba.stats().offered, bulk ? 1001u : 1u);  // B's data (and A's ACK)
+  }
+}
+
+// A's 11 segments on a fresh connection (initial window 10): the 11th waits for the first ACK.
+// Alone: that ACK arrives at kSeg + 2 delay + kAck; the 11th segment departs kSeg later and arrives
+// one delay after. With B's 1000 segments on B->A since 0, the ACK leaves B->A only at
+// 1000 kSeg + kAck: the message is delivered (1000 - 1) kSeg - 10 ms later, the ACK's queueing.
+// B's ACKs on A->B (one per B segment, kSeg apart, kAck each) never hold A's 11th segment: the
+// last of them ends just as it is offered (1000 kSeg + kAck + 10 ms).
+TEST(MessageLinkBothWays, ABulkTheOtherWaySlowsTheAckClock) {
+  const Nanos alone = kSeg + 2 * kDelay + kAck + kSeg + kDelay;
+  for (bool bulk : {false, true}) {
+    Path p(gig(), no_rwnd(10), no_rwnd(1000));
+    p.a.enqueue(Nanos{0}, 11 * 1448);
+    if (bulk) p.b.enqueue(Nanos{0}, 1000 * 1448);
+    p.run();
+    ASSERT_EQ(p.a_done.size(), 1u);
+    EXPECT_EQ(p.a_done[0].deliver_at, bulk ? alone + 999 * kSeg - kDelay : alone) << bulk;
+    if (bulk) EXPECT_EQ(p.b_done.at(0).deliver_at, 1000 * kSeg + kDelay);
+  }
+}
+
+// Two simultaneous 11-segment messages, one each way, on fresh connections with no propagation
+// delay: each side's first flight (10 segments) occupies its direction until 10 kSeg, so the other
+// side's ACKs for it queue there. A's first ACK leaves B->A at 10 kSeg + kAck; A's 11th segment,
+// offered then, queues on A->B behind B's 10 ACKs (ending at 10 kSeg + 10 kAck): delivered at
+// 11 kSeg + 10 kAck, against 11 kSeg alone (its ACKs alone on B->A, A->B free after 10 kSeg).
+TEST(MessageLinkBothWays, TwoSimultaneousMessagesEachWaitForTheOthersAcks) {
+  LinkConfig c = gig();
+  c.delay = Nanos{0};
+  for (bool both : {false, true}) {
+    Path p(c, no_rwnd(10), no_rwnd(10));
+    p.a.enqueue(Nanos{0}, 11 * 1448);
+    if (both) p.b.enqueue(Nanos{0}, 11 * 1448);
+    p.run();
+    ASSERT_EQ(p.a_done.size(), 1u);
+    EXPECT_EQ(p.a_done[0].deliver_at, both ? 11 * kSeg + 10 * kAck : 11 * kSeg) << both;
+    if (both) EXPECT_EQ(p.b_done.at(0).deliver_at, 11 * kSeg + 10 * kAck);
+  }
+}
+
+// A lost ACK frame: what it said rides on the next one (cumulative ACKs). The link B->A loses the
+// frame offered at kSeg + 10 ms (the ACK of A's first segment); the ACK of the second (offered at
+// 2 kSeg + 10 ms) tells both: A learns of both when it arrives, and nothing is retransmitted.
+TEST(MessageLinkBothWays, ALostAckIsCarriedByTheNext) {
+  Path p(gig(), no_rwnd(10), no_rwnd(10));
+  lose_at(p.ba, kSeg + kDelay);
+  p.a.enqueue(Nanos{0}, 2 * 1448);
+  p.run();
+  ASSERT_EQ(p.a_done.size(), 1u);
+  EXPECT_EQ(p.a_done[0].transmissions, 2u);
+  EXPECT_EQ(p.a.tcp_stats().acked_segments, 2u);
+  EXPECT_EQ(p.a.latest_rtt(), 2 * kSeg + 2 * kDelay + kAck);  // segment 1: sent at 0, departs at 2 kSeg
+  EXPECT_EQ(p.a.in_flight(), 0u);
+  EXPECT_EQ(p.ba.stats().drops[static_cast<int>(Fate::kDropLoss)], 1u);
+}
+
+}  // namespace both_ways
+
 }  // namespace
 }  // namespace geotb::emu

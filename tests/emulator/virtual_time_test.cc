@@ -179,6 +179,63 @@ TEST(VirtualScheduler, ManyActorsActInNonDecreasingVirtualTimeUnderRandomThreadT
   for (size_t i = 1; i < log.size(); ++i) ASSERT_LE(log[i - 1], log[i]) << "action " << i;
 }
 
+// A network as the scheduler sees it: events at fixed instants, each making `delivered` its instant.
+struct ScriptedNetwork final : emu::VirtualNetwork {
+  std::vector<Nanos> events;
+  size_t next = 0;
+  std::optional<Nanos> delivered;
+  std::optional<Nanos> next_event() override {
+    return next < events.size() ? std::optional<Nanos>(events[next]) : std::nullopt;
+  }
+  bool run_next() override {
+    delivered = events[next++];
+    return true;
+  }
+};
+
+// The network runs an event only when no actor can act before it: actor 0 acts at 2 ms before the
+// 5 ms event has run; the event wakes actor 1 (blocked, no deadline) at 5 ms, before actor 0 acts
+// at 12 ms. With the network's queue empty and actor 1 blocked on something that never comes, the
+// scheduler reports a deadlock (once actor 0 is done), not before.
+TEST(VirtualScheduler, TheNetworkRunsBetweenActorsAndDeadlockWaitsForItsQueue) {
+  VirtualScheduler s;
+  ScriptedNetwork net;
+  net.events = {5ms};
+  s.set_network(&net);
+  std::vector<std::pair<int, Nanos>> acts;  // (actor, instant), under the scheduler's lock
+  size_t run_at_2ms = 99;
+  Nanos woke{0};
+  bool deadlock = false;
+  run_actors(s, 2, [&](int a) {
+    if (a == 0) {
+      s.charge(a, 2ms);
+      s.act(a, [&](Nanos t) {
+        run_at_2ms = net.next;
+        acts.push_back({a, t});
+      });
+      s.charge(a, 10ms);
+      s.act(a, [&](Nanos t) { acts.push_back({a, t}); });
+    } else {
+      s.wait(a, [&] { return net.delivered; }, std::nullopt, "the network's delivery");
+      woke = s.now(a);
+      s.act(a, [&](Nanos t) { acts.push_back({a, t}); });
+      try {
+        s.wait(a, [] { return std::optional<Nanos>{}; }, std::nullopt, "nothing");
+      } catch (const emu::DeadlockError&) {
+        deadlock = true;
+      }
+    }
+  });
+  s.set_network(nullptr);
+  EXPECT_EQ(run_at_2ms, 0u);
+  EXPECT_EQ(woke, 5ms);
+  ASSERT_EQ(acts.size(), 3u);
+  EXPECT_EQ(acts[0], std::make_pair(0, Nanos{2ms}));
+  EXPECT_EQ(acts[1], std::make_pair(1, Nanos{5ms}));
+  EXPECT_EQ(acts[2], std::make_pair(0, Nanos{12ms}));
+  EXPECT_TRUE(deadlock);
+}
+
 // ---- the fabric in virtual-time mode ----
 
 emu::FabricConfig two_sites(int per_site, double wan_bps, Nanos wan_delay) {
@@ -245,6 +302,33 @@ TEST(VirtualFabric, SendersShareTheWanSerializerInVirtualTimeOrder) {
   const Nanos seg = 12304ns;
   EXPECT_EQ(from0, 1ms + 200 * seg + 10ms);
   EXPECT_EQ(from1, from0);  // received after rank 0's message, which came later
+}
+
+// Both directions in one simulation (message_link_test.cc, MessageLinkBothWays, the same case on
+// a bare event queue): 11-segment messages each way at 0 over 1 Gbit/s with no propagation delay
+// and a 10-segment initial window. Each side's first flight occupies its direction until 10 kSeg,
+// so each side's ACKs for the other's flight queue behind it; the 11th segment then waits behind
+// the other side's 10 ACKs: received at 11 kSeg + 10 kAck, against 11 kSeg when only one sends.
+TEST(VirtualFabric, BothDirectionsSimulatedTogether) {
+  const Nanos seg = 12304ns, ack = 720ns;
+  for (bool both : {false, true}) {
+    VirtualScheduler s;
+    emu::VirtualClock clock(s);
+    emu::FabricConfig fc = two_sites(1, 1e9, 0ns);
+    fc.segments.cc = emu::CcAlgorithm::kReno;
+    fc.segments.receive_window = false;
+    emu::Fabric f(fc, clock, s);
+    Nanos at0{0}, at1{0};
+    run_actors(s, 2, [&](int a) {
+      if (a == 0 || both) f.send(a, 1 - a, 3, std::vector<uint8_t>(11 * 1448));
+      if (a == 1 || both) {
+        ASSERT_TRUE(f.recv(a, 1 - a, 3, 10s).has_value());
+        (a == 0 ? at0 : at1) = clock.now();
+      }
+    });
+    EXPECT_EQ(at1, both ? 11 * seg + 10 * ack : 11 * seg) << both;
+    if (both) EXPECT_EQ(at0, 11 * seg + 10 * ack);
+  }
 }
 
 TEST(VirtualFabric, RecvTimeoutIsVirtual) {

@@ -77,16 +77,35 @@ TEST(Fabric, CloseWakesABlockedReceiver) {
   EXPECT_TRUE(f.closed());
 }
 
-TEST(Fabric, DownLinkMakesSendFailWithTypedError) {
+// A link that stays down: the message fails its connection after max_attempts transmissions (the
+// TCP timer: RTO 202 ms from the handshake's 2 ms sample, doubling: tries at 0, 202, 606 ms), as a
+// socket times out: the receiver's recv throws, and so does the sender's next send on it.
+TEST(Fabric, DownLinkMakesRecvAndTheNextSendFailWithTypedError) {
   emu::FakeClock clock;
   auto fc = two_sites(1, 1e9, 1ms);
   fc.wan[0].config.up = false;  // 0 -> 1
   fc.segments.max_attempts = 3;
   emu::Fabric f(fc, clock);
-  EXPECT_THROW(f.send(0, 1, 1, std::vector<uint8_t>(10)), emu::FabricError);
+  f.send(0, 1, 1, std::vector<uint8_t>(10));
+  EXPECT_THROW(f.recv(1, 0, 1, 1s), emu::FabricError);
+  EXPECT_EQ(clock.now(), 202ms + 404ms + 808ms);
   EXPECT_EQ(f.stats(0, 1).failed_messages, 1u);
   engine::EmulatedTransport t(f, 0, 1s);
   EXPECT_THROW(t.send(1, 2, std::vector<uint8_t>(10)), engine::TransportError);
+  // The connection starts afresh: the next message goes (and fails again, the link being down).
+  EXPECT_NO_THROW(t.send(1, 2, std::vector<uint8_t>(10)));
+}
+
+// The window-less model settles a message when it is sent: the send itself fails.
+TEST(Fabric, DownLinkMakesAWindowlessSendFail) {
+  emu::FakeClock clock;
+  auto fc = two_sites(1, 1e9, 1ms);
+  fc.wan[0].config.up = false;  // 0 -> 1
+  fc.segments.max_attempts = 3;
+  fc.segments.tcp = false;
+  emu::Fabric f(fc, clock);
+  EXPECT_THROW(f.send(0, 1, 1, std::vector<uint8_t>(10)), emu::FabricError);
+  EXPECT_EQ(f.stats(0, 1).failed_messages, 1u);
 }
 
 TEST(Fabric, RealClockWaitsAtLeastTheModelledDelay) {
