@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "engine/checkpoint/worker_state.h"
 #include "engine/compute_charge.h"
 
 #include "engine/strategies/table.h"
@@ -35,8 +36,11 @@ void run_worker_loop(WorkerEnv& env, const StrategyConfig& scfg, const WorkloadS
   const std::vector<int> snap_at = rank0 ? snapshot_steps(work) : std::vector<int>{};
   if (rank0) out.step_end_s.assign(static_cast<size_t>(steps), 0);
 
-  const std::chrono::nanoseconds t_start = hooks.start();
-  for (int s = 0; s < steps; ++s) {
+  ResumePoint from;
+  if (hooks.resume) from = restore_worker_state(*hooks.resume, env, *strategy, sampler, out, steps);
+  // Times count from the first step of the whole run (a resumed run's from before the checkpoint).
+  const std::chrono::nanoseconds t_start = hooks.start() - from.elapsed;
+  for (int s = from.steps_done; s < steps; ++s) {
     double loss;
     {
       ScopedTimer t(clock, env.times.compute_ns);
@@ -60,6 +64,11 @@ void run_worker_loop(WorkerEnv& env, const StrategyConfig& scfg, const WorkloadS
           out.snapshots.emplace_back(env.learner->params(), env.learner->params() + n);
         }
       if (hooks.progress) hooks.progress(s + 1, steps, t);
+    }
+    if (s + 1 < steps && hooks.checkpoint_due && hooks.checkpoint_due(s + 1)) {
+      StateBuffers state;
+      save_worker_state(env, *strategy, sampler, out, s + 1, clock.now() - t_start, state);
+      hooks.checkpoint_write(s + 1, state);
     }
   }
   strategy->finish(env);
