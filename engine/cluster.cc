@@ -264,6 +264,7 @@ model::StrategyRun run_strategy(const ClusterSpec& cluster, const WorkloadSpec& 
   }
   reports[0].wall_s = std::chrono::duration<double>(t_end - t_start + resumed_at).count();
   reports[0].accuracy_curve = accuracy_curve(*learners[0], records[0], work, P, data.test);
+  reports[0].final_weights_sha256 = sha256_hex(x0, n * sizeof(float));
   model::StrategyRun res = merge_rank_reports(scfg.name, reports, work, M);
   if (virt) res.metrics.host_wall_s = std::chrono::duration<double>(host_wall).count();
   // The fabric's own WAN accounting (it also counts retransmissions).

@@ -209,6 +209,7 @@ void to_json(json& j, const StrategyRun& s) {
   j = {{"name", s.name}, {"config", s.config}, {"metrics", s.metrics}, {"series", s.series}, {"exchanges", s.exchanges}};
   if (s.dataplane) j["dataplane"] = *s.dataplane;
   if (s.resumed_from) j["resumed_from"] = *s.resumed_from;
+  if (s.final_weights_sha256) j["final_weights_sha256"] = *s.final_weights_sha256;
   if (s.seeds.empty()) return;
   j["seeds"] = s.seeds;
   const SeedSummary sum = *metrics::seed_summary(s.seeds);
@@ -242,6 +243,8 @@ void from_json(const json& j, StrategyRun& s) {
   }
   s.resumed_from.reset();
   if (f::has(j, "resumed_from")) f::get(j, "resumed_from", s.resumed_from.emplace());
+  s.final_weights_sha256.reset();
+  if (f::has(j, "final_weights_sha256")) s.final_weights_sha256 = f::sha256_hex(j, "final_weights_sha256");
 }
 
 // ---- scenario and context ----

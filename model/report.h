@@ -163,7 +163,7 @@ void from_json(const json& j, ResumedFrom& r);
 
 /// One strategy of a run: {"name", "config", "metrics", "series", "exchanges"}; with `--seeds N`,
 /// "seeds" (N entries, the first the run above) and "seed_summary"; in dpdk mode "dataplane";
-/// resumed from a checkpoint, "resumed_from".
+/// resumed from a checkpoint, "resumed_from"; "final_weights_sha256".
 struct StrategyRun {
   std::string name;
   json config = json::object();  ///< the strategy's parameters (harness strategy_config_json())
@@ -173,6 +173,9 @@ struct StrategyRun {
   std::vector<SeedResult> seeds;          ///< empty: one seed (not written)
   std::optional<DataPlaneSummary> dataplane;  ///< dpdk mode only
   std::optional<ResumedFrom> resumed_from;    ///< absent: the run started at step 0
+  /// SHA-256 of rank 0's final parameters (float32 bytes): equal hashes, bit-identical models
+  /// (a resumed run against an uninterrupted one). Absent in older reports.
+  std::optional<std::string> final_weights_sha256;
 };
 void to_json(json& j, const StrategyRun& s);
 void from_json(const json& j, StrategyRun& s);

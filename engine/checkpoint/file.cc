@@ -111,6 +111,17 @@ void expect_same(const CheckpointHeader& got, const CheckpointHeader& want, cons
 
 }  // namespace
 
+std::string sha256_hex(const void* p, size_t n) {
+  const auto d = sha256(p, n);
+  static const char* hex = "0123456789abcdef";
+  std::string s;
+  for (uint8_t b : d) {
+    s += hex[b >> 4];
+    s += hex[b & 15];
+  }
+  return s;
+}
+
 std::string checkpoint_step_dir(const std::string& dir, const std::string& strategy, int step) {
   return dir + "/" + strategy + "/step-" + std::to_string(step);
 }

@@ -40,6 +40,9 @@ struct CheckpointHeader {
   int step = 0;               ///< steps done
 };
 
+/// SHA-256 of n bytes, 64 lowercase hex digits (libcrypto).
+std::string sha256_hex(const void* p, size_t n);
+
 /// <dir>/<strategy>/step-<k> and the rank file in it.
 std::string checkpoint_step_dir(const std::string& dir, const std::string& strategy, int step);
 std::string checkpoint_rank_file(const std::string& step_dir, int rank);

@@ -28,6 +28,17 @@ struct CheckpointOptions {
   bool writes() const { return !dir.empty(); }
 };
 
+/// The shared record the ranks agree through: requests made, requests seen, the target step of
+/// the one being honoured (-1: none) and every rank's last boundary.
+struct ScheduleState {
+  int32_t requests = 0, seen = 0, target = -1;
+  std::vector<int32_t> progress;
+};
+
+/// One rank's decision at a boundary, on the shared record (the caller holds its lock): whether
+/// rank `rank`, having done `steps` steps, checkpoints now.
+bool checkpoint_due(ScheduleState& st, int rank, int steps, int every_steps);
+
 /// The embedded mode's agreement on checkpoint steps (its ranks are threads). Thread-safe.
 class CheckpointSchedule {
  public:
@@ -38,11 +49,34 @@ class CheckpointSchedule {
 
  private:
   std::mutex mu_;
-  std::vector<int> progress_;
+  ScheduleState st_;
   int every_;
   const std::atomic<int>* requests_;
-  int seen_ = 0;
-  int target_ = -1;
+};
+
+/// The process modes' agreement: the same record in a small file every rank opens (ranks are
+/// processes of one host, possibly in other network namespaces), under flock(2). The
+/// coordinator creates it and adds requests (request()); each worker calls due().
+class CheckpointRequestFile {
+ public:
+  /// Creates (or truncates) `path` for `world` ranks that start at `first_step`.
+  static void create(const std::string& path, int world, int first_step);
+  /// Opens an existing one. Throws CheckpointError naming the path.
+  CheckpointRequestFile(const std::string& path, int world);
+  ~CheckpointRequestFile();
+  CheckpointRequestFile(const CheckpointRequestFile&) = delete;
+  CheckpointRequestFile& operator=(const CheckpointRequestFile&) = delete;
+  /// Asks for a checkpoint at the first boundary no rank has passed.
+  void request();
+  /// As CheckpointSchedule::due.
+  bool due(int rank, int steps, int every_steps);
+
+ private:
+  template <class F>
+  void locked(F&& f);
+  std::string path_;
+  int fd_ = -1;
+  int world_;
 };
 
 /// Counts the rank files of each checkpoint; the last rank to write one completes it (manifest,
