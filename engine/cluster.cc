@@ -110,6 +110,20 @@ model::StrategyRun run_strategy(const ClusterSpec& cluster, const WorkloadSpec& 
     ckpt_writer.emplace(opt.checkpoint, scfg.name, P);
   }
 
+  // Full recovery: the checkpoint every rank goes back to at a boundary, the first to get there
+  // reads it (the last complete one then) and the others take the same.
+  std::mutex rewind_mu;
+  std::vector<std::pair<int, std::shared_ptr<const Checkpoint>>> rewinds;  // (boundary, checkpoint)
+  auto rewind_to = [&](int steps) {
+    std::lock_guard<std::mutex> lk(rewind_mu);
+    for (const auto& [b, c] : rewinds)
+      if (b == steps) return c;
+    auto c = std::make_shared<const Checkpoint>(load_checkpoint(
+        opt.checkpoint.dir + "/" + scfg.name, {.scenario_hash = opt.checkpoint.scenario_hash, .strategy = scfg.name, .world = P}));
+    rewinds.emplace_back(steps, c);
+    return c;
+  };
+
   std::vector<WorkerRecord> records(static_cast<size_t>(P));
   std::chrono::nanoseconds t_start{0}, t_end{0};
 
@@ -205,6 +219,11 @@ model::StrategyRun run_strategy(const ClusterSpec& cluster, const WorkloadSpec& 
       if (resume) hooks.resume = &resume->ranks[static_cast<size_t>(r)];
       if (ckpt_writer) {
         hooks.checkpoint_due = [&, r](int steps) { return ckpt_schedule->due(r, steps); };
+        if (opt.checkpoint.rewind_due)
+          hooks.rewind = [&, r](int steps) -> const StateBuffers* {
+            if (!opt.checkpoint.rewind_due(r, steps)) return nullptr;
+            return &rewind_to(steps)->ranks[static_cast<size_t>(r)];
+          };
         hooks.checkpoint_write = [&, r](int steps, const StateBuffers& s) {
           if (r != 0) return ckpt_writer->write(r, steps, s);
           // Rank 0 keeps the fabric's WAN totals (counters, not weights: as of its checkpoint instant).

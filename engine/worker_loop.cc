@@ -24,7 +24,8 @@ void run_worker_loop(WorkerEnv& env, const StrategyConfig& scfg, const WorkloadS
   const size_t n = env.learner->num_params();
   const bool rank0 = env.rank == 0;
 
-  auto strategy = find_strategy(scfg.name).make(scfg, env);
+  const StrategyDescriptor& desc = find_strategy(scfg.name);
+  std::unique_ptr<Strategy> strategy = desc.make(scfg, env);
   BatchSampler sampler(shard, work.seed, static_cast<uint64_t>(env.rank));
   std::vector<uint32_t> idx;
   std::vector<float> x(B * F);
@@ -33,6 +34,7 @@ void run_worker_loop(WorkerEnv& env, const StrategyConfig& scfg, const WorkloadS
   out.step_end_s.clear();
   out.snapshot_steps.clear();
   out.snapshots.clear();
+  out.steps_redone = 0;
   const std::vector<int> snap_at = rank0 ? snapshot_steps(work) : std::vector<int>{};
   if (rank0) out.step_end_s.assign(static_cast<size_t>(steps), 0);
 
@@ -70,6 +72,12 @@ void run_worker_loop(WorkerEnv& env, const StrategyConfig& scfg, const WorkloadS
       save_worker_state(env, *strategy, sampler, out, s + 1, clock.now() - t_start, state);
       hooks.checkpoint_write(s + 1, state);
     }
+    if (s + 1 < steps && hooks.rewind)
+      if (const StateBuffers* back = hooks.rewind(s + 1)) {
+        const ResumePoint p = rewind_worker(*back, env, strategy, [&] { return desc.make(scfg, env); }, sampler, out, steps);
+        out.steps_redone += s + 1 - p.steps_done;
+        s = p.steps_done - 1;
+      }
   }
   strategy->finish(env);
   hooks.finished();

@@ -52,6 +52,10 @@ struct WorkerLoopHooks {
   std::function<bool(int)> checkpoint_due;
   /// Stores this rank's state of the checkpoint after (steps done).
   std::function<void(int, const StateBuffers&)> checkpoint_write;
+  /// Full recovery: after each step but the last, (steps done) -> a checkpoint's state to go
+  /// back to now (checkpoint/worker_state.h rewind_worker), or null to go on. Every rank of the
+  /// run must answer alike for the same steps. Empty: never.
+  std::function<const StateBuffers*(int)> rewind;
 };
 
 /// What the loop records for one worker.
@@ -60,6 +64,7 @@ struct WorkerRecord {
   std::vector<double> step_end_s;             ///< rank 0 only: per step, seconds since the start at its end
   std::vector<int> snapshot_steps;            ///< rank 0 only: steps done when each snapshot was taken
   std::vector<std::vector<float>> snapshots;  ///< rank 0 only: its parameters after those steps
+  int steps_redone = 0;                       ///< steps done again after rewinds (full recovery)
 };
 
 /// Steps after which rank 0 snapshots its parameters: `eval_points - 1` evenly spaced steps

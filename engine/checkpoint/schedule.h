@@ -25,6 +25,9 @@ struct CheckpointOptions {
   const Checkpoint* resume = nullptr;  ///< continue from this (every rank's state loaded); null: from step 0
   /// Called once a checkpoint is complete: (steps done, its directory). May be empty.
   std::function<void(int, const std::string&)> written;
+  /// Full recovery (embedded mode): (rank, steps done) -> whether that rank goes back to the last
+  /// complete checkpoint in `dir` now. Must say so for every rank at the same boundary. Empty: never.
+  std::function<bool(int, int)> rewind_due;
   bool writes() const { return !dir.empty(); }
 };
 

@@ -51,6 +51,24 @@ void save_worker_state(WorkerEnv& env, Strategy& strategy, const BatchSampler& s
   w.floats("record.snapshots", snaps);
 }
 
+ResumePoint rewind_worker(const StateBuffers& state, WorkerEnv& env, std::unique_ptr<Strategy>& strategy,
+                          const std::function<std::unique_ptr<Strategy>()>& make, BatchSampler& sampler,
+                          WorkerRecord& rec, int total_steps) {
+  StateBuffers settled;
+  StateWriter w(settled);
+  strategy->save(env, w);  // completes what is in flight, so the old strategy leaves nothing behind
+  strategy = make();
+  const WorkerTimes spent = env.times;
+  std::vector<ExchangeRecord> logged = env.exchanges;
+  const std::vector<double> ends = rec.step_end_s;
+  const ResumePoint p = restore_worker_state(state, env, *strategy, sampler, rec, total_steps);
+  env.times = spent;
+  env.exchanges = std::move(logged);
+  for (size_t i = static_cast<size_t>(p.steps_done); i < ends.size() && i < rec.step_end_s.size(); ++i)
+    rec.step_end_s[i] = ends[i];
+  return p;
+}
+
 ResumePoint resume_point(const StateBuffers& in) {
   StateReader r(in);
   ResumePoint p;

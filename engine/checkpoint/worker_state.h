@@ -14,6 +14,8 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
+#include <memory>
 
 #include "engine/checkpoint/state.h"
 #include "engine/data/fashion_mnist.h"
@@ -38,6 +40,16 @@ struct ResumePoint {
 /// buffer (std::invalid_argument from the optimizer or the sampler is turned into one).
 ResumePoint restore_worker_state(const StateBuffers& in, WorkerEnv& env, Strategy& strategy, BatchSampler& sampler,
                                  WorkerRecord& rec, int total_steps);
+
+/// Full recovery (README "Checkpoints"): takes a running worker back to `state` (the last
+/// checkpoint): `strategy` is settled (its round in flight completed: every rank of the run must
+/// rewind at the same boundary) and replaced by a fresh one made by `make`, then everything is
+/// restored as by restore_worker_state() except the time accounting and the exchange log, which
+/// keep what the abandoned steps cost. Returns where to continue; `rec` keeps its loss and step
+/// times of the steps to redo until they are redone.
+ResumePoint rewind_worker(const StateBuffers& state, WorkerEnv& env, std::unique_ptr<Strategy>& strategy,
+                          const std::function<std::unique_ptr<Strategy>()>& make, BatchSampler& sampler,
+                          WorkerRecord& rec, int total_steps);
 
 /// The state's step and elapsed time, without restoring anything. Throws StateError.
 ResumePoint resume_point(const StateBuffers& in);

@@ -6,6 +6,7 @@
 // 2 DCs x 2 workers, a 32-unit MLP, 25 steps, virtual clock: each run takes well under a second.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <atomic>
 #include <cstring>
 #include <filesystem>
@@ -352,6 +353,37 @@ TEST(Checkpoint, RequestedCheckpointDuringARunResumesBitIdentically) {
   RunOptions ro = options();
   ro.checkpoint.resume = &c;
   EXPECT_TRUE(bit_identical(run(s, ro).x, plain.x));
+}
+
+}  // namespace
+
+namespace {
+
+// Full recovery's mechanism (what the node-kill events will trigger): at step 20 every rank goes
+// back to the last complete checkpoint (12 or 18, whichever was complete when the first rank got
+// there) and redoes the steps since; the run ends bit-identical to the one that never went back.
+TEST(Checkpoint, EveryRankRewindingToTheLastCheckpointEndsBitIdentically) {
+  for (const StrategyConfig& s : embedded_strategies()) {
+    if (s.name != "hier_ef_topk_int8" && s.name != "local_sgd" && s.name != "naive_ddp") continue;
+    SCOPED_TRACE(label(s));
+    const Outcome plain = run(s, options());
+    TempDir dir;
+    RunOptions o = options();
+    o.checkpoint.dir = dir.str();
+    o.checkpoint.every_steps = 6;
+    o.checkpoint.scenario_hash = kHash;
+    std::array<std::atomic<bool>, 4> rewound{};
+    o.checkpoint.rewind_due = [&](int rank, int steps) {
+      return steps == 20 && !rewound[static_cast<size_t>(rank)].exchange(true);
+    };
+    const Outcome recovered = run(s, o);
+    for (const auto& r : rewound) EXPECT_TRUE(r.load());
+    EXPECT_TRUE(bit_identical(recovered.x, plain.x));
+    EXPECT_EQ(recovered.run.series.loss, plain.run.series.loss);
+    EXPECT_EQ(recovered.run.metrics.replica_max_abs_diff, 0.0);
+    // The redone steps cost time: more compute than the run that did each step once.
+    EXPECT_GT(recovered.run.metrics.compute_s_per_step, plain.run.metrics.compute_s_per_step);
+  }
 }
 
 }  // namespace
