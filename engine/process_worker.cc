@@ -1,6 +1,5 @@
 #include "engine/process_worker.h"
 
-#include <cstdio>
 #include <cstring>
 #include <optional>
 #include <memory>
@@ -173,8 +172,7 @@ RankReport run_process_worker(const ProcessWorkerConfig& cfg, const StrategyConf
       // The last rank to have written completes it (the store counts; nobody waits).
       if (store_add(*store, key + "ckpt/" + std::to_string(steps), 1) == P) {
         complete_checkpoint(ckpt.dir, h);
-        std::printf("checkpoint %d %s\n", steps, step_dir.c_str());
-        std::fflush(stdout);
+        if (ckpt.written) ckpt.written(steps, step_dir);
       }
     };
   }

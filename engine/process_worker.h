@@ -49,6 +49,8 @@ struct ProcessCheckpointing {
   std::string requests_file;  ///< the coordinator's CheckpointRequestFile ("" = no requests)
   std::string scenario_hash;  ///< written into (and checked against) every checkpoint
   std::string resume;         ///< a checkpoint to continue from ("" = from step 0): this rank's file is read
+  /// Called by the rank that completes a checkpoint: (steps done, its directory). May be empty.
+  std::function<void(int, const std::string&)> written;
 };
 
 /// Returns "" if consistent, else "field: value: why" (rank/dc/local_rank/world agree, ports, ...).

@@ -166,6 +166,10 @@ int run_worker(const WorkerArgs& a) {
     ckpt.requests_file = a.checkpoint_requests;
     ckpt.scenario_hash = sc.checkpoint.training_hash;
     ckpt.resume = a.resume;
+    ckpt.written = [](int step, const std::string& dir) {
+      fmt::print("geotb worker: checkpoint after step {}: {}\n", step, dir);
+      std::fflush(stdout);
+    };
     const model::RankReport r = engine::run_process_worker(cfg, *scfg, sc.workload, data, progress, started, ckpt);
     if (!a.out.empty()) model::save_rank_report(r, a.out);
     fmt::print("geotb worker: rank {} done{}\n", cfg.rank,
