@@ -11,6 +11,7 @@
 #include "emulator/inproc/fabric.h"
 #include "emulator/inproc/virtual_time.h"
 #include "emulator/link/clock.h"
+#include "engine/checkpoint/worker_state.h"
 #include "engine/collectives/transport_group.h"
 #include "engine/strategies/table.h"
 #include "engine/transport/emulated.h"
@@ -94,6 +95,35 @@ model::StrategyRun run_strategy(const ClusterSpec& cluster, const WorkloadSpec& 
     e.wan_in = inbound_links(fc.wan, e.dc, M);
   }
 
+  // Resuming: every rank's state is in memory and verified (checkpoint/file.h) before any starts.
+  const Checkpoint* resume = opt.checkpoint.resume;
+  if (resume && (static_cast<int>(resume->ranks.size()) != P || resume->header.strategy != scfg.name))
+    throw RunError(scfg.name + ": the checkpoint " + resume->step_dir + " is of " + resume->header.strategy + " with " +
+                   std::to_string(resume->ranks.size()) + " ranks, this run " + std::to_string(P));
+  // The timeline continues from rank 0's instant at the checkpoint.
+  const std::chrono::nanoseconds resumed_at = resume ? resume_point(resume->ranks[0]).elapsed : std::chrono::nanoseconds{0};
+  std::optional<CheckpointSchedule> ckpt_schedule;
+  std::optional<CheckpointWriter> ckpt_writer;
+  if (opt.checkpoint.writes()) {
+    ckpt_schedule.emplace(P, opt.checkpoint.every_steps, opt.checkpoint.requests,
+                          resume ? resume->header.step : 0);
+    ckpt_writer.emplace(opt.checkpoint, scfg.name, P);
+  }
+
+  // Full recovery: the checkpoint every rank goes back to at a boundary, the first to get there
+  // reads it (the last complete one then) and the others take the same.
+  std::mutex rewind_mu;
+  std::vector<std::pair<int, std::shared_ptr<const Checkpoint>>> rewinds;  // (boundary, checkpoint)
+  auto rewind_to = [&](int steps) {
+    std::lock_guard<std::mutex> lk(rewind_mu);
+    for (const auto& [b, c] : rewinds)
+      if (b == steps) return c;
+    auto c = std::make_shared<const Checkpoint>(load_checkpoint(
+        opt.checkpoint.dir + "/" + scfg.name, {.scenario_hash = opt.checkpoint.scenario_hash, .strategy = scfg.name, .world = P}));
+    rewinds.emplace_back(steps, c);
+    return c;
+  };
+
   std::vector<WorkerRecord> records(static_cast<size_t>(P));
   std::chrono::nanoseconds t_start{0}, t_end{0};
 
@@ -104,7 +134,7 @@ model::StrategyRun run_strategy(const ClusterSpec& cluster, const WorkloadSpec& 
   auto schedule_timeline = [&](std::chrono::nanoseconds origin) {
     for (const model::ScheduledChange& tc : cluster.timeline) {
       emu::LinkChange c = tc.change;
-      c.at = origin + tc.change.at;
+      c.at = origin - resumed_at + tc.change.at;
       fabric.schedule(tc.a, tc.b, c, true);
     }
   };
@@ -186,6 +216,27 @@ model::StrategyRun run_strategy(const ClusterSpec& cluster, const WorkloadSpec& 
           finish_line.arrive_and_wait();
       };
       if (r == 0) hooks.progress = opt.progress;
+      if (resume) hooks.resume = &resume->ranks[static_cast<size_t>(r)];
+      if (ckpt_writer) {
+        hooks.checkpoint_due = [&, r](int steps) { return ckpt_schedule->due(r, steps); };
+        if (opt.checkpoint.rewind_due)
+          hooks.rewind = [&, r](int steps) -> const StateBuffers* {
+            if (!opt.checkpoint.rewind_due(r, steps)) return nullptr;
+            return &rewind_to(steps)->ranks[static_cast<size_t>(r)];
+          };
+        hooks.checkpoint_write = [&, r](int steps, const StateBuffers& s) {
+          if (r != 0) return ckpt_writer->write(r, steps, s);
+          // Rank 0 keeps the fabric's WAN totals (counters, not weights: as of its checkpoint instant).
+          StateBuffers with_wan = s;
+          StateWriter w(with_wan, "mode.wan.");
+          const emu::TrafficStats t = fabric.wan_total();
+          w.u64("messages", t.messages);
+          w.u64("payload_bytes", t.payload_bytes);
+          w.u64("wire_bytes", t.wire_bytes);
+          w.u64("retransmissions", t.retransmissions);
+          ckpt_writer->write(r, steps, with_wan);
+        };
+      }
       run_worker_loop(env, scfg, work, data.train, shards[static_cast<size_t>(r)], hooks, records[static_cast<size_t>(r)]);
     } catch (const std::exception& e) {
       {
@@ -230,12 +281,20 @@ model::StrategyRun run_strategy(const ClusterSpec& cluster, const WorkloadSpec& 
     rr.exchanges = e.exchanges;
     if (r > 0) rr.replica_max_abs_diff = max_abs_diff(learners[static_cast<size_t>(r)]->params(), x0, n);
   }
-  reports[0].wall_s = std::chrono::duration<double>(t_end - t_start).count();
+  reports[0].wall_s = std::chrono::duration<double>(t_end - t_start + resumed_at).count();
   reports[0].accuracy_curve = accuracy_curve(*learners[0], records[0], work, P, data.test);
+  reports[0].final_weights_sha256 = sha256_hex(x0, n * sizeof(float));
   model::StrategyRun res = merge_rank_reports(scfg.name, reports, work, M);
   if (virt) res.metrics.host_wall_s = std::chrono::duration<double>(host_wall).count();
   // The fabric's own WAN accounting (it also counts retransmissions).
-  const emu::TrafficStats wan = fabric.wan_total();
+  emu::TrafficStats wan = fabric.wan_total();
+  if (resume && resume->ranks[0].find("mode.wan.messages")) {  // the part before the checkpoint
+    StateReader rd(resume->ranks[0], "mode.wan.");
+    wan.messages += rd.u64("messages");
+    wan.payload_bytes += rd.u64("payload_bytes");
+    wan.wire_bytes += rd.u64("wire_bytes");
+    wan.retransmissions += rd.u64("retransmissions");
+  }
   res.metrics.wan_messages = wan.messages;
   res.metrics.wan_payload_bytes = wan.payload_bytes;
   res.metrics.wan_wire_bytes = wan.wire_bytes;

@@ -15,6 +15,7 @@
 
 #include "emulator/inproc/fabric.h"
 #include "emulator/inproc/message_link.h"
+#include "engine/checkpoint/schedule.h"
 #include "engine/compute_charge.h"
 #include "engine/data/fashion_mnist.h"
 #include "engine/model/learner.h"
@@ -50,6 +51,10 @@ struct RunOptions {
   std::chrono::milliseconds gloo_timeout{120000};
   /// Called by rank 0 after each step: (steps done, total, seconds since start).
   std::function<void(int, int, double)> progress;
+  /// Checkpoints written, and the one to resume from (README "Checkpoints"). A resumed run
+  /// starts from the checkpoint's step with every rank's saved state; its timeline continues
+  /// from the checkpoint's instant; its figures cover the whole run (the saved part included).
+  CheckpointOptions checkpoint;
 };
 
 /// Runs one strategy from the same initial weights and data order as every other strategy with

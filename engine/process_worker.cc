@@ -1,10 +1,13 @@
 #include "engine/process_worker.h"
 
 #include <cstring>
+#include <optional>
 #include <memory>
 #include <stdexcept>
 
 #include "emulator/link/clock.h"
+#include "engine/checkpoint/schedule.h"
+#include "engine/checkpoint/worker_state.h"
 #include "engine/collectives/intra_dc.h"
 #include "engine/collectives/store.h"
 #include "engine/strategies/table.h"
@@ -61,8 +64,13 @@ SocketEndpoint parse_endpoint(const std::string& s, int rank) {
 
 RankReport run_process_worker(const ProcessWorkerConfig& cfg, const StrategyConfig& scfg, const WorkloadSpec& work,
                               const Datasets& data, const std::function<void(int, int, double)>& progress,
-                              const std::function<void()>& started) {
+                              const std::function<void()>& started, const ProcessCheckpointing& ckpt) {
   if (auto e = validate(cfg); !e.empty()) throw std::invalid_argument(e);
+  // Resuming: this rank's file, verified against the manifest and this run, before anything else.
+  std::optional<Checkpoint> resume;
+  if (!ckpt.resume.empty())
+    resume = load_checkpoint(ckpt.resume, {.scenario_hash = ckpt.scenario_hash, .strategy = scfg.name, .world = cfg.world},
+                             {cfg.rank});
   const int P = cfg.world, N = cfg.workers_per_dc, M = cfg.dcs;
   const StrategyInfo& info = find_strategy(scfg.name).needs;
   const std::string key = cfg.key_prefix + "/" + scfg.name + "/";
@@ -143,6 +151,31 @@ RankReport run_process_worker(const ProcessWorkerConfig& cfg, const StrategyConf
     t_end = clock.now();
   };
   if (cfg.rank == 0) hooks.progress = progress;
+  if (resume) hooks.resume = &resume->ranks[static_cast<size_t>(cfg.rank)];
+  std::unique_ptr<CheckpointRequestFile> requests;
+  if (!ckpt.dir.empty()) {
+    if (!ckpt.requests_file.empty()) requests = std::make_unique<CheckpointRequestFile>(ckpt.requests_file, P);
+    hooks.checkpoint_due = [&](int steps) {
+      return requests ? requests->due(cfg.rank, steps, ckpt.every_steps)
+                      : ckpt.every_steps > 0 && steps % ckpt.every_steps == 0;
+    };
+    hooks.checkpoint_write = [&](int steps, const StateBuffers& s) {
+      const CheckpointHeader h{.scenario_hash = ckpt.scenario_hash, .strategy = scfg.name, .world = P, .step = steps};
+      const std::string step_dir = checkpoint_step_dir(ckpt.dir, scfg.name, steps);
+      // This rank's WAN counters so far (the report's totals cover the whole run).
+      StateBuffers with_wan = s;
+      StateWriter w(with_wan, "mode.wan.");
+      w.u64("messages", net.wan_messages());
+      w.u64("payload_bytes", net.wan_payload_bytes());
+      w.u64("wire_bytes", net.wan_wire_bytes());
+      write_rank_checkpoint(step_dir, h, cfg.rank, with_wan);
+      // The last rank to have written completes it (the store counts; nobody waits).
+      if (store_add(*store, key + "ckpt/" + std::to_string(steps), 1) == P) {
+        complete_checkpoint(ckpt.dir, h);
+        if (ckpt.written) ckpt.written(steps, step_dir);
+      }
+    };
+  }
   WorkerRecord rec;
   try {
     run_worker_loop(env, scfg, work, data.train, shards[static_cast<size_t>(cfg.rank)], hooks, rec);
@@ -185,9 +218,17 @@ RankReport run_process_worker(const ProcessWorkerConfig& cfg, const StrategyConf
   rr.wan_sent.messages = net.wan_messages();
   rr.wan_sent.payload_bytes = net.wan_payload_bytes();
   rr.wan_sent.wire_bytes = net.wan_wire_bytes();
+  if (resume && hooks.resume->find("mode.wan.messages")) {  // the part before the checkpoint
+    StateReader rd(*hooks.resume, "mode.wan.");
+    rr.wan_sent.messages += rd.u64("messages");
+    rr.wan_sent.payload_bytes += rd.u64("payload_bytes");
+    rr.wan_sent.wire_bytes += rd.u64("wire_bytes");
+  }
   if (cfg.rank == 0) {
-    rr.wall_s = std::chrono::duration<double>(t_end - t_start).count();
+    rr.wall_s = std::chrono::duration<double>(t_end - t_start).count() +
+                (resume ? std::chrono::duration<double>(resume_point(*hooks.resume).elapsed).count() : 0.0);
     rr.accuracy_curve = accuracy_curve(*learner, rec, work, P, data.test);
+    rr.final_weights_sha256 = sha256_hex(x, n * sizeof(float));
   }
   // Rank 0 serves the store: it leaves last, once every other rank has read what it needs (the
   // last one to leave says so).

@@ -41,6 +41,18 @@ struct ProcessWorkerConfig {
   std::string key_prefix = "geotb";
 };
 
+/// A process-mode rank's checkpoints (README "Checkpoints"): every rank writes its own file; the
+/// last one to finish (counted through the store) completes the checkpoint.
+struct ProcessCheckpointing {
+  std::string dir;            ///< "" = none written
+  int every_steps = 0;        ///< 0 = only on request
+  std::string requests_file;  ///< the coordinator's CheckpointRequestFile ("" = no requests)
+  std::string scenario_hash;  ///< written into (and checked against) every checkpoint
+  std::string resume;         ///< a checkpoint to continue from ("" = from step 0): this rank's file is read
+  /// Called by the rank that completes a checkpoint: (steps done, its directory). May be empty.
+  std::function<void(int, const std::string&)> written;
+};
+
 /// Returns "" if consistent, else "field: value: why" (rank/dc/local_rank/world agree, ports, ...).
 std::string validate(const ProcessWorkerConfig& c);
 
@@ -55,6 +67,6 @@ std::string validate(const ProcessWorkerConfig& c);
 /// first step: the instant the embedded mode starts the scenario's timeline.
 RankReport run_process_worker(const ProcessWorkerConfig& cfg, const StrategyConfig& scfg, const WorkloadSpec& work,
                               const Datasets& data, const std::function<void(int, int, double)>& progress = {},
-                              const std::function<void()>& started = {});
+                              const std::function<void()>& started = {}, const ProcessCheckpointing& ckpt = {});
 
 }  // namespace geotb::engine

@@ -98,6 +98,7 @@ model::StrategyRun merge_rank_reports(const std::string& strategy, const std::ve
   }
   res.series.step_end_s = r0.step_end_s;
   res.series.test_accuracy = r0.accuracy_curve;
+  res.final_weights_sha256 = r0.final_weights_sha256;
   m.final_test_accuracy = r0.accuracy_curve.back().accuracy;
   mx::derive(res);
   return res;

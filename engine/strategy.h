@@ -12,6 +12,7 @@
 
 #include "emulator/link/clock.h"
 #include "emulator/link/directed_link.h"
+#include "engine/checkpoint/state.h"
 #include "engine/collectives/intra_dc.h"
 #include "engine/model/learner.h"
 #include "engine/optim/sgd.h"
@@ -96,6 +97,18 @@ class Strategy {
   virtual void step(WorkerEnv& env, int step) = 0;
   /// After the last step: bring every replica to the same final model.
   virtual void finish(WorkerEnv& env) = 0;
+  /// A checkpoint (checkpoint/state.h): writes every piece of state step() and finish() read
+  /// that the constructor does not rebuild from (cfg, env): anchors, marks, residuals, outer
+  /// momentum, round counters. Called on every rank after the same step (between two step()
+  /// calls); it may communicate to reach a consistent cut, as long as the run then continues
+  /// bit-identically (hier_ef_topk_int8 applies the round in flight: README "Checkpoints").
+  /// Message tags are not state: a resumed run starts a fresh transport, and an allocator that
+  /// kept counting would only be safer.
+  virtual void save(WorkerEnv& env, StateWriter& out) = 0;
+  /// Sets the state save() wrote on a strategy just made for the same (cfg, env), before its
+  /// first step(). Throws StateError on a missing or mis-sized buffer (the caller checks that
+  /// every buffer was taken).
+  virtual void restore(WorkerEnv& env, StateReader& in) = 0;
 };
 
 /// Adds the elapsed time of its scope to a counter.

@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "engine/checkpoint/worker_state.h"
 #include "engine/compute_charge.h"
 
 #include "engine/strategies/table.h"
@@ -23,7 +24,8 @@ void run_worker_loop(WorkerEnv& env, const StrategyConfig& scfg, const WorkloadS
   const size_t n = env.learner->num_params();
   const bool rank0 = env.rank == 0;
 
-  auto strategy = find_strategy(scfg.name).make(scfg, env);
+  const StrategyDescriptor& desc = find_strategy(scfg.name);
+  std::unique_ptr<Strategy> strategy = desc.make(scfg, env);
   BatchSampler sampler(shard, work.seed, static_cast<uint64_t>(env.rank));
   std::vector<uint32_t> idx;
   std::vector<float> x(B * F);
@@ -32,11 +34,15 @@ void run_worker_loop(WorkerEnv& env, const StrategyConfig& scfg, const WorkloadS
   out.step_end_s.clear();
   out.snapshot_steps.clear();
   out.snapshots.clear();
+  out.steps_redone = 0;
   const std::vector<int> snap_at = rank0 ? snapshot_steps(work) : std::vector<int>{};
   if (rank0) out.step_end_s.assign(static_cast<size_t>(steps), 0);
 
-  const std::chrono::nanoseconds t_start = hooks.start();
-  for (int s = 0; s < steps; ++s) {
+  ResumePoint from;
+  if (hooks.resume) from = restore_worker_state(*hooks.resume, env, *strategy, sampler, out, steps);
+  // Times count from the first step of the whole run (a resumed run's from before the checkpoint).
+  const std::chrono::nanoseconds t_start = hooks.start() - from.elapsed;
+  for (int s = from.steps_done; s < steps; ++s) {
     double loss;
     {
       ScopedTimer t(clock, env.times.compute_ns);
@@ -61,6 +67,17 @@ void run_worker_loop(WorkerEnv& env, const StrategyConfig& scfg, const WorkloadS
         }
       if (hooks.progress) hooks.progress(s + 1, steps, t);
     }
+    if (s + 1 < steps && hooks.checkpoint_due && hooks.checkpoint_due(s + 1)) {
+      StateBuffers state;
+      save_worker_state(env, *strategy, sampler, out, s + 1, clock.now() - t_start, state);
+      hooks.checkpoint_write(s + 1, state);
+    }
+    if (s + 1 < steps && hooks.rewind)
+      if (const StateBuffers* back = hooks.rewind(s + 1)) {
+        const ResumePoint p = rewind_worker(*back, env, strategy, [&] { return desc.make(scfg, env); }, sampler, out, steps);
+        out.steps_redone += s + 1 - p.steps_done;
+        s = p.steps_done - 1;
+      }
   }
   strategy->finish(env);
   hooks.finished();

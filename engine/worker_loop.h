@@ -11,6 +11,7 @@
 #include <functional>
 #include <vector>
 
+#include "engine/checkpoint/state.h"
 #include "engine/data/fashion_mnist.h"
 #include "engine/model/learner.h"
 #include "engine/optim/sgd.h"
@@ -43,6 +44,18 @@ struct WorkerLoopHooks {
   std::function<void()> finished;
   /// Rank 0 only, after each step: (steps done, total, seconds since the start). May be empty.
   std::function<void(int, int, double)> progress;
+  /// Checkpoints (checkpoint/worker_state.h). The state to continue from, restored before
+  /// `start` (null: from step 0).
+  const StateBuffers* resume = nullptr;
+  /// After each step but the last: (steps done) -> whether every rank checkpoints now. Must
+  /// answer the same on every rank for the same steps. Empty: never.
+  std::function<bool(int)> checkpoint_due;
+  /// Stores this rank's state of the checkpoint after (steps done).
+  std::function<void(int, const StateBuffers&)> checkpoint_write;
+  /// Full recovery: after each step but the last, (steps done) -> a checkpoint's state to go
+  /// back to now (checkpoint/worker_state.h rewind_worker), or null to go on. Every rank of the
+  /// run must answer alike for the same steps. Empty: never.
+  std::function<const StateBuffers*(int)> rewind;
 };
 
 /// What the loop records for one worker.
@@ -51,6 +64,7 @@ struct WorkerRecord {
   std::vector<double> step_end_s;             ///< rank 0 only: per step, seconds since the start at its end
   std::vector<int> snapshot_steps;            ///< rank 0 only: steps done when each snapshot was taken
   std::vector<std::vector<float>> snapshots;  ///< rank 0 only: its parameters after those steps
+  int steps_redone = 0;                       ///< steps done again after rewinds (full recovery)
 };
 
 /// Steps after which rank 0 snapshots its parameters: `eval_points - 1` evenly spaced steps
@@ -61,7 +75,8 @@ std::vector<int> snapshot_steps(const WorkloadSpec& work);
 /// strategies/table.h), calls hooks.start, trains work.steps steps on its shard
 /// (BatchSampler(shard, work.seed, env.rank)), calls strategy->finish and hooks.finished. env
 /// must be complete (learner, opt, net, intra if the strategy needs it, clock); charges
-/// env.times. Exceptions (TransportError, Gloo errors) propagate to the caller, which owns the
+/// env.times. With hooks.resume it continues from that state (its step, its time since the first
+/// step: step_end_s goes on from there); hooks.checkpoint_due/write save one after a step. Exceptions (TransportError, Gloo errors) propagate to the caller, which owns the
 /// failure handling of its mode.
 void run_worker_loop(WorkerEnv& env, const StrategyConfig& scfg, const WorkloadSpec& work, const Dataset& train,
                      const std::vector<uint32_t>& shard, const WorkerLoopHooks& hooks, WorkerRecord& out);

@@ -1,7 +1,10 @@
 #include "harness/cmd_run.h"
 
 #include <fmt/format.h>
+#include <signal.h>
 #include <unistd.h>
+
+#include <atomic>
 
 #include <filesystem>
 #include <memory>
@@ -9,6 +12,7 @@
 #include <sstream>
 
 #include "common/units.h"
+#include "engine/checkpoint/file.h"
 #include "engine/cluster.h"
 #include "harness/process_run.h"
 #include "harness/progress.h"
@@ -38,6 +42,30 @@ struct RunArgs {
   bool no_shield = false;              ///< dpdk: leave other processes on the data plane's CPU
   std::string tcp_cc;                  ///< dpdk: overrides the scenario's tcp_congestion_control ("" = keep it)
   int seeds = 1;                       ///< embedded: runs per strategy, seeds seed, seed + 1, ...
+  std::string checkpoint_dir;          ///< "" = the scenario's checkpoint.dir
+  std::string resume;                  ///< a checkpoint to continue from ("" = none)
+};
+
+// SIGUSR1: a checkpoint as soon as possible (README "Checkpoints"). The handler only counts.
+std::atomic<int> g_checkpoint_requests{0};
+extern "C" void on_sigusr1(int) { g_checkpoint_requests.fetch_add(1); }
+
+/// Installs the SIGUSR1 handler for as long as it lives.
+class CheckpointSignal {
+ public:
+  CheckpointSignal() {
+    struct sigaction sa {};
+    sa.sa_handler = on_sigusr1;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    sigaction(SIGUSR1, &sa, &old_);
+  }
+  ~CheckpointSignal() { sigaction(SIGUSR1, &old_, nullptr); }
+  CheckpointSignal(const CheckpointSignal&) = delete;
+  CheckpointSignal& operator=(const CheckpointSignal&) = delete;
+
+ private:
+  struct sigaction old_ {};
 };
 
 std::chrono::milliseconds ms_of(const std::string& field, const std::string& v) {
@@ -151,6 +179,43 @@ int run(const RunArgs& a) {
     }
   }
 
+  int workers = 0;
+  for (const auto& d : sc.cluster.dcs) workers += d.workers;
+  // Checkpoints: written where the scenario (or --checkpoint-dir) says; SIGUSR1 asks for one.
+  const std::string checkpoint_dir = a.checkpoint_dir.empty() ? sc.checkpoint.dir : a.checkpoint_dir;
+  std::optional<CheckpointSignal> sigusr1;
+  if (!checkpoint_dir.empty()) sigusr1.emplace();
+  // --resume: one strategy, its checkpoint verified whole (every rank file) before anything runs.
+  std::optional<engine::Checkpoint> resume;
+  if (!a.resume.empty()) {
+    try {
+      if (a.seeds > 1) throw engine::CheckpointError("continues one run: --seeds must be 1");
+      const engine::Checkpoint found = engine::find_checkpoint(a.resume);
+      if (a.strategies.empty()) {
+        chosen.clear();
+        for (const auto& c : sc.strategies)
+          if (c.name == found.header.strategy) chosen.push_back(c);
+        if (chosen.empty())
+          throw engine::CheckpointError(fmt::format("{}/manifest: strategy \"{}\": not in {}", found.step_dir,
+                                                    found.header.strategy, a.scenario));
+      }
+      if (chosen.size() != 1)
+        throw engine::CheckpointError(fmt::format("continues one strategy, --strategies names {}", chosen.size()));
+      resume = engine::load_checkpoint(
+          a.resume, {.scenario_hash = sc.checkpoint.training_hash, .strategy = chosen[0].name, .world = workers});
+      if (resume->header.step >= sc.workload.steps)
+        throw engine::CheckpointError(fmt::format("{}: at step {}, the scenario has {} steps: nothing left to run",
+                                                  resume->step_dir, resume->header.step, sc.workload.steps));
+    } catch (const engine::CheckpointError& e) {
+      fmt::print(stderr, "geotb: error: --resume: {}\n", e.what());
+      return 2;
+    }
+    fmt::print("geotb: resuming {} from {} (step {})\n", chosen[0].name, resume->step_dir, resume->header.step);
+  }
+  auto resumed_from = [&](model::StrategyRun& r) {
+    if (resume) r.resumed_from = model::ResumedFrom{resume->header.step, resume->step_dir};
+  };
+
   RunContext ctx;
   ctx.argv = a.argv;
   ctx.scenario_file = a.scenario;
@@ -164,8 +229,6 @@ int run(const RunArgs& a) {
     fmt::print(stderr, "geotb: error: {}\n", e.what());
     return 2;
   }
-  int workers = 0;
-  for (const auto& d : sc.cluster.dcs) workers += d.workers;
   fmt::print("geotb: scenario {} ({}), {} data centers x {} workers, {} steps of {} per worker, {} train / {} test examples\n",
              sc.name, sc.hash.substr(0, 12), sc.cluster.dcs.size(), sc.cluster.dcs[0].workers, sc.workload.steps,
              sc.workload.batch_per_worker, data.train.size, data.test.size);
@@ -188,8 +251,17 @@ int run(const RunArgs& a) {
         opt.clock = sc.clock;
         opt.compute = sc.compute;
         opt.progress = [&prog](int done, int total, double t) { prog.update(done, total, t); };
+        opt.checkpoint.dir = checkpoint_dir;
+        opt.checkpoint.every_steps = sc.checkpoint.every_steps;
+        opt.checkpoint.requests = &g_checkpoint_requests;
+        opt.checkpoint.scenario_hash = sc.checkpoint.training_hash;
+        opt.checkpoint.resume = resume ? &*resume : nullptr;
+        opt.checkpoint.written = [](int step, const std::string& dir) {
+          fmt::print("\ngeotb: checkpoint after step {}: {}\n", step, dir);
+        };
         try {
           model::StrategyRun r = engine::run_strategy(sc.cluster, work, c, data, opt);
+          resumed_from(r);
           if (sc.target_accuracy)
             r.metrics.time_to_accuracy = model::metrics::time_to_accuracy(r, *sc.target_accuracy);
           prog.finish(fmt::format("done: {:.0f} samples/s, test accuracy {:.4f}, wall {:.1f} s",
@@ -216,6 +288,9 @@ int run(const RunArgs& a) {
     po.worker_timeout = worker_timeout;
     po.deadline = deadline;
     po.interrupted = &sig.flag();
+    po.checkpoint_dir = a.checkpoint_dir;
+    po.resume = resume ? resume->step_dir : "";
+    po.checkpoint_requests = &g_checkpoint_requests;
     try {
 #ifdef GEOTB_HAVE_NET
       std::optional<DpdkSession> net;
@@ -249,6 +324,7 @@ int run(const RunArgs& a) {
           }
 #endif
           model::StrategyRun r = run_strategy_processes(sc, c, po);
+          resumed_from(r);
 #ifdef GEOTB_HAVE_NET
           if (net) {
             const EmulatorStats es = net->stop_emulator();
@@ -329,6 +405,12 @@ void register_run_command(CLI::App& app, const std::vector<std::string>& argv) {
       ->capture_default_str();
   cmd->add_option("--deadline", args->deadline, "process/dpdk: per strategy, from start to the last worker's exit "
                                                 "(default 120 s + 2 s per step)");
+  cmd->add_option("--checkpoint-dir", args->checkpoint_dir,
+                  "Write checkpoints here (default: the scenario's checkpoint.dir); SIGUSR1 then asks for one at "
+                  "the next step boundary (README \"Checkpoints\")");
+  cmd->add_option("--resume", args->resume,
+                  "Continue from a checkpoint: a step directory (<dir>/<strategy>/step-<k>) or <dir>/<strategy> (its "
+                  "latest); refused if it belongs to another scenario, strategy or world size");
   cmd->add_option("--net-prefix", args->net_prefix, "dpdk: network namespace prefix (<= 8 characters)")
       ->capture_default_str();
   cmd->add_option("--rt-priority", args->rt_priority,

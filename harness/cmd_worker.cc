@@ -20,6 +20,7 @@
 #include "common/units.h"
 #include "engine/collectives/intra_dc.h"
 #include "engine/collectives/store.h"
+#include "engine/checkpoint/file.h"
 #include "engine/errors.h"
 #include "engine/process_worker.h"
 #include "harness/cmd_worker.h"
@@ -33,6 +34,9 @@ namespace {
 struct WorkerArgs {
   std::string scenario, strategy, out;
   std::string timeout = "30s", heartbeat = "1s";
+  std::string checkpoint_dir;       ///< "" = the scenario's checkpoint.dir
+  std::string checkpoint_requests;  ///< the coordinator's request file (geotb run --net process|dpdk)
+  std::string resume;               ///< a checkpoint to continue from
 };
 
 std::optional<std::string> env(const char* name) {
@@ -156,7 +160,17 @@ int run_worker(const WorkerArgs& a) {
           fmt::print(stderr, "geotb worker: GEOTB_TIMELINE_PID={}: kill(SIGUSR1): {}\n", pid, std::strerror(errno));
       };
     }
-    const model::RankReport r = engine::run_process_worker(cfg, *scfg, sc.workload, data, progress, started);
+    engine::ProcessCheckpointing ckpt;
+    ckpt.dir = a.checkpoint_dir.empty() ? sc.checkpoint.dir : a.checkpoint_dir;
+    ckpt.every_steps = sc.checkpoint.every_steps;
+    ckpt.requests_file = a.checkpoint_requests;
+    ckpt.scenario_hash = sc.checkpoint.training_hash;
+    ckpt.resume = a.resume;
+    ckpt.written = [](int step, const std::string& dir) {
+      fmt::print("geotb worker: checkpoint after step {}: {}\n", step, dir);
+      std::fflush(stdout);
+    };
+    const model::RankReport r = engine::run_process_worker(cfg, *scfg, sc.workload, data, progress, started, ckpt);
     if (!a.out.empty()) model::save_rank_report(r, a.out);
     fmt::print("geotb worker: rank {} done{}\n", cfg.rank,
                cfg.rank == 0 ? fmt::format(": wall {:.2f} s, test accuracy {:.4f}", r.wall_s, r.accuracy_curve.back().accuracy) : "");
@@ -180,6 +194,10 @@ void register_worker_command(CLI::App& app) {
   cmd->add_option("--timeout", args->timeout, "A peer, collective or store wait failing after this is an error")
       ->capture_default_str();
   cmd->add_option("--heartbeat", args->heartbeat, "Transport keep-alive interval")->capture_default_str();
+  cmd->add_option("--checkpoint-dir", args->checkpoint_dir, "Write checkpoints here (default: the scenario's checkpoint.dir)");
+  cmd->add_option("--checkpoint-requests", args->checkpoint_requests,
+                  "The coordinator's checkpoint request file (geotb run forwards SIGUSR1 through it)");
+  cmd->add_option("--resume", args->resume, "Continue from this checkpoint (README \"Checkpoints\")");
   cmd->callback([args]() {
     if (const int rc = run_worker(*args); rc != 0) throw CLI::RuntimeError(rc);
   });

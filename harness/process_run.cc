@@ -15,6 +15,7 @@
 #include <sstream>
 #include <thread>
 
+#include "engine/checkpoint/schedule.h"
 #include "engine/errors.h"
 #include "engine/strategies/table.h"
 #include "model/rank_report.h"
@@ -108,6 +109,16 @@ model::StrategyRun run_strategy_processes(const Scenario& sc, const engine::Stra
   if (!std::getenv("OMP_NUM_THREADS")) base_env.push_back("OMP_NUM_THREADS=1");
 
   const std::string timeout_arg = fmt::format("{}ms", opt.worker_timeout.count());
+  // Checkpoint requests (SIGUSR1) reach the workers through a small shared file (checkpoint/schedule.h).
+  const bool checkpoints = !opt.checkpoint_dir.empty() || !sc.checkpoint.dir.empty();
+  const std::string requests_path = opt.work_dir + "/checkpoint-requests";
+  std::unique_ptr<engine::CheckpointRequestFile> requests;
+  int requests_seen = opt.checkpoint_requests ? opt.checkpoint_requests->load() : 0;
+  if (checkpoints && opt.checkpoint_requests) {
+    const int first = opt.resume.empty() ? 0 : engine::find_checkpoint(opt.resume).header.step;
+    engine::CheckpointRequestFile::create(requests_path, P, first);
+    requests = std::make_unique<engine::CheckpointRequestFile>(requests_path, P);
+  }
   std::vector<std::string> json_paths;
   std::vector<RankSpec> specs;
   for (int r = 0; r < P; ++r) {
@@ -122,6 +133,9 @@ model::StrategyRun run_strategy_processes(const Scenario& sc, const engine::Stra
     if (!pl.cpus.empty()) w.argv.insert(w.argv.end(), {"taskset", "-c", pl.cpus});
     w.argv.insert(w.argv.end(), {bin, "worker", opt.scenario_path, "--strategy", scfg.name, "--out", json_paths.back(),
                                  "--timeout", timeout_arg});
+    if (!opt.checkpoint_dir.empty()) w.argv.insert(w.argv.end(), {"--checkpoint-dir", opt.checkpoint_dir});
+    if (requests) w.argv.insert(w.argv.end(), {"--checkpoint-requests", requests_path});
+    if (!opt.resume.empty()) w.argv.insert(w.argv.end(), {"--resume", opt.resume});
     w.env = base_env;
     w.env.push_back("MASTER_ADDR=" + master);
     w.env.push_back("MASTER_PORT=" + std::to_string(port));
@@ -140,8 +154,9 @@ model::StrategyRun run_strategy_processes(const Scenario& sc, const engine::Stra
   so.interrupted = opt.interrupted;
   auto last_progress = std::chrono::steady_clock::now();
   int last_done = -1;
+  std::function<void()> on_progress;
   if (opt.progress)
-    so.on_poll = [&] {
+    on_progress = [&] {
       const auto now = std::chrono::steady_clock::now();
       if (now - last_progress <= std::chrono::milliseconds(500)) return;
       last_progress = now;
@@ -155,6 +170,13 @@ model::StrategyRun run_strategy_processes(const Scenario& sc, const engine::Stra
         opt.progress(done, total, t);
       }
     };
+  so.on_poll = [&] {
+    if (requests && opt.checkpoint_requests->load() != requests_seen) {
+      requests_seen = opt.checkpoint_requests->load();
+      requests->request();
+    }
+    if (on_progress) on_progress();
+  };
   const GroupOutcome outcome = group.supervise(so);
   const auto& ws = group.ranks();
   if (outcome == GroupOutcome::kFailed) {

@@ -472,6 +472,14 @@ Scenario parse_scenario(const json& j, const std::string& origin) {
     validate_tcp_congestion_control("tcp_congestion_control", sc.tcp_congestion_control);
     sc.cluster.segments.cc = model_congestion_control(sc.tcp_congestion_control);
 
+    if (const json* cp = root.opt("checkpoint")) {
+      Obj c(*cp, "checkpoint");
+      const int64_t none = 0;
+      sc.checkpoint.every_steps = static_cast<int>(get_int(c, "every_steps", 0, 1000000, &none));
+      sc.checkpoint.dir = get_string(c, "dir");
+      if (sc.checkpoint.dir.empty()) fail("checkpoint.dir", json(sc.checkpoint.dir), "must not be empty");
+      c.done();
+    }
     if (const json* ch = root.opt("check")) {
       Obj c(*ch, "check");
       sc.check.throughput_ratio = get_number(c, "throughput_ratio_tolerance", 0, 10, sc.check.throughput_ratio);
@@ -482,6 +490,9 @@ Scenario parse_scenario(const json& j, const std::string& origin) {
     root.done();
     sc.raw = j;
     sc.hash = sha256_hex(j.dump());
+    json training = j;
+    training.erase("checkpoint");  // where and how often it checkpoints does not change the run
+    sc.checkpoint.training_hash = sha256_hex(training.dump());
     return sc;
   } catch (const ScenarioError& e) {
     throw ScenarioError(origin + ": " + e.what());

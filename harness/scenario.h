@@ -54,6 +54,13 @@ struct Scenario {
   /// in-process model assumes), "default" (leave the namespace's, inherited from the host), or a
   /// kernel name (reno, cubic, bbr, ...). README "Real-network mode".
   std::string tcp_congestion_control = "auto";
+  /// The scenario's `checkpoint` (README "Checkpoints"): where and how often a run checkpoints.
+  struct Checkpointing {
+    std::string dir;          ///< "" = no checkpoints (unless `geotb run --checkpoint-dir`)
+    int every_steps = 0;      ///< 0 = only on request (SIGUSR1)
+    /// SHA-256 of the scenario without its `checkpoint` block: what a checkpoint belongs to.
+    std::string training_hash;
+  } checkpoint;
   model::CheckTolerances check;  ///< the scenario's `check` (the gate's tolerances, model/report.h)
   nlohmann::json raw;      ///< the file as parsed
   std::string hash;        ///< SHA-256 of the canonical JSON (sorted keys, no whitespace)

@@ -91,4 +91,11 @@ std::vector<std::string> strings(const json& obj, const char* key) {
   return out;
 }
 
+std::string sha256_hex(const json& obj, const char* key) {
+  const std::string s = str(obj, key);
+  if (s.size() != 64 || s.find_first_not_of("0123456789abcdef") != std::string::npos)
+    fail(key, shown(obj.at(key)) + ": expected a SHA-256, 64 lowercase hex digits");
+  return s;
+}
+
 }  // namespace geotb::model::field

@@ -33,6 +33,7 @@ int64_t integer(const json& obj, const char* key);
 uint64_t count(const json& obj, const char* key);  ///< an integer >= 0
 bool boolean(const json& obj, const char* key);   ///< true or false
 std::string str(const json& obj, const char* key);
+std::string sha256_hex(const json& obj, const char* key);  ///< 64 lowercase hex digits
 const json& object(const json& obj, const char* key);
 const json& array(const json& obj, const char* key);
 std::vector<double> numbers(const json& obj, const char* key);

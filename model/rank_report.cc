@@ -53,6 +53,7 @@ void to_json(json& j, const RankReport& r) {
   j["wall_s"] = r.wall_s;
   j["accuracy_curve"] = r.accuracy_curve;
   j["replica_max_abs_diff"] = r.replica_max_abs_diff;
+  if (r.final_weights_sha256) j["final_weights_sha256"] = *r.final_weights_sha256;
 }
 
 void from_json(const json& j, RankReport& r) {
@@ -86,6 +87,7 @@ void from_json(const json& j, RankReport& r) {
   r.wall_s = f::nonneg(j, "wall_s");
   f::list(j, "accuracy_curve", r.accuracy_curve);
   r.replica_max_abs_diff = f::nonneg(j, "replica_max_abs_diff");
+  if (f::has(j, "final_weights_sha256")) r.final_weights_sha256 = f::sha256_hex(j, "final_weights_sha256");
 }
 
 RankReport load_rank_report(const std::string& path) {

@@ -10,7 +10,8 @@
 //    ok:     "times_ns": {"compute", "exposed_comm", "compress", "overlapped_comm"},
 //            "loss": [per step], "step_end_s": [rank 0], "exchanges": [ExchangeRecord (report.h)],
 //            "wan_sent": {"messages", "payload_bytes", "wire_bytes"}, "wall_s",
-//            "accuracy_curve": [{"step", "samples", "accuracy"}] (rank 0), "replica_max_abs_diff"}
+//            "accuracy_curve": [{"step", "samples", "accuracy"}] (rank 0), "replica_max_abs_diff",
+//            "final_weights_sha256" (rank 0)}
 #pragma once
 
 #include <cstdint>
@@ -60,6 +61,8 @@ struct RankReport {
   double wall_s = 0;                         ///< rank 0: its start -> every replica final (seconds)
   std::vector<AccuracyPoint> accuracy_curve; ///< rank 0 (the last point is the final model)
   double replica_max_abs_diff = 0;           ///< max |x_this - x_0| after the end
+  /// rank 0: SHA-256 of its final parameters' bytes ("final_weights_sha256"; absent in older files).
+  std::optional<std::string> final_weights_sha256;
 };
 void to_json(json& j, const RankReport& r);
 void from_json(const json& j, RankReport& r);

@@ -195,9 +195,21 @@ void from_json(const json& j, DataPlaneSummary& d) {
   f::boolean(j, "stalls_ok");  // derived: validated, recomputed on writing
 }
 
+void to_json(json& j, const ResumedFrom& r) { j = {{"step", r.step}, {"checkpoint", r.checkpoint}}; }
+
+void from_json(const json& j, ResumedFrom& r) {
+  const int64_t step = f::integer(j, "step");
+  if (step < 1 || step > 1000000000) f::fail("step", fmt::format("{}: must be in [1, 1000000000]", step));
+  r.step = static_cast<int>(step);
+  r.checkpoint = f::str(j, "checkpoint");
+  if (r.checkpoint.empty()) f::fail("checkpoint", "must not be empty");
+}
+
 void to_json(json& j, const StrategyRun& s) {
   j = {{"name", s.name}, {"config", s.config}, {"metrics", s.metrics}, {"series", s.series}, {"exchanges", s.exchanges}};
   if (s.dataplane) j["dataplane"] = *s.dataplane;
+  if (s.resumed_from) j["resumed_from"] = *s.resumed_from;
+  if (s.final_weights_sha256) j["final_weights_sha256"] = *s.final_weights_sha256;
   if (s.seeds.empty()) return;
   j["seeds"] = s.seeds;
   const SeedSummary sum = *metrics::seed_summary(s.seeds);
@@ -229,6 +241,10 @@ void from_json(const json& j, StrategyRun& s) {
     f::get(j, "dataplane", d);
     s.dataplane = d;
   }
+  s.resumed_from.reset();
+  if (f::has(j, "resumed_from")) f::get(j, "resumed_from", s.resumed_from.emplace());
+  s.final_weights_sha256.reset();
+  if (f::has(j, "final_weights_sha256")) s.final_weights_sha256 = f::sha256_hex(j, "final_weights_sha256");
 }
 
 // ---- scenario and context ----

@@ -151,8 +151,19 @@ void to_json(json& j, const DataPlaneSummary& d);
 void from_json(const json& j, DataPlaneSummary& d);
 
 
+/// A run continued from a checkpoint (`geotb run --resume`, README "Checkpoints"):
+/// {"step", "checkpoint"}: the steps it had done and its directory. The run's figures and
+/// series still cover every step (the saved part came with the checkpoint).
+struct ResumedFrom {
+  int step = 0;            ///< >= 1
+  std::string checkpoint;  ///< the checkpoint's step directory
+};
+void to_json(json& j, const ResumedFrom& r);
+void from_json(const json& j, ResumedFrom& r);
+
 /// One strategy of a run: {"name", "config", "metrics", "series", "exchanges"}; with `--seeds N`,
-/// "seeds" (N entries, the first the run above) and "seed_summary"; in dpdk mode "dataplane".
+/// "seeds" (N entries, the first the run above) and "seed_summary"; in dpdk mode "dataplane";
+/// resumed from a checkpoint, "resumed_from"; "final_weights_sha256".
 struct StrategyRun {
   std::string name;
   json config = json::object();  ///< the strategy's parameters (harness strategy_config_json())
@@ -161,6 +172,10 @@ struct StrategyRun {
   std::vector<ExchangeRecord> exchanges;  ///< per round: the slowest DC leader's view (README "Metrics")
   std::vector<SeedResult> seeds;          ///< empty: one seed (not written)
   std::optional<DataPlaneSummary> dataplane;  ///< dpdk mode only
+  std::optional<ResumedFrom> resumed_from;    ///< absent: the run started at step 0
+  /// SHA-256 of rank 0's final parameters (float32 bytes): equal hashes, bit-identical models
+  /// (a resumed run against an uninterrupted one). Absent in older reports.
+  std::optional<std::string> final_weights_sha256;
 };
 void to_json(json& j, const StrategyRun& s);
 void from_json(const json& j, StrategyRun& s);

@@ -98,3 +98,23 @@ void BatchSampler::next(size_t batch, std::vector<uint32_t>& out) {
 }
 
 }  // namespace geotb::engine
+
+namespace geotb::engine {
+
+void BatchSampler::set_position(const Position& p) {
+  if (p.order.size() != order_.size())
+    throw std::invalid_argument("sampler order: " + std::to_string(p.order.size()) + " indices, this rank's shard has " +
+                                std::to_string(order_.size()));
+  std::vector<uint32_t> a = p.order, b = order_;
+  std::sort(a.begin(), a.end());
+  std::sort(b.begin(), b.end());
+  if (a != b) throw std::invalid_argument("sampler order: not a permutation of this rank's shard (another data partition)");
+  if (p.pos > p.order.size())
+    throw std::invalid_argument("sampler position: " + std::to_string(p.pos) + ", beyond the shard's " +
+                                std::to_string(p.order.size()));
+  order_ = p.order;
+  pos_ = static_cast<size_t>(p.pos);
+  epoch_ = p.epoch;
+}
+
+}  // namespace geotb::engine

@@ -38,6 +38,16 @@ class BatchSampler {
   /// Fills `out` with the next `batch` example indices.
   void next(size_t batch, std::vector<uint32_t>& out);
   uint64_t epoch() const { return epoch_; }
+  /// Its position, for checkpoints: the current order of the shard, the next index in it and
+  /// the epoch (the next reshuffle's stream).
+  struct Position {
+    std::vector<uint32_t> order;
+    uint64_t pos = 0, epoch = 0;
+  };
+  Position position() const { return {order_, pos_, epoch_}; }
+  /// Continues from `p`; throws std::invalid_argument unless p.order is a permutation of this
+  /// sampler's shard and p.pos is within it.
+  void set_position(const Position& p);
 
  private:
   void reshuffle();

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <sstream>
+#include <stdexcept>
 
 namespace geotb::engine {
 
@@ -15,6 +16,14 @@ std::string validate(const SgdConfig& c) {
   else if (!std::isfinite(c.weight_decay) || c.weight_decay < 0 || c.weight_decay > 1)
     os << "optimizer.weight_decay: " << c.weight_decay << ": must be in [0, 1]";
   return os.str();
+}
+
+void Sgd::restore(const std::vector<float>& momentum, bool before_first_step) {
+  if (momentum.size() != m_.size())
+    throw std::invalid_argument("momentum: " + std::to_string(momentum.size()) + " values, the model has " +
+                                std::to_string(m_.size()));
+  m_ = momentum;
+  first_ = before_first_step;
 }
 
 void Sgd::step(float* x, const float* g) {

@@ -26,6 +26,10 @@ class Sgd {
   float* momentum_data() { return m_.data(); }
   /// Whether step() uses the momentum buffer (momentum > 0).
   bool uses_momentum() const { return cfg_.momentum != 0.0; }
+  /// Checkpoints: the momentum buffer and whether the next step is the first (m = d).
+  bool before_first_step() const { return first_; }
+  /// Sets both; throws std::invalid_argument if `momentum` has another size.
+  void restore(const std::vector<float>& momentum, bool before_first_step);
 
  private:
   SgdConfig cfg_;

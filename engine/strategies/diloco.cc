@@ -60,6 +60,19 @@ class Diloco final : public Strategy {
   void finish(WorkerEnv& env) override {
     if (since_ > 0) outer_step(env, -1);
   }
+  void save(WorkerEnv&, StateWriter& out) override {
+    out.i64("inner_steps_since_outer", since_);
+    out.floats("outer_model", outer_x_);
+    out.floats("outer_momentum", outer_v_);
+  }
+  void restore(WorkerEnv& env, StateReader& in) override {
+    const size_t n = env.learner->num_params();
+    const int64_t s = in.i64("inner_steps_since_outer");
+    if (s < 0 || s > 1000000) throw StateError("inner_steps_since_outer: " + std::to_string(s) + ": out of range");
+    since_ = static_cast<int>(s);
+    in.floats("outer_model", outer_x_, n);
+    in.floats("outer_momentum", outer_v_, n);
+  }
 
  private:
   void outer_step(WorkerEnv& env, int step) {

@@ -138,6 +138,23 @@ class HierEfTopkInt8 final : public Strategy {
     std::memcpy(x, xbar_.data(), n * sizeof(float));
   }
 
+  // The consistent cut: the round in flight (overlap) is collected and applied to the anchor
+  // now instead of at the next round. apply() only adds it to xbar_, which nothing reads before
+  // that next round, so the run continues bit-identically; what is left is xbar_, mark_, resid_.
+  void save(WorkerEnv& env, StateWriter& out) override {
+    if (in_flight_) apply(env, collect(env, pending_.get(), in_flight_tags_), s_prev_, last_round_step_);
+    out.floats("anchor", xbar_);
+    out.floats("mark", mark_);
+    out.floats("residual", resid_);
+  }
+  void restore(WorkerEnv& env, StateReader& in) override {
+    const size_t n = env.learner->num_params();
+    in.floats("anchor", xbar_, n);
+    in.floats("mark", mark_, n);
+    in.floats("residual", resid_, n);
+    in_flight_ = false;
+  }
+
  private:
   static bool leader(const WorkerEnv& env) { return env.local_rank == 0; }
 

@@ -24,6 +24,9 @@ class LanDdp final : public Strategy {
     env.opt->step(env.learner->params(), env.learner->grads());
   }
   void finish(WorkerEnv&) override {}
+  // No state of its own (the optimizer's is saved with the worker's).
+  void save(WorkerEnv&, StateWriter&) override {}
+  void restore(WorkerEnv&, StateReader&) override {}
 };
 
 std::unique_ptr<Strategy> make(const StrategyConfig&, const WorkerEnv&) { return std::make_unique<LanDdp>(); }

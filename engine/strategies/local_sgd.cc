@@ -46,6 +46,13 @@ class LocalSgd final : public Strategy {
   void finish(WorkerEnv& env) override {
     if (since_ > 0) average(env, -1);
   }
+  // The momentum buffers are the optimizer's (saved with the worker); the round position is ours.
+  void save(WorkerEnv&, StateWriter& out) override { out.i64("steps_since_average", since_); }
+  void restore(WorkerEnv&, StateReader& in) override {
+    const int64_t s = in.i64("steps_since_average");
+    if (s < 0 || s > 1000000) throw StateError("steps_since_average: " + std::to_string(s) + ": out of range");
+    since_ = static_cast<int>(s);
+  }
 
  private:
   void average(WorkerEnv& env, int step) {

@@ -44,6 +44,9 @@ class NaiveDdp final : public Strategy {
   }
   // Every replica applied the same averaged gradients: nothing left to reconcile.
   void finish(WorkerEnv&) override {}
+  // No state of its own: the gradient allreduce starts from scratch every step.
+  void save(WorkerEnv&, StateWriter&) override {}
+  void restore(WorkerEnv&, StateReader&) override {}
 
  private:
   bool gloo_;

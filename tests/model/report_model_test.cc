@@ -388,6 +388,41 @@ TEST(ReportModel, DataPlaneAbsentOrReadAndWrittenWithItsDerivedFigures) {
   }
 }
 
+// A resumed run's "resumed_from" and every run's "final_weights_sha256": absent in older reports,
+// written and read back when set, read strictly.
+TEST(ReportModel, ResumedFromAndFinalWeightsHashReadStrictly) {
+  const json base = read_json_file((kSource / "tests/report/data/us-east-us-west-run2.json").string());
+  json j = base.at("strategies").at(0);
+  ASSERT_FALSE(j.contains("resumed_from"));
+  StrategyRun r = j.get<StrategyRun>();
+  EXPECT_FALSE(r.resumed_from.has_value());
+  EXPECT_FALSE(r.final_weights_sha256.has_value());
+  EXPECT_EQ(json(r), j);
+  r.resumed_from = ResumedFrom{40, "ckpt/hier_ef_topk_int8/step-40"};
+  r.final_weights_sha256 = std::string(64, 'a');
+  const json w = r;
+  EXPECT_EQ(w.at("resumed_from"), (json{{"step", 40}, {"checkpoint", "ckpt/hier_ef_topk_int8/step-40"}}));
+  EXPECT_EQ(json(w.get<StrategyRun>()), w);
+  auto refused = [&](const char* key, const json& v) {
+    json bad = base;
+    bad["strategies"][0] = w;
+    if (std::string(key) == "final_weights_sha256")
+      bad["strategies"][0][key] = v;
+    else
+      bad["strategies"][0]["resumed_from"][key] = v;
+    try {
+      parse_report(bad, "r.json");
+    } catch (const ReportError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(accepted)");
+  };
+  EXPECT_EQ(refused("step", 0), "r.json: strategies[0].resumed_from.step: 0: must be in [1, 1000000000]");
+  EXPECT_EQ(refused("checkpoint", ""), "r.json: strategies[0].resumed_from.checkpoint: must not be empty");
+  EXPECT_EQ(refused("final_weights_sha256", "abc"),
+            "r.json: strategies[0].final_weights_sha256: \"abc\": expected a SHA-256, 64 lowercase hex digits");
+}
+
 // An exchange's round trips: rtt_s written with rtts = seconds / rtt_s; both absent when rtt_s was
 // not recorded (older reports), which read back as 0.
 TEST(ReportModel, ExchangeRoundTripsWrittenOnlyWhenRecorded) {

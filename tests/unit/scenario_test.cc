@@ -139,6 +139,23 @@ TEST(Scenario, ClockDefaultsFollowTheNetworkModeAndTheProfileParses) {
   EXPECT_EQ(parse_scenario(j, "s.json").clock, geotb::engine::ClockMode::kWall);  // real networks: wall
 }
 
+// A checkpoint block: parsed, and outside the hash a checkpoint is checked against (where and how
+// often a run checkpoints does not change it); anything else in the scenario is inside.
+TEST(Scenario, CheckpointBlockParsesAndStaysOutOfTheTrainingHash) {
+  json j = good();
+  const auto plain = parse_scenario(j, "s.json");
+  EXPECT_TRUE(plain.checkpoint.dir.empty());
+  EXPECT_EQ(plain.checkpoint.every_steps, 0);
+  j["checkpoint"] = {{"every_steps", 25}, {"dir", "ckpt"}};
+  const auto with = parse_scenario(j, "s.json");
+  EXPECT_EQ(with.checkpoint.every_steps, 25);
+  EXPECT_EQ(with.checkpoint.dir, "ckpt");
+  EXPECT_EQ(with.checkpoint.training_hash, plain.checkpoint.training_hash);
+  EXPECT_NE(with.hash, plain.hash);
+  j["seed"] = 4;
+  EXPECT_NE(parse_scenario(j, "s.json").checkpoint.training_hash, plain.checkpoint.training_hash);
+}
+
 TEST(Scenario, ShippedScenariosLoad) {
   for (const char* f : {"beijing-ningxia.json", "beijing-ningxia-profiled.json", "tiny.json", "us-east-us-west.json",
                         "strategy-bakeoff.json"}) {
@@ -169,6 +186,13 @@ INSTANTIATE_TEST_SUITE_P(
         Bad{"missing unit", [](json& j) { j["wan"][0]["rtt"] = 30; }, "wan[0].rtt: 30: missing unit"},
         Bad{"missing unit in string", [](json& j) { j["wan"][0]["rtt"] = "30"; }, "wan[0].rtt: \"30\": missing unit"},
         Bad{"unknown key", [](json& j) { j["wan"][0]["bandwith"] = "1Gbps"; }, "wan[0].bandwith: unknown key"},
+        Bad{"negative checkpoint period", [](json& j) { j["checkpoint"] = {{"every_steps", -5}, {"dir", "c"}}; },
+            "checkpoint.every_steps: -5: must be in [0, 1000000]"},
+        Bad{"checkpoint without dir", [](json& j) { j["checkpoint"] = {{"every_steps", 5}}; },
+            "checkpoint.dir: missing (required)"},
+        Bad{"empty checkpoint dir", [](json& j) { j["checkpoint"] = {{"dir", ""}}; }, "checkpoint.dir: \"\": must not be empty"},
+        Bad{"unknown checkpoint key", [](json& j) { j["checkpoint"] = {{"dir", "c"}, {"every", 5}}; },
+            "checkpoint.every: unknown key"},
         Bad{"unknown top-level key", [](json& j) { j["strategy"] = json::array(); }, "s.json: strategy: unknown key"},
         Bad{"missing field", [](json& j) { j["workload"].erase("steps"); }, "workload.steps: missing (required)"},
         Bad{"negative workers", [](json& j) { j["datacenters"][1]["workers"] = -3; },
