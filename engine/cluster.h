@@ -22,6 +22,7 @@
 #include "engine/result.h"
 #include "engine/strategy.h"
 #include "engine/worker_loop.h"
+#include "model/faults.h"
 #include "model/topology.h"
 
 namespace geotb::engine {
@@ -50,6 +51,8 @@ struct RunOptions {
   std::chrono::milliseconds gloo_timeout{120000};
   /// Called by rank 0 after each step: (steps done, total, seconds since start).
   std::function<void(int, int, double)> progress;
+  /// Node faults (timeline kill/slow, heartbeats; engine/faults/agent.h). kVirtual only.
+  model::FaultPlan faults;
 };
 
 /// Runs one strategy from the same initial weights and data order as every other strategy with

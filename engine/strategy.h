@@ -96,6 +96,12 @@ class Strategy {
   virtual void step(WorkerEnv& env, int step) = 0;
   /// After the last step: bring every replica to the same final model.
   virtual void finish(WorkerEnv& env) = 0;
+  /// Node faults (engine/faults/, policy shrink): step `step` was abandoned because a peer died;
+  /// the survivors rebuilt their group (env.ring, env.intra), the parameters and optimizer state
+  /// are back to before the step. Do what the step must still do so that this worker stays in
+  /// lock step with the others (a strategy whose rounds are due at this step runs them); the
+  /// step's gradient is discarded. Only strategies whose descriptor says survives_kills.
+  virtual void discard_step(WorkerEnv& /*env*/, int /*step*/) {}
 };
 
 /// Adds the elapsed time of its scope to a counter.

@@ -186,6 +186,7 @@ int run(const RunArgs& a) {
         engine::RunOptions opt;
         opt.clock = sc.clock;
         opt.compute = sc.compute;
+        opt.faults = sc.faults;
         opt.progress = [&prog](int done, int total, double t) { prog.update(done, total, t); };
         try {
           model::StrategyRun r = engine::run_strategy(sc.cluster, work, c, data, opt);

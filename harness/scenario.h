@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/cluster.h"
+#include "model/faults.h"
 #include "model/report.h"
 #include "engine/errors.h"
 #include "engine/strategy.h"
@@ -54,6 +55,8 @@ struct Scenario {
   /// in-process model assumes), "default" (leave the namespace's, inherited from the host), or a
   /// kernel name (reno, cubic, bbr, ...). README "Real-network mode".
   std::string tcp_congestion_control = "auto";
+  /// Node faults (timeline kill/restart/slow, top-level "faults"): README "Node faults".
+  model::FaultPlan faults;
   model::CheckTolerances check;  ///< the scenario's `check` (the gate's tolerances, model/report.h)
   nlohmann::json raw;      ///< the file as parsed
   std::string hash;        ///< SHA-256 of the canonical JSON (sorted keys, no whitespace)

@@ -198,6 +198,7 @@ void from_json(const json& j, DataPlaneSummary& d) {
 void to_json(json& j, const StrategyRun& s) {
   j = {{"name", s.name}, {"config", s.config}, {"metrics", s.metrics}, {"series", s.series}, {"exchanges", s.exchanges}};
   if (s.dataplane) j["dataplane"] = *s.dataplane;
+  if (s.faults) j["faults"] = *s.faults;
   if (s.seeds.empty()) return;
   j["seeds"] = s.seeds;
   const SeedSummary sum = *metrics::seed_summary(s.seeds);
@@ -228,6 +229,12 @@ void from_json(const json& j, StrategyRun& s) {
     DataPlaneSummary d;
     f::get(j, "dataplane", d);
     s.dataplane = d;
+  }
+  s.faults.reset();
+  if (f::has(j, "faults")) {
+    FaultsSection fs;
+    f::get(j, "faults", fs);
+    s.faults = std::move(fs);
   }
 }
 

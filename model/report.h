@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model/faults.h"
 #include "model/measurements.h"
 #include "model/report_error.h"
 
@@ -161,6 +162,8 @@ struct StrategyRun {
   std::vector<ExchangeRecord> exchanges;  ///< per round: the slowest DC leader's view (README "Metrics")
   std::vector<SeedResult> seeds;          ///< empty: one seed (not written)
   std::optional<DataPlaneSummary> dataplane;  ///< dpdk mode only
+  /// Node faults injected and detected (model/faults.h); absent when the scenario has none.
+  std::optional<FaultsSection> faults;
 };
 void to_json(json& j, const StrategyRun& s);
 void from_json(const json& j, StrategyRun& s);

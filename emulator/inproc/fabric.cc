@@ -26,6 +26,9 @@ Fabric::Fabric(const FabricConfig& cfg, const Clock& clock) : cfg_(cfg), clock_(
     wan_links_[{l.from, l.to}] = std::make_unique<LinkModel>(l.config, RandomStream(cfg_.seed, stream++));
   }
   for (size_t e = 0; e < cfg_.site_of.size(); ++e) boxes_.push_back(std::make_unique<Mailbox>());
+  dead_.assign(cfg_.site_of.size(), false);
+  alarm_.assign(cfg_.site_of.size(), std::nullopt);
+  alarm_all_.assign(cfg_.site_of.size(), true);
 }
 
 LinkModel& Fabric::direction(int src_site, int dst_site, int src, int dst) {
@@ -67,6 +70,7 @@ void Fabric::send(int src, int dst, uint64_t tag, std::vector<uint8_t> payload) 
 
 void Fabric::send_at(Nanos now, int src, int dst, uint64_t tag, std::vector<uint8_t>& payload) {
   if (closed_) return;
+  if (dead_[static_cast<size_t>(src)] || dead_[static_cast<size_t>(dst)]) return;  // a killed worker's sockets
   const int sa = site_of(src), sb = site_of(dst);
   auto& conn = conns_[{src, dst}];
   if (!conn) {
@@ -115,6 +119,7 @@ std::optional<std::vector<uint8_t>> Fabric::recv_virtual(int dst, int src, uint6
   // Runs under the scheduler's lock; messages are only added inside act(), so it sees every change.
   const std::function<std::optional<Nanos>()> ready = [&]() -> std::optional<Nanos> {
     std::lock_guard<std::mutex> lk(mu_);
+    if (interrupted(dst, src)) return alarm_[static_cast<size_t>(dst)];
     auto it = box.q.find(key);
     if (it == box.q.end() || it->second.empty()) return std::nullopt;
     return it->second.front().deliver_at;
@@ -131,7 +136,105 @@ std::optional<std::vector<uint8_t>> Fabric::recv_virtual(int dst, int src, uint6
   }
   std::lock_guard<std::mutex> lk(mu_);
   if (!got || closed_) return std::nullopt;
+  if (interrupted(dst, src))
+    throw FabricInterrupted("recv at rank " + std::to_string(dst) + " from rank " + std::to_string(src) +
+                            " interrupted: a peer was declared dead");
   return pop(dst, src, tag);
+}
+
+std::optional<Fabric::Received> Fabric::recv_any(int dst, uint64_t tag, Nanos deadline,
+                                                 const std::function<bool()>& stop) {
+  if (!sched_) throw FabricError("fabric: recv_any needs the virtual-time mode");
+  const VirtualScheduler::ActorId me = sched_->current();
+  if (me < 0) throw FabricError("fabric: recv_any from a thread that is no actor of the virtual-time scheduler");
+  const Mailbox& box = *boxes_.at(static_cast<size_t>(dst));
+  // The earliest delivery of `tag` from any source (mu_ held).
+  auto earliest = [&]() -> std::optional<std::pair<Nanos, int>> {
+    std::optional<std::pair<Nanos, int>> best;
+    for (const auto& [k, q] : box.q)
+      if (k.second == tag && !q.empty() && (!best || q.front().deliver_at < best->first))
+        best = std::make_pair(q.front().deliver_at, k.first);
+    return best;
+  };
+  bool stopped = false;
+  const std::function<std::optional<Nanos>()> ready = [&]() -> std::optional<Nanos> {
+    if (stop()) return stopped = true, Nanos{0};  // woken at its own instant
+    std::lock_guard<std::mutex> lk(mu_);
+    if (auto e = earliest()) return e->first;
+    return std::nullopt;
+  };
+  bool got = false;
+  try {
+    got = sched_->wait(me, ready, deadline, "heartbeats at rank " + std::to_string(dst));
+  } catch (const SchedulerAborted&) {
+    return std::nullopt;
+  } catch (const DeadlockError& e) {
+    throw FabricError(e.what());
+  }
+  if (!got || stopped) return std::nullopt;
+  std::lock_guard<std::mutex> lk(mu_);
+  if (closed_) return std::nullopt;
+  auto e = earliest();
+  if (!e) return std::nullopt;
+  Received r;
+  r.src = e->second;
+  r.delivered_at = e->first;
+  r.payload = *pop(dst, r.src, tag);
+  return r;
+}
+
+void Fabric::kill_endpoint(int endpoint) {
+  auto fn = [&] {
+    std::lock_guard<std::mutex> lk(mu_);
+    dead_.at(static_cast<size_t>(endpoint)) = true;
+    boxes_[static_cast<size_t>(endpoint)]->q.clear();
+  };
+  if (sched_) sched_->update(fn); else fn();
+}
+
+void Fabric::revive_endpoint(int endpoint) {
+  auto fn = [&] {
+    std::lock_guard<std::mutex> lk(mu_);
+    dead_.at(static_cast<size_t>(endpoint)) = false;
+  };
+  if (sched_) sched_->update(fn); else fn();
+}
+
+bool Fabric::endpoint_dead(int endpoint) const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return dead_.at(static_cast<size_t>(endpoint));
+}
+
+bool Fabric::interrupted(int dst, int src) const {
+  const auto d = static_cast<size_t>(dst);
+  return alarm_[d] && (alarm_all_[d] || site_of(src) == site_of(dst));
+}
+
+void Fabric::raise_alarm(int endpoint, Nanos at, bool all) {
+  auto fn = [&] {
+    std::lock_guard<std::mutex> lk(mu_);
+    auto& a = alarm_.at(static_cast<size_t>(endpoint));
+    if (!a) {
+      a = at;
+      alarm_all_[static_cast<size_t>(endpoint)] = all;
+    } else if (all) {
+      alarm_all_[static_cast<size_t>(endpoint)] = true;
+    }
+  };
+  if (sched_) sched_->update(fn); else fn();
+}
+
+void Fabric::clear_alarm(int endpoint) {
+  auto fn = [&] {
+    std::lock_guard<std::mutex> lk(mu_);
+    alarm_.at(static_cast<size_t>(endpoint)).reset();
+  };
+  if (sched_) sched_->update(fn); else fn();
+}
+
+bool Fabric::alarmed(int endpoint) const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return alarm_.at(static_cast<size_t>(endpoint)).has_value();
 }
 
 std::optional<std::vector<uint8_t>> Fabric::recv(int dst, int src, uint64_t tag, Nanos timeout) {

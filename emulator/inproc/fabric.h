@@ -10,6 +10,7 @@
 #pragma once
 
 #include <condition_variable>
+#include <functional>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -53,6 +54,12 @@ class FabricError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// A recv interrupted by raise_alarm(): its endpoint's heartbeat monitor declared a peer dead.
+class FabricInterrupted : public FabricError {
+ public:
+  using FabricError::FabricError;
+};
+
 class Fabric {
  public:
   /// Real-time mode: messages are delivered when `clock` (steady, or a fake one in tests) passes
@@ -91,6 +98,30 @@ class Fabric {
   /// counts itself until it sleeps on its mailbox. For tests that must know a receiver is blocked.
   int waiting_receivers() const;
 
+  // ---- Node faults (engine/faults/). Virtual-time mode only. ----
+  /// `endpoint` is dead (a killed worker): messages to it and from it are dropped from now on,
+  /// and those waiting in its mailbox discarded. revive_endpoint() undoes it (a restart).
+  void kill_endpoint(int endpoint);
+  void revive_endpoint(int endpoint);
+  bool endpoint_dead(int endpoint) const;
+  /// Every recv of `endpoint` blocked now, or started before clear_alarm(), ends with
+  /// FabricInterrupted at the instant `at` (its heartbeat monitor declared a peer dead): from any
+  /// source if `all`, else only from endpoints of its own site (its intra-DC group; a DC leader's
+  /// exchange with the other sites goes on).
+  void raise_alarm(int endpoint, Nanos at, bool all = true);
+  void clear_alarm(int endpoint);
+  bool alarmed(int endpoint) const;
+  struct Received {
+    int src = -1;
+    Nanos delivered_at{0};
+    std::vector<uint8_t> payload;
+  };
+  /// Waits until a message with `tag` from any source has been delivered to `dst` (the earliest
+  /// delivery first), until the virtual instant `deadline` (nullopt), or until stop() is true
+  /// (nullopt; stop() runs under the scheduler's lock: change what it reads in
+  /// VirtualScheduler::update). Not interrupted by alarms: the heartbeat monitor's receive.
+  std::optional<Received> recv_any(int dst, uint64_t tag, Nanos deadline, const std::function<bool()>& stop);
+
   TrafficStats stats(int site_a, int site_b) const;
   /// All traffic between different sites.
   TrafficStats wan_total() const;
@@ -108,6 +139,7 @@ class Fabric {
   void send_at(Nanos now, int src, int dst, uint64_t tag, std::vector<uint8_t>& payload);  // mu_ held
   std::optional<std::vector<uint8_t>> pop(int dst, int src, uint64_t tag);                // mu_ held
   std::optional<std::vector<uint8_t>> recv_virtual(int dst, int src, uint64_t tag, Nanos timeout);
+  bool interrupted(int dst, int src) const;  // mu_ held
 
   FabricConfig cfg_;
   const Clock& clock_;
@@ -115,6 +147,9 @@ class Fabric {
   mutable std::mutex mu_;
   bool closed_ = false;
   int waiting_receivers_ = 0;
+  std::vector<bool> dead_;                   // per endpoint: killed (node faults)
+  std::vector<std::optional<Nanos>> alarm_;  // per endpoint: a pending alarm's instant
+  std::vector<bool> alarm_all_;              // per endpoint: the alarm interrupts recvs from every site
   std::map<std::pair<int, int>, std::unique_ptr<LinkModel>> wan_links_;  // ordered site pair
   std::map<std::pair<int, int>, std::unique_ptr<LinkModel>> lan_links_;  // ordered endpoint pair
   std::map<std::pair<int, int>, std::unique_ptr<MessageLink>> conns_;    // ordered endpoint pair

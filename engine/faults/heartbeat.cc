@@ -1,0 +1,113 @@
+#include "engine/faults/heartbeat.h"
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <string>
+
+namespace geotb::engine {
+
+HeartbeatMonitor::HeartbeatMonitor(emu::Fabric& fabric, emu::VirtualScheduler& sched, int rank,
+                                   std::vector<int> peers, const model::HeartbeatConfig& cfg, bool interrupt_all,
+                                   OnDeclared on_declared)
+    : fabric_(fabric), sched_(sched), rank_(rank), peers_(std::move(peers)), cfg_(cfg), interrupt_all_(interrupt_all),
+      on_declared_(std::move(on_declared)) {}
+
+HeartbeatMonitor::~HeartbeatMonitor() { stop(); }
+
+void HeartbeatMonitor::start(Nanos t0, Nanos origin) {
+  origin_ = origin;
+  actor_ = sched_.add_actor("heartbeat monitor of rank " + std::to_string(rank_), t0);
+  th_ = std::thread([this, t0] {
+    sched_.bind(actor_);
+    try {
+      run(t0);
+    } catch (const std::exception&) {
+      // The fabric was closed or the scheduler aborted after a failure elsewhere: the run's
+      // error is reported by the worker that failed.
+    }
+    sched_.finish(actor_);
+  });
+}
+
+void HeartbeatMonitor::stop() {
+  if (!th_.joinable()) return;
+  sched_.update([&] { stop_ = true; });
+  th_.join();
+}
+
+std::set<int> HeartbeatMonitor::declared() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return declared_;
+}
+
+uint64_t HeartbeatMonitor::sent() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return sent_;
+}
+
+void HeartbeatMonitor::run(Nanos t0) {
+  struct Peer {
+    Nanos last_heard;
+    std::optional<Nanos> suspected;
+    bool dead = false;
+  };
+  std::map<int, Peer> peers;
+  for (int p : peers_) peers[p] = Peer{t0, std::nullopt, false};
+  auto secs = [&](Nanos t) { return std::chrono::duration<double>(t - origin_).count(); };
+  Nanos next_send = t0;
+  uint64_t seq = 0;
+  const std::function<bool()> stopped = [this] { return stop_; };
+  for (;;) {
+    const Nanos now = sched_.now(actor_);
+    if (now >= next_send) {
+      std::vector<uint8_t> msg(16);
+      const int64_t t = now.count();
+      std::memcpy(msg.data(), &t, 8);
+      std::memcpy(msg.data() + 8, &seq, 8);
+      ++seq;
+      for (auto& [p, st] : peers)
+        if (!st.dead) {
+          fabric_.send(rank_, p, kHeartbeatTag, msg);
+          std::lock_guard<std::mutex> lk(mu_);
+          ++sent_;
+        }
+      next_send += cfg_.interval;
+    }
+    for (auto& [p, st] : peers) {
+      if (st.dead) continue;
+      if (!st.suspected && now >= st.last_heard + cfg_.timeout) st.suspected = st.last_heard + cfg_.timeout;
+      if (st.suspected && now >= *st.suspected + cfg_.confirmation) {
+        st.dead = true;
+        model::Detection d;
+        d.observer = rank_;
+        d.peer = p;
+        d.at_s = secs(now);
+        d.last_heard_s = secs(st.last_heard);
+        d.suspected_s = secs(*st.suspected);
+        {
+          std::lock_guard<std::mutex> lk(mu_);
+          declared_.insert(p);
+        }
+        fabric_.raise_alarm(rank_, now, interrupt_all_);
+        if (on_declared_) on_declared_(d);
+      }
+    }
+    Nanos next = next_send;
+    for (const auto& [p, st] : peers)
+      if (!st.dead) next = std::min(next, st.suspected ? *st.suspected + cfg_.confirmation : st.last_heard + cfg_.timeout);
+    std::optional<emu::Fabric::Received> m = fabric_.recv_any(rank_, kHeartbeatTag, next, stopped);
+    if (!m) {
+      bool stop;
+      sched_.update([&] { stop = stop_; });
+      if (stop || fabric_.closed()) return;
+      continue;  // a deadline: send or check
+    }
+    auto it = peers.find(m->src);
+    if (it == peers.end() || it->second.dead) continue;  // not watched, or already declared
+    it->second.last_heard = std::max(it->second.last_heard, m->delivered_at);
+    it->second.suspected.reset();
+  }
+}
+
+}  // namespace geotb::engine
