@@ -589,9 +589,12 @@ Scenario parse_scenario(const json& j, const std::string& origin) {
       if (sc.faults.has_kills())
         for (const auto& st : sc.strategies) {
           const engine::StrategyInfo& info = engine::find_strategy(st.name).needs;
-          if (!info.survives_kills)
-            fail("strategies", json(st.name),
-                 "this strategy does not survive node kills yet (supported: naive_ddp, hier_ef_topk_int8, hierarchical, lan)");
+          if (!info.survives_kills) {
+            std::string ok;
+            for (const auto* d : engine::strategy_table())
+              if (d->needs.survives_kills) ok += (ok.empty() ? "" : ", ") + std::string(d->name);
+            fail("strategies", json(st.name), "this strategy does not survive node kills (supported: " + ok + ")");
+          }
           const bool dc_groups = info.needs_intra_dc && !info.one_group;
           for (size_t i = 0; i < sc.faults.events.size(); ++i)
             if (dc_groups && sc.faults.events[i].kind != model::FaultEvent::Kind::kSlow && sc.faults.events[i].worker == 0)

@@ -160,7 +160,9 @@ std::optional<Fabric::Received> Fabric::recv_any(int dst, uint64_t tag, Nanos de
   const std::function<std::optional<Nanos>()> ready = [&]() -> std::optional<Nanos> {
     if (stop()) return stopped = true, Nanos{0};  // woken at its own instant
     std::lock_guard<std::mutex> lk(mu_);
-    if (auto e = earliest()) return e->first;
+    // Only a delivery by the deadline: one after it is for a later call (the caller acts at the
+    // deadline first, whatever the order in which the host ran the senders).
+    if (auto e = earliest(); e && e->first <= deadline) return e->first;
     return std::nullopt;
   };
   bool got = false;
@@ -175,7 +177,7 @@ std::optional<Fabric::Received> Fabric::recv_any(int dst, uint64_t tag, Nanos de
   std::lock_guard<std::mutex> lk(mu_);
   if (closed_) return std::nullopt;
   auto e = earliest();
-  if (!e) return std::nullopt;
+  if (!e || e->first > deadline) return std::nullopt;
   Received r;
   r.src = e->second;
   r.delivered_at = e->first;

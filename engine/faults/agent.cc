@@ -49,6 +49,7 @@ class FaultRuntime::Agent final : public FaultHooks {
     slow_.resize(rt.plan_.events.size());
   }
 
+  void create() { monitor_->create(); }
   void start(Nanos t0) { monitor_->start(t0, rt_.t0_); }
   uint64_t heartbeats_sent() const { return monitor_->sent(); }
 
@@ -221,6 +222,7 @@ FaultRuntime::FaultRuntime(const model::FaultPlan& plan, const StrategyInfo& inf
     factor_[static_cast<size_t>(r)].store(1.0);
     agents_.push_back(std::make_unique<Agent>(*this, r));
   }
+  for (auto& a : agents_) a->create();  // actor ids in rank order, before any worker runs
 }
 
 FaultRuntime::~FaultRuntime() = default;

@@ -15,19 +15,37 @@ HeartbeatMonitor::HeartbeatMonitor(emu::Fabric& fabric, emu::VirtualScheduler& s
 
 HeartbeatMonitor::~HeartbeatMonitor() { stop(); }
 
-void HeartbeatMonitor::start(Nanos t0, Nanos origin) {
-  origin_ = origin;
-  actor_ = sched_.add_actor("heartbeat monitor of rank " + std::to_string(rank_), t0);
-  th_ = std::thread([this, t0] {
+void HeartbeatMonitor::create() {
+  actor_ = sched_.add_actor("heartbeat monitor of rank " + std::to_string(rank_), Nanos{0});
+  th_ = std::thread([this] {
     sched_.bind(actor_);
     try {
-      run(t0);
+      // Blocked without a deadline until start() or stop(): it holds nobody back meanwhile.
+      sched_.wait(
+          actor_,
+          [this]() -> std::optional<Nanos> {
+            if (stop_) return Nanos{0};
+            return start_at_;
+          },
+          std::nullopt, "heartbeat monitor of rank " + std::to_string(rank_) + ": wait for the start");
+      bool stop;
+      Nanos t0{0};
+      sched_.update([&] {
+        stop = stop_;
+        t0 = start_at_.value_or(Nanos{0});
+      });
+      if (!stop) run(t0);
     } catch (const std::exception&) {
       // The fabric was closed or the scheduler aborted after a failure elsewhere: the run's
       // error is reported by the worker that failed.
     }
     sched_.finish(actor_);
   });
+}
+
+void HeartbeatMonitor::start(Nanos t0, Nanos origin) {
+  origin_ = origin;
+  sched_.update([&] { start_at_ = t0; });
 }
 
 void HeartbeatMonitor::stop() {

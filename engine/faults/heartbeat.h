@@ -42,8 +42,12 @@ class HeartbeatMonitor {
   HeartbeatMonitor(const HeartbeatMonitor&) = delete;
   HeartbeatMonitor& operator=(const HeartbeatMonitor&) = delete;
 
-  /// Starts the monitor actor at virtual instant `t0` (the start of training: every peer counts
-  /// as heard then). Times in detections are seconds since `origin`.
+  /// Creates the monitor's actor and thread, waiting (holding nobody back) for start(). Call in
+  /// rank order before the run's threads start, so that actor ids (the scheduler's tie-break
+  /// between instants) do not depend on the host.
+  void create();
+  /// Starts the monitor at virtual instant `t0` (the start of training: every peer counts as
+  /// heard then). Times in detections are seconds since `origin`.
   void start(Nanos t0, Nanos origin);
   /// Stops it (from any thread of the worker) and joins it. Idempotent.
   void stop();
@@ -64,6 +68,7 @@ class HeartbeatMonitor {
   Nanos origin_{0};
   emu::VirtualScheduler::ActorId actor_ = -1;
   bool stop_ = false;  // changed in sched_.update(), read by recv_any's stop()
+  std::optional<Nanos> start_at_;  // set by start(), in sched_.update()
   mutable std::mutex mu_;
   std::set<int> declared_;
   uint64_t sent_ = 0;

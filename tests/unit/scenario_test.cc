@@ -380,7 +380,7 @@ INSTANTIATE_TEST_SUITE_P(
         Bad{"at_step on a link change", [](json& j) { j["timeline"][0]["at_step"] = 3; },
             "timeline[0].at_step: 3: a link change is scheduled by \"at\""},
         Bad{"timeout not above interval", [](json& j) { j["faults"]["heartbeat"]["timeout"] = "500ms"; },
-            "faults.heartbeat.timeout: \"500ms\": must exceed the interval (500ms)"},
+            "faults.heartbeat.timeout: \"500ms\": must exceed the interval (500 ms)"},
         Bad{"heartbeat unit missing", [](json& j) { j["faults"]["heartbeat"]["interval"] = 2; },
             "faults.heartbeat.interval: 2: missing unit"},
         Bad{"unknown policy", [](json& j) { j["faults"]["policy"] = "restart_all"; },
@@ -393,8 +393,8 @@ INSTANTIATE_TEST_SUITE_P(
         Bad{"faults in dpdk mode", [](json& j) { j["network"] = "dpdk"; }, "\"dpdk/wall\": node faults and heartbeats"},
         Bad{"hier loses a DC leader", [](json& j) { j["timeline"][1]["kill"]["worker"] = 0; j["timeline"][2]["restart"]["worker"] = 0; },
             "timeline[1].kill.worker: 0: hier_ef_topk_int8 cannot lose a DC leader (worker 0)"},
-        Bad{"strategy without kill support", [](json& j) { j["strategies"][1] = {{"name", "local_sgd"}}; },
-            "strategies: \"local_sgd\": this strategy does not survive node kills yet"}),
+        Bad{"strategy without kill support", [](json& j) { j["strategies"][1] = {{"name", "naive_ddp_c10d"}}; },
+            "strategies: \"naive_ddp_c10d\": this strategy does not survive node kills (supported: naive_ddp, "}),
     [](const ::testing::TestParamInfo<Bad>& i) {
       std::string s = i.param.what;
       for (char& c : s)
