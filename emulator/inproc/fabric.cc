@@ -48,6 +48,60 @@ LinkModel& Fabric::direction(int src_site, int dst_site, int src, int dst) {
   return *l;
 }
 
+LinkModel& Fabric::control(int src_site, int dst_site) {
+  auto& l = ctl_links_[{src_site, dst_site}];
+  if (!l) {
+    // The data link's configuration and pending changes; random streams after the LAN's.
+    const uint64_t P = cfg_.site_of.size();
+    const uint64_t stream = cfg_.wan.size() + P * P + static_cast<uint64_t>(src_site) * cfg_.num_sites + dst_site;
+    if (src_site == dst_site) {
+      l = std::make_unique<LinkModel>(cfg_.lan, RandomStream(cfg_.seed, stream));
+    } else {
+      auto it = wan_links_.find({src_site, dst_site});
+      if (it == wan_links_.end())
+        throw FabricError("fabric: no WAN link from site " + std::to_string(src_site) + " to site " +
+                          std::to_string(dst_site));
+      l = std::make_unique<LinkModel>(it->second->config(), RandomStream(cfg_.seed, stream));
+      for (const LinkChange& c : ctl_changes_[{src_site, dst_site}]) l->schedule(c);
+    }
+  }
+  return *l;
+}
+
+void Fabric::send_datagram(int src, int dst, uint64_t tag, std::vector<uint8_t> payload) {
+  if (src < 0 || dst < 0 || src >= size() || dst >= size() || src == dst)
+    throw FabricError("fabric: bad endpoints " + std::to_string(src) + " -> " + std::to_string(dst));
+  auto deliver = [&](Nanos now) {
+    if (closed_ || dead_[static_cast<size_t>(src)] || dead_[static_cast<size_t>(dst)]) return;
+    const int sa = site_of(src), sb = site_of(dst);
+    constexpr uint32_t kIpUdp = 28;
+    const Verdict v = control(sa, sb).offer(now, static_cast<uint32_t>(payload.size()) + kIpUdp);
+    TrafficStats& st = stats_[{sa, sb}];
+    st.messages += 1;
+    st.payload_bytes += payload.size();
+    st.wire_bytes += payload.size() + kIpUdp + 38;  // + Ethernet header, FCS, preamble, gap
+    st.segments += 1;
+    if (v.fate != Fate::kDelivered) return;
+    Mailbox& box = *boxes_[static_cast<size_t>(dst)];
+    box.q[{src, tag}].push_back({v.release, std::move(payload)});
+    box.cv.notify_all();
+  };
+  if (!sched_) {
+    std::lock_guard<std::mutex> lk(mu_);
+    deliver(clock_.now());
+    return;
+  }
+  const VirtualScheduler::ActorId me = sched_->current();
+  if (me < 0) throw FabricError("fabric: send from a thread that is no actor of the virtual-time scheduler");
+  try {
+    sched_->act(me, [&](Nanos t) {
+      std::lock_guard<std::mutex> lk(mu_);
+      deliver(t);
+    });
+  } catch (const SchedulerAborted&) {
+  }
+}
+
 void Fabric::send(int src, int dst, uint64_t tag, std::vector<uint8_t> payload) {
   if (src < 0 || dst < 0 || src >= size() || dst >= size() || src == dst)
     throw FabricError("fabric: bad endpoints " + std::to_string(src) + " -> " + std::to_string(dst));
@@ -273,6 +327,12 @@ void Fabric::schedule(int site_a, int site_b, const LinkChange& change, bool bot
                                 std::to_string(site_b));
   it->second->schedule(change);
   if (both) wan_links_.at({site_b, site_a})->schedule(change);
+  // The control queues (datagrams) follow the same timeline, made now or when first used.
+  for (auto dir : {std::make_pair(site_a, site_b), std::make_pair(site_b, site_a)}) {
+    if (dir.first == site_b && !both) break;
+    ctl_changes_[dir].push_back(change);
+    if (auto c = ctl_links_.find(dir); c != ctl_links_.end()) c->second->schedule(change);
+  }
 }
 
 void Fabric::close() {

@@ -116,6 +116,14 @@ class Fabric {
     Nanos delivered_at{0};
     std::vector<uint8_t> payload;
   };
+  /// Sends one datagram (UDP-like: one frame of payload + 28 bytes of IP/UDP headers, no
+  /// retransmission, lost when the link loses it) on the control queue of the link between the
+  /// two endpoints' sites: a second queue with the link's rate, delay, jitter, loss and timeline
+  /// and its own serializer and random stream, so that a heartbeat does not wait behind the bulk
+  /// data's queue (the TCP model settles a connection's retransmissions at their send, which
+  /// would hold every later offer of the direction back by an RTO). Counted in the site pair's
+  /// traffic. Virtual-time mode: ordered like send(). Dropped to and from a dead endpoint.
+  void send_datagram(int src, int dst, uint64_t tag, std::vector<uint8_t> payload);
   /// Waits until a message with `tag` from any source has been delivered to `dst` (the earliest
   /// delivery first), until the virtual instant `deadline` (nullopt), or until stop() is true
   /// (nullopt; stop() runs under the scheduler's lock: change what it reads in
@@ -152,6 +160,9 @@ class Fabric {
   std::vector<bool> alarm_all_;              // per endpoint: the alarm interrupts recvs from every site
   std::map<std::pair<int, int>, std::unique_ptr<LinkModel>> wan_links_;  // ordered site pair
   std::map<std::pair<int, int>, std::unique_ptr<LinkModel>> lan_links_;  // ordered endpoint pair
+  std::map<std::pair<int, int>, std::unique_ptr<LinkModel>> ctl_links_;  // datagrams: ordered site pair
+  LinkModel& control(int src_site, int dst_site);                        // mu_ held
+  std::map<std::pair<int, int>, std::vector<LinkChange>> ctl_changes_;   // the WAN timeline, per direction
   std::map<std::pair<int, int>, std::unique_ptr<MessageLink>> conns_;    // ordered endpoint pair
   std::vector<std::unique_ptr<Mailbox>> boxes_;
   std::map<std::pair<int, int>, TrafficStats> stats_;

@@ -86,7 +86,7 @@ void HeartbeatMonitor::run(Nanos t0) {
       ++seq;
       for (auto& [p, st] : peers)
         if (!st.dead) {
-          fabric_.send(rank_, p, kHeartbeatTag, msg);
+          fabric_.send_datagram(rank_, p, kHeartbeatTag, msg);
           std::lock_guard<std::mutex> lk(mu_);
           ++sent_;
         }

@@ -5,8 +5,9 @@
 // recorded and the worker's pending and future receives are interrupted (Fabric::raise_alarm), so
 // a worker blocked on the dead peer wakes up and recovers (engine/faults/agent.h). A heartbeat
 // arriving in between clears the suspicion: a congested or lossy link is not a dead node. The
-// heartbeats are real messages on the fabric's TCP model: they pay the links, their losses and
-// retransmissions like any other message, and their bytes are counted in the WAN figures.
+// heartbeats are UDP-like datagrams on the fabric (Fabric::send_datagram): they pay the link's
+// rate, delay, jitter, loss and outages on a queue of their own (not behind the bulk data's TCP
+// retransmissions), a lost one is not resent, and their bytes count in the WAN figures.
 //
 // Detection latency (kill -> declared) is at most timeout + confirmation + the last heartbeat's
 // one-way delay, and at least timeout + confirmation - interval.
