@@ -68,10 +68,25 @@ void HeartbeatMonitor::run(Nanos t0) {
   struct Peer {
     Nanos last_heard;
     std::optional<Nanos> suspected;
+    Nanos next_probe{0};  // while suspected: when to probe it next
     bool dead = false;
   };
+  // The confirmation: a suspected peer is probed every quarter interval (at least 1 ms) until it
+  // answers (a probe is answered by a heartbeat at once) or the confirmation time is over, so
+  // that lost datagrams alone do not make a live peer dead.
+  const Nanos probe_every = std::max(Nanos(std::chrono::milliseconds(1)), cfg_.interval / 4);
+  auto datagram = [&](int p, uint8_t kind, Nanos now, uint64_t seq) {
+    std::vector<uint8_t> msg(17);
+    const int64_t t = now.count();
+    std::memcpy(msg.data(), &t, 8);
+    std::memcpy(msg.data() + 8, &seq, 8);
+    msg[16] = kind;  // 0: heartbeat, 1: probe
+    fabric_.send_datagram(rank_, p, kHeartbeatTag, msg);
+    std::lock_guard<std::mutex> lk(mu_);
+    ++sent_;
+  };
   std::map<int, Peer> peers;
-  for (int p : peers_) peers[p] = Peer{t0, std::nullopt, false};
+  for (int p : peers_) peers[p] = Peer{t0, std::nullopt, Nanos{0}, false};
   auto secs = [&](Nanos t) { return std::chrono::duration<double>(t - origin_).count(); };
   Nanos next_send = t0;
   uint64_t seq = 0;
@@ -79,22 +94,21 @@ void HeartbeatMonitor::run(Nanos t0) {
   for (;;) {
     const Nanos now = sched_.now(actor_);
     if (now >= next_send) {
-      std::vector<uint8_t> msg(16);
-      const int64_t t = now.count();
-      std::memcpy(msg.data(), &t, 8);
-      std::memcpy(msg.data() + 8, &seq, 8);
-      ++seq;
       for (auto& [p, st] : peers)
-        if (!st.dead) {
-          fabric_.send_datagram(rank_, p, kHeartbeatTag, msg);
-          std::lock_guard<std::mutex> lk(mu_);
-          ++sent_;
-        }
+        if (!st.dead) datagram(p, 0, now, seq);
+      ++seq;
       next_send += cfg_.interval;
     }
     for (auto& [p, st] : peers) {
       if (st.dead) continue;
-      if (!st.suspected && now >= st.last_heard + cfg_.timeout) st.suspected = st.last_heard + cfg_.timeout;
+      if (!st.suspected && now >= st.last_heard + cfg_.timeout) {
+        st.suspected = st.last_heard + cfg_.timeout;
+        st.next_probe = *st.suspected;
+      }
+      if (st.suspected && now >= st.next_probe && now < *st.suspected + cfg_.confirmation) {
+        datagram(p, 1, now, seq);
+        st.next_probe = now + probe_every;
+      }
       if (st.suspected && now >= *st.suspected + cfg_.confirmation) {
         st.dead = true;
         model::Detection d;
@@ -113,7 +127,9 @@ void HeartbeatMonitor::run(Nanos t0) {
     }
     Nanos next = next_send;
     for (const auto& [p, st] : peers)
-      if (!st.dead) next = std::min(next, st.suspected ? *st.suspected + cfg_.confirmation : st.last_heard + cfg_.timeout);
+      if (!st.dead)
+        next = std::min(next, st.suspected ? std::min(*st.suspected + cfg_.confirmation, st.next_probe)
+                                           : st.last_heard + cfg_.timeout);
     std::optional<emu::Fabric::Received> m = fabric_.recv_any(rank_, kHeartbeatTag, next, stopped);
     if (!m) {
       bool stop;
@@ -123,6 +139,8 @@ void HeartbeatMonitor::run(Nanos t0) {
     }
     auto it = peers.find(m->src);
     if (it == peers.end() || it->second.dead) continue;  // not watched, or already declared
+    if (m->payload.size() > 16 && m->payload[16] == 1)  // a probe: answer with a heartbeat now
+      datagram(m->src, 0, sched_.now(actor_), seq);
     it->second.last_heard = std::max(it->second.last_heard, m->delivered_at);
     it->second.suspected.reset();
   }

@@ -1,7 +1,8 @@
 // Per-peer heartbeats over the emulated transport (the embedded mode's fabric, virtual time):
 // one monitor actor per worker sends a small message to every peer it watches every `interval`
 // and receives theirs. A peer silent for `timeout` (since its last heartbeat arrived, or since the
-// start) is suspected; still silent `confirmation` later it is declared dead: the detection is
+// start) is suspected and probed (a datagram its monitor answers with a heartbeat at once) every
+// quarter interval; still silent `confirmation` later it is declared dead: the detection is
 // recorded and the worker's pending and future receives are interrupted (Fabric::raise_alarm), so
 // a worker blocked on the dead peer wakes up and recovers (engine/faults/agent.h). A heartbeat
 // arriving in between clears the suspicion: a congested or lossy link is not a dead node. The
