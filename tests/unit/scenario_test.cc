@@ -141,7 +141,8 @@ TEST(Scenario, ClockDefaultsFollowTheNetworkModeAndTheProfileParses) {
 
 TEST(Scenario, ShippedScenariosLoad) {
   for (const char* f : {"beijing-ningxia.json", "beijing-ningxia-profiled.json", "tiny.json", "us-east-us-west.json",
-                        "strategy-bakeoff.json"}) {
+                        "strategy-bakeoff.json", "kill-2x4.json", "kill-2x4-none.json", "kill-2x4-leader.json",
+                        "kill-2x4-redistribute.json", "slow-2x4.json", "heartbeat-lossy.json"}) {
     SCOPED_TRACE(f);
     EXPECT_NO_THROW(geotb::harness::load_scenario(std::string(GEOTB_SOURCE_DIR "/scenarios/") + f));
   }
