@@ -13,6 +13,7 @@
 #include "emulator/link/clock.h"
 #include "engine/checkpoint/worker_state.h"
 #include "engine/collectives/transport_group.h"
+#include "engine/faults/agent.h"
 #include "engine/strategies/table.h"
 #include "engine/transport/emulated.h"
 #include "engine/worker_loop.h"
@@ -69,6 +70,11 @@ model::StrategyRun run_strategy(const ClusterSpec& cluster, const WorkloadSpec& 
   for (int r = 1; r < P; ++r) std::memcpy(learners[r]->params(), learners[0]->params(), n * sizeof(float));
   const auto shards = partition_iid(data.train.size, P, work.seed);
   std::shared_ptr<StoreHandle> store = info.needs_intra_dc && !virt ? make_inprocess_store() : nullptr;
+  std::unique_ptr<FaultRuntime> faults;
+  if (opt.faults.active()) {
+    if (!virt) throw RunError("node faults and heartbeats need the virtual clock (embedded mode)");
+    faults = std::make_unique<FaultRuntime>(opt.faults, info, M, N, fabric, *sched, shards, work.seed);
+  }
 
   std::vector<int> leaders, ring;
   for (int d = 0; d < M; ++d) leaders.push_back(d * N);
@@ -170,18 +176,33 @@ model::StrategyRun run_strategy(const ClusterSpec& cluster, const WorkloadSpec& 
     }
   };
 
+  // A killed worker leaves the finish line's count (it never arrives).
+  auto virtual_line_drop = [&](VirtualLine& line, std::chrono::nanoseconds& instant) {
+    sched->update([&] {
+      if (++line.arrived < P) return;
+      line.released = line.latest;
+      instant = line.latest;
+    });
+  };
+
   auto worker = [&](int r) {
     WorkerEnv& env = envs[static_cast<size_t>(r)];
     bool started = false;
     if (virt) {
       sched->bind(actor[static_cast<size_t>(r)]);
+      // A slow worker (node faults) is charged its compute times its factor.
+      auto scaled = [f = faults.get(), r](std::chrono::nanoseconds d) {
+        return f ? std::chrono::nanoseconds(std::llround(static_cast<double>(d.count()) * f->compute_factor(r))) : d;
+      };
       if (!opt.compute.empty())
-        set_thread_compute_charge([s = sched.get(), profile = compute_profile(env.dc)](Work w, uint64_t n) {
-          s->charge(s->current(), profile.cost(w, n));
+        set_thread_compute_charge([s = sched.get(), profile = compute_profile(env.dc), scaled](Work w, uint64_t n) {
+          s->charge(s->current(), scaled(profile.cost(w, n)));
         });
       else
-        set_thread_measured_charge([s = sched.get()](std::chrono::nanoseconds d) { s->charge(s->current(), d); });
+        set_thread_measured_charge(
+            [s = sched.get(), scaled](std::chrono::nanoseconds d) { s->charge(s->current(), scaled(d)); });
     }
+    bool killed = false;
     try {
       set_compute_threads(1);
       std::unique_ptr<IntraDc> intra;
@@ -207,6 +228,7 @@ model::StrategyRun run_strategy(const ClusterSpec& cluster, const WorkloadSpec& 
           start_line.arrive_and_wait();
         }
         started = true;
+        if (faults) faults->started(r, t_start);
         return t_start;
       };
       hooks.finished = [&] {
@@ -237,7 +259,11 @@ model::StrategyRun run_strategy(const ClusterSpec& cluster, const WorkloadSpec& 
           ckpt_writer->write(r, steps, with_wan);
         };
       }
+      if (faults) hooks.faults = &faults->hooks(r);
       run_worker_loop(env, scfg, work, data.train, shards[static_cast<size_t>(r)], hooks, records[static_cast<size_t>(r)]);
+    } catch (const WorkerKilled&) {
+      killed = true;  // stopped dead by a fault event: no error of the run
+      virtual_line_drop(vfinish, t_end);
     } catch (const std::exception& e) {
       {
         std::lock_guard<std::mutex> lk(err_mu);
@@ -250,6 +276,7 @@ model::StrategyRun run_strategy(const ClusterSpec& cluster, const WorkloadSpec& 
         finish_line.arrive_and_drop();
       }
     }
+    (void)killed;
     if (virt) {
       set_thread_compute_charge({});
       set_thread_measured_charge({});
@@ -266,7 +293,9 @@ model::StrategyRun run_strategy(const ClusterSpec& cluster, const WorkloadSpec& 
 
   // The same merge as the process mode (per-rank reports), with the fabric's own WAN accounting.
   std::vector<RankReport> reports(static_cast<size_t>(P));
-  const float* x0 = learners[0]->params();
+  // The reporting rank: rank 0, or the lowest rank alive at the end after node kills.
+  const int rep = faults ? faults->reporter() : 0;
+  const float* x0 = learners[static_cast<size_t>(rep)]->params();
   for (int r = 0; r < P; ++r) {
     RankReport& rr = reports[static_cast<size_t>(r)];
     const WorkerEnv& e = envs[static_cast<size_t>(r)];
@@ -279,12 +308,15 @@ model::StrategyRun run_strategy(const ClusterSpec& cluster, const WorkloadSpec& 
     rr.loss = std::move(rec.loss);
     rr.step_end_s = std::move(rec.step_end_s);
     rr.exchanges = e.exchanges;
-    if (r > 0) rr.replica_max_abs_diff = max_abs_diff(learners[static_cast<size_t>(r)]->params(), x0, n);
+    if (r != rep && !(faults && faults->dead_at_end(r)))  // a dead replica is stale, not wrong
+      rr.replica_max_abs_diff = max_abs_diff(learners[static_cast<size_t>(r)]->params(), x0, n);
   }
+  if (rep != 0) reports[0].step_end_s = reports[static_cast<size_t>(rep)].step_end_s;
   reports[0].wall_s = std::chrono::duration<double>(t_end - t_start + resumed_at).count();
-  reports[0].accuracy_curve = accuracy_curve(*learners[0], records[0], work, P, data.test);
+  reports[0].accuracy_curve = accuracy_curve(*learners[static_cast<size_t>(rep)], records[static_cast<size_t>(rep)], work, P, data.test);
   reports[0].final_weights_sha256 = sha256_hex(x0, n * sizeof(float));
   model::StrategyRun res = merge_rank_reports(scfg.name, reports, work, M);
+  if (faults) res.faults = faults->section();
   if (virt) res.metrics.host_wall_s = std::chrono::duration<double>(host_wall).count();
   // The fabric's own WAN accounting (it also counts retransmissions).
   emu::TrafficStats wan = fabric.wan_total();

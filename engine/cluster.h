@@ -23,6 +23,7 @@
 #include "engine/result.h"
 #include "engine/strategy.h"
 #include "engine/worker_loop.h"
+#include "model/faults.h"
 #include "model/topology.h"
 
 namespace geotb::engine {
@@ -55,6 +56,8 @@ struct RunOptions {
   /// starts from the checkpoint's step with every rank's saved state; its timeline continues
   /// from the checkpoint's instant; its figures cover the whole run (the saved part included).
   CheckpointOptions checkpoint;
+  /// Node faults (timeline kill/slow, heartbeats; engine/faults/agent.h). kVirtual only.
+  model::FaultPlan faults;
 };
 
 /// Runs one strategy from the same initial weights and data order as every other strategy with

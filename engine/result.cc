@@ -55,7 +55,12 @@ model::StrategyRun merge_rank_reports(const std::string& strategy, const std::ve
   model::StrategyRun res;
   res.name = strategy;
   model::StrategyMetrics& m = res.metrics;
-  m.samples = static_cast<uint64_t>(steps) * B * static_cast<uint64_t>(P);
+  // Samples whose gradient was computed: every rank's steps, less those a killed worker did not
+  // run (its loss is NaN there: node faults, engine/faults/agent.h).
+  uint64_t rank_steps = 0;
+  for (const auto& e : reports)
+    for (double l : e.loss) rank_steps += std::isnan(l) ? 0 : 1;
+  m.samples = rank_steps * B;
   m.wall_s = r0.wall_s;
   double comp = 0, comm = 0, cmpr = 0, over = 0;
   for (const auto& e : reports) {
@@ -93,8 +98,14 @@ model::StrategyRun merge_rank_reports(const std::string& strategy, const std::ve
   res.series.loss.assign(static_cast<size_t>(steps), 0);
   for (int s = 0; s < steps; ++s) {
     double acc = 0;
-    for (int r = 0; r < P; ++r) acc += reports[static_cast<size_t>(r)].loss[static_cast<size_t>(s)];
-    res.series.loss[static_cast<size_t>(s)] = acc / P;
+    int ran = 0;  // the workers alive at that step
+    for (int r = 0; r < P; ++r) {
+      const double l = reports[static_cast<size_t>(r)].loss[static_cast<size_t>(s)];
+      if (std::isnan(l)) continue;
+      acc += l;
+      ++ran;
+    }
+    res.series.loss[static_cast<size_t>(s)] = ran > 0 ? acc / ran : 0;
   }
   res.series.step_end_s = r0.step_end_s;
   res.series.test_accuracy = r0.accuracy_curve;

@@ -109,6 +109,12 @@ class Strategy {
   /// first step(). Throws StateError on a missing or mis-sized buffer (the caller checks that
   /// every buffer was taken).
   virtual void restore(WorkerEnv& env, StateReader& in) = 0;
+  /// Node faults (engine/faults/, policy shrink): step `step` was abandoned because a peer died;
+  /// the survivors rebuilt their group (env.ring, env.intra), the parameters and optimizer state
+  /// are back to before the step. Do what the step must still do so that this worker stays in
+  /// lock step with the others (a strategy whose rounds are due at this step runs them); the
+  /// step's gradient is discarded. Only strategies whose descriptor says survives_kills.
+  virtual void discard_step(WorkerEnv& /*env*/, int /*step*/) {}
 };
 
 /// Adds the elapsed time of its scope to a counter.

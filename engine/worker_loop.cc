@@ -1,6 +1,8 @@
 #include "engine/worker_loop.h"
 
 #include <cstring>
+#include <limits>
+#include <optional>
 
 #include "engine/checkpoint/worker_state.h"
 #include "engine/compute_charge.h"
@@ -30,13 +32,18 @@ void run_worker_loop(WorkerEnv& env, const StrategyConfig& scfg, const WorkloadS
   std::vector<uint32_t> idx;
   std::vector<float> x(B * F);
   std::vector<int64_t> y(B);
-  out.loss.assign(static_cast<size_t>(steps), 0);
+  out.loss.assign(static_cast<size_t>(steps), std::numeric_limits<double>::quiet_NaN());
   out.step_end_s.clear();
   out.snapshot_steps.clear();
   out.snapshots.clear();
   out.steps_redone = 0;
-  const std::vector<int> snap_at = rank0 ? snapshot_steps(work) : std::vector<int>{};
-  if (rank0) out.step_end_s.assign(static_cast<size_t>(steps), 0);
+  FaultHooks* faults = hooks.faults;
+  const bool records = rank0 || (faults && faults->record_all());
+  const std::vector<int> snap_at = records ? snapshot_steps(work) : std::vector<int>{};
+  if (records) out.step_end_s.assign(static_cast<size_t>(steps), 0);
+  // Node faults: the state of before the step in flight, restored when it is discarded.
+  std::vector<float> saved_x;
+  std::optional<Sgd> saved_opt;
 
   ResumePoint from;
   if (hooks.resume) from = restore_worker_state(*hooks.resume, env, *strategy, sampler, out, steps);
@@ -44,6 +51,7 @@ void run_worker_loop(WorkerEnv& env, const StrategyConfig& scfg, const WorkloadS
   const std::chrono::nanoseconds t_start = hooks.start() - from.elapsed;
   for (int s = from.steps_done; s < steps; ++s) {
     double loss;
+    if (faults) faults->step_begins(env, s);
     {
       ScopedTimer t(clock, env.times.compute_ns);
       // Charged as declared by a compute profile, or its CPU time robustly (compute_charge.h).
@@ -55,9 +63,23 @@ void run_worker_loop(WorkerEnv& env, const StrategyConfig& scfg, const WorkloadS
       }
       loss = env.learner->forward_backward(x.data(), y.data(), B);
     }
-    strategy->step(env, s);
+    if (!faults) {
+      strategy->step(env, s);
+    } else {
+      faults->before_sync(env, s);  // throws WorkerKilled on the worker killed here
+      saved_x.assign(env.learner->params(), env.learner->params() + n);
+      saved_opt = *env.opt;
+      try {
+        strategy->step(env, s);
+      } catch (const std::exception&) {
+        if (!faults->recover(env, s, sampler)) throw;
+        std::memcpy(env.learner->params(), saved_x.data(), n * sizeof(float));
+        *env.opt = *saved_opt;
+        strategy->discard_step(env, s);
+      }
+    }
     out.loss[static_cast<size_t>(s)] = loss;
-    if (rank0) {
+    if (records) {
       const double t = std::chrono::duration<double>(clock.now() - t_start).count();
       out.step_end_s[static_cast<size_t>(s)] = t;
       for (int k : snap_at)
@@ -81,6 +103,7 @@ void run_worker_loop(WorkerEnv& env, const StrategyConfig& scfg, const WorkloadS
   }
   strategy->finish(env);
   hooks.finished();
+  if (faults) faults->done(env);
 }
 
 }  // namespace geotb::engine

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <stdexcept>
 #include <vector>
 
 #include "engine/checkpoint/state.h"
@@ -34,6 +35,31 @@ struct Datasets {
   Dataset test;
 };
 
+/// Node faults (engine/faults/agent.h implements it): what the loop asks at each step. Absent
+/// without faults.
+class FaultHooks {
+ public:
+  virtual ~FaultHooks() = default;
+  /// Before step `step`'s compute (a slow worker's compute factor).
+  virtual void step_begins(WorkerEnv& env, int step) = 0;
+  /// After the compute, before the synchronisation: throws WorkerKilled if this worker dies here.
+  virtual void before_sync(WorkerEnv& env, int step) = 0;
+  /// strategy->step threw: true if a peer was declared dead and the survivors rebuilt their
+  /// group (env.ring, env.intra; maybe a new sampler shard); the loop then restores the state of
+  /// before the step and calls strategy->discard_step. False: the failure is the run's.
+  virtual bool recover(WorkerEnv& env, int step, BatchSampler& sampler) = 0;
+  /// Whether every rank records step-end times and snapshots (rank 0 may die).
+  virtual bool record_all() const = 0;
+  /// After hooks.finished: stop the heartbeats.
+  virtual void done(WorkerEnv& env) = 0;
+};
+
+/// Thrown by FaultHooks::before_sync on the worker a kill event stops: not a failure.
+class WorkerKilled : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 /// Rendezvous points of the loop, provided by the mode that runs it.
 struct WorkerLoopHooks {
   /// Every worker calls it once after its setup, before step 0. Returns when every worker of the
@@ -56,11 +82,14 @@ struct WorkerLoopHooks {
   /// back to now (checkpoint/worker_state.h rewind_worker), or null to go on. Every rank of the
   /// run must answer alike for the same steps. Empty: never.
   std::function<const StateBuffers*(int)> rewind;
+  /// Node faults (embedded mode, virtual clock); null without.
+  FaultHooks* faults = nullptr;
 };
 
 /// What the loop records for one worker.
 struct WorkerRecord {
   std::vector<double> loss;                   ///< per step: this worker's mean cross-entropy of its batch
+                                              ///< (NaN for the steps a killed worker did not run)
   std::vector<double> step_end_s;             ///< rank 0 only: per step, seconds since the start at its end
   std::vector<int> snapshot_steps;            ///< rank 0 only: steps done when each snapshot was taken
   std::vector<std::vector<float>> snapshots;  ///< rank 0 only: its parameters after those steps

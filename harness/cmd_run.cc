@@ -250,6 +250,7 @@ int run(const RunArgs& a) {
         engine::RunOptions opt;
         opt.clock = sc.clock;
         opt.compute = sc.compute;
+        opt.faults = sc.faults;
         opt.progress = [&prog](int done, int total, double t) { prog.update(done, total, t); };
         opt.checkpoint.dir = checkpoint_dir;
         opt.checkpoint.every_steps = sc.checkpoint.every_steps;

@@ -435,6 +435,23 @@ std::string render_html_report(const std::vector<model::RunReport>& reports, con
     const double per_step = mx::samples_per_step(s);
     for (size_t i = 0; i < loss.size(); ++i) n.x.push_back(static_cast<double>(i + 1) * per_step);
     by_samples.series.push_back(std::move(n));
+    // Node faults: a band per event in the strategy's colour, from when it took effect to when
+    // the survivors resumed (a kill) or the worker was fast again (slow).
+    if (s.faults)
+      for (const model::FaultRecord& f : s.faults->events) {
+        const std::string label = fmt::format("{} rank {} ({})", f.event, f.rank, c.label);
+        double end = f.at_s;
+        if (f.event == "kill" && f.detected_at_s) end = *f.detected_at_s + f.recovery_s.value_or(0);
+        if (f.event == "slow") end = f.until_s.value_or(s.metrics.wall_s);
+        by_time.xbands.push_back({f.at_s, end, label, c.color});
+        double end_step = f.step + std::max(1, f.steps_lost);
+        if (f.event == "slow" && f.until_s) {
+          end_step = f.step;
+          for (size_t i = 0; i < s.series.step_end_s.size(); ++i)
+            if (s.series.step_end_s[i] <= *f.until_s) end_step = static_cast<double>(i + 1);
+        }
+        by_samples.xbands.push_back({f.step * per_step, end_step * per_step, label, c.color});
+      }
     plot::LineSeries a{c.label, c.color, c.dash, {}, {}, true, true, c.report_index % 2 == 1};
     for (const auto& p : s.series.test_accuracy) {
       a.x.push_back(static_cast<double>(p.samples));

@@ -287,13 +287,57 @@ Scenario parse_scenario(const json& j, const std::string& origin) {
           fail("wan", json::array(), fmt::format("no link between \"{}\" and \"{}\"", sc.cluster.dcs[a].name,
                                                   sc.cluster.dcs[b].name));
 
-    // Timeline.
+    // Timeline: link changes, and node faults (model/faults.h).
+    std::vector<std::string> fault_paths;  // timeline[i] of each fault event, for later checks
+    auto fault_event = [&](Obj& e, const json& raw, const std::map<std::string, int>& dcs_by_name, int workers,
+                           std::vector<std::string>& paths) {
+      model::FaultEvent ev;
+      const char* kinds[] = {"kill", "restart", "slow"};
+      int n_kinds = 0;
+      std::string kind;
+      for (const char* k : kinds)
+        if (e.has(k)) ++n_kinds, kind = k;
+      if (n_kinds != 1 || e.has("link") || e.has("set"))
+        fail(e.path(), raw, "an event is exactly one of kill, restart, slow or a link change");
+      ev.kind = kind == "kill" ? model::FaultEvent::Kind::kKill
+                : kind == "restart" ? model::FaultEvent::Kind::kRestart : model::FaultEvent::Kind::kSlow;
+      const bool has_at = e.has("at"), has_step = e.has("at_step");
+      if (has_at == has_step) fail(e.path(), raw, "needs exactly one of \"at\" (a duration) and \"at_step\" (a step)");
+      if (has_at) ev.at = duration(e, "at", std::chrono::hours(24), nullptr);
+      if (has_step) ev.at_step = static_cast<int>(get_int(e, "at_step", 0, 100000000));
+      Obj w(e.req(kind), e.field(kind));
+      const std::string dc = get_string(w, "dc");
+      auto it = dcs_by_name.find(dc);
+      if (it == dcs_by_name.end()) fail(w.field("dc"), json(dc), "unknown data center");
+      ev.dc = it->second;
+      ev.worker = static_cast<int>(get_int(w, "worker", 0, workers - 1));
+      if (ev.kind == model::FaultEvent::Kind::kSlow) {
+        ev.factor = get_number(w, "factor", 1, 1000, 0);
+        if (!w.has("factor")) w.req("factor");
+        if (!(ev.factor > 1)) fail(w.field("factor"), w.req("factor"), "must be > 1 (a compute slowdown)");
+        const bool st = w.has("steps"), du = w.has("duration");
+        if (st == du) fail(w.path(), e.req(kind), "needs exactly one of \"steps\" (a count) and \"duration\"");
+        if (st) ev.steps = static_cast<int>(get_int(w, "steps", 1, 100000000));
+        if (du) {
+          ev.duration = duration(w, "duration", std::chrono::hours(24), nullptr);
+          if (*ev.duration <= std::chrono::nanoseconds{0}) fail(w.field("duration"), w.req("duration"), "must be > 0");
+        }
+      }
+      w.done();
+      e.done();
+      sc.faults.events.push_back(ev);
+      paths.push_back(e.path());
+    };
     if (const json* tl = root.opt("timeline")) {
       if (!tl->is_array()) fail("timeline", *tl, "expected a list of events");
       for (size_t i = 0; i < tl->size(); ++i) {
         Obj e((*tl)[i], fmt::format("timeline[{}]", i));
-        if (e.has("kill") || e.has("at_step"))
-          fail(e.field(e.has("kill") ? "kill" : "at_step"), (*tl)[i], "fault injection is not implemented yet");
+        if (e.has("kill") || e.has("restart") || e.has("slow")) {
+          fault_event(e, (*tl)[i], dc_idx, sc.cluster.dcs[0].workers, fault_paths);
+          continue;
+        }
+        if (e.has("at_step"))
+          fail(e.field("at_step"), (*tl)[i]["at_step"], "a link change is scheduled by \"at\" (at_step is for kill, restart, slow)");
         model::ScheduledChange tc;
         tc.change.at = duration(e, "at", std::chrono::hours(24), nullptr);
         std::tie(tc.a, tc.b) = dc_pair(dc_idx, e.req("link"), e.field("link"));
@@ -487,6 +531,88 @@ Scenario parse_scenario(const json& j, const std::string& origin) {
       sc.check.wan_bytes_ratio = get_number(c, "wan_bytes_ratio_tolerance", 0, 10, sc.check.wan_bytes_ratio);
       c.done();
     }
+    // Node faults: heartbeats, policy, and checks of the timeline's fault events against the rest.
+    if (const json* fj = root.opt("faults")) {
+      Obj fo(*fj, "faults");
+      sc.faults.heartbeats = true;
+      if (const json* hj = fo.opt("heartbeat")) {
+        Obj h(*hj, "faults.heartbeat");
+        model::HeartbeatConfig& hb = sc.faults.heartbeat;
+        hb.interval = duration(h, "interval", std::chrono::minutes(10), &hb.interval);
+        hb.timeout = duration(h, "timeout", std::chrono::minutes(10), &hb.timeout);
+        hb.confirmation = duration(h, "confirmation", std::chrono::minutes(10), &hb.confirmation);
+        if (hb.interval < std::chrono::milliseconds(1)) fail(h.field("interval"), h.req("interval"), "must be at least 1ms");
+        if (hb.timeout <= hb.interval)
+          fail(h.field("timeout"), hj->value("timeout", json(common::format_duration(hb.timeout))),
+               fmt::format("must exceed the interval ({}): a peer is silent for an interval between two heartbeats",
+                           common::format_duration(hb.interval)));
+        h.done();
+      }
+      const std::string shrink = "shrink", drop = "drop";
+      sc.faults.policy = get_string(fo, "policy", &shrink);
+      if (sc.faults.policy != "shrink")
+        fail("faults.policy", json(sc.faults.policy), "unknown recovery policy (shrink: survivors rebuild their group and carry on)");
+      sc.faults.shard = get_string(fo, "shard", &drop);
+      if (sc.faults.shard != "drop" && sc.faults.shard != "redistribute")
+        fail("faults.shard", json(sc.faults.shard), "unknown shard policy (drop or redistribute)");
+      fo.done();
+    }
+    if (!sc.faults.events.empty()) sc.faults.heartbeats = true;
+    if (sc.faults.active() && (sc.network != "embedded" || sc.clock != engine::ClockMode::kVirtual))
+      fail(fault_paths.empty() ? "faults" : fault_paths[0], json(sc.network + "/" + (sc.clock == engine::ClockMode::kVirtual ? "virtual" : "wall")),
+           "node faults and heartbeats run in the embedded mode on the virtual clock only (not implemented for the "
+           "process and dpdk modes, nor the wall clock)");
+    {
+      const int W = sc.cluster.dcs[0].workers;
+      std::map<std::pair<int, int>, const model::FaultEvent*> dead;  // (dc, worker) -> its kill, while dead
+      std::map<int, int> dead_in_dc;
+      for (size_t i = 0; i < sc.faults.events.size(); ++i) {
+        const model::FaultEvent& ev = sc.faults.events[i];
+        const std::string& path = fault_paths[i];
+        const std::string kind = model::to_string(ev.kind);
+        if (ev.at_step && *ev.at_step >= sc.workload.steps)
+          fail(path + ".at_step", json(*ev.at_step), fmt::format("must be below workload.steps ({})", sc.workload.steps));
+        const auto key = std::make_pair(ev.dc, ev.worker);
+        const auto who = fmt::format("{{\"dc\": \"{}\", \"worker\": {}}}", sc.cluster.dcs[static_cast<size_t>(ev.dc)].name, ev.worker);
+        if (ev.kind == model::FaultEvent::Kind::kKill) {
+          if (dead.count(key)) fail(path + ".kill", json::parse(who), "this worker is already dead (restart it first)");
+          if (W < 2) fail(path + ".kill", json::parse(who), "a data center of 1 worker has no survivor to shrink to");
+          if (++dead_in_dc[ev.dc] >= W)
+            fail(path + ".kill", json::parse(who), "kills every worker of its data center (shrink needs a survivor)");
+          dead[key] = &ev;
+        } else if (ev.kind == model::FaultEvent::Kind::kRestart) {
+          auto it = dead.find(key);
+          if (it == dead.end()) fail(path + ".restart", json::parse(who), "no earlier kill of this worker");
+          const model::FaultEvent& k = *it->second;
+          if (k.at_step.has_value() != ev.at_step.has_value())
+            fail(path, json(ev.at_step ? "at_step" : "at"),
+                 "a restart is timed like its kill (both \"at_step\" or both \"at\")");
+          if (ev.at_step ? *ev.at_step <= *k.at_step : *ev.at <= *k.at)
+            fail(path + (ev.at_step ? ".at_step" : ".at"), ev.at_step ? json(*ev.at_step) : json(common::format_duration(*ev.at)),
+                 "must be after the kill it restarts");
+          dead.erase(it);
+          --dead_in_dc[ev.dc];
+        }
+      }
+      if (sc.faults.has_kills())
+        for (const auto& st : sc.strategies) {
+          const engine::StrategyInfo& info = engine::find_strategy(st.name).needs;
+          if (!info.survives_kills) {
+            std::string ok;
+            for (const auto* d : engine::strategy_table())
+              if (d->needs.survives_kills) ok += (ok.empty() ? "" : ", ") + std::string(d->name);
+            fail("strategies", json(st.name), "this strategy does not survive node kills (supported: " + ok + ")");
+          }
+          const bool dc_groups = info.needs_intra_dc && !info.one_group;
+          for (size_t i = 0; i < sc.faults.events.size(); ++i)
+            if (dc_groups && sc.faults.events[i].kind != model::FaultEvent::Kind::kSlow && sc.faults.events[i].worker == 0)
+              fail(fault_paths[i] + "." + model::to_string(sc.faults.events[i].kind) + ".worker", json(0),
+                   fmt::format("{} cannot lose a DC leader (worker 0) yet: the other data centers would have to "
+                               "re-address their exchange; naive_ddp and lan can",
+                               st.name));
+        }
+    }
+
     root.done();
     sc.raw = j;
     sc.hash = sha256_hex(j.dump());

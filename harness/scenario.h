@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/cluster.h"
+#include "model/faults.h"
 #include "model/report.h"
 #include "engine/errors.h"
 #include "engine/strategy.h"
@@ -61,6 +62,8 @@ struct Scenario {
     /// SHA-256 of the scenario without its `checkpoint` block: what a checkpoint belongs to.
     std::string training_hash;
   } checkpoint;
+  /// Node faults (timeline kill/restart/slow, top-level "faults"): README "Node faults".
+  model::FaultPlan faults;
   model::CheckTolerances check;  ///< the scenario's `check` (the gate's tolerances, model/report.h)
   nlohmann::json raw;      ///< the file as parsed
   std::string hash;        ///< SHA-256 of the canonical JSON (sorted keys, no whitespace)

@@ -210,6 +210,7 @@ void to_json(json& j, const StrategyRun& s) {
   if (s.dataplane) j["dataplane"] = *s.dataplane;
   if (s.resumed_from) j["resumed_from"] = *s.resumed_from;
   if (s.final_weights_sha256) j["final_weights_sha256"] = *s.final_weights_sha256;
+  if (s.faults) j["faults"] = *s.faults;
   if (s.seeds.empty()) return;
   j["seeds"] = s.seeds;
   const SeedSummary sum = *metrics::seed_summary(s.seeds);
@@ -245,6 +246,12 @@ void from_json(const json& j, StrategyRun& s) {
   if (f::has(j, "resumed_from")) f::get(j, "resumed_from", s.resumed_from.emplace());
   s.final_weights_sha256.reset();
   if (f::has(j, "final_weights_sha256")) s.final_weights_sha256 = f::sha256_hex(j, "final_weights_sha256");
+  s.faults.reset();
+  if (f::has(j, "faults")) {
+    FaultsSection fs;
+    f::get(j, "faults", fs);
+    s.faults = std::move(fs);
+  }
 }
 
 // ---- scenario and context ----

@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model/faults.h"
 #include "model/measurements.h"
 #include "model/report_error.h"
 
@@ -176,6 +177,8 @@ struct StrategyRun {
   /// SHA-256 of rank 0's final parameters (float32 bytes): equal hashes, bit-identical models
   /// (a resumed run against an uninterrupted one). Absent in older reports.
   std::optional<std::string> final_weights_sha256;
+  /// Node faults injected and detected (model/faults.h); absent when the scenario has none.
+  std::optional<FaultsSection> faults;
 };
 void to_json(json& j, const StrategyRun& s);
 void from_json(const json& j, StrategyRun& s);

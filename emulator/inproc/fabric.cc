@@ -45,6 +45,9 @@ Fabric::Fabric(const FabricConfig& cfg, const Clock& clock) : cfg_(cfg), clock_(
     wan_links_[{l.from, l.to}] = std::make_unique<LinkModel>(l.config, RandomStream(cfg_.seed, stream++));
   }
   for (size_t e = 0; e < cfg_.site_of.size(); ++e) boxes_.push_back(std::make_unique<Mailbox>());
+  dead_.assign(cfg_.site_of.size(), false);
+  alarm_.assign(cfg_.site_of.size(), std::nullopt);
+  alarm_all_.assign(cfg_.site_of.size(), true);
 }
 
 LinkModel& Fabric::direction(int src_site, int dst_site, int src, int dst) {
@@ -62,6 +65,64 @@ LinkModel& Fabric::direction(int src_site, int dst_site, int src, int dst) {
     l = std::make_unique<LinkModel>(cfg_.lan, RandomStream(cfg_.seed, stream));
   }
   return *l;
+}
+
+LinkModel& Fabric::control(int src_site, int dst_site) {
+  auto& l = ctl_links_[{src_site, dst_site}];
+  if (!l) {
+    // The data link's configuration and pending changes; random streams after the LAN's.
+    const uint64_t P = cfg_.site_of.size();
+    const uint64_t stream = cfg_.wan.size() + P * P + static_cast<uint64_t>(src_site) * cfg_.num_sites + dst_site;
+    if (src_site == dst_site) {
+      l = std::make_unique<LinkModel>(cfg_.lan, RandomStream(cfg_.seed, stream));
+    } else {
+      auto it = wan_links_.find({src_site, dst_site});
+      if (it == wan_links_.end())
+        throw FabricError("fabric: no WAN link from site " + std::to_string(src_site) + " to site " +
+                          std::to_string(dst_site));
+      l = std::make_unique<LinkModel>(it->second->config(), RandomStream(cfg_.seed, stream));
+      for (const LinkChange& c : ctl_changes_[{src_site, dst_site}]) l->schedule(c);
+    }
+  }
+  return *l;
+}
+
+void Fabric::send_datagram(int src, int dst, uint64_t tag, std::vector<uint8_t> payload) {
+  if (src < 0 || dst < 0 || src >= size() || dst >= size() || src == dst)
+    throw FabricError("fabric: bad endpoints " + std::to_string(src) + " -> " + std::to_string(dst));
+  auto deliver = [&](Nanos now) {
+    if (closed_ || dead_[static_cast<size_t>(src)] || dead_[static_cast<size_t>(dst)]) return;
+    const int sa = site_of(src), sb = site_of(dst);
+    constexpr uint32_t kIpUdp = 28;
+    const Verdict v = control(sa, sb).offer(now, static_cast<uint32_t>(payload.size()) + kIpUdp);
+    TrafficStats& st = stats_[{sa, sb}];
+    st.messages += 1;
+    st.payload_bytes += payload.size();
+    st.wire_bytes += payload.size() + kIpUdp + 38;  // + Ethernet header, FCS, preamble, gap
+    st.segments += 1;
+    if (v.fate != Fate::kDelivered) return;
+    Mailbox& box = *boxes_[static_cast<size_t>(dst)];
+    auto p = std::make_shared<Pending>();  // a datagram is settled when sent: its fate is the link's verdict
+    p->settled = true;
+    p->deliver_at = v.release;
+    p->payload = std::move(payload);
+    box.q[{src, tag}].push_back(std::move(p));
+    box.cv.notify_all();
+  };
+  if (!sched_) {
+    std::lock_guard<std::mutex> lk(mu_);
+    deliver(clock_.now());
+    return;
+  }
+  const VirtualScheduler::ActorId me = sched_->current();
+  if (me < 0) throw FabricError("fabric: send from a thread that is no actor of the virtual-time scheduler");
+  try {
+    sched_->act(me, [&](Nanos t) {
+      std::lock_guard<std::mutex> lk(mu_);
+      deliver(t);
+    });
+  } catch (const SchedulerAborted&) {
+  }
 }
 
 void Fabric::send(int src, int dst, uint64_t tag, std::vector<uint8_t> payload) {
@@ -128,6 +189,7 @@ void Fabric::settle(int src, int dst, uint64_t id, const MessageVerdict& mv) {
 
 void Fabric::send_at(Nanos now, int src, int dst, uint64_t tag, std::vector<uint8_t>& payload) {
   if (closed_) return;
+  if (dead_[static_cast<size_t>(src)] || dead_[static_cast<size_t>(dst)]) return;  // a killed worker's sockets
   Conn& conn = connection(src, dst);
   if (!conn.error.empty()) {
     const std::string e = conn.error;
@@ -188,6 +250,7 @@ std::optional<std::vector<uint8_t>> Fabric::recv_virtual(int dst, int src, uint6
   // network the scheduler runs, so it sees every change.
   const std::function<std::optional<Nanos>()> ready = [&]() -> std::optional<Nanos> {
     std::lock_guard<std::mutex> lk(mu_);
+    if (interrupted(dst, src)) return alarm_[static_cast<size_t>(dst)];
     auto it = box.q.find(key);
     if (it == box.q.end() || it->second.empty() || !it->second.front()->settled) return std::nullopt;
     return it->second.front()->deliver_at;
@@ -204,7 +267,107 @@ std::optional<std::vector<uint8_t>> Fabric::recv_virtual(int dst, int src, uint6
   }
   std::lock_guard<std::mutex> lk(mu_);
   if (!got || closed_) return std::nullopt;
+  if (interrupted(dst, src))
+    throw FabricInterrupted("recv at rank " + std::to_string(dst) + " from rank " + std::to_string(src) +
+                            " interrupted: a peer was declared dead");
   return take(dst, src, tag);
+}
+
+std::optional<Fabric::Received> Fabric::recv_any(int dst, uint64_t tag, Nanos deadline,
+                                                 const std::function<bool()>& stop) {
+  if (!sched_) throw FabricError("fabric: recv_any needs the virtual-time mode");
+  const VirtualScheduler::ActorId me = sched_->current();
+  if (me < 0) throw FabricError("fabric: recv_any from a thread that is no actor of the virtual-time scheduler");
+  const Mailbox& box = *boxes_.at(static_cast<size_t>(dst));
+  // The earliest delivery of `tag` from any source (mu_ held).
+  auto earliest = [&]() -> std::optional<std::pair<Nanos, int>> {
+    std::optional<std::pair<Nanos, int>> best;
+    for (const auto& [k, q] : box.q)
+      if (k.second == tag && !q.empty() && q.front()->settled && (!best || q.front()->deliver_at < best->first))
+        best = std::make_pair(q.front()->deliver_at, k.first);
+    return best;
+  };
+  bool stopped = false;
+  const std::function<std::optional<Nanos>()> ready = [&]() -> std::optional<Nanos> {
+    if (stop()) return stopped = true, Nanos{0};  // woken at its own instant
+    std::lock_guard<std::mutex> lk(mu_);
+    // Only a delivery by the deadline: one after it is for a later call (the caller acts at the
+    // deadline first, whatever the order in which the host ran the senders).
+    if (auto e = earliest(); e && e->first <= deadline) return e->first;
+    return std::nullopt;
+  };
+  bool got = false;
+  try {
+    got = sched_->wait(me, ready, deadline, "heartbeats at rank " + std::to_string(dst));
+  } catch (const SchedulerAborted&) {
+    return std::nullopt;
+  } catch (const DeadlockError& e) {
+    throw FabricError(e.what());
+  }
+  if (!got || stopped) return std::nullopt;
+  std::lock_guard<std::mutex> lk(mu_);
+  if (closed_) return std::nullopt;
+  auto e = earliest();
+  if (!e || e->first > deadline) return std::nullopt;
+  Received r;
+  r.src = e->second;
+  r.delivered_at = e->first;
+  r.payload = *take(dst, r.src, tag);
+  return r;
+}
+
+void Fabric::kill_endpoint(int endpoint) {
+  auto fn = [&] {
+    std::lock_guard<std::mutex> lk(mu_);
+    dead_.at(static_cast<size_t>(endpoint)) = true;
+    boxes_[static_cast<size_t>(endpoint)]->q.clear();
+  };
+  if (sched_) sched_->update(fn); else fn();
+}
+
+void Fabric::revive_endpoint(int endpoint) {
+  auto fn = [&] {
+    std::lock_guard<std::mutex> lk(mu_);
+    dead_.at(static_cast<size_t>(endpoint)) = false;
+  };
+  if (sched_) sched_->update(fn); else fn();
+}
+
+bool Fabric::endpoint_dead(int endpoint) const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return dead_.at(static_cast<size_t>(endpoint));
+}
+
+bool Fabric::interrupted(int dst, int src) const {
+  const auto d = static_cast<size_t>(dst);
+  return alarm_[d] && (alarm_all_[d] || site_of(src) == site_of(dst));
+}
+
+void Fabric::raise_alarm(int endpoint, Nanos at, bool all) {
+  auto fn = [&] {
+    std::lock_guard<std::mutex> lk(mu_);
+    auto& a = alarm_.at(static_cast<size_t>(endpoint));
+    if (!a) {
+      a = at;
+      alarm_all_[static_cast<size_t>(endpoint)] = all;
+    } else if (all) {
+      alarm_all_[static_cast<size_t>(endpoint)] = true;
+    }
+  };
+  if (sched_) sched_->update(fn); else fn();
+}
+
+void Fabric::clear_alarm(int endpoint) {
+  auto fn = [&] {
+    std::lock_guard<std::mutex> lk(mu_);
+    alarm_.at(static_cast<size_t>(endpoint)).reset();
+  };
+  if (sched_) sched_->update(fn); else fn();
+}
+
+bool Fabric::alarmed(int endpoint) const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return alarm_.at(static_cast<size_t>(endpoint)).has_value();
 }
 
 std::optional<std::vector<uint8_t>> Fabric::recv(int dst, int src, uint64_t tag, Nanos timeout) {
@@ -250,6 +413,12 @@ void Fabric::schedule(int site_a, int site_b, const LinkChange& change, bool bot
                                 std::to_string(site_b));
   it->second->schedule(change);
   if (both) wan_links_.at({site_b, site_a})->schedule(change);
+  // The control queues (datagrams) follow the same timeline, made now or when first used.
+  for (auto dir : {std::make_pair(site_a, site_b), std::make_pair(site_b, site_a)}) {
+    if (dir.first == site_b && !both) break;
+    ctl_changes_[dir].push_back(change);
+    if (auto c = ctl_links_.find(dir); c != ctl_links_.end()) c->second->schedule(change);
+  }
 }
 
 void Fabric::close() {

@@ -24,6 +24,7 @@
 #pragma once
 
 #include <condition_variable>
+#include <functional>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -69,6 +70,12 @@ class FabricError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// A recv interrupted by raise_alarm(): its endpoint's heartbeat monitor declared a peer dead.
+class FabricInterrupted : public FabricError {
+ public:
+  using FabricError::FabricError;
+};
+
 class Fabric {
  public:
   /// Real-time mode: messages are delivered when `clock` (steady, or a fake one in tests) passes
@@ -112,6 +119,38 @@ class Fabric {
   /// counts itself until it sleeps on its mailbox. For tests that must know a receiver is blocked.
   int waiting_receivers() const;
 
+  // ---- Node faults (engine/faults/). Virtual-time mode only. ----
+  /// `endpoint` is dead (a killed worker): messages to it and from it are dropped from now on,
+  /// and those waiting in its mailbox discarded. revive_endpoint() undoes it (a restart).
+  void kill_endpoint(int endpoint);
+  void revive_endpoint(int endpoint);
+  bool endpoint_dead(int endpoint) const;
+  /// Every recv of `endpoint` blocked now, or started before clear_alarm(), ends with
+  /// FabricInterrupted at the instant `at` (its heartbeat monitor declared a peer dead): from any
+  /// source if `all`, else only from endpoints of its own site (its intra-DC group; a DC leader's
+  /// exchange with the other sites goes on).
+  void raise_alarm(int endpoint, Nanos at, bool all = true);
+  void clear_alarm(int endpoint);
+  bool alarmed(int endpoint) const;
+  struct Received {
+    int src = -1;
+    Nanos delivered_at{0};
+    std::vector<uint8_t> payload;
+  };
+  /// Sends one datagram (UDP-like: one frame of payload + 28 bytes of IP/UDP headers, no
+  /// retransmission, lost when the link loses it) on the control queue of the link between the
+  /// two endpoints' sites: a second queue with the link's rate, delay, jitter, loss and timeline
+  /// and its own serializer and random stream, so that a heartbeat does not wait behind the bulk
+  /// data's queue (the TCP model settles a connection's retransmissions at their send, which
+  /// would hold every later offer of the direction back by an RTO). Counted in the site pair's
+  /// traffic. Virtual-time mode: ordered like send(). Dropped to and from a dead endpoint.
+  void send_datagram(int src, int dst, uint64_t tag, std::vector<uint8_t> payload);
+  /// Waits until a message with `tag` from any source has been delivered to `dst` (the earliest
+  /// delivery first), until the virtual instant `deadline` (nullopt), or until stop() is true
+  /// (nullopt; stop() runs under the scheduler's lock: change what it reads in
+  /// VirtualScheduler::update). Not interrupted by alarms: the heartbeat monitor's receive.
+  std::optional<Received> recv_any(int dst, uint64_t tag, Nanos deadline, const std::function<bool()>& stop);
+
   TrafficStats stats(int site_a, int site_b) const;
   /// All traffic between different sites.
   TrafficStats wan_total() const;
@@ -149,6 +188,7 @@ class Fabric {
   void send_at(Nanos now, int src, int dst, uint64_t tag, std::vector<uint8_t>& payload);  // mu_ held
   std::optional<std::vector<uint8_t>> take(int dst, int src, uint64_t tag);               // mu_ held
   std::optional<std::vector<uint8_t>> recv_virtual(int dst, int src, uint64_t tag, Nanos timeout);
+  bool interrupted(int dst, int src) const;  // mu_ held
 
   FabricConfig cfg_;
   const Clock& clock_;
@@ -159,8 +199,14 @@ class Fabric {
   int waiting_receivers_ = 0;
   EventQueue queue_;
   Network network_{*this};
+  std::vector<bool> dead_;                   // per endpoint: killed (node faults)
+  std::vector<std::optional<Nanos>> alarm_;  // per endpoint: a pending alarm's instant
+  std::vector<bool> alarm_all_;              // per endpoint: the alarm interrupts recvs from every site
   std::map<std::pair<int, int>, std::unique_ptr<LinkModel>> wan_links_;  // ordered site pair
   std::map<std::pair<int, int>, std::unique_ptr<LinkModel>> lan_links_;  // ordered endpoint pair
+  std::map<std::pair<int, int>, std::unique_ptr<LinkModel>> ctl_links_;  // datagrams: ordered site pair
+  LinkModel& control(int src_site, int dst_site);                        // mu_ held
+  std::map<std::pair<int, int>, std::vector<LinkChange>> ctl_changes_;   // the WAN timeline, per direction
   std::map<std::pair<int, int>, Conn> conns_;                            // ordered endpoint pair
   std::vector<std::unique_ptr<Mailbox>> boxes_;
   std::map<std::pair<int, int>, TrafficStats> stats_;

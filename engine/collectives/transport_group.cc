@@ -16,6 +16,12 @@ class TransportGroup final : public IntraDc {
   TransportGroup(Transport& t, std::vector<int> members, int index)
       : t_(t), members_(std::move(members)), index_(index) {}
 
+  TransportGroup(Transport& t, std::vector<int> members, int index, uint64_t tags_used)
+      : TransportGroup(t, std::move(members), index) {
+    if (tags_used > 0) (void)tags_.take("intra_dc.before_shrink", tags_used);
+  }
+  uint64_t tags_used() const { return tags_.used(); }
+
   int rank() const override { return index_; }
   int size() const override { return static_cast<int>(members_.size()); }
 
@@ -69,6 +75,12 @@ class TransportGroup final : public IntraDc {
 
 std::unique_ptr<IntraDc> make_transport_group(Transport& t, std::vector<int> members, int index) {
   return std::make_unique<TransportGroup>(t, std::move(members), index);
+}
+
+std::unique_ptr<IntraDc> shrink_transport_group(const IntraDc& old, Transport& t, std::vector<int> members, int index) {
+  const auto* g = dynamic_cast<const TransportGroup*>(&old);
+  if (!g) throw CollectiveError("shrink: the intra-DC group is not a transport group (virtual-time embedded mode only)");
+  return std::make_unique<TransportGroup>(t, std::move(members), index, g->tags_used());
 }
 
 }  // namespace geotb::engine

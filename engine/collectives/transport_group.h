@@ -19,4 +19,10 @@ namespace geotb::engine {
 /// the transport surface as CollectiveError.
 std::unique_ptr<IntraDc> make_transport_group(Transport& t, std::vector<int> members, int index);
 
+/// The group `old` (made by make_transport_group) rebuilt with `members` (its survivors after a
+/// node kill, engine/faults/), continuing its tags so that no message of the old group's
+/// operations can match the new group's. Every survivor calls it at the same point. The mean is
+/// then over the survivors. Throws CollectiveError if `old` is not a transport group.
+std::unique_ptr<IntraDc> shrink_transport_group(const IntraDc& old, Transport& t, std::vector<int> members, int index);
+
 }  // namespace geotb::engine

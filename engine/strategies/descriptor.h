@@ -27,6 +27,9 @@ struct StrategyInfo {
   /// The strategy's WAN traffic is c10d Gloo's own TCP, which only a real network carries (the
   /// process and dpdk modes); the embedded mode's Gloo runs over loopback, beside the WAN model.
   bool real_network_only = false;
+  /// Survives node kills with the shrink policy (engine/faults/): survivors rebuild its groups
+  /// and it implements Strategy::discard_step.
+  bool survives_kills = false;
 };
 
 /// A config key's value as read from a scenario or shown in a report.

@@ -57,6 +57,12 @@ class Diloco final : public Strategy {
     if (++since_ >= cfg_.H) outer_step(env, step);
   }
 
+  // A member of this DC died in the step's allreduce (node faults): no gradient; the inner step
+  // still counts and an outer step due now still runs (the DCs stay in lock step).
+  void discard_step(WorkerEnv& env, int step) override {
+    if (++since_ >= cfg_.H) outer_step(env, step);
+  }
+
   void finish(WorkerEnv& env) override {
     if (since_ > 0) outer_step(env, -1);
   }
@@ -208,7 +214,7 @@ constexpr StrategyDescriptor kDiloco{
     .name = "diloco",
     .description = "Gloo allreduce inside each DC; every H inner steps an outer Nesterov step on the DC-averaged "
                    "pseudo-gradient (float32 or INT8 on the WAN)",
-    .needs = {.needs_intra_dc = true, .one_group = false, .exchanges_every_step = false},
+    .needs = {.needs_intra_dc = true, .one_group = false, .exchanges_every_step = false, .survives_kills = true},
     .keys = kKeys,
     .reported = kReported,
     .make = make,

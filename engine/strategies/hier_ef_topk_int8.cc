@@ -122,6 +122,12 @@ class HierEfTopkInt8 final : public Strategy {
     if ((step + 1) % cfg_.K == 0) round(env, step);
   }
 
+  // A member of this DC died in the step's allreduce: the gradient is gone, the round (if due)
+  // still runs so that the DCs stay in lock step. A dead member's forwards are dropped.
+  void discard_step(WorkerEnv& env, int step) override {
+    if ((step + 1) % cfg_.K == 0) round(env, step);
+  }
+
   void finish(WorkerEnv& env) override {
     const size_t n = env.learner->num_params();
     float* x = env.learner->params();
@@ -343,7 +349,8 @@ constexpr std::array<const StrategyKey*, 5> kReported = {&strategy_keys::K, &str
 // strategy accepts the common keys) but not used, and not reported.
 constexpr std::array<const StrategyKey*, 2> kReportedDense = {&strategy_keys::K, &strategy_keys::overlap};
 
-constexpr StrategyInfo kNeeds = {.needs_intra_dc = true, .one_group = false, .exchanges_every_step = false};
+constexpr StrategyInfo kNeeds = {
+    .needs_intra_dc = true, .one_group = false, .exchanges_every_step = false, .survives_kills = true};
 
 }  // namespace
 

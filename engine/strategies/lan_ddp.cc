@@ -43,7 +43,11 @@ extern const StrategyDescriptor kLan;
 constexpr StrategyDescriptor kLan{
     .name = "lan",
     .description = "the same-DC reference: every worker in one c10d Gloo group, gradient allreduce every step, no WAN",
-    .needs = {.needs_intra_dc = true, .one_group = true, .exchanges_every_step = false, .co_located = true},
+    .needs = {.needs_intra_dc = true,
+              .one_group = true,
+              .exchanges_every_step = false,
+              .co_located = true,
+              .survives_kills = true},
     .keys = kKeys,
     .reported = kReported,
     .make = make,

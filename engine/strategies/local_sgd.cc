@@ -43,6 +43,14 @@ class LocalSgd final : public Strategy {
     if (since_ >= period) average(env, step);
   }
 
+  // A member of this DC died in the step's allreduce (node faults): no gradient, but the step
+  // counts towards the period, and an averaging due now still runs (the DCs stay in lock step).
+  void discard_step(WorkerEnv& env, int step) override {
+    ++since_;
+    const int period = step < cfg_.warmup_steps ? cfg_.warmup_tau : cfg_.tau;
+    if (since_ >= period) average(env, step);
+  }
+
   void finish(WorkerEnv& env) override {
     if (since_ > 0) average(env, -1);
   }
@@ -166,7 +174,7 @@ constexpr StrategyDescriptor kLocalSgd{
     .name = "local_sgd",
     .description = "Gloo allreduce inside each DC; every tau steps (warmup_tau for the first warmup_steps) the DC "
                    "models are averaged over the WAN",
-    .needs = {.needs_intra_dc = true, .one_group = false, .exchanges_every_step = false},
+    .needs = {.needs_intra_dc = true, .one_group = false, .exchanges_every_step = false, .survives_kills = true},
     .keys = kKeys,
     .reported = kReported,
     .make = make,

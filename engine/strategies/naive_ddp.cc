@@ -18,17 +18,17 @@ namespace {
 
 class NaiveDdp final : public Strategy {
  public:
-  NaiveDdp(const StrategyConfig& cfg, const WorkerEnv& env)
-      : gloo_(cfg.collective == "gloo_ring"),
-        tags_per_step_(gloo_ ? gloo_ring_tag_count(env.learner->num_params(), env.ring.size())
-                             : ring_allreduce_tag_count(env.ring.size())) {}
+  explicit NaiveDdp(const StrategyConfig& cfg) : gloo_(cfg.collective == "gloo_ring") {}
 
   void step(WorkerEnv& env, int) override {
     float* g = env.learner->grads();
     const size_t n = env.learner->num_params();
     {
       ScopedTimer t(*env.clock, env.times.exposed_comm_ns);
-      const TagRange tags = tags_.take("naive_ddp.step", tags_per_step_);  // one allreduce per step
+      // One allreduce per step over the ring (every rank; the survivors after a node kill).
+      const uint64_t tags_per_step =
+          gloo_ ? gloo_ring_tag_count(n, env.ring.size()) : ring_allreduce_tag_count(env.ring.size());
+      const TagRange tags = tags_.take("naive_ddp.step", tags_per_step);
       if (gloo_)
         gloo_ring_allreduce_sum(*env.net, env.ring, g, n, tags);
       else
@@ -37,7 +37,7 @@ class NaiveDdp final : public Strategy {
     ScopedTimer t(*env.clock, env.times.compute_ns);
     {
       const ComputeRegion region(Work::kReduce, n);  // the mean's scaling, counted for every strategy
-      const float inv = 1.0f / static_cast<float>(env.world);
+      const float inv = 1.0f / static_cast<float>(env.ring.size());  // the participants (env.world without faults)
       for (size_t i = 0; i < n; ++i) g[i] *= inv;
     }
     env.opt->step(env.learner->params(), g);
@@ -50,7 +50,6 @@ class NaiveDdp final : public Strategy {
 
  private:
   bool gloo_;
-  uint64_t tags_per_step_;
   TagAllocator tags_{strategy_tags()};
 };
 
@@ -74,8 +73,8 @@ constexpr std::array<const StrategyKey*, 6> kKeys = {&strategy_keys::K,       &s
                                                      &strategy_keys::quantize, &kCollective};
 constexpr std::array<const StrategyKey*, 1> kReported = {&kCollective};
 
-std::unique_ptr<Strategy> make(const StrategyConfig& cfg, const WorkerEnv& env) {
-  return std::make_unique<NaiveDdp>(cfg, env);
+std::unique_ptr<Strategy> make(const StrategyConfig& cfg, const WorkerEnv&) {
+  return std::make_unique<NaiveDdp>(cfg);
 }
 
 }  // namespace
@@ -84,7 +83,7 @@ extern const StrategyDescriptor kNaiveDdp;
 constexpr StrategyDescriptor kNaiveDdp{
     .name = "naive_ddp",
     .description = "DDP with one group spanning every site: a float32 gradient allreduce over all ranks every step",
-    .needs = {.needs_intra_dc = false, .one_group = false, .exchanges_every_step = true},
+    .needs = {.needs_intra_dc = false, .one_group = false, .exchanges_every_step = true, .survives_kills = true},
     .keys = kKeys,
     .reported = kReported,
     .make = make,

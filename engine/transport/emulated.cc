@@ -70,6 +70,8 @@ std::vector<uint8_t> EmulatedTransport::recv(int src, uint64_t tag) {
   std::optional<std::vector<uint8_t>> m;
   try {
     m = fabric_.recv(rank_, src, tag, timeout_);
+  } catch (const emu::FabricInterrupted& e) {
+    throw PeerDeclaredDead(e.what());
   } catch (const emu::FabricError& e) {
     throw TransportError(e.what());  // virtual time: a deadlock of the program under test
   }

@@ -25,6 +25,13 @@ class TransportClosed : public TransportError {
   using TransportError::TransportError;
 };
 
+/// recv interrupted because this rank's heartbeat monitor declared a peer dead (engine/faults/):
+/// the survivors recover (policy shrink) instead of failing the run.
+class PeerDeclaredDead : public TransportError {
+ public:
+  using TransportError::TransportError;
+};
+
 class Transport {
  public:
   virtual ~Transport() = default;

@@ -86,6 +86,16 @@ std::string render_line_chart(const LineChartSpec& spec) {
   draw_axes(svg, x, y, left, top, right, bottom);
   draw_legend(&svg, legend, left, 32, right - left);
 
+  for (const auto& b : spec.xbands) {
+    if (!usable(b.x0, spec.x.scale) || !usable(b.x1, spec.x.scale)) continue;
+    const double a = std::clamp(x.map(b.x0), left, right), z = std::clamp(x.map(std::max(b.x0, b.x1)), left, right);
+    svg.rect(a, top, std::max(z - a, 1.5), bottom - top, b.color + "33", b.label, b.color);
+    TextStyle bt;
+    bt.size_px = 10;
+    bt.color = b.color;
+    bt.halo = true;
+    svg.text(a + 3, top + 12, b.label, bt);
+  }
   for (const auto& h : spec.hlines)
     if (usable(h.value, spec.y.scale)) svg.line(left, y.map(h.value), right, y.map(h.value), Stroke{h.color, 1.2, "4 4"});
   for (const auto& s : spec.series) {

@@ -25,12 +25,21 @@ struct RefLine {
   std::string color = "#666";
 };
 
+/// A vertical band x in [x0, x1] behind the lines (a fault's span on a timeline), labelled at the
+/// top; x1 == x0 draws a thin line.
+struct XBand {
+  double x0 = 0, x1 = 0;
+  std::string label;
+  std::string color = "#d62728";
+};
+
 struct LineChartSpec {
   std::string id;  ///< unique in the page: the element id of the <svg>'s wrapper
   std::string title;
   AxisSpec x, y;
   std::vector<LineSeries> series;
   std::vector<RefLine> hlines;
+  std::vector<XBand> xbands;
   double width_px = 620, height_px = 380;
   std::string empty_note = "no data";  ///< shown instead of the plot when no series has a point
 };

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <functional>
 
 #include <nlohmann/json.hpp>
 
@@ -421,6 +422,76 @@ TEST(ReportModel, ResumedFromAndFinalWeightsHashReadStrictly) {
   EXPECT_EQ(refused("checkpoint", ""), "r.json: strategies[0].resumed_from.checkpoint: must not be empty");
   EXPECT_EQ(refused("final_weights_sha256", "abc"),
             "r.json: strategies[0].final_weights_sha256: \"abc\": expected a SHA-256, 64 lowercase hex digits");
+}
+
+// Node faults: a strategy's "faults" section absent, or written and read back key for key; the
+// reader names the field of a bad value.
+TEST(ReportModel, FaultsAbsentOrReadAndWrittenStrictly) {
+  const json base = read_json_file((kSource / "tests/report/data/us-east-us-west-run2.json").string());
+  json j = base.at("strategies").at(0);
+  ASSERT_FALSE(j.contains("faults"));
+  StrategyRun r = j.get<StrategyRun>();
+  EXPECT_FALSE(r.faults.has_value());
+  FaultsSection f;
+  f.heartbeat_interval_s = 2;
+  f.heartbeat_timeout_s = 3;
+  f.heartbeat_confirmation_s = 2;
+  f.policy = "shrink";
+  f.shard = "redistribute";
+  FaultRecord k;
+  k.event = "kill";
+  k.rank = 6;
+  k.dc = 1;
+  k.worker = 2;
+  k.at_s = 5.25;
+  k.step = 105;
+  k.detected_by = 7;
+  k.detected_at_s = 9.0;
+  k.detection_latency_s = 3.75;
+  k.policy = "shrink";
+  k.recovery_s = 0.5;
+  k.steps_lost = 1;
+  k.survivors = 3;
+  FaultRecord sl;
+  sl.event = "slow";
+  sl.rank = 1;
+  sl.at_s = 1;
+  sl.step = 10;
+  sl.policy = "none";
+  sl.factor = 5;
+  f.events = {k, sl};  // the slow one never ended: until_s null
+  f.detections = {Detection{7, 6, 9.0, 4.0, 7.0}};
+  f.heartbeats_sent = 244;
+  r.faults = f;
+  const json w = r;
+  EXPECT_EQ(w.at("faults").at("events").at(0).at("detection_latency_s"), 3.75);
+  EXPECT_TRUE(w.at("faults").at("events").at(1).at("until_s").is_null());
+  EXPECT_FALSE(w.at("faults").at("events").at(0).contains("until_s"));
+  EXPECT_EQ(json(w.get<StrategyRun>()), w);
+  auto error = [&](const std::function<void(json&)>& edit) {
+    json bad = base;
+    bad["strategies"][0]["faults"] = w.at("faults");
+    edit(bad["strategies"][0]["faults"]);
+    try {
+      parse_report(bad, "r.json");
+    } catch (const ReportError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  EXPECT_EQ(error([](json& x) { x["shard"] = "keep"; }),
+            "r.json: strategies[0].faults.shard: expected \"drop\" or \"redistribute\", got \"keep\"");
+  EXPECT_EQ(error([](json& x) { x["events"][0]["steps_lost"] = -1; }),
+            "r.json: strategies[0].faults.events[0].steps_lost: must be >= 0, got -1");
+  EXPECT_EQ(error([](json& x) { x["events"][0]["detected_by"] = nullptr; }),
+            "r.json: strategies[0].faults.events[0].detected_by: detected_by, detected_at_s and detection_latency_s "
+            "must be all null or all set");
+  EXPECT_EQ(error([](json& x) { x["events"][1].erase("factor"); }),
+            "r.json: strategies[0].faults.events[1].factor: missing (a slow event has one)");
+  EXPECT_EQ(error([](json& x) { x["heartbeat"].erase("timeout_s"); }),
+            "r.json: strategies[0].faults.heartbeat.timeout_s: missing");
+  EXPECT_EQ(error([](json& x) { x["detections"][0]["suspected_s"] = 10.0; }),
+            "r.json: strategies[0].faults.detections[0]: last_heard_s 4 <= suspected_s 10 <= at_s 9 does not hold");
 }
 
 // An exchange's round trips: rtt_s written with rtts = seconds / rtt_s; both absent when rtt_s was

@@ -158,7 +158,8 @@ TEST(Scenario, CheckpointBlockParsesAndStaysOutOfTheTrainingHash) {
 
 TEST(Scenario, ShippedScenariosLoad) {
   for (const char* f : {"beijing-ningxia.json", "beijing-ningxia-profiled.json", "tiny.json", "us-east-us-west.json",
-                        "strategy-bakeoff.json"}) {
+                        "strategy-bakeoff.json", "kill-2x4.json", "kill-2x4-none.json", "kill-2x4-leader.json",
+                        "kill-2x4-redistribute.json", "slow-2x4.json", "heartbeat-lossy.json"}) {
     SCOPED_TRACE(f);
     EXPECT_NO_THROW(geotb::harness::load_scenario(std::string(GEOTB_SOURCE_DIR "/scenarios/") + f));
   }
@@ -285,6 +286,140 @@ INSTANTIATE_TEST_SUITE_P(
         Bad{"congestion control not a string", [](json& j) { j["tcp_congestion_control"] = 1; },
             "tcp_congestion_control: 1: expected a string"},
         Bad{"missing wan pair", [](json& j) { j["wan"] = json::array(); }, "wan: []: no link between \"a\" and \"b\""}),
+    [](const ::testing::TestParamInfo<Bad>& i) {
+      std::string s = i.param.what;
+      for (char& c : s)
+        if (!isalnum(static_cast<unsigned char>(c))) c = '_';
+      return s;
+    });
+
+// ---- node faults: timeline kill / restart / slow, top-level "faults" ----
+
+json with_faults() {
+  json j = good();
+  j["workload"]["steps"] = 100;
+  j["timeline"].push_back({{"at_step", 30}, {"kill", {{"dc", "b"}, {"worker", 1}}}});
+  j["timeline"].push_back({{"at_step", 60}, {"restart", {{"dc", "b"}, {"worker", 1}}}});
+  j["timeline"].push_back({{"at", "4s"}, {"slow", {{"dc", "a"}, {"worker", 1}, {"factor", 5}, {"steps", 20}}}});
+  j["faults"] = {{"heartbeat", {{"interval", "500ms"}, {"timeout", "1500ms"}, {"confirmation", "1s"}}},
+                 {"shard", "redistribute"}};
+  return j;
+}
+
+TEST(ScenarioFaults, EventsAndHeartbeatsParse) {
+  using geotb::model::FaultEvent;
+  auto sc = parse_scenario(with_faults(), "s.json");
+  EXPECT_EQ(sc.cluster.timeline.size(), 1u);  // the link change only
+  ASSERT_EQ(sc.faults.events.size(), 3u);
+  const FaultEvent& k = sc.faults.events[0];
+  EXPECT_EQ(k.kind, FaultEvent::Kind::kKill);
+  EXPECT_EQ(k.dc, 1);
+  EXPECT_EQ(k.worker, 1);
+  EXPECT_EQ(k.at_step, 30);
+  EXPECT_FALSE(k.at.has_value());
+  EXPECT_EQ(sc.faults.events[1].kind, FaultEvent::Kind::kRestart);
+  EXPECT_EQ(sc.faults.events[1].at_step, 60);
+  const FaultEvent& s = sc.faults.events[2];
+  EXPECT_EQ(s.kind, FaultEvent::Kind::kSlow);
+  EXPECT_EQ(s.at, std::chrono::seconds(4));
+  EXPECT_DOUBLE_EQ(s.factor, 5);
+  EXPECT_EQ(s.steps, 20);
+  EXPECT_FALSE(s.duration.has_value());
+  EXPECT_TRUE(sc.faults.heartbeats);
+  EXPECT_EQ(sc.faults.heartbeat.interval, std::chrono::milliseconds(500));
+  EXPECT_EQ(sc.faults.heartbeat.timeout, std::chrono::milliseconds(1500));
+  EXPECT_EQ(sc.faults.heartbeat.confirmation, std::chrono::seconds(1));
+  EXPECT_EQ(sc.faults.policy, "shrink");
+  EXPECT_EQ(sc.faults.shard, "redistribute");
+  // Defaults: heartbeats 2 s / 3 s / 2 s, shard drop; heartbeats on whenever there is an event.
+  json j = good();
+  j["timeline"] = json::array({{{"at_step", 3}, {"kill", {{"dc", "a"}, {"worker", 1}}}}});
+  auto d = parse_scenario(j, "s.json");
+  EXPECT_TRUE(d.faults.heartbeats);
+  EXPECT_EQ(d.faults.heartbeat.interval, std::chrono::seconds(2));
+  EXPECT_EQ(d.faults.heartbeat.timeout, std::chrono::seconds(3));
+  EXPECT_EQ(d.faults.heartbeat.confirmation, std::chrono::seconds(2));
+  EXPECT_EQ(d.faults.shard, "drop");
+  EXPECT_FALSE(parse_scenario(good(), "s.json").faults.active());
+  // naive_ddp alone may lose a DC leader (worker 0).
+  j["timeline"][0]["kill"]["worker"] = 0;
+  j["strategies"] = json::array({{{"name", "naive_ddp"}}});
+  EXPECT_EQ(parse_scenario(j, "s.json").faults.events[0].worker, 0);
+}
+
+class BadFaults : public ::testing::TestWithParam<Bad> {};
+
+TEST_P(BadFaults, FailsNamingFieldAndValue) {
+  json j = with_faults();
+  GetParam().edit(j);
+  EXPECT_THAT(error_of(j), HasSubstr(GetParam().message));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    All, BadFaults,
+    ::testing::Values(
+        Bad{"unknown data center", [](json& j) { j["timeline"][1]["kill"]["dc"] = "mars"; },
+            "timeline[1].kill.dc: \"mars\": unknown data center"},
+        Bad{"worker out of range", [](json& j) { j["timeline"][1]["kill"]["worker"] = 2; },
+            "timeline[1].kill.worker: 2: must be in [0, 1]"},
+        Bad{"no time", [](json& j) { j["timeline"][1].erase("at_step"); },
+            "timeline[1]: {\"kill\":{\"dc\":\"b\",\"worker\":1}}: needs exactly one of \"at\""},
+        Bad{"two times", [](json& j) { j["timeline"][1]["at"] = "1s"; }, "needs exactly one of \"at\""},
+        Bad{"step beyond the run", [](json& j) { j["timeline"][1]["at_step"] = 100; },
+            "timeline[1].at_step: 100: must be below workload.steps (100)"},
+        Bad{"negative step", [](json& j) { j["timeline"][1]["at_step"] = -1; },
+            "timeline[1].at_step: -1: must be in [0, 100000000]"},
+        Bad{"two kinds", [](json& j) { j["timeline"][1]["slow"] = j["timeline"][3]["slow"]; },
+            "an event is exactly one of kill, restart, slow or a link change"},
+        Bad{"kill with a link", [](json& j) { j["timeline"][1]["link"] = {"a", "b"}; },
+            "an event is exactly one of kill, restart, slow or a link change"},
+        Bad{"unknown key in kill", [](json& j) { j["timeline"][1]["kill"]["rank"] = 3; },
+            "timeline[1].kill.rank: unknown key"},
+        Bad{"kill twice", [](json& j) { j["timeline"][2] = {{"at_step", 60}, {"kill", {{"dc", "b"}, {"worker", 1}}}}; },
+            "timeline[2].kill: {\"dc\":\"b\",\"worker\":1}: this worker is already dead (restart it first)"},
+        Bad{"restart without a kill", [](json& j) { j["timeline"][2]["restart"]["dc"] = "a"; },
+            "timeline[2].restart: {\"dc\":\"a\",\"worker\":1}: no earlier kill of this worker"},
+        Bad{"restart before its kill", [](json& j) { j["timeline"][2]["at_step"] = 30; },
+            "timeline[2].at_step: 30: must be after the kill it restarts"},
+        Bad{"restart timed unlike its kill",
+            [](json& j) {
+              j["timeline"][2].erase("at_step");
+              j["timeline"][2]["at"] = "9s";
+            },
+            "a restart is timed like its kill"},
+        Bad{"every worker of a DC",
+            [](json& j) { j["timeline"][2] = {{"at_step", 40}, {"kill", {{"dc", "b"}, {"worker", 0}}}}; },
+            "timeline[2].kill: {\"dc\":\"b\",\"worker\":0}: kills every worker of its data center"},
+        Bad{"slow factor 1", [](json& j) { j["timeline"][3]["slow"]["factor"] = 1; },
+            "timeline[3].slow.factor: 1: must be > 1"},
+        Bad{"slow without factor", [](json& j) { j["timeline"][3]["slow"].erase("factor"); },
+            "timeline[3].slow.factor: missing (required)"},
+        Bad{"slow without length", [](json& j) { j["timeline"][3]["slow"].erase("steps"); },
+            "needs exactly one of \"steps\" (a count) and \"duration\""},
+        Bad{"slow zero duration",
+            [](json& j) {
+              j["timeline"][3]["slow"].erase("steps");
+              j["timeline"][3]["slow"]["duration"] = "0s";
+            },
+            "timeline[3].slow.duration: \"0s\": must be > 0"},
+        Bad{"at_step on a link change", [](json& j) { j["timeline"][0]["at_step"] = 3; },
+            "timeline[0].at_step: 3: a link change is scheduled by \"at\""},
+        Bad{"timeout not above interval", [](json& j) { j["faults"]["heartbeat"]["timeout"] = "500ms"; },
+            "faults.heartbeat.timeout: \"500ms\": must exceed the interval (500 ms)"},
+        Bad{"heartbeat unit missing", [](json& j) { j["faults"]["heartbeat"]["interval"] = 2; },
+            "faults.heartbeat.interval: 2: missing unit"},
+        Bad{"unknown policy", [](json& j) { j["faults"]["policy"] = "restart_all"; },
+            "faults.policy: \"restart_all\": unknown recovery policy"},
+        Bad{"unknown shard policy", [](json& j) { j["faults"]["shard"] = "keep"; },
+            "faults.shard: \"keep\": unknown shard policy (drop or redistribute)"},
+        Bad{"unknown faults key", [](json& j) { j["faults"]["detector"] = "phi"; }, "faults.detector: unknown key"},
+        Bad{"faults on the wall clock", [](json& j) { j["clock"] = "wall"; },
+            "timeline[1]: \"embedded/wall\": node faults and heartbeats run in the embedded mode on the virtual clock only"},
+        Bad{"faults in dpdk mode", [](json& j) { j["network"] = "dpdk"; }, "\"dpdk/wall\": node faults and heartbeats"},
+        Bad{"hier loses a DC leader", [](json& j) { j["timeline"][1]["kill"]["worker"] = 0; j["timeline"][2]["restart"]["worker"] = 0; },
+            "timeline[1].kill.worker: 0: hier_ef_topk_int8 cannot lose a DC leader (worker 0)"},
+        Bad{"strategy without kill support", [](json& j) { j["strategies"][1] = {{"name", "naive_ddp_c10d"}}; },
+            "strategies: \"naive_ddp_c10d\": this strategy does not survive node kills (supported: naive_ddp, "}),
     [](const ::testing::TestParamInfo<Bad>& i) {
       std::string s = i.param.what;
       for (char& c : s)

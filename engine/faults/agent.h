@@ -1,0 +1,106 @@
+// Node faults in the embedded mode (virtual clock): the scenario's kill and slow events executed
+// on the workers, heartbeat detection (heartbeat.h) and the recovery policy `shrink`.
+//
+//  * kill {dc, worker} at step s (or at an instant: the worker's first step at or after it): the
+//    worker computes step s's gradient, then stops dead before it synchronises: its endpoint is
+//    closed (messages to and from it dropped), its heartbeats stop, its actors finish (it holds
+//    nobody back in virtual time). It is no error of the run.
+//  * detection: every survivor that watches it declares it dead after timeout + confirmation of
+//    silence; that interrupts the survivor's blocked receives (PeerDeclaredDead).
+//  * shrink: the survivors of the dead worker's group (the DC for strategies with per-DC groups,
+//    every rank for naive_ddp and lan) drop it from their group (env.ring, env.intra: Gloo's ring
+//    over the fabric without the dead rank, renormalised by the participants), agree on the step
+//    in flight (the group's lowest surviving rank collects every member's step and view of the
+//    dead, and answers; a disagreement is an error naming both), discard it (parameters and
+//    optimizer state back to before it; Strategy::discard_step runs what the step must still do,
+//    e.g. a round due between data centers) and carry on. The dead worker's data shard is dropped
+//    or split among its DC's survivors (scenario faults.shard). Other DCs do not notice a kill in
+//    a per-DC group, except for the DC's smaller contribution to its model.
+//  * leader rule: the run's reporting rank (the accuracy curve, step-end times) is the lowest rank
+//    still alive; within a DC the leader is its lowest surviving local rank. Strategies with per-DC
+//    groups refuse a DC leader's kill (scenario validation): the other DCs would have to
+//    re-address their exchange.
+//  * slow {dc, worker, factor, steps | duration}: every compute region of the worker is charged
+//    `factor` times (the notes' straggler).
+// A failure while recovering (a second death during the agreement) ends the run with its error.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <vector>
+
+#include "emulator/inproc/fabric.h"
+#include "emulator/inproc/virtual_time.h"
+#include "engine/faults/heartbeat.h"
+#include "engine/strategies/descriptor.h"
+#include "engine/worker_loop.h"
+#include "model/faults.h"
+
+namespace geotb::engine {
+
+/// What the whole cluster shares about faults during one strategy's run.
+class FaultRuntime {
+ public:
+  using Nanos = std::chrono::nanoseconds;
+  FaultRuntime(const model::FaultPlan& plan, const StrategyInfo& info, int dcs, int workers_per_dc,
+               emu::Fabric& fabric, emu::VirtualScheduler& sched, std::vector<std::vector<uint32_t>> shards,
+               uint64_t seed);
+  ~FaultRuntime();
+
+  /// The per-rank hooks the worker loop calls.
+  FaultHooks& hooks(int rank);
+  /// The compute factor of `rank` now (slow events), read by its compute charge.
+  double compute_factor(int rank) const;
+  /// Whether `rank` was killed (and not restarted) by the end of the run.
+  bool dead_at_end(int rank) const;
+  /// The lowest rank alive at the end (the run's reporting rank).
+  int reporter() const;
+  /// Called by every worker right after the start line, at the run's start instant `t0`: its
+  /// heartbeats start (every peer counts as heard then).
+  void started(int rank, Nanos t0);
+  /// The report's "faults" section, after every worker has returned.
+  model::FaultsSection section() const;
+
+  /// The group of `rank` without `dead`: every rank (world groups) or its DC's, ascending.
+  std::vector<int> group_of(int rank, const std::set<int>& dead) const;
+
+ private:
+  class Agent;
+  friend class Agent;
+  double secs(Nanos t) const { return std::chrono::duration<double>(t - t0_).count(); }
+  bool fenced(int rank) const;
+  void on_declared(const model::Detection& d);
+  void on_killed(int rank, int step, Nanos now);
+  void on_resumed(const std::vector<int>& peers, int rank, Nanos now, int group_size, bool coordinator);
+
+  model::FaultPlan plan_;
+  bool world_group_;  // naive_ddp, lan: one group of every rank; else per DC
+  int M_, N_, P_;
+  emu::Fabric& fabric_;
+  emu::VirtualScheduler& sched_;
+  std::vector<std::vector<uint32_t>> shards_;
+  uint64_t seed_;
+  Nanos t0_{0};
+  std::vector<std::unique_ptr<Agent>> agents_;
+  std::unique_ptr<std::atomic<double>[]> factor_;
+
+  mutable std::mutex mu_;
+  std::vector<model::FaultRecord> records_;  // in the order they happened
+  std::vector<model::Detection> detections_;
+  struct KillState {
+    size_t record;  // index in records_
+    double at_s;
+    std::set<int> resumed;  // survivors that resumed
+    double last_resume_s = 0;
+  };
+  std::map<int, KillState> killed_;  // rank -> its (latest) kill
+  std::set<int> dead_;
+  std::set<int> fenced_;  // declared dead while alive: stopped at their next chance
+  int false_detections_ = 0;
+};
+
+}  // namespace geotb::engine

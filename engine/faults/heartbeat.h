@@ -1,0 +1,80 @@
+// Per-peer heartbeats over the emulated transport (the embedded mode's fabric, virtual time):
+// one monitor actor per worker sends a small message to every peer it watches every `interval`
+// and receives theirs. A peer silent for `timeout` (since its last heartbeat arrived, or since the
+// start) is suspected and probed (a datagram its monitor answers with a heartbeat at once) every
+// quarter interval; still silent `confirmation` later it is declared dead: the detection is
+// recorded and the worker's pending and future receives are interrupted (Fabric::raise_alarm), so
+// a worker blocked on the dead peer wakes up and recovers (engine/faults/agent.h). A heartbeat
+// arriving in between clears the suspicion: a congested or lossy link is not a dead node. The
+// heartbeats are UDP-like datagrams on the fabric (Fabric::send_datagram): they pay the link's
+// rate, delay, jitter, loss and outages on a queue of their own (not behind the bulk data's TCP
+// retransmissions), a lost one is not resent, and their bytes count in the WAN figures.
+//
+// Detection latency (kill -> declared) is at most timeout + confirmation + the last heartbeat's
+// one-way delay, and at least timeout + confirmation - interval.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "emulator/inproc/fabric.h"
+#include "emulator/inproc/virtual_time.h"
+#include "model/faults.h"
+
+namespace geotb::engine {
+
+/// The heartbeat tag: outside every range a Transport user may take (transport/tags.h: [0, 2^63)).
+inline constexpr uint64_t kHeartbeatTag = (uint64_t{1} << 63) + 1;
+
+class HeartbeatMonitor {
+ public:
+  using Nanos = std::chrono::nanoseconds;
+  /// Called (on the monitor's thread, without locks held) for each declaration.
+  using OnDeclared = std::function<void(const model::Detection&)>;
+
+  HeartbeatMonitor(emu::Fabric& fabric, emu::VirtualScheduler& sched, int rank, std::vector<int> peers,
+                   const model::HeartbeatConfig& cfg, bool interrupt_all, OnDeclared on_declared);
+  ~HeartbeatMonitor();
+  HeartbeatMonitor(const HeartbeatMonitor&) = delete;
+  HeartbeatMonitor& operator=(const HeartbeatMonitor&) = delete;
+
+  /// Creates the monitor's actor and thread, waiting (holding nobody back) for start(). Call in
+  /// rank order before the run's threads start, so that actor ids (the scheduler's tie-break
+  /// between instants) do not depend on the host.
+  void create();
+  /// Starts the monitor at virtual instant `t0` (the start of training: every peer counts as
+  /// heard then). Times in detections are seconds since `origin`.
+  void start(Nanos t0, Nanos origin);
+  /// Stops it (from any thread of the worker) and joins it. Idempotent.
+  void stop();
+  /// Peers declared dead so far.
+  std::set<int> declared() const;
+  uint64_t sent() const;
+
+ private:
+  void run(Nanos t0);
+
+  emu::Fabric& fabric_;
+  emu::VirtualScheduler& sched_;
+  const int rank_;
+  const std::vector<int> peers_;
+  const model::HeartbeatConfig cfg_;
+  const bool interrupt_all_;  // Fabric::raise_alarm's `all`: the worker's group spans the sites
+  OnDeclared on_declared_;
+  Nanos origin_{0};
+  emu::VirtualScheduler::ActorId actor_ = -1;
+  bool stop_ = false;  // changed in sched_.update(), read by recv_any's stop()
+  std::optional<Nanos> start_at_;  // set by start(), in sched_.update()
+  mutable std::mutex mu_;
+  std::set<int> declared_;
+  uint64_t sent_ = 0;
+  std::thread th_;
+};
+
+}  // namespace geotb::engine

@@ -1,0 +1,72 @@
+#!/usr/bin/env python3
+"""e2e: `geotb run` on scenarios/tiny.json with a node kill (west's worker 1 at step 20), a slow
+worker (east's worker 1, x4 for 10 steps) and heartbeats of 200 ms / 500 ms / 300 ms, for
+naive_ddp, hier_ef_topk_int8 and lan: exit 0, the report validates against the schema and reads
+back; each strategy's faults section has the kill (detected within timeout + confirmation +
+interval, 1 step lost, by exactly the workers that watch it) and the slow span; the live replicas
+are identical; `geotb compare` draws the bands. Then a hier leader kill and a naive_ddp_c10d run with a kill are
+refused with exit 2 naming the field. About 10 s."""
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import jsonschema
+
+geotb, source_root = sys.argv[1], Path(sys.argv[2])
+schema = json.loads((source_root / "harness/report.schema.json").read_text())
+scenario = json.loads((source_root / "scenarios/tiny.json").read_text())
+scenario["name"] = "tiny-kill"
+scenario["clock"] = "virtual"
+scenario["compute"] = {"step_time": "20ms"}
+scenario["workload"]["eval_points"] = 6
+scenario["timeline"] = [{"at_step": 20, "kill": {"dc": "west", "worker": 1}},
+                        {"at_step": 30, "slow": {"dc": "east", "worker": 1, "factor": 4, "steps": 10}}]
+scenario["faults"] = {"heartbeat": {"interval": "200ms", "timeout": "500ms", "confirmation": "300ms"}}
+scenario["strategies"] = [{"name": "naive_ddp"}, {"name": "hier_ef_topk_int8", "K": 4, "density": "5%"},
+                          {"name": "lan"}, {"name": "local_sgd", "tau": 4}, {"name": "diloco", "H": 10}]
+bound = 0.5 + 0.3 + 0.2
+watchers = {"naive_ddp": [0, 1, 2], "hier_ef_topk_int8": [2], "lan": [0, 1, 2], "local_sgd": [2], "diloco": [2]}
+
+with tempfile.TemporaryDirectory() as out:
+    sc_path = Path(out) / "tiny-kill.json"
+    sc_path.write_text(json.dumps(scenario))
+    proc = subprocess.run([geotb, "run", str(sc_path), "--out", out], capture_output=True, text=True, timeout=300)
+    print(proc.stdout)
+    print(proc.stderr, file=sys.stderr)
+    assert proc.returncode == 0, f"geotb run exited {proc.returncode}"
+    reports = list(Path(out).glob("tiny-kill-*.json"))
+    assert len(reports) == 1, reports
+    rep = json.loads(reports[0].read_text())
+    jsonschema.validate(rep, schema, cls=jsonschema.Draft202012Validator)
+    cmp = subprocess.run([geotb, "compare", str(reports[0]), "--out", out, "--name", "cmp"], capture_output=True,
+                         text=True, timeout=60)
+    assert cmp.returncode == 0, cmp.stderr
+    page = (Path(out) / "cmp.html").read_text()
+    assert page.count("kill rank 3") >= 5 and "slow rank 1" in page, "compare: no fault bands"
+
+    for name, s in ((s["name"], s) for s in rep["strategies"]):
+        f = s["faults"]
+        kills = [e for e in f["events"] if e["event"] == "kill"]
+        slows = [e for e in f["events"] if e["event"] == "slow"]
+        assert len(kills) == 1 and len(slows) == 1, (name, f["events"])
+        k, sl = kills[0], slows[0]
+        assert k["rank"] == 3 and k["step"] == 20 and k["steps_lost"] == 1, (name, k)
+        assert 0.5 + 0.3 - 0.2 <= k["detection_latency_s"] <= bound, (name, k)
+        assert sorted(d["observer"] for d in f["detections"]) == watchers[name], (name, f["detections"])
+        assert all(d["peer"] == 3 for d in f["detections"]) and f["false_detections"] == 0, (name, f)
+        assert sl["rank"] == 1 and sl["step"] == 30 and sl["factor"] == 4 and sl["until_s"] > sl["at_s"], (name, sl)
+        assert s["metrics"]["replica_max_abs_diff"] == 0.0, (name, s["metrics"]["replica_max_abs_diff"])
+        assert s["metrics"]["final_test_accuracy"] > 0.6, (name, s["metrics"]["final_test_accuracy"])
+        print(f"{name}: kill detected after {k['detection_latency_s']:.3f} s (bound {bound}), recovery "
+              f"{k['recovery_s']:.4f} s, survivors {k['survivors']}, accuracy {s['metrics']['final_test_accuracy']:.4f}")
+
+    for edit, field in [(lambda s: s["timeline"][0]["kill"].update(worker=0), "timeline[0].kill.worker: 0"),
+                        (lambda s: s.update(strategies=[{"name": "naive_ddp_c10d"}]), "strategies: \"naive_ddp_c10d\"")]:
+        bad = json.loads(json.dumps(scenario))
+        edit(bad)
+        sc_path.write_text(json.dumps(bad))
+        p = subprocess.run([geotb, "run", str(sc_path), "--out", out], capture_output=True, text=True, timeout=60)
+        assert p.returncode == 2 and field in p.stderr, (p.returncode, p.stderr)
+print("ok")

@@ -1,0 +1,222 @@
+// Node faults (engine/faults/): the shrunk group's mean over the survivors on crafted values,
+// heartbeat detection within its bound, kills of a DC member and of rank 0 (the reporting rank
+// moves to the lowest survivor), a slow worker, and no detection without a fault.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <thread>
+
+#include "emulator/inproc/fabric.h"
+#include "emulator/link/clock.h"
+#include "engine/cluster.h"
+#include "engine/collectives/transport_group.h"
+#include "engine/data/fashion_mnist.h"
+#include "engine/transport/emulated.h"
+
+using namespace geotb::engine;
+using geotb::model::FaultEvent;
+using geotb::model::FaultPlan;
+
+namespace {
+
+// Four ranks, each its own crafted value per element; the group's mean over 4, then the group
+// rebuilt without rank 2: the mean over the 3 survivors, as c10d computes it (sum, then / size).
+TEST(NodeFaults, ShrunkGroupMeanIsOverTheSurvivorsExactly) {
+  geotb::emu::FabricConfig fc;
+  fc.num_sites = 1;
+  fc.site_of = {0, 0, 0, 0};
+  fc.lan.rate_bps = 0;
+  fc.lan.delay = std::chrono::nanoseconds{0};
+  geotb::emu::SteadyClock clock;
+  geotb::emu::Fabric fabric(fc, clock);
+  const float base[4] = {1, 2, 4, 8};
+  const size_t n = 300;  // several Gloo segments
+  std::vector<std::vector<float>> before(4), after(4);
+  std::vector<std::thread> th;
+  for (int r = 0; r < 4; ++r)
+    th.emplace_back([&, r] {
+      EmulatedTransport t(fabric, r, std::chrono::seconds(10));
+      auto g = make_transport_group(t, {0, 1, 2, 3}, r);
+      std::vector<float> x(n);
+      for (size_t i = 0; i < n; ++i) x[i] = base[r] * static_cast<float>(i % 7 + 1);
+      g->allreduce_mean(x.data(), n);
+      before[static_cast<size_t>(r)] = x;
+      if (r == 2) return;  // dead
+      const std::vector<int> survivors = {0, 1, 3};
+      const int index = static_cast<int>(std::find(survivors.begin(), survivors.end(), r) - survivors.begin());
+      auto s = shrink_transport_group(*g, t, survivors, index);
+      EXPECT_EQ(s->size(), 3);
+      for (size_t i = 0; i < n; ++i) x[i] = base[r] * static_cast<float>(i % 7 + 1);
+      s->allreduce_mean(x.data(), n);
+      after[static_cast<size_t>(r)] = x;
+    });
+  for (auto& t : th) t.join();
+  for (size_t i = 0; i < n; ++i) {
+    const float k = static_cast<float>(i % 7 + 1);
+    // Integer sums are exact in any order: 15k / 4 and 11k / 3.
+    EXPECT_EQ(before[0][i], 15.0f * k / 4.0f) << i;
+    for (int r : {0, 1, 3}) EXPECT_EQ(after[static_cast<size_t>(r)][i], 11.0f * k / 3.0f) << "rank " << r << " " << i;
+  }
+}
+
+ClusterSpec two_by(int workers) {
+  ClusterSpec c;
+  c.dcs = {{"a", workers}, {"b", workers}};
+  c.lan.rate_bps = 100e9;
+  c.lan.delay = std::chrono::microseconds(10);
+  geotb::model::WanLink w;
+  w.a_to_b.rate_bps = w.b_to_a.rate_bps = 1e9;
+  w.a_to_b.delay = w.b_to_a.delay = std::chrono::milliseconds(15);
+  c.wan = {w};
+  return c;
+}
+
+WorkloadSpec work(int steps) {
+  WorkloadSpec w;
+  w.model.hidden = {32};
+  w.optimizer.lr = 0.05;
+  w.optimizer.momentum = 0.9;
+  w.batch_per_worker = 16;
+  w.steps = steps;
+  w.seed = 5;
+  w.eval_points = 4;
+  return w;
+}
+
+const Datasets& data() {
+  static const Datasets d = [] {
+    Datasets x;
+    x.train = load_fashion_mnist(kFashionMnistDir, true, 4000);
+    x.test = load_fashion_mnist(kFashionMnistDir, false, 500);
+    return x;
+  }();
+  return d;
+}
+
+RunOptions options(const FaultPlan& plan) {
+  RunOptions o;
+  o.clock = ClockMode::kVirtual;
+  o.compute = {ComputeProfile{}};
+  o.compute[0].step_time = std::chrono::milliseconds(100);
+  o.faults = plan;
+  return o;
+}
+
+FaultPlan kill_at(int dc, int worker, int step) {
+  FaultPlan p;
+  p.heartbeats = true;
+  p.heartbeat.interval = std::chrono::milliseconds(200);
+  p.heartbeat.timeout = std::chrono::milliseconds(500);
+  p.heartbeat.confirmation = std::chrono::milliseconds(300);
+  FaultEvent e;
+  e.kind = FaultEvent::Kind::kKill;
+  e.dc = dc;
+  e.worker = worker;
+  e.at_step = step;
+  p.events = {e};
+  return p;
+}
+
+// Every detection of the dead rank within [timeout + confirmation - interval, timeout +
+// confirmation + interval] of the kill, by every survivor that watches it; nobody else declared.
+void expect_detected(const geotb::model::StrategyRun& r, int dead, const std::vector<int>& watchers,
+                     const FaultPlan& p) {
+  ASSERT_TRUE(r.faults.has_value());
+  const auto& f = *r.faults;
+  ASSERT_EQ(f.events.size(), 1u);
+  const auto& k = f.events[0];
+  EXPECT_EQ(k.event, "kill");
+  EXPECT_EQ(k.rank, dead);
+  ASSERT_TRUE(k.detection_latency_s.has_value());
+  const double hi = std::chrono::duration<double>(p.heartbeat.timeout + p.heartbeat.confirmation + p.heartbeat.interval).count();
+  const double lo = std::chrono::duration<double>(p.heartbeat.timeout + p.heartbeat.confirmation - p.heartbeat.interval).count();
+  EXPECT_LE(*k.detection_latency_s, hi);
+  EXPECT_GE(*k.detection_latency_s, lo);
+  EXPECT_EQ(f.false_detections, 0);
+  std::vector<int> observers;
+  for (const auto& d : f.detections) {
+    EXPECT_EQ(d.peer, dead);
+    EXPECT_LE(d.at_s - k.at_s, hi) << "observer " << d.observer;
+    EXPECT_GE(d.at_s - k.at_s, lo) << "observer " << d.observer;
+    observers.push_back(d.observer);
+  }
+  std::sort(observers.begin(), observers.end());
+  EXPECT_EQ(observers, watchers);
+  ASSERT_TRUE(k.recovery_s.has_value());
+  EXPECT_GE(*k.recovery_s, 0.0);
+  EXPECT_EQ(k.steps_lost, 1);
+  std::printf("%s: rank %d killed at %.3f s (step %d), detected by rank %d after %.3f s (bound %.3f), recovered in "
+              "%.4f s, %d survivors\n",
+              r.name.c_str(), dead, k.at_s, k.step, *k.detected_by, *k.detection_latency_s, hi, *k.recovery_s,
+              k.survivors);
+}
+
+// hier_ef_topk_int8: DC b's member (rank 3) dies at step 6; b's other worker detects it and goes on
+// alone; DC a's workers do not watch it. Every live replica ends identical; the run completes.
+TEST(NodeFaults, HierMemberKillIsDetectedInBoundAndTheDcShrinks) {
+  const FaultPlan p = kill_at(1, 1, 6);
+  StrategyConfig hier{"hier_ef_topk_int8"};
+  hier.K = 4;
+  hier.density = 0.05;
+  const auto r = run_strategy(two_by(2), work(20), hier, data(), options(p));
+  expect_detected(r, 3, {2}, p);
+  EXPECT_EQ(r.faults->events[0].survivors, 1);
+  EXPECT_EQ(r.metrics.replica_max_abs_diff, 0.0);
+  EXPECT_EQ(r.metrics.samples, static_cast<uint64_t>(4 * 6 + 3 * 14) * 16);  // rank 3 ran steps 0..5
+  EXPECT_GT(r.metrics.final_test_accuracy, 0.5);
+}
+
+// naive_ddp with rank 0 killed: every survivor watches it (one group), the ring shrinks to 3 and
+// the lowest survivor (rank 1) becomes the reporting rank: full step times and accuracy curve.
+TEST(NodeFaults, NaiveDdpLeaderKillMovesTheReportingToTheLowestSurvivor) {
+  const FaultPlan p = kill_at(0, 0, 5);
+  const auto r = run_strategy(two_by(2), work(16), StrategyConfig{"naive_ddp"}, data(), options(p));
+  expect_detected(r, 0, {1, 2, 3}, p);
+  EXPECT_EQ(r.faults->events[0].survivors, 3);
+  EXPECT_EQ(r.series.step_end_s.size(), 16u);
+  EXPECT_GT(r.series.step_end_s.back(), r.series.step_end_s[4] + 0.5);  // the detection's wait
+  EXPECT_EQ(r.series.test_accuracy.size(), 4u);
+  EXPECT_EQ(r.metrics.replica_max_abs_diff, 0.0);
+  EXPECT_GT(r.metrics.final_test_accuracy, 0.5);
+  // Deterministic: the same run again gives the same figures.
+  const auto again = run_strategy(two_by(2), work(16), StrategyConfig{"naive_ddp"}, data(), options(p));
+  EXPECT_EQ(again.series.loss, r.series.loss);
+  EXPECT_EQ(again.faults->events[0].detection_latency_s, r.faults->events[0].detection_latency_s);
+}
+
+// Heartbeats with no fault: nobody declared dead; a slow worker (x5 for 4 steps) only costs time:
+// naive_ddp's steps wait for it, the same losses as without it.
+TEST(NodeFaults, NoFaultNoDetectionAndASlowWorkerCostsOnlyTime) {
+  FaultPlan p = kill_at(0, 1, 0);
+  p.events.clear();
+  const auto plain = run_strategy(two_by(2), work(12), StrategyConfig{"naive_ddp"}, data(), options(p));
+  ASSERT_TRUE(plain.faults.has_value());
+  EXPECT_TRUE(plain.faults->detections.empty());
+  EXPECT_GT(plain.faults->heartbeats_sent, 0u);
+  FaultEvent s;
+  s.kind = FaultEvent::Kind::kSlow;
+  s.dc = 1;
+  s.worker = 0;
+  s.at_step = 3;
+  s.factor = 5;
+  s.steps = 4;
+  p.events = {s};
+  const auto slow = run_strategy(two_by(2), work(12), StrategyConfig{"naive_ddp"}, data(), options(p));
+  EXPECT_EQ(slow.series.loss, plain.series.loss);
+  // 4 steps of 100 ms compute charged 500 ms: 1.6 s more, give or take how the ring's waits
+  // shift around the late worker (its neighbours' messages are there when it arrives): at most
+  // one ring per step.
+  const double cost = slow.metrics.wall_s - plain.metrics.wall_s;
+  std::printf("slow worker x5 for 4 steps of 100 ms: %.4f s more (ring %.4f s per step)\n", cost,
+              plain.metrics.exposed_comm_s_per_step);
+  EXPECT_NEAR(cost, 1.6, 4 * plain.metrics.exposed_comm_s_per_step);
+  ASSERT_EQ(slow.faults->events.size(), 1u);
+  EXPECT_EQ(slow.faults->events[0].event, "slow");
+  EXPECT_EQ(slow.faults->events[0].step, 3);
+  EXPECT_TRUE(slow.faults->events[0].until_s.has_value());
+  EXPECT_TRUE(slow.faults->detections.empty());
+}
+
+}  // namespace
