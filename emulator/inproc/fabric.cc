@@ -109,9 +109,15 @@ void Fabric::send_datagram(int src, int dst, uint64_t tag, std::vector<uint8_t> 
     box.q[{src, tag}].push_back(std::move(p));
     box.cv.notify_all();
   };
+  act_now(deliver);
+}
+
+void Fabric::act_now(const std::function<void(Nanos)>& fn) {
   if (!sched_) {
     std::lock_guard<std::mutex> lk(mu_);
-    deliver(clock_.now());
+    const Nanos now = clock_.now();
+    queue_.run_until(now);
+    fn(now);
     return;
   }
   const VirtualScheduler::ActorId me = sched_->current();
@@ -119,32 +125,17 @@ void Fabric::send_datagram(int src, int dst, uint64_t tag, std::vector<uint8_t> 
   try {
     sched_->act(me, [&](Nanos t) {
       std::lock_guard<std::mutex> lk(mu_);
-      deliver(t);
+      fn(t);
     });
   } catch (const SchedulerAborted&) {
+    // closed after a failure elsewhere: later sends are dropped, as in real-time mode
   }
 }
 
 void Fabric::send(int src, int dst, uint64_t tag, std::vector<uint8_t> payload) {
   if (src < 0 || dst < 0 || src >= size() || dst >= size() || src == dst)
     throw FabricError("fabric: bad endpoints " + std::to_string(src) + " -> " + std::to_string(dst));
-  if (!sched_) {
-    std::lock_guard<std::mutex> lk(mu_);
-    const Nanos now = clock_.now();
-    queue_.run_until(now);
-    send_at(now, src, dst, tag, payload);
-    return;
-  }
-  const VirtualScheduler::ActorId me = sched_->current();
-  if (me < 0) throw FabricError("fabric: send from a thread that is no actor of the virtual-time scheduler");
-  try {
-    sched_->act(me, [&](Nanos t) {
-      std::lock_guard<std::mutex> lk(mu_);
-      send_at(t, src, dst, tag, payload);
-    });
-  } catch (const SchedulerAborted&) {
-    // closed after a failure elsewhere: later sends are dropped, as in real-time mode
-  }
+  act_now([&](Nanos t) { send_at(t, src, dst, tag, payload); });
 }
 
 Fabric::Conn& Fabric::connection(int src, int dst) {

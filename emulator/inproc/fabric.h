@@ -185,6 +185,9 @@ class Fabric {
   LinkModel& direction(int src_site, int dst_site, int src, int dst);
   Conn& connection(int src, int dst);                                                      // mu_ held
   void settle(int src, int dst, uint64_t id, const MessageVerdict& mv);                   // mu_ held
+  /// Runs fn(now) under mu_ at the caller's instant: in virtual time through the scheduler's
+  /// act() (ordered across actors), on the real clock after running the network up to now.
+  void act_now(const std::function<void(Nanos)>& fn);
   void send_at(Nanos now, int src, int dst, uint64_t tag, std::vector<uint8_t>& payload);  // mu_ held
   std::optional<std::vector<uint8_t>> take(int dst, int src, uint64_t tag);               // mu_ held
   std::optional<std::vector<uint8_t>> recv_virtual(int dst, int src, uint64_t tag, Nanos timeout);

@@ -16,6 +16,7 @@
 #include "engine/checkpoint/file.h"
 #include "engine/checkpoint/schedule.h"
 #include "engine/cluster.h"
+#include "tests/unit/engine_fixtures.h"
 
 using namespace geotb::engine;
 namespace fs = std::filesystem;
@@ -23,40 +24,13 @@ namespace fs = std::filesystem;
 namespace {
 
 ClusterSpec cluster() {
-  ClusterSpec c;
-  c.dcs = {{"a", 2}, {"b", 2}};
-  c.lan.rate_bps = 10e9;
-  c.lan.delay = std::chrono::microseconds(50);
-  geotb::model::WanLink w;
-  w.a = 0;
-  w.b = 1;
-  w.a_to_b.rate_bps = w.b_to_a.rate_bps = 1e9;
-  w.a_to_b.delay = w.b_to_a.delay = std::chrono::milliseconds(20);
-  c.wan = {w};
-  return c;
+  return fixtures::two_dcs(2, 10e9, std::chrono::microseconds(50), 1e9, std::chrono::milliseconds(20));
 }
 
-WorkloadSpec work() {
-  WorkloadSpec w;
-  w.model.hidden = {32};
-  w.optimizer.lr = 0.05;
-  w.optimizer.momentum = 0.9;
-  w.batch_per_worker = 16;
-  w.steps = 25;
-  w.seed = 7;
-  w.eval_points = 5;
-  return w;
-}
+WorkloadSpec work() { return fixtures::small_mlp(25, 7, 5); }
 
-const Datasets& data() {
-  static const Datasets d = [] {
-    Datasets x;
-    x.train = load_fashion_mnist(kFashionMnistDir, true, 2000);  // 500 per rank: epochs turn over
-    x.test = load_fashion_mnist(kFashionMnistDir, false, 300);
-    return x;
-  }();
-  return d;
-}
+// 500 training examples per rank: epochs turn over.
+const Datasets& data() { return fixtures::fashion_subset(2000, 300); }
 
 /// A fresh directory under the system's temporary directory, removed at the end of the test.
 struct TempDir {

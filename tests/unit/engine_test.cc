@@ -10,6 +10,7 @@
 #include <numeric>
 
 #include "engine/cluster.h"
+#include "tests/unit/engine_fixtures.h"
 #include "engine/data/fashion_mnist.h"
 #include "engine/optim/sgd.h"
 
@@ -69,39 +70,11 @@ TEST(FashionMnist, IidPartitionCoversEveryExampleOnce) {
   EXPECT_NE(partition_iid(1003, 4, 10), parts);
 }
 
-ClusterSpec fast_cluster() {
-  ClusterSpec c;
-  c.dcs = {{"a", 2}, {"b", 2}};
-  c.lan.rate_bps = 0;
-  c.lan.delay = std::chrono::nanoseconds(0);
-  geotb::model::WanLink w;
-  w.a = 0;
-  w.b = 1;
-  w.a_to_b.rate_bps = w.b_to_a.rate_bps = 0;
-  c.wan = {w};
-  return c;
-}
+ClusterSpec fast_cluster() { return fixtures::two_dcs(2, 0, std::chrono::nanoseconds(0), 0, std::chrono::nanoseconds(0)); }
 
-WorkloadSpec small_work() {
-  WorkloadSpec w;
-  w.model.hidden = {32};
-  w.optimizer.lr = 0.05;
-  w.optimizer.momentum = 0.9;
-  w.batch_per_worker = 16;
-  w.steps = 25;
-  w.seed = 5;
-  return w;
-}
+WorkloadSpec small_work() { return fixtures::small_mlp(25, 5, WorkloadSpec{}.eval_points); }
 
-const Datasets& small_data() {
-  static const Datasets d = [] {
-    Datasets x;
-    x.train = load_fashion_mnist(kFashionMnistDir, true, 4000);
-    x.test = load_fashion_mnist(kFashionMnistDir, false, 500);
-    return x;
-  }();
-  return d;
-}
+const Datasets& small_data() { return fixtures::fashion_subset(4000, 500); }
 
 double rel_diff(const std::vector<float>& a, const std::vector<float>& b) {
   double num = 0, den = 0;

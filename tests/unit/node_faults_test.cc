@@ -11,6 +11,7 @@
 #include "emulator/inproc/fabric.h"
 #include "emulator/link/clock.h"
 #include "engine/cluster.h"
+#include "tests/unit/engine_fixtures.h"
 #include "engine/collectives/transport_group.h"
 #include "engine/data/fashion_mnist.h"
 #include "engine/transport/emulated.h"
@@ -62,38 +63,12 @@ TEST(NodeFaults, ShrunkGroupMeanIsOverTheSurvivorsExactly) {
 }
 
 ClusterSpec two_by(int workers) {
-  ClusterSpec c;
-  c.dcs = {{"a", workers}, {"b", workers}};
-  c.lan.rate_bps = 100e9;
-  c.lan.delay = std::chrono::microseconds(10);
-  geotb::model::WanLink w;
-  w.a_to_b.rate_bps = w.b_to_a.rate_bps = 1e9;
-  w.a_to_b.delay = w.b_to_a.delay = std::chrono::milliseconds(15);
-  c.wan = {w};
-  return c;
+  return fixtures::two_dcs(workers, 100e9, std::chrono::microseconds(10), 1e9, std::chrono::milliseconds(15));
 }
 
-WorkloadSpec work(int steps) {
-  WorkloadSpec w;
-  w.model.hidden = {32};
-  w.optimizer.lr = 0.05;
-  w.optimizer.momentum = 0.9;
-  w.batch_per_worker = 16;
-  w.steps = steps;
-  w.seed = 5;
-  w.eval_points = 4;
-  return w;
-}
+WorkloadSpec work(int steps) { return fixtures::small_mlp(steps, 5, 4); }
 
-const Datasets& data() {
-  static const Datasets d = [] {
-    Datasets x;
-    x.train = load_fashion_mnist(kFashionMnistDir, true, 4000);
-    x.test = load_fashion_mnist(kFashionMnistDir, false, 500);
-    return x;
-  }();
-  return d;
-}
+const Datasets& data() { return fixtures::fashion_subset(4000, 500); }
 
 RunOptions options(const FaultPlan& plan) {
   RunOptions o;

@@ -1,0 +1,61 @@
+// Small clusters, workloads and dataset subsets shared by the engine's unit tests
+// (engine_test.cc, checkpoint_test.cc, node_faults_test.cc): each test states its numbers, the
+// construction lives here once.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <utility>
+
+#include "engine/cluster.h"
+#include "engine/data/fashion_mnist.h"
+
+namespace geotb::engine::fixtures {
+
+/// Two data centers "a" and "b" of `workers` each; LAN and WAN (both directions) at the given
+/// rate (bits/s, 0 = unlimited) and one-way delay.
+inline ClusterSpec two_dcs(int workers, double lan_bps, std::chrono::nanoseconds lan_delay, double wan_bps,
+                           std::chrono::nanoseconds wan_delay) {
+  ClusterSpec c;
+  c.dcs = {{"a", workers}, {"b", workers}};
+  c.lan.rate_bps = lan_bps;
+  c.lan.delay = lan_delay;
+  model::WanLink w;
+  w.a_to_b.rate_bps = w.b_to_a.rate_bps = wan_bps;
+  w.a_to_b.delay = w.b_to_a.delay = wan_delay;
+  c.wan = {w};
+  return c;
+}
+
+/// The 784-32-10 MLP, SGD lr 0.05 momentum 0.9, 16 examples per worker and step.
+inline WorkloadSpec small_mlp(int steps, uint64_t seed, int eval_points) {
+  WorkloadSpec w;
+  w.model.hidden = {32};
+  w.optimizer.lr = 0.05;
+  w.optimizer.momentum = 0.9;
+  w.batch_per_worker = 16;
+  w.steps = steps;
+  w.seed = seed;
+  w.eval_points = eval_points;
+  return w;
+}
+
+/// The first `train` and `test` Fashion-MNIST examples, loaded once per pair of sizes.
+inline const Datasets& fashion_subset(size_t train, size_t test) {
+  static std::mutex mu;
+  static std::map<std::pair<size_t, size_t>, Datasets> cache;
+  std::lock_guard<std::mutex> lk(mu);
+  auto it = cache.find({train, test});
+  if (it == cache.end()) {
+    Datasets x;
+    x.train = load_fashion_mnist(kFashionMnistDir, true, train);
+    x.test = load_fashion_mnist(kFashionMnistDir, false, test);
+    it = cache.emplace(std::make_pair(train, test), std::move(x)).first;
+  }
+  return it->second;
+}
+
+}  // namespace geotb::engine::fixtures
