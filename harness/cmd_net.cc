@@ -54,8 +54,8 @@ void register_net_command(CLI::App& app) {
     const std::string bin = up_opts->emulate_bin.empty() ? harness::find_emulate_bin() : up_opts->emulate_bin;
     const std::string json_path = "/tmp/" + t.prefix + "-emulate.json", log_path = "/tmp/" + t.prefix + "-emulate.log";
     if (up_opts->emulate)
-      fmt::print("CPU shield: {}\n", L.shield.active ? fmt::format("CPU {} for the emulator alone ({} processes moved off it until `net down`)",
-                                                                  L.shield.cpu, L.shield.processes_moved)
+      fmt::print("CPU shield: {}\n", L.shield.active ? fmt::format("CPU {} for the emulator alone ({} processes and {} interrupts moved off it until `net down`)",
+                                                                  L.shield.cpu, L.shield.processes_moved, L.shield.irqs_moved)
                                                       : "none: " + L.shield.why_not);
     const auto argv = emu::emulator_launch(
         L, emu::emulator_command(t, L, bin, json_path, emu::resolve_rt_priority(up_opts->rt_priority, L.shield), t.prefix + "-emu"));

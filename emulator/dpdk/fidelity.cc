@@ -81,6 +81,9 @@ int count_foreign_emulators(const std::string& tag) {
       const std::string dir = "/proc/" + std::string(e->d_name);
       if (slurp(dir + "/comm").rfind("geotb-emulate", 0) != 0) continue;
       const std::string cmdline = slurp(dir + "/cmdline");  // arguments separated by NUL
+      // A process that has exited and is not yet reaped (a zombie: ours, between its end and
+      // waitpid) keeps its comm but has no arguments any more: it runs nothing.
+      if (cmdline.empty()) continue;
       if (cmdline.find(std::string("--file-prefix=") + tag) == std::string::npos) ++n;
     }
     closedir(d);

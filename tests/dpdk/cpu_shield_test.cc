@@ -1,13 +1,16 @@
 // The data plane's CPU shield (emulator/dpdk/cpu_shield.h): processes moved off the CPU and back,
-// pinnings restored, the data plane's wrapper lands in the shielded cpuset, one holder at a time,
-// stale shields released. Needs root, two CPUs and a cgroup v1 cpuset hierarchy; skips otherwise.
+// pinnings restored, interrupts routed off it and back, the data plane's wrapper lands in the
+// shielded cpuset, one holder at a time, stale shields released. Needs root, two CPUs and a cgroup v1 cpuset hierarchy; skips otherwise.
+#include <dirent.h>
 #include <sched.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <fstream>
+#include <map>
 #include <string>
 
 #include "emulator/dpdk/cpu_shield.h"
@@ -50,6 +53,22 @@ void unpin() {
   sched_setaffinity(0, sizeof set, &set);  // the kernel keeps the allowed ones
 }
 
+// Every interrupt's route (/proc/irq/N/smp_affinity_list).
+std::map<int, std::string> irq_routes() {
+  std::map<int, std::string> r;
+  if (DIR* d = opendir("/proc/irq")) {
+    while (dirent* e = readdir(d)) {
+      const std::string n = e->d_name;
+      if (n.empty() || n.find_first_not_of("0123456789") != std::string::npos) continue;
+      std::ifstream in("/proc/irq/" + n + "/smp_affinity_list");
+      std::string v;
+      if (std::getline(in, v)) r[std::stoi(n)] = v;
+    }
+    closedir(d);
+  }
+  return r;
+}
+
 class CpuShield : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -70,11 +89,20 @@ class CpuShield : public ::testing::Test {
 TEST_F(CpuShield, MovesEveryoneOffTheCpuAndBackWithTheirPinnings) {
   const int last = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN)) - 1;
   pin_to(0);  // a pinning from before the shield: it must survive it
+  const std::map<int, std::string> routes_before = irq_routes();
   const CpuShieldState s = shield_cpu(last, kOwner);
   if (!s.active && s.why_not.find("cgroup v1") != std::string::npos) GTEST_SKIP() << s.why_not;
   ASSERT_TRUE(s.active) << s.why_not;
   EXPECT_EQ(s.cpu, last);
   EXPECT_GE(s.processes_moved, 1u);  // this test at least
+  // Interrupts: every one that the kernel let move is routed off the CPU.
+  size_t off = 0;
+  for (const auto& [irq, cpus] : irq_routes())
+    if (cpus.find(std::to_string(last)) == std::string::npos) ++off;
+  EXPECT_GE(off, s.irqs_moved);
+  EXPECT_LE(s.irqs_moved + s.irqs_stayed, routes_before.size());
+  std::printf("interrupts: %zu routed off CPU %d, %zu kept by the kernel, of %zu\n", s.irqs_moved, last, s.irqs_stayed,
+              routes_before.size());
   EXPECT_EQ(my_cpuset(), std::string("/geotb-sys-") + kOwner);
   unpin();
   for (int c : my_cpus()) EXPECT_NE(c, last) << "this process may still run on the shielded CPU";
@@ -89,6 +117,7 @@ TEST_F(CpuShield, MovesEveryoneOffTheCpuAndBackWithTheirPinnings) {
   EXPECT_EQ(release_cpu_shield(kOwner), 1);
   EXPECT_EQ(my_cpuset(), "/");
   EXPECT_EQ(my_cpus(), std::vector<int>{0}) << "the pinning from before the shield is back";
+  EXPECT_EQ(irq_routes(), routes_before) << "the interrupts' routes from before the shield are back";
   EXPECT_EQ(release_cpu_shield(kOwner), 0);  // idempotent
   EXPECT_EQ(in_shielded_cpu(CpuShieldState{}, {"x"}), std::vector<std::string>{"x"});  // inactive: unchanged
 }
