@@ -108,6 +108,14 @@ model::StrategyRun run_strategy(const ClusterSpec& cluster, const WorkloadSpec& 
                    std::to_string(resume->ranks.size()) + " ranks, this run " + std::to_string(P));
   // The timeline continues from rank 0's instant at the checkpoint.
   const std::chrono::nanoseconds resumed_at = resume ? resume_point(resume->ranks[0]).elapsed : std::chrono::nanoseconds{0};
+  // Full recovery goes back to a checkpoint: a run whose kills can call for it must take them.
+  const bool full_recovery = faults && faults->full_recovery_possible();
+  if (full_recovery && !opt.checkpoint.writes())
+    throw RunError(scfg.name + ": " + std::to_string(opt.faults.kills()) + " kills of " + std::to_string(P) +
+                   " workers can cross faults.full_recovery.above_fraction (" +
+                   std::to_string(opt.faults.full_recovery.above_fraction) +
+                   "), and full recovery goes back to the last checkpoint: give the run a checkpoint directory and "
+                   "checkpoint.every_steps");
   std::optional<CheckpointSchedule> ckpt_schedule;
   std::optional<CheckpointWriter> ckpt_writer;
   if (opt.checkpoint.writes()) {
@@ -241,12 +249,19 @@ model::StrategyRun run_strategy(const ClusterSpec& cluster, const WorkloadSpec& 
       if (resume) hooks.resume = &resume->ranks[static_cast<size_t>(r)];
       if (ckpt_writer) {
         hooks.checkpoint_due = [&, r](int steps) { return ckpt_schedule->due(r, steps); };
-        if (opt.checkpoint.rewind_due)
+        if (opt.checkpoint.rewind_due || full_recovery)
           hooks.rewind = [&, r](int steps) -> const StateBuffers* {
-            if (!opt.checkpoint.rewind_due(r, steps)) return nullptr;
-            return &rewind_to(steps)->ranks[static_cast<size_t>(r)];
+            const bool due = opt.checkpoint.rewind_due ? opt.checkpoint.rewind_due(r, steps) : faults->rewind_due(r, steps);
+            if (!due) return nullptr;
+            const std::shared_ptr<const Checkpoint> c = rewind_to(steps);
+            if (faults)
+              faults->rewound(r, steps, c->header.step, resume_point(c->ranks[0]).elapsed, sched->now(sched->current()));
+            return &c->ranks[static_cast<size_t>(r)];
           };
         hooks.checkpoint_write = [&, r](int steps, const StateBuffers& s) {
+          // A worker died before this boundary: the checkpoint can never be complete (a rank that
+          // has not heard of the death yet still writes its file, which stays without a manifest).
+          if (faults && faults->checkpoint_cannot_complete(steps)) return;
           if (r != 0) return ckpt_writer->write(r, steps, s);
           // Rank 0 keeps the fabric's WAN totals (counters, not weights: as of its checkpoint instant).
           StateBuffers with_wan = s;

@@ -6,6 +6,7 @@
 
 #include "engine/checkpoint/worker_state.h"
 #include "engine/compute_charge.h"
+#include "engine/transport/tag_epoch.h"
 
 #include "engine/strategies/table.h"
 
@@ -27,6 +28,10 @@ void run_worker_loop(WorkerEnv& env, const StrategyConfig& scfg, const WorkloadS
   const bool rank0 = env.rank == 0;
 
   const StrategyDescriptor& desc = find_strategy(scfg.name);
+  // Full recovery: each rewind runs a fresh strategy in a new tag epoch (transport/tag_epoch.h).
+  // Declared before the strategy, which may use it until it is destroyed.
+  Transport* const base_net = env.net;
+  std::vector<std::unique_ptr<TagEpochTransport>> epochs;  // kept: an old strategy may use its own till it goes
   std::unique_ptr<Strategy> strategy = desc.make(scfg, env);
   BatchSampler sampler(shard, work.seed, static_cast<uint64_t>(env.rank));
   std::vector<uint32_t> idx;
@@ -96,7 +101,13 @@ void run_worker_loop(WorkerEnv& env, const StrategyConfig& scfg, const WorkloadS
     }
     if (s + 1 < steps && hooks.rewind)
       if (const StateBuffers* back = hooks.rewind(s + 1)) {
-        const ResumePoint p = rewind_worker(*back, env, strategy, [&] { return desc.make(scfg, env); }, sampler, out, steps);
+        if (faults) faults->before_rewind(env, sampler);
+        const ResumePoint p = rewind_worker(*back, env, strategy, [&] {
+          epochs.push_back(std::make_unique<TagEpochTransport>(*base_net, epochs.size() + 1));
+          env.net = epochs.back().get();
+          return desc.make(scfg, env);
+        }, sampler, out, steps);
+        if (faults) faults->after_rewind(env, sampler);
         out.steps_redone += s + 1 - p.steps_done;
         s = p.steps_done - 1;
       }
@@ -104,6 +115,8 @@ void run_worker_loop(WorkerEnv& env, const StrategyConfig& scfg, const WorkloadS
   strategy->finish(env);
   hooks.finished();
   if (faults) faults->done(env);
+  strategy.reset();  // before the epoch transport it may use
+  env.net = base_net;
 }
 
 }  // namespace geotb::engine

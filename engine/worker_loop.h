@@ -50,6 +50,12 @@ class FaultHooks {
   virtual bool recover(WorkerEnv& env, int step, BatchSampler& sampler) = 0;
   /// Whether every rank records step-end times and snapshots (rank 0 may die).
   virtual bool record_all() const = 0;
+  /// Full recovery, before a checkpoint's state is restored: the sampler back on this rank's own
+  /// shard (the checkpoint's position is a position in it).
+  virtual void before_rewind(WorkerEnv& env, BatchSampler& sampler) = 0;
+  /// After it: what the checkpoint cannot know (the dead workers' data shards split among the
+  /// survivors, faults.shard "redistribute").
+  virtual void after_rewind(WorkerEnv& env, BatchSampler& sampler) = 0;
   /// After hooks.finished: stop the heartbeats.
   virtual void done(WorkerEnv& env) = 0;
 };

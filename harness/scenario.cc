@@ -555,6 +555,19 @@ Scenario parse_scenario(const json& j, const std::string& origin) {
       sc.faults.shard = get_string(fo, "shard", &drop);
       if (sc.faults.shard != "drop" && sc.faults.shard != "redistribute")
         fail("faults.shard", json(sc.faults.shard), "unknown shard policy (drop or redistribute)");
+      if (const json* rj = fo.opt("full_recovery")) {
+        Obj r(*rj, "faults.full_recovery");
+        model::FullRecoveryConfig& fr = sc.faults.full_recovery;
+        fr.above_fraction = get_number(r, "above_fraction", 0, 1, fr.above_fraction);
+        if (!(fr.above_fraction > 0)) fail(r.field("above_fraction"), r.req("above_fraction"), "must be above 0");
+        const std::string survivors = "survivors";
+        fr.then = get_string(r, "then", &survivors);
+        if (fr.then == "restarts")
+          fail(r.field("then"), json(fr.then),
+               "waiting for restarted workers is not implemented yet (restart events are not): use \"survivors\"");
+        if (fr.then != "survivors") fail(r.field("then"), json(fr.then), "expected \"survivors\"");
+        r.done();
+      }
       fo.done();
     }
     if (!sc.faults.events.empty()) sc.faults.heartbeats = true;
@@ -593,6 +606,27 @@ Scenario parse_scenario(const json& j, const std::string& origin) {
           dead.erase(it);
           --dead_in_dc[ev.dc];
         }
+      }
+      // Full recovery: the kills that cross the threshold need a complete checkpoint to go back to,
+      // i.e. one taken before the first kill (a checkpoint is complete once every worker wrote it).
+      int total = 0;
+      for (const auto& d : sc.cluster.dcs) total += d.workers;
+      const model::FullRecoveryConfig& fr = sc.faults.full_recovery;
+      if (sc.faults.kills() > fr.above_fraction * total) {
+        const auto why = fmt::format("{} kills of {} workers cross faults.full_recovery.above_fraction ({}): full "
+                                     "recovery goes back to the last checkpoint",
+                                     sc.faults.kills(), total, fr.above_fraction);
+        if (sc.checkpoint.every_steps <= 0)
+          fail("checkpoint.every_steps", json(sc.checkpoint.every_steps), why + ", so the run must take them");
+        std::optional<int> first_kill;
+        for (const model::FaultEvent& ev : sc.faults.events)
+          if (ev.kind == model::FaultEvent::Kind::kKill && ev.at_step)
+            first_kill = std::min(first_kill.value_or(*ev.at_step), *ev.at_step);
+        if (first_kill && sc.checkpoint.every_steps > *first_kill)
+          fail("checkpoint.every_steps", json(sc.checkpoint.every_steps),
+               why + fmt::format(", and the first checkpoint must come before the first kill (at_step {}): a "
+                                 "checkpoint is complete once every worker has written it",
+                                 *first_kill));
       }
       if (sc.faults.has_kills())
         for (const auto& st : sc.strategies) {

@@ -17,10 +17,12 @@ std::string to_string(FaultEvent::Kind k) {
   return "?";
 }
 
-bool FaultPlan::has_kills() const {
-  for (const FaultEvent& e : events)
-    if (e.kind == FaultEvent::Kind::kKill) return true;
-  return false;
+bool FaultPlan::has_kills() const { return kills() > 0; }
+
+int FaultPlan::kills() const {
+  int k = 0;
+  for (const FaultEvent& e : events) k += e.kind == FaultEvent::Kind::kKill;
+  return k;
 }
 
 void to_json(json& j, const Detection& d) {
@@ -92,6 +94,39 @@ void from_json(const json& j, FaultRecord& r) {
   }
 }
 
+void to_json(json& j, const FullRecoveryRecord& r) {
+  j = {{"above_fraction", r.above_fraction},
+       {"dead", r.dead},
+       {"workers", r.workers},
+       {"decided_at_s", r.decided_at_s},
+       {"boundary_step", r.boundary_step},
+       {"checkpoint_step", r.checkpoint_step},
+       {"steps_redone", r.steps_redone},
+       {"checkpoint_at_s", r.checkpoint_at_s},
+       {"rewound_at_s", r.rewound_at_s},
+       {"survivors", r.survivors}};
+}
+
+void from_json(const json& j, FullRecoveryRecord& r) {
+  r.above_fraction = f::nonneg(j, "above_fraction");
+  if (r.above_fraction > 1) f::fail("above_fraction", fmt::format("must be at most 1, got {}", r.above_fraction));
+  r.dead = static_cast<int>(f::count(j, "dead"));
+  r.workers = static_cast<int>(f::count(j, "workers"));
+  if (r.dead > r.workers) f::fail("dead", fmt::format("{} of {} workers", r.dead, r.workers));
+  r.decided_at_s = f::nonneg(j, "decided_at_s");
+  r.boundary_step = static_cast<int>(f::count(j, "boundary_step"));
+  r.checkpoint_step = static_cast<int>(f::count(j, "checkpoint_step"));
+  if (r.checkpoint_step > r.boundary_step)
+    f::fail("checkpoint_step", fmt::format("{} is after the boundary {}", r.checkpoint_step, r.boundary_step));
+  r.steps_redone = static_cast<int>(f::count(j, "steps_redone"));
+  if (r.steps_redone != r.boundary_step - r.checkpoint_step)
+    f::fail("steps_redone", fmt::format("{}, but boundary_step - checkpoint_step = {}", r.steps_redone,
+                                        r.boundary_step - r.checkpoint_step));
+  r.checkpoint_at_s = f::nonneg(j, "checkpoint_at_s");
+  r.rewound_at_s = f::nonneg(j, "rewound_at_s");
+  r.survivors = static_cast<int>(f::count(j, "survivors"));
+}
+
 void to_json(json& j, const FaultsSection& s) {
   j = {{"heartbeat", {{"interval_s", s.heartbeat_interval_s},
                       {"timeout_s", s.heartbeat_timeout_s},
@@ -101,7 +136,9 @@ void to_json(json& j, const FaultsSection& s) {
        {"events", s.events},
        {"detections", s.detections},
        {"false_detections", s.false_detections},
-       {"heartbeats_sent", s.heartbeats_sent}};
+       {"heartbeats_sent", s.heartbeats_sent},
+       {"full_recovery_above", s.full_recovery_above},
+       {"full_recovery", s.full_recovery ? json(*s.full_recovery) : json(nullptr)}};
 }
 
 void from_json(const json& j, FaultsSection& s) {
@@ -123,6 +160,14 @@ void from_json(const json& j, FaultsSection& s) {
   f::list(j, "detections", s.detections);
   s.false_detections = static_cast<int>(f::count(j, "false_detections"));
   s.heartbeats_sent = f::count(j, "heartbeats_sent");
+  // Reports written before full recovery existed have neither field.
+  s.full_recovery_above = f::has(j, "full_recovery_above") ? f::nonneg(j, "full_recovery_above") : 0.25;
+  s.full_recovery.reset();
+  if (f::has(j, "full_recovery") && !j.at("full_recovery").is_null()) {
+    FullRecoveryRecord r;
+    f::get(j, "full_recovery", r);
+    s.full_recovery = r;
+  }
 }
 
 }  // namespace geotb::model

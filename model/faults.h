@@ -45,6 +45,15 @@ struct HeartbeatConfig {
   std::chrono::nanoseconds confirmation{std::chrono::seconds(2)};
 };
 
+/// Full recovery: once more than `above_fraction` of the run's workers have been declared dead,
+/// every survivor goes back to the last complete checkpoint at one step boundary and carries on
+/// with the survivors (`then` = "survivors", the only choice: waiting for restarts needs restart
+/// events, which are not implemented). Default 0.25; 1 turns it off (never more than all).
+struct FullRecoveryConfig {
+  double above_fraction = 0.25;
+  std::string then = "survivors";
+};
+
 /// The scenario's node faults and how the cluster handles them.
 struct FaultPlan {
   std::vector<FaultEvent> events;  ///< in timeline order
@@ -53,6 +62,9 @@ struct FaultPlan {
   HeartbeatConfig heartbeat;
   std::string policy = "shrink";  ///< what survivors do: "shrink" (the only one)
   std::string shard = "drop";     ///< the dead worker's data: "drop" or "redistribute" to its DC's survivors
+  FullRecoveryConfig full_recovery;
+  /// Kill events in the timeline (restarts not counted).
+  int kills() const;
   bool active() const { return heartbeats || !events.empty(); }
   bool has_kills() const;
 };
@@ -90,9 +102,27 @@ void to_json(json& j, const FaultRecord& f);
 void from_json(const json& j, FaultRecord& f);
 
 /// A strategy's "faults" section.
+/// A full recovery as it happened ("full_recovery").
+struct FullRecoveryRecord {
+  double above_fraction = 0;  ///< the threshold it crossed
+  int dead = 0;               ///< workers declared dead when it was decided
+  int workers = 0;            ///< the run's workers at the start
+  double decided_at_s = 0;    ///< the detection that crossed the threshold, seconds since the start
+  int boundary_step = 0;      ///< the step boundary at which every survivor went back
+  int checkpoint_step = 0;    ///< the checkpoint they went back to (steps done in it)
+  int steps_redone = 0;       ///< boundary_step - checkpoint_step: steps every survivor did again
+  double checkpoint_at_s = 0; ///< training time at the checkpoint (rank 0's clock then)
+  double rewound_at_s = 0;    ///< when the last survivor had restored it
+  int survivors = 0;          ///< workers that went back and carried on
+};
+void to_json(json& j, const FullRecoveryRecord& r);
+void from_json(const json& j, FullRecoveryRecord& r);
+
 struct FaultsSection {
   double heartbeat_interval_s = 0, heartbeat_timeout_s = 0, heartbeat_confirmation_s = 0;
   std::string policy, shard;
+  double full_recovery_above = 0.25;  ///< the plan's threshold (FullRecoveryConfig)
+  std::optional<FullRecoveryRecord> full_recovery;  ///< absent: none happened
   std::vector<FaultRecord> events;
   std::vector<Detection> detections;  ///< every detection by every worker, in time order
   /// Detections of a peer that was not dead (no kill of it before the detection).

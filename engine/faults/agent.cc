@@ -6,15 +6,27 @@
 #include <string>
 
 #include "engine/collectives/transport_group.h"
+#include "engine/transport/transport.h"
 #include "engine/result.h"
 
 namespace geotb::engine {
 
 namespace {
 
-/// Tags of the survivors' agreement after the e-th membership change: outside every range a
-/// Transport user may take, beside the heartbeats'.
-uint64_t agreement_tag(int epoch, int k) { return (uint64_t{1} << 63) + 1024 + 2 * static_cast<uint64_t>(epoch) + k; }
+/// Tags of the survivors' agreement on the group without `dead`: outside every range a Transport
+/// user may take, above the heartbeats'. Named by the dead set itself, not by a count of attempts:
+/// a survivor that declared fewer peers dead than another (detections come at slightly different
+/// instants) asks under another tag, so its view reaches nobody who has a different one, and its
+/// receive is interrupted when it declares the rest; it then asks again under the full set's tag,
+/// where the others wait. Every view therefore converges, whatever the order of the detections.
+uint64_t agreement_tag(const std::set<int>& dead, int k) {
+  uint64_t h = 1469598103934665603ull;  // FNV-1a over the sorted ranks
+  for (int d : dead) {
+    h ^= static_cast<uint64_t>(d) + 1;
+    h *= 1099511628211ull;
+  }
+  return (uint64_t{1} << 63) + (uint64_t{1} << 62) + ((h & ((uint64_t{1} << 60) - 1)) << 1) + static_cast<uint64_t>(k);
+}
 
 std::vector<uint8_t> encode(const std::vector<int64_t>& v) {
   std::vector<uint8_t> b(v.size() * sizeof(int64_t));
@@ -107,6 +119,26 @@ class FaultRuntime::Agent final : public FaultHooks {
 
   bool recover(WorkerEnv& env, int step, BatchSampler& sampler) override {
     if (!rt_.fabric_.alarmed(rank_)) return false;
+    std::vector<int> fresh_all;
+    for (;;) {
+      try {
+        if (!shrink(env, step, fresh_all)) return false;
+        break;
+      } catch (const PeerDeclaredDead&) {
+        // Another member died during the agreement (several kills at once, detected one after
+        // the other): shrink again without it, in a new epoch.
+        if (!rt_.fabric_.alarmed(rank_)) throw;
+      }
+    }
+    redistribute(fresh_all, sampler);
+    rt_.on_resumed(fresh_all, rank_, rt_.sched_.now(rt_.sched_.current()),
+                   static_cast<int>(rt_.group_of(rank_, handled_).size()), rank_ == rt_.group_of(rank_, handled_).front());
+    return true;
+  }
+
+  // One membership change: the group without every peer declared dead so far, and the survivors'
+  // agreement on it. Appends the newly dead to `fresh_all`; false if nobody new is dead.
+  bool shrink(WorkerEnv& env, int step, std::vector<int>& fresh_all) {
     if (rt_.fenced(rank_)) die(env, step, "fenced: declared dead by a peer");
     const std::set<int> declared = monitor_->declared();
     std::set<int> dead = handled_;
@@ -122,6 +154,7 @@ class FaultRuntime::Agent final : public FaultHooks {
                        "between data centers (policy shrink recovers inside a group only)");
     rt_.fabric_.clear_alarm(rank_);
     handled_ = dead;
+    fresh_all.insert(fresh_all.end(), fresh.begin(), fresh.end());
     const std::vector<int> group = rt_.group_of(rank_, dead);
     const int index = static_cast<int>(std::find(group.begin(), group.end(), rank_) - group.begin());
 
@@ -139,26 +172,31 @@ class FaultRuntime::Agent final : public FaultHooks {
     std::vector<int64_t> mine = {step};
     for (int d : dead) mine.push_back(d);
     const int coordinator = group.front();
-    const int epoch = epoch_++;
     if (rank_ == coordinator) {
       for (int m : group) {
         if (m == rank_) continue;
-        const std::vector<int64_t> theirs = decode(env.net->recv(m, agreement_tag(epoch, 0)));
+        const std::vector<int64_t> theirs = decode(env.net->recv(m, agreement_tag(dead, 0)));
         if (theirs != mine)
           throw RunError("shrink: survivors disagree: rank " + std::to_string(rank_) + " has " + show(mine) +
                          ", rank " + std::to_string(m) + " has " + show(theirs));
       }
       for (int m : group)
-        if (m != rank_) env.net->send(m, agreement_tag(epoch, 1), encode(mine));
+        if (m != rank_) env.net->send(m, agreement_tag(dead, 1), encode(mine));
     } else {
-      env.net->send(coordinator, agreement_tag(epoch, 0), encode(mine));
-      const std::vector<int64_t> agreed = decode(env.net->recv(coordinator, agreement_tag(epoch, 1)));
+      env.net->send(coordinator, agreement_tag(dead, 0), encode(mine));
+      const std::vector<int64_t> agreed = decode(env.net->recv(coordinator, agreement_tag(dead, 1)));
       if (agreed != mine)
         throw RunError("shrink: rank " + std::to_string(rank_) + " has " + show(mine) + ", the group's coordinator " +
                        std::to_string(coordinator) + " decided " + show(agreed));
     }
+    ++epoch_;  // membership changes agreed (the redistributed samplers' streams)
+    return true;
+  }
 
-    // The dead workers' data: dropped, or split among their DC's survivors.
+  // The dead workers' data: dropped, or split among their DC's survivors.
+  void redistribute(const std::vector<int>& fresh, BatchSampler& sampler) {
+    const std::set<int>& dead = handled_;
+    const int epoch = epoch_ - 1;
     if (rt_.plan_.shard == "redistribute") {
       std::vector<uint32_t> shard = rt_.shards_[static_cast<size_t>(rank_)];
       for (int d : fresh) {
@@ -173,12 +211,22 @@ class FaultRuntime::Agent final : public FaultHooks {
       rt_.shards_[static_cast<size_t>(rank_)] = shard;
       sampler = BatchSampler(shard, rt_.seed_, static_cast<uint64_t>(rank_ + rt_.P_ * (epoch + 1)));
     }
-    rt_.on_resumed(fresh, rank_, rt_.sched_.now(rt_.sched_.current()), static_cast<int>(group.size()),
-                   rank_ == coordinator);
-    return true;
   }
 
   bool record_all() const override { return rt_.plan_.has_kills(); }
+
+  void before_rewind(WorkerEnv&, BatchSampler& sampler) override {
+    if (rt_.plan_.shard != "redistribute" || epoch_ == 0) return;
+    sampler = BatchSampler(rt_.own_shards_[static_cast<size_t>(rank_)], rt_.seed_, static_cast<uint64_t>(rank_));
+  }
+
+  void after_rewind(WorkerEnv&, BatchSampler& sampler) override {
+    // The checkpoint's sampler walks this rank's own shard; a shard grown by the dead workers'
+    // data (recover) is walked afresh, on a stream of its own.
+    if (rt_.plan_.shard != "redistribute" || epoch_ == 0) return;
+    sampler = BatchSampler(rt_.shards_[static_cast<size_t>(rank_)], rt_.seed_,
+                           static_cast<uint64_t>(rank_ + rt_.P_ * (epoch_ + 1000)));
+  }
 
   void done(WorkerEnv&) override { monitor_->stop(); }
 
@@ -210,7 +258,7 @@ FaultRuntime::FaultRuntime(const model::FaultPlan& plan, const StrategyInfo& inf
                            emu::Fabric& fabric, emu::VirtualScheduler& sched,
                            std::vector<std::vector<uint32_t>> shards, uint64_t seed)
     : plan_(plan), world_group_(!info.needs_intra_dc || info.one_group), M_(dcs), N_(workers_per_dc),
-      P_(dcs * workers_per_dc), fabric_(fabric), sched_(sched), shards_(std::move(shards)), seed_(seed),
+      P_(dcs * workers_per_dc), fabric_(fabric), sched_(sched), shards_(std::move(shards)), own_shards_(shards_), seed_(seed),
       factor_(new std::atomic<double>[static_cast<size_t>(dcs * workers_per_dc)]) {
   if (plan_.has_kills() && !info.survives_kills)
     throw RunError("node kills: this strategy does not survive them (its descriptor: survives_kills)");
@@ -218,6 +266,7 @@ FaultRuntime::FaultRuntime(const model::FaultPlan& plan, const StrategyInfo& inf
     if (e.kind == model::FaultEvent::Kind::kRestart)
       throw RunError("timeline: restart of dc " + std::to_string(e.dc) + " worker " + std::to_string(e.worker) +
                      ": restarting a killed worker is not implemented yet (kill and slow are)");
+  progress_.assign(static_cast<size_t>(P_), 0);
   for (int r = 0; r < P_; ++r) {
     factor_[static_cast<size_t>(r)].store(1.0);
     agents_.push_back(std::make_unique<Agent>(*this, r));
@@ -272,6 +321,8 @@ void FaultRuntime::on_declared(const model::Detection& d) {
     detections_.push_back(d);
     auto it = killed_.find(d.peer);
     if (it != killed_.end() && dead_.count(d.peer)) {
+      auto [fd, fresh] = first_detected_.emplace(d.peer, d.at_s);
+      if (!fresh) fd->second = std::min(fd->second, d.at_s);
       model::FaultRecord& r = records_[it->second.record];
       if (!r.detected_at_s || d.at_s < *r.detected_at_s) {
         r.detected_by = d.observer;
@@ -320,6 +371,73 @@ void FaultRuntime::on_resumed(const std::vector<int>& peers, int rank, Nanos now
   }
 }
 
+bool FaultRuntime::checkpoint_cannot_complete(int steps) const {
+  std::lock_guard<std::mutex> lk(mu_);
+  for (const auto& [rank, k] : killed_)
+    if (dead_.count(rank) && records_[k.record].step < steps) return true;
+  return false;
+}
+
+bool FaultRuntime::full_recovery_possible() const {
+  return plan_.kills() > plan_.full_recovery.above_fraction * P_;
+}
+
+size_t FaultRuntime::full_recovery_count() const {
+  // "More than above_fraction of the workers": the smallest count c with c > fraction * P.
+  return static_cast<size_t>(std::floor(plan_.full_recovery.above_fraction * P_)) + 1;
+}
+
+std::optional<double> FaultRuntime::full_recovery_instant() const {
+  // The instant the count of workers declared dead reached full_recovery_count(): its k-th
+  // first detection. Detections reach on_declared in host order, not in virtual order; every
+  // one before the caller's instant has been recorded (rewind_due runs in act(): no actor can
+  // still act earlier), so comparing this with the caller's instant does not depend on the host.
+  const size_t k = full_recovery_count();
+  if (first_detected_.size() < k) return std::nullopt;
+  std::vector<double> at;
+  for (const auto& [peer, t] : first_detected_) at.push_back(t);
+  std::nth_element(at.begin(), at.begin() + static_cast<std::ptrdiff_t>(k - 1), at.end());
+  return at[k - 1];
+}
+
+bool FaultRuntime::rewind_due(int rank, int steps) {
+  bool due = false;
+  const auto me = sched_.current();
+  sched_.act(me, [&](Nanos now) {
+    std::lock_guard<std::mutex> lk(mu_);
+    progress_[static_cast<size_t>(rank)] = steps;
+    if (rewound_.count(rank)) return;  // once per run: it reaches the boundary again after going back
+    if (full_boundary_ < 0) {
+      const std::optional<double> decided = full_recovery_instant();
+      if (!decided || *decided > secs(now)) return;
+      // Every other rank has decided its boundary progress_[r] (acts run in virtual-time order):
+      // the first one nobody passed. Dead ranks' last boundaries count too (harmless, and the
+      // set of the dead is written in host order).
+      int furthest = steps - 1;
+      for (int r = 0; r < P_; ++r)
+        if (r != rank) furthest = std::max(furthest, progress_[static_cast<size_t>(r)]);
+      full_boundary_ = furthest + 1;
+      full_.above_fraction = plan_.full_recovery.above_fraction;
+      full_.dead = static_cast<int>(full_recovery_count());
+      full_.workers = P_;
+      full_.decided_at_s = *decided;
+    }
+    due = steps == full_boundary_;
+  });
+  return due;
+}
+
+void FaultRuntime::rewound(int rank, int steps, int checkpoint_step, Nanos checkpoint_at, Nanos now) {
+  std::lock_guard<std::mutex> lk(mu_);
+  rewound_.insert(rank);
+  full_.boundary_step = steps;
+  full_.checkpoint_step = checkpoint_step;
+  full_.steps_redone = steps - checkpoint_step;
+  full_.checkpoint_at_s = std::chrono::duration<double>(checkpoint_at).count();
+  full_.rewound_at_s = std::max(full_.rewound_at_s, secs(now));
+  full_.survivors = static_cast<int>(rewound_.size());
+}
+
 model::FaultsSection FaultRuntime::section() const {
   std::lock_guard<std::mutex> lk(mu_);
   model::FaultsSection s;
@@ -328,6 +446,8 @@ model::FaultsSection FaultRuntime::section() const {
   s.heartbeat_confirmation_s = std::chrono::duration<double>(plan_.heartbeat.confirmation).count();
   s.policy = plan_.policy;
   s.shard = plan_.shard;
+  s.full_recovery_above = plan_.full_recovery.above_fraction;
+  if (!rewound_.empty()) s.full_recovery = full_;
   s.events = records_;
   // Recovery = first detection -> the last survivor resumed, set here from both final figures:
   // the threads that record them run in host order, which need not be their virtual order.

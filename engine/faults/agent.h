@@ -20,6 +20,11 @@
 //    still alive; within a DC the leader is its lowest surviving local rank. Strategies with per-DC
 //    groups refuse a DC leader's kill (scenario validation): the other DCs would have to
 //    re-address their exchange.
+//  * full recovery: once more than faults.full_recovery.above_fraction of the workers have been
+//    declared dead (the detection that crosses it decides, as a coordinator that hears every
+//    detection would), every survivor goes back to the last complete checkpoint at the first step
+//    boundary no survivor has passed, and carries on in its shrunk group. Once per run: deaths
+//    after it are shrunk only. The run must take checkpoints (cluster.cc refuses otherwise).
 //  * slow {dc, worker, factor, steps | duration}: every compute region of the worker is charged
 //    `factor` times (the notes' straggler).
 // A failure while recovering (a second death during the agreement) ends the run with its error.
@@ -30,6 +35,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <vector>
 
@@ -62,6 +68,17 @@ class FaultRuntime {
   /// Called by every worker right after the start line, at the run's start instant `t0`: its
   /// heartbeats start (every peer counts as heard then).
   void started(int rank, Nanos t0);
+  /// Whether a checkpoint after `steps` steps can no longer complete: a worker died before it
+  /// (every worker writes its file of a checkpoint; a dead one never will).
+  bool checkpoint_cannot_complete(int steps) const;
+  /// Whether this run's kills can cross the full-recovery threshold.
+  bool full_recovery_possible() const;
+  /// Full recovery's agreement: called by every live rank at each step boundary (steps done), in
+  /// order; true on every survivor at the same boundary once a full recovery is decided.
+  bool rewind_due(int rank, int steps);
+  /// `rank` went back at boundary `steps` to the checkpoint after `checkpoint_step` steps, taken
+  /// at `checkpoint_at` of training time.
+  void rewound(int rank, int steps, int checkpoint_step, Nanos checkpoint_at, Nanos now);
   /// The report's "faults" section, after every worker has returned.
   model::FaultsSection section() const;
 
@@ -73,6 +90,8 @@ class FaultRuntime {
   friend class Agent;
   double secs(Nanos t) const { return std::chrono::duration<double>(t - t0_).count(); }
   bool fenced(int rank) const;
+  size_t full_recovery_count() const;
+  std::optional<double> full_recovery_instant() const;  // under mu_
   void on_declared(const model::Detection& d);
   void on_killed(int rank, int step, Nanos now);
   void on_resumed(const std::vector<int>& peers, int rank, Nanos now, int group_size, bool coordinator);
@@ -82,7 +101,8 @@ class FaultRuntime {
   int M_, N_, P_;
   emu::Fabric& fabric_;
   emu::VirtualScheduler& sched_;
-  std::vector<std::vector<uint32_t>> shards_;
+  std::vector<std::vector<uint32_t>> shards_;      // each rank's shard now (redistribute grows them)
+  std::vector<std::vector<uint32_t>> own_shards_;  // as partitioned at the start
   uint64_t seed_;
   Nanos t0_{0};
   std::vector<std::unique_ptr<Agent>> agents_;
@@ -101,6 +121,11 @@ class FaultRuntime {
   std::set<int> dead_;
   std::set<int> fenced_;  // declared dead while alive: stopped at their next chance
   int false_detections_ = 0;
+  std::map<int, double> first_detected_;  // killed rank -> its first detection (s since the start)
+  std::vector<int> progress_;             // every rank's last step boundary (full recovery's agreement)
+  int full_boundary_ = -1;                // the boundary every survivor goes back at (-1: not decided)
+  model::FullRecoveryRecord full_;  // filled as it happens
+  std::set<int> rewound_;           // survivors that went back
 };
 
 }  // namespace geotb::engine

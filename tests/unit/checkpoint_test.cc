@@ -32,18 +32,7 @@ WorkloadSpec work() { return fixtures::small_mlp(25, 7, 5); }
 // 500 training examples per rank: epochs turn over.
 const Datasets& data() { return fixtures::fashion_subset(2000, 300); }
 
-/// A fresh directory under the system's temporary directory, removed at the end of the test.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static int n = 0;
-    path = fs::temp_directory_path() / ("geotb-ckpt-test-" + std::to_string(getpid()) + "-" + std::to_string(n++));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string str() const { return path.string(); }
-};
+using fixtures::TempDir;
 
 constexpr const char* kHash = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
 
@@ -53,6 +42,15 @@ RunOptions options() {
   ComputeProfile p;
   p.step_time = std::chrono::milliseconds(5);
   o.compute = {p};
+  return o;
+}
+
+/// options() writing a checkpoint every `every` steps (0: on request only) under `dir`.
+RunOptions checkpointing(const std::string& dir, int every) {
+  RunOptions o = options();
+  o.checkpoint.dir = dir;
+  o.checkpoint.every_steps = every;
+  o.checkpoint.scenario_hash = kHash;
   return o;
 }
 
@@ -105,10 +103,7 @@ TEST(Checkpoint, ResumedRunsEndBitIdenticalForEveryStrategy) {
     SCOPED_TRACE(label(s));
     const Outcome plain = run(s, options());
     TempDir dir;
-    RunOptions o = options();
-    o.checkpoint.dir = dir.str();
-    o.checkpoint.every_steps = 6;
-    o.checkpoint.scenario_hash = kHash;
+    RunOptions o = checkpointing(dir.str(), 6);
     std::vector<int> written;
     o.checkpoint.written = [&](int step, const std::string&) { written.push_back(step); };
     const Outcome through = run(s, o);
@@ -143,10 +138,7 @@ TEST(Checkpoint, EveryStrategyBufferMattersToTheResumedRun) {
   for (const StrategyConfig& s : embedded_strategies()) {
     SCOPED_TRACE(label(s));
     TempDir dir;
-    RunOptions o = options();
-    o.checkpoint.dir = dir.str();
-    o.checkpoint.every_steps = 12;
-    o.checkpoint.scenario_hash = kHash;
+    RunOptions o = checkpointing(dir.str(), 12);
     const Outcome through = run(s, o);
     const Checkpoint c = load_checkpoint(checkpoint_step_dir(dir.str(), s.name, 12), expect(s.name));
     std::vector<std::string> names;
@@ -202,10 +194,7 @@ TEST(Checkpoint, EveryStrategyBufferMattersToTheResumedRun) {
 std::string write_one(const std::string& dir) {
   StrategyConfig s{"hier_ef_topk_int8"};
   s.K = 5;
-  RunOptions o = options();
-  o.checkpoint.dir = dir;
-  o.checkpoint.every_steps = 12;
-  o.checkpoint.scenario_hash = kHash;
+  RunOptions o = checkpointing(dir, 12);
   run(s, o);
   return checkpoint_step_dir(dir, s.name, 12);
 }
@@ -265,10 +254,7 @@ TEST(Checkpoint, TruncatedCorruptAndMismatchedCheckpointsAreRefusedWithTheirMess
   TempDir dir2;
   StrategyConfig s{"hier_ef_topk_int8"};
   s.K = 5;
-  RunOptions o = options();
-  o.checkpoint.dir = dir2.str();
-  o.checkpoint.every_steps = 6;
-  o.checkpoint.scenario_hash = kHash;
+  RunOptions o = checkpointing(dir2.str(), 6);
   run(s, o);
   fs::copy_file(checkpoint_rank_file(checkpoint_step_dir(dir2.str(), s.name, 6), 1), rank1,
                 fs::copy_options::overwrite_existing);
@@ -310,10 +296,8 @@ TEST(Checkpoint, RequestedCheckpointDuringARunResumesBitIdentically) {
   const Outcome plain = run(s, options());
   TempDir dir;
   std::atomic<int> req{0};
-  RunOptions o = options();
-  o.checkpoint.dir = dir.str();
+  RunOptions o = checkpointing(dir.str(), 0);
   o.checkpoint.requests = &req;
-  o.checkpoint.scenario_hash = kHash;
   std::vector<int> written;
   o.checkpoint.written = [&](int step, const std::string&) { written.push_back(step); };
   o.progress = [&](int done, int, double) {
@@ -342,10 +326,7 @@ TEST(Checkpoint, EveryRankRewindingToTheLastCheckpointEndsBitIdentically) {
     SCOPED_TRACE(label(s));
     const Outcome plain = run(s, options());
     TempDir dir;
-    RunOptions o = options();
-    o.checkpoint.dir = dir.str();
-    o.checkpoint.every_steps = 6;
-    o.checkpoint.scenario_hash = kHash;
+    RunOptions o = checkpointing(dir.str(), 6);
     std::array<std::atomic<bool>, 4> rewound{};
     o.checkpoint.rewind_due = [&](int rank, int steps) {
       return steps == 20 && !rewound[static_cast<size_t>(rank)].exchange(true);

@@ -6,9 +6,13 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
 #include <map>
 #include <mutex>
+#include <string>
 #include <utility>
+
+#include <unistd.h>
 
 #include "engine/cluster.h"
 #include "engine/data/fashion_mnist.h"
@@ -57,5 +61,21 @@ inline const Datasets& fashion_subset(size_t train, size_t test) {
   }
   return it->second;
 }
+
+/// A fresh directory under the system's temporary directory, removed at the end of the test.
+struct TempDir {
+  std::filesystem::path path;
+  TempDir() {
+    static int n = 0;
+    path = std::filesystem::temp_directory_path() /
+           ("geotb-test-" + std::to_string(getpid()) + "-" + std::to_string(n++));
+    std::filesystem::remove_all(path);
+    std::filesystem::create_directories(path);
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  std::string str() const { return path.string(); }
+};
 
 }  // namespace geotb::engine::fixtures

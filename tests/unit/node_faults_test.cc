@@ -1,6 +1,7 @@
 // Node faults (engine/faults/): the shrunk group's mean over the survivors on crafted values,
 // heartbeat detection within its bound, kills of a DC member and of rank 0 (the reporting rank
-// moves to the lowest survivor), a slow worker, and no detection without a fault.
+// moves to the lowest survivor), a slow worker, no detection without a fault, and full recovery
+// (more than a quarter of the workers dead: every survivor back to the last checkpoint).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -15,6 +16,7 @@
 #include "engine/collectives/transport_group.h"
 #include "engine/data/fashion_mnist.h"
 #include "engine/transport/emulated.h"
+#include "engine/checkpoint/file.h"
 
 using namespace geotb::engine;
 using geotb::model::FaultEvent;
@@ -192,6 +194,100 @@ TEST(NodeFaults, NoFaultNoDetectionAndASlowWorkerCostsOnlyTime) {
   EXPECT_EQ(slow.faults->events[0].step, 3);
   EXPECT_TRUE(slow.faults->events[0].until_s.has_value());
   EXPECT_TRUE(slow.faults->detections.empty());
+}
+
+// Three of eight workers (two of DC a's, one of DC b's; no DC leader) killed at step 9, with a
+// checkpoint every 4 steps: the third detection crosses the 25 % threshold, every survivor goes
+// back to the checkpoint after step 8 at one boundary, redoes the steps since with the 5
+// survivors and completes. Checked for each strategy kind (one world group; per-DC groups), with
+// the dead workers' shards dropped and redistributed (the checkpoint's sampler position is in the
+// rank's own shard; the grown shard is walked afresh after it).
+TEST(NodeFaults, ThreeOfEightDeadSendsEverySurvivorBackToTheLastCheckpoint) {
+  FaultPlan p = kill_at(0, 1, 9);
+  for (auto [dc, w] : {std::pair{0, 2}, std::pair{1, 1}}) {
+    FaultEvent e = p.events[0];
+    e.dc = dc;
+    e.worker = w;
+    p.events.push_back(e);
+  }
+  StrategyConfig hier{"hier_ef_topk_int8"};
+  hier.K = 4;
+  hier.density = 0.05;
+  for (const StrategyConfig& s : {StrategyConfig{"naive_ddp"}, hier})
+  for (const std::string shard : {"drop", "redistribute"}) {
+    SCOPED_TRACE(s.name + ", shard " + shard);
+    p.shard = shard;
+    fixtures::TempDir dir;
+    RunOptions o = options(p);
+    o.checkpoint.dir = dir.str();
+    o.checkpoint.every_steps = 4;
+    o.checkpoint.scenario_hash = std::string(64, '0');
+    const auto r = run_strategy(two_by(4), work(20), s, data(), o);
+    ASSERT_TRUE(r.faults.has_value());
+    ASSERT_TRUE(r.faults->full_recovery.has_value());
+    const auto& f = *r.faults->full_recovery;
+    EXPECT_EQ(f.dead, 3);
+    EXPECT_EQ(f.workers, 8);
+    EXPECT_EQ(f.above_fraction, 0.25);
+    EXPECT_EQ(f.checkpoint_step, 8);  // the checkpoints after 12 and 16 never complete: 3 ranks are dead
+    EXPECT_GE(f.boundary_step, 9);
+    EXPECT_EQ(f.steps_redone, f.boundary_step - 8);
+    EXPECT_EQ(f.survivors, 5);
+    EXPECT_GE(f.rewound_at_s, f.decided_at_s);
+    EXPECT_GT(f.decided_at_s, f.checkpoint_at_s);
+    // The third detection decided it: no earlier than the last kill's first detection.
+    double last_first_detection = 0;
+    ASSERT_EQ(r.faults->events.size(), 3u);
+    for (const auto& k : r.faults->events) {
+      ASSERT_TRUE(k.detected_at_s.has_value());
+      last_first_detection = std::max(last_first_detection, *k.detected_at_s);
+    }
+    EXPECT_EQ(f.decided_at_s, last_first_detection);
+    // The live replicas agree; the run completes every step; the series up to the checkpoint are
+    // the fault-free run's (restored from it), the loss after it is over the survivors.
+    EXPECT_EQ(r.metrics.replica_max_abs_diff, 0.0);
+    EXPECT_EQ(r.series.loss.size(), 20u);
+    EXPECT_GT(r.metrics.final_test_accuracy, 0.5);
+    FaultPlan none = p;
+    none.events.clear();
+    const auto plain = run_strategy(two_by(4), work(20), s, data(), options(none));
+    for (size_t i = 0; i < 8; ++i) EXPECT_EQ(r.series.loss[i], plain.series.loss[i]) << "step " << i;
+    // The redone steps cost time: the run is slower than the same kills with full recovery off
+    // (above_fraction 1: the survivors only shrink), which redoes nothing.
+    FaultPlan off = p;
+    off.full_recovery.above_fraction = 1.0;
+    const auto shrunk = run_strategy(two_by(4), work(20), s, data(), options(off));
+    EXPECT_FALSE(shrunk.faults->full_recovery.has_value());
+    EXPECT_GT(r.metrics.wall_s, shrunk.metrics.wall_s);
+    std::printf("%s, shard %s: 3 of 8 dead, decided at %.3f s, back at boundary %d to the checkpoint after step %d (%d steps "
+                "redone, %d survivors), final accuracy %.4f (fault-free %.4f), wall %.3f s (shrink only %.3f s)\n",
+                s.name.c_str(), shard.c_str(), f.decided_at_s, f.boundary_step, f.checkpoint_step, f.steps_redone, f.survivors,
+                r.metrics.final_test_accuracy, plain.metrics.final_test_accuracy, r.metrics.wall_s, shrunk.metrics.wall_s);
+  }
+}
+
+// The threshold is "more than": two of eight dead (25 %) only shrink, and need no checkpoints;
+// three without a checkpoint directory are refused before the run starts, naming the setting.
+TEST(NodeFaults, FullRecoveryThresholdAndItsNeedForCheckpoints) {
+  FaultPlan p = kill_at(0, 1, 5);
+  FaultEvent e = p.events[0];
+  e.dc = 1;
+  p.events.push_back(e);
+  const auto two = run_strategy(two_by(4), work(12), StrategyConfig{"naive_ddp"}, data(), options(p));
+  ASSERT_TRUE(two.faults.has_value());
+  EXPECT_FALSE(two.faults->full_recovery.has_value());
+  EXPECT_EQ(two.faults->events.size(), 2u);
+  e.worker = 2;
+  p.events.push_back(e);
+  try {
+    run_strategy(two_by(4), work(12), StrategyConfig{"naive_ddp"}, data(), options(p));
+    FAIL() << "three kills of 8 without checkpoints ran";
+  } catch (const RunError& err) {
+    EXPECT_NE(std::string(err.what()).find("3 kills of 8 workers can cross faults.full_recovery.above_fraction"),
+              std::string::npos)
+        << err.what();
+    EXPECT_NE(std::string(err.what()).find("checkpoint.every_steps"), std::string::npos) << err.what();
+  }
 }
 
 }  // namespace

@@ -347,6 +347,24 @@ TEST(ScenarioFaults, EventsAndHeartbeatsParse) {
   EXPECT_EQ(parse_scenario(j, "s.json").faults.events[0].worker, 0);
 }
 
+// Full recovery: defaults, a threshold of its own, and the checkpoints it needs once kills can
+// cross it (2 kills of 4 workers: 50 %).
+TEST(ScenarioFaults, FullRecoveryParsesAndAsksForCheckpointsOnlyWhenReachable) {
+  json j = with_faults();
+  auto sc = parse_scenario(j, "s.json");
+  EXPECT_EQ(sc.faults.full_recovery.above_fraction, 0.25);
+  EXPECT_EQ(sc.faults.full_recovery.then, "survivors");
+  EXPECT_EQ(sc.faults.kills(), 1);
+  j["timeline"].push_back({{"at_step", 30}, {"kill", {{"dc", "a"}, {"worker", 1}}}});
+  j["faults"]["full_recovery"] = {{"above_fraction", 0.5}, {"then", "survivors"}};  // 2 of 4 is not above half
+  sc = parse_scenario(j, "s.json");
+  EXPECT_EQ(sc.faults.full_recovery.above_fraction, 0.5);
+  EXPECT_EQ(sc.faults.kills(), 2);
+  j["faults"].erase("full_recovery");
+  j["checkpoint"] = {{"every_steps", 30}, {"dir", "ckpt"}};  // the first checkpoint, after step 30: in time
+  EXPECT_EQ(parse_scenario(j, "s.json").checkpoint.every_steps, 30);
+}
+
 class BadFaults : public ::testing::TestWithParam<Bad> {};
 
 TEST_P(BadFaults, FailsNamingFieldAndValue) {
@@ -413,6 +431,28 @@ INSTANTIATE_TEST_SUITE_P(
         Bad{"unknown shard policy", [](json& j) { j["faults"]["shard"] = "keep"; },
             "faults.shard: \"keep\": unknown shard policy (drop or redistribute)"},
         Bad{"unknown faults key", [](json& j) { j["faults"]["detector"] = "phi"; }, "faults.detector: unknown key"},
+        Bad{"full recovery waiting for restarts", [](json& j) { j["faults"]["full_recovery"] = {{"then", "restarts"}}; },
+            "faults.full_recovery.then: \"restarts\": waiting for restarted workers is not implemented yet"},
+        Bad{"full recovery then unknown", [](json& j) { j["faults"]["full_recovery"] = {{"then", "pray"}}; },
+            "faults.full_recovery.then: \"pray\": expected \"survivors\""},
+        Bad{"full recovery above 0", [](json& j) { j["faults"]["full_recovery"] = {{"above_fraction", 0}}; },
+            "faults.full_recovery.above_fraction: 0: must be above 0"},
+        Bad{"full recovery above 1", [](json& j) { j["faults"]["full_recovery"] = {{"above_fraction", 1.5}}; },
+            "faults.full_recovery.above_fraction: 1.5: must be in [0, 1]"},
+        Bad{"full recovery key unknown", [](json& j) { j["faults"]["full_recovery"] = {{"after", 3}}; },
+            "faults.full_recovery.after: unknown key"},
+        Bad{"full recovery without checkpoints",
+            [](json& j) { j["timeline"].push_back({{"at_step", 30}, {"kill", {{"dc", "a"}, {"worker", 1}}}}); },
+            "checkpoint.every_steps: 0: 2 kills of 4 workers cross faults.full_recovery.above_fraction (0.25): full "
+            "recovery goes back to the last checkpoint, so the run must take them"},
+        Bad{"full recovery's first checkpoint after the first kill",
+            [](json& j) {
+              j["timeline"].push_back({{"at_step", 30}, {"kill", {{"dc", "a"}, {"worker", 1}}}});
+              j["checkpoint"] = {{"every_steps", 40}, {"dir", "ckpt"}};
+            },
+            "checkpoint.every_steps: 40: 2 kills of 4 workers cross faults.full_recovery.above_fraction (0.25): full "
+            "recovery goes back to the last checkpoint, and the first checkpoint must come before the first kill "
+            "(at_step 30)"},
         Bad{"faults on the wall clock", [](json& j) { j["clock"] = "wall"; },
             "timeline[1]: \"embedded/wall\": node faults and heartbeats run in the embedded mode on the virtual clock only"},
         Bad{"faults in dpdk mode", [](json& j) { j["network"] = "dpdk"; }, "\"dpdk/wall\": node faults and heartbeats"},

@@ -15,6 +15,7 @@
 #include "engine/collectives/gloo_ring.h"
 #include "engine/collectives/ring_allreduce.h"
 #include "engine/transport/emulated.h"
+#include "engine/transport/tag_epoch.h"
 
 using namespace geotb;
 using namespace std::chrono_literals;
@@ -127,6 +128,28 @@ std::set<uint64_t> tags_sent(int p, size_t n, const engine::TagRange& tags, cons
   for (auto& t : threads) t.join();
   for (const auto& d : data) EXPECT_EQ(d[0], static_cast<float>(p));
   return sent;
+}
+
+// A rewound worker's epoch: its strategy's tags move by epoch * 2^56, and a message of the old
+// epoch under the same strategy tag is never matched; other spaces pass unchanged.
+TEST(Tags, TagEpochMovesOnlyTheStrategySpace) {
+  emu::SteadyClock clock;
+  emu::Fabric f(one_site(2), clock);
+  engine::EmulatedTransport a(f, 0, 1s), b(f, 1, 1s);
+  engine::TagEpochTransport a1(a, 1), b1(b, 1);
+  EXPECT_EQ(a1.map(7), 7 + (uint64_t{1} << 56));
+  EXPECT_EQ(engine::TagEpochTransport(a, 63).map(0), uint64_t{63} << 56);
+  const uint64_t group = engine::group_tags().base() + 5, above = (uint64_t{1} << 63) + 3;
+  EXPECT_EQ(a1.map(group), group);
+  EXPECT_EQ(a1.map(above), above);
+  EXPECT_THAT(what_of([&] { (void)a1.map(uint64_t{1} << 56); }),
+              HasSubstr("strategy tag 72057594037927936: beyond the 2^56 tags of one epoch"));
+  EXPECT_THAT(what_of([&] { engine::TagEpochTransport(a, 64); }), HasSubstr("tag epoch 64: at most 63 rewinds"));
+  // A stale message of epoch 0 under tag 7, then epoch 1's: the new epoch reads its own.
+  a.send(1, 7, {0xAA});
+  a1.send(1, 7, {0xBB});
+  EXPECT_EQ(b1.recv(0, 7), std::vector<uint8_t>{0xBB});
+  EXPECT_EQ(b.recv(0, 7), std::vector<uint8_t>{0xAA});
 }
 
 std::set<uint64_t> range_set(uint64_t base, uint64_t count) {
