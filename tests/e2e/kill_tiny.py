@@ -12,12 +12,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-import jsonschema
+from tiny_run import run_and_report, tiny_scenario
 
 geotb, source_root = sys.argv[1], Path(sys.argv[2])
-schema = json.loads((source_root / "harness/report.schema.json").read_text())
-scenario = json.loads((source_root / "scenarios/tiny.json").read_text())
-scenario["name"] = "tiny-kill"
+scenario = tiny_scenario(source_root, "tiny-kill")
 scenario["clock"] = "virtual"
 scenario["compute"] = {"step_time": "20ms"}
 scenario["workload"]["eval_points"] = 6
@@ -30,17 +28,8 @@ bound = 0.5 + 0.3 + 0.2
 watchers = {"naive_ddp": [0, 1, 2], "hier_ef_topk_int8": [2], "lan": [0, 1, 2], "local_sgd": [2], "diloco": [2]}
 
 with tempfile.TemporaryDirectory() as out:
-    sc_path = Path(out) / "tiny-kill.json"
-    sc_path.write_text(json.dumps(scenario))
-    proc = subprocess.run([geotb, "run", str(sc_path), "--out", out], capture_output=True, text=True, timeout=300)
-    print(proc.stdout)
-    print(proc.stderr, file=sys.stderr)
-    assert proc.returncode == 0, f"geotb run exited {proc.returncode}"
-    reports = list(Path(out).glob("tiny-kill-*.json"))
-    assert len(reports) == 1, reports
-    rep = json.loads(reports[0].read_text())
-    jsonschema.validate(rep, schema, cls=jsonschema.Draft202012Validator)
-    cmp = subprocess.run([geotb, "compare", str(reports[0]), "--out", out, "--name", "cmp"], capture_output=True,
+    proc, rep, report = run_and_report(geotb, source_root, scenario, out)
+    cmp = subprocess.run([geotb, "compare", str(report), "--out", out, "--name", "cmp"], capture_output=True,
                          text=True, timeout=60)
     assert cmp.returncode == 0, cmp.stderr
     page = (Path(out) / "cmp.html").read_text()
@@ -62,6 +51,7 @@ with tempfile.TemporaryDirectory() as out:
         print(f"{name}: kill detected after {k['detection_latency_s']:.3f} s (bound {bound}), recovery "
               f"{k['recovery_s']:.4f} s, survivors {k['survivors']}, accuracy {s['metrics']['final_test_accuracy']:.4f}")
 
+    sc_path = Path(out) / "tiny-kill-refused.json"
     for edit, field in [(lambda s: s["timeline"][0]["kill"].update(worker=0), "timeline[0].kill.worker: 0"),
                         (lambda s: s.update(strategies=[{"name": "naive_ddp_c10d"}]), "strategies: \"naive_ddp_c10d\"")]:
         bad = json.loads(json.dumps(scenario))

@@ -1,29 +1,17 @@
 #!/usr/bin/env python3
 """e2e: replay scenarios/tiny.json with the geotb binary, validate the report against
 harness/report.schema.json (python3-jsonschema) and check that both strategies learned."""
-import json
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-import jsonschema
+from tiny_run import run_and_report, tiny_scenario
 
 geotb, source_root = sys.argv[1], Path(sys.argv[2])
-schema = json.loads((source_root / "harness/report.schema.json").read_text())
 
 with tempfile.TemporaryDirectory() as out:
-    proc = subprocess.run([geotb, "run", str(source_root / "scenarios/tiny.json"), "--out", out],
-                          capture_output=True, text=True, timeout=600)
-    print(proc.stdout)
-    print(proc.stderr, file=sys.stderr)
-    assert proc.returncode == 0, f"geotb run exited {proc.returncode}"
-    reports = list(Path(out).glob("tiny-*.json"))
-    assert len(reports) == 1, f"expected one report, found {reports}"
-    assert str(reports[0]) in proc.stdout, "the summary must print the report's path"
-    rep = json.loads(reports[0].read_text())
+    proc, rep, _ = run_and_report(geotb, source_root, tiny_scenario(source_root, "tiny"), out, timeout=600)
 
-jsonschema.validate(rep, schema, cls=jsonschema.Draft202012Validator)
 by_name = {s["name"]: s for s in rep["strategies"]}
 assert set(by_name) == {"naive_ddp", "hier_ef_topk_int8"}, by_name.keys()
 for name, s in by_name.items():

@@ -13,12 +13,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-import jsonschema
+from tiny_run import run_and_report, tiny_scenario
 
 geotb, source_root = sys.argv[1], Path(sys.argv[2])
-schema = json.loads((source_root / "harness/report.schema.json").read_text())
-scenario = json.loads((source_root / "scenarios/tiny.json").read_text())
-scenario["name"] = "tiny-seeds"
+scenario = tiny_scenario(source_root, "tiny-seeds")
 scenario["workload"]["eval_points"] = 12
 scenario["workload"]["target_accuracy"] = 0.6
 scenario["strategies"] = [{"name": "naive_ddp"}, {"name": "local_sgd", "tau": 4},
@@ -34,16 +32,8 @@ with tempfile.TemporaryDirectory() as out:
         p = subprocess.run([geotb, "run", str(sc_path), "--out", out, *bad], capture_output=True, text=True,
                            timeout=60)
         assert p.returncode == 2 and why in p.stderr, f"{bad}: exit {p.returncode}, {p.stderr!r}"
-    proc = subprocess.run([geotb, "run", str(sc_path), "--out", out, "--seeds", "2"],
-                          capture_output=True, text=True, timeout=300)
-    print(proc.stdout)
-    print(proc.stderr, file=sys.stderr)
-    assert proc.returncode == 0, f"geotb run exited {proc.returncode}"
-    reports = list(Path(out).glob("tiny-seeds-*.json"))
-    assert len(reports) == 1, reports
-    rep = json.loads(reports[0].read_text())
+    proc, rep, _ = run_and_report(geotb, source_root, scenario, out, "--seeds", "2")
 
-jsonschema.validate(rep, schema, cls=jsonschema.Draft202012Validator)
 assert rep["scenario"]["workload"]["target_accuracy"] == 0.6
 by_name = {s["name"]: s for s in rep["strategies"]}
 assert list(by_name) == ["naive_ddp", "local_sgd", "diloco"], list(by_name)
