@@ -21,6 +21,7 @@
 #include "emulator/dpdk/proc.h"
 #include "harness/dpdk_session.h"
 #include "harness/net_commands.h"
+#include "harness/data_plane_options.h"
 #include "harness/rank_group.h"
 #include "harness/report.h"
 #include "harness/scenario.h"
@@ -366,10 +367,7 @@ void register_exec_command(CLI::App& app, const std::vector<std::string>& argv) 
   geotb::common::add_duration_option(*cmd, "--deadline", a->deadline,
                                      "Whole job, from the first spawn to the last exit; every rank is stopped after it");
   cmd->add_option("--net-prefix", a->net_prefix, "Network namespace prefix (<= 8 characters)")->capture_default_str();
-  cmd->add_option("--rt-priority", a->rt_priority,
-                  "SCHED_FIFO priority of the data plane (0 = normal; default: 0, busy polling, on a shielded CPU, else 50)");
-  cmd->add_flag("--no-shield", a->no_shield,
-                "Leave other processes on the data plane's CPU (default: moved off it for the job where the host permits)");
+  geotb::harness::add_data_plane_cpu_options(*cmd, a->rt_priority, nullptr, a->no_shield, "for the job");
   cmd->add_option("--tcp-cc", a->tcp_cc, "TCP congestion control of the DC hosts, overrides the scenario's");
   cmd->add_flag("--quiet", a->quiet, "No live view of the ranks' output (the logs still get it)");
   cmd->callback([a]() {

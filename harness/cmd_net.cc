@@ -12,6 +12,7 @@
 #include "emulator/dpdk/netns.h"
 #include "emulator/dpdk/proc.h"
 #include "harness/net_commands.h"
+#include "harness/data_plane_options.h"
 #include "harness/net_topology.h"
 #include "harness/scenario.h"
 
@@ -31,13 +32,8 @@ void register_net_command(CLI::App& app) {
   up->add_option("--prefix", up_opts->prefix, "namespace name prefix (<= 8 characters)");
   up->add_flag("--emulate", up_opts->emulate, "also start geotb-emulate in the background (stopped by `net down`)");
   up->add_option("--emulate-bin", up_opts->emulate_bin, "geotb-emulate path (default: next to geotb)");
-  up->add_option("--rt-priority", up_opts->rt_priority,
-                 "SCHED_FIFO priority of the data plane (0 = normal; where the kernel refuses it, normal with a warning; "
-                 "default: 0, busy polling, on a shielded CPU, else 50)");
-  up->add_flag("--no-pin", up_opts->no_pin, "do not give the data plane a CPU of its own (default: the last allowed CPU)");
-  up->add_flag("--no-shield", up_opts->no_shield,
-               "with --emulate: leave other processes on the data plane's CPU (default: moved off it until `net down`, "
-               "where the host permits: README \"A CPU for the data plane\")");
+  geotb::harness::add_data_plane_cpu_options(*up, up_opts->rt_priority, &up_opts->no_pin, up_opts->no_shield,
+                                             "until `net down`");
   up->callback([up_opts] {
     const harness::Scenario sc = harness::load_scenario(up_opts->scenario);
     emu::NetTopology t = harness::net_topology(sc, up_opts->prefix);

@@ -13,6 +13,7 @@
 
 #include "common/units.h"
 #include "engine/checkpoint/file.h"
+#include "harness/data_plane_options.h"
 #include "engine/cluster.h"
 #include "harness/process_run.h"
 #include "harness/progress.h"
@@ -414,13 +415,7 @@ void register_run_command(CLI::App& app, const std::vector<std::string>& argv) {
                   "latest); refused if it belongs to another scenario, strategy or world size");
   cmd->add_option("--net-prefix", args->net_prefix, "dpdk: network namespace prefix (<= 8 characters)")
       ->capture_default_str();
-  cmd->add_option("--rt-priority", args->rt_priority,
-                  "dpdk: SCHED_FIFO priority of the data plane (0 = normal; where the kernel refuses it, normal with a "
-                  "warning; default: 0, busy polling, on a shielded CPU, else 50)");
-  cmd->add_flag("--no-pin", args->no_pin, "dpdk: do not give the data plane a CPU of its own (default: the last allowed CPU)");
-  cmd->add_flag("--no-shield", args->no_shield,
-                "dpdk: leave other processes on the data plane's CPU (default: moved off it for the run where the host "
-                "permits: README \"A CPU for the data plane\")");
+  harness::add_data_plane_cpu_options(*cmd, args->rt_priority, &args->no_pin, args->no_shield, "for the run", "dpdk: ");
   cmd->add_option("--tcp-cc", args->tcp_cc,
                   "dpdk: TCP congestion control of the DC hosts, overrides the scenario's tcp_congestion_control: auto "
                   "(cubic, else reno: what the namespaces may use), default (the host's), or a name, e.g. reno, bbr");
