@@ -4,8 +4,10 @@
 #include <barrier>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "emulator/inproc/fabric.h"
@@ -275,7 +277,59 @@ model::StrategyRun run_strategy(const ClusterSpec& cluster, const WorkloadSpec& 
         };
       }
       if (faults) hooks.faults = &faults->hooks(r);
-      run_worker_loop(env, scfg, work, data.train, shards[static_cast<size_t>(r)], hooks, records[static_cast<size_t>(r)]);
+      WorkerRecord& rec = records[static_cast<size_t>(r)];
+      std::optional<FaultRuntime::Rejoin> j;  // the state it restarted from: alive for the loop's run
+      for (;;) {
+        try {
+          run_worker_loop(env, scfg, work, data.train, shards[static_cast<size_t>(r)], hooks, rec);
+          break;
+        } catch (const WorkerKilled&) {
+          if (!faults || !faults->will_restart(r)) throw;
+        }
+        // Killed, and restarted later: dead until its group hands it the group's model at the
+        // restart's boundary, then on from there with its own times, series and data.
+        const WorkerTimes spent = env.times;
+        const std::vector<ExchangeRecord> logged = env.exchanges;
+        const std::vector<double> own_loss = rec.loss, own_ends = rec.step_end_s;
+        j = faults->await_restart(env);
+        // Its own data: the group's state but for the sampler, which walks its shard afresh.
+        {
+          const BatchSampler fresh(shards[static_cast<size_t>(r)], work.seed, static_cast<uint64_t>(r + P * (j->steps + 1)));
+          const BatchSampler::Position pos = fresh.position();
+          for (StateBuffers::Entry& e : j->state.entries) {
+            auto put = [&e](const void* p, size_t n) {
+              e.bytes.assign(static_cast<const uint8_t*>(p), static_cast<const uint8_t*>(p) + n);
+            };
+            if (e.name == "sampler.order") put(pos.order.data(), pos.order.size() * sizeof(uint32_t));
+            if (e.name == "sampler.pos") put(&pos.pos, sizeof pos.pos);
+            if (e.name == "sampler.epoch") put(&pos.epoch, sizeof pos.epoch);
+          }
+        }
+        env.ring = j->ring;
+        if (intra) {
+          const auto pos = std::find(j->members.begin(), j->members.end(), r) - j->members.begin();
+          intra = join_transport_group(*nets[static_cast<size_t>(r)], j->members, static_cast<int>(pos), j->group_tags);
+          env.intra = intra.get();
+        }
+        // The loop counts time from t_start - resumed_at (its start minus the resumed state's elapsed).
+        const std::chrono::nanoseconds elapsed = resume_point(j->state).elapsed;
+        hooks.start = [&, elapsed] { return t_start - resumed_at + elapsed; };
+        hooks.resume = &j->state;
+        hooks.tag_epoch = j->tag_epoch;
+        hooks.checkpoint_due = nullptr;  // no checkpoints once a worker was dead (they cannot complete)
+        const int killed_at = j->killed_at_step, back_at = j->steps;
+        hooks.after_resume = [spent, logged, own_loss, own_ends, killed_at, back_at](WorkerEnv& e, BatchSampler&,
+                                                                                      WorkerRecord& w) {
+          e.times = spent;
+          e.exchanges = logged;
+          for (int i = 0; i < back_at && i < static_cast<int>(w.loss.size()); ++i)
+            w.loss[static_cast<size_t>(i)] = i < killed_at && i < static_cast<int>(own_loss.size())
+                                                 ? own_loss[static_cast<size_t>(i)]
+                                                 : std::numeric_limits<double>::quiet_NaN();
+          for (int i = 0; i < back_at && i < static_cast<int>(w.step_end_s.size()); ++i)
+            w.step_end_s[static_cast<size_t>(i)] = i < static_cast<int>(own_ends.size()) ? own_ends[static_cast<size_t>(i)] : 0;
+        };
+      }
     } catch (const WorkerKilled&) {
       killed = true;  // stopped dead by a fault event: no error of the run
       virtual_line_drop(vfinish, t_end);

@@ -32,6 +32,19 @@ void run_worker_loop(WorkerEnv& env, const StrategyConfig& scfg, const WorkloadS
   // Declared before the strategy, which may use it until it is destroyed.
   Transport* const base_net = env.net;
   std::vector<std::unique_ptr<TagEpochTransport>> epochs;  // kept: an old strategy may use its own till it goes
+  uint64_t epoch = 0;
+  auto enter_epoch = [&](uint64_t e) {
+    epoch = e;
+    epochs.push_back(std::make_unique<TagEpochTransport>(*base_net, e));
+    env.net = epochs.back().get();
+  };
+  // env.net back to the cluster's transport however the loop ends (a kill throws out of it).
+  struct NetBack {
+    WorkerEnv& env;
+    Transport* net;
+    ~NetBack() { env.net = net; }
+  } net_back{env, base_net};
+  if (hooks.tag_epoch > 0) enter_epoch(hooks.tag_epoch);
   std::unique_ptr<Strategy> strategy = desc.make(scfg, env);
   BatchSampler sampler(shard, work.seed, static_cast<uint64_t>(env.rank));
   std::vector<uint32_t> idx;
@@ -52,6 +65,7 @@ void run_worker_loop(WorkerEnv& env, const StrategyConfig& scfg, const WorkloadS
 
   ResumePoint from;
   if (hooks.resume) from = restore_worker_state(*hooks.resume, env, *strategy, sampler, out, steps);
+  if (hooks.after_resume) hooks.after_resume(env, sampler, out);
   // Times count from the first step of the whole run (a resumed run's from before the checkpoint).
   const std::chrono::nanoseconds t_start = hooks.start() - from.elapsed;
   for (int s = from.steps_done; s < steps; ++s) {
@@ -99,12 +113,21 @@ void run_worker_loop(WorkerEnv& env, const StrategyConfig& scfg, const WorkloadS
       save_worker_state(env, *strategy, sampler, out, s + 1, clock.now() - t_start, state);
       hooks.checkpoint_write(s + 1, state);
     }
+    if (s + 1 < steps && faults)
+      if (const std::optional<uint64_t> e = faults->reepoch_due(env, s + 1)) {
+        StateBuffers mine;
+        save_worker_state(env, *strategy, sampler, out, s + 1, clock.now() - t_start, mine);
+        faults->at_reepoch(env, s + 1, mine);
+        rewind_worker(mine, env, strategy, [&] {
+          enter_epoch(*e);
+          return desc.make(scfg, env);
+        }, sampler, out, steps);
+      }
     if (s + 1 < steps && hooks.rewind)
       if (const StateBuffers* back = hooks.rewind(s + 1)) {
         if (faults) faults->before_rewind(env, sampler);
         const ResumePoint p = rewind_worker(*back, env, strategy, [&] {
-          epochs.push_back(std::make_unique<TagEpochTransport>(*base_net, epochs.size() + 1));
-          env.net = epochs.back().get();
+          enter_epoch(epoch + 1);
           return desc.make(scfg, env);
         }, sampler, out, steps);
         if (faults) faults->after_rewind(env, sampler);
@@ -116,7 +139,6 @@ void run_worker_loop(WorkerEnv& env, const StrategyConfig& scfg, const WorkloadS
   hooks.finished();
   if (faults) faults->done(env);
   strategy.reset();  // before the epoch transport it may use
-  env.net = base_net;
 }
 
 }  // namespace geotb::engine

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <stdexcept>
 #include <vector>
 
@@ -50,6 +51,14 @@ class FaultHooks {
   virtual bool recover(WorkerEnv& env, int step, BatchSampler& sampler) = 0;
   /// Whether every rank records step-end times and snapshots (rank 0 may die).
   virtual bool record_all() const = 0;
+  /// A restart's step boundary (every live rank of the run reaches it; timeline `restart` at
+  /// `at_step`): the tag epoch every rank moves to there, or nothing. The loop then saves its
+  /// state, calls at_reepoch, and continues from that state with a fresh strategy in the new
+  /// epoch (the restarted worker starts its own in that epoch, so every tag allocator agrees).
+  virtual std::optional<uint64_t> reepoch_due(WorkerEnv& env, int steps) = 0;
+  /// At that boundary, with this rank's state: the groups that a restarted worker joins grow, and
+  /// their coordinator hands it its state.
+  virtual void at_reepoch(WorkerEnv& env, int steps, const StateBuffers& state) = 0;
   /// Full recovery, before a checkpoint's state is restored: the sampler back on this rank's own
   /// shard (the checkpoint's position is a position in it).
   virtual void before_rewind(WorkerEnv& env, BatchSampler& sampler) = 0;
@@ -65,6 +74,8 @@ class WorkerKilled : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
+
+struct WorkerRecord;
 
 /// Rendezvous points of the loop, provided by the mode that runs it.
 struct WorkerLoopHooks {
@@ -90,6 +101,11 @@ struct WorkerLoopHooks {
   std::function<const StateBuffers*(int)> rewind;
   /// Node faults (embedded mode, virtual clock); null without.
   FaultHooks* faults = nullptr;
+  /// The tag epoch the strategy starts in (transport/tag_epoch.h): 0, or a restarted worker's.
+  uint64_t tag_epoch = 0;
+  /// After `resume` was restored, before the first step: what the resumed state must not carry
+  /// (a restarted worker takes its group's model, not its times, sampler or series). May be empty.
+  std::function<void(WorkerEnv&, BatchSampler&, WorkerRecord&)> after_resume;
 };
 
 /// What the loop records for one worker.

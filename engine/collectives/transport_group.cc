@@ -83,4 +83,14 @@ std::unique_ptr<IntraDc> shrink_transport_group(const IntraDc& old, Transport& t
   return std::make_unique<TransportGroup>(t, std::move(members), index, g->tags_used());
 }
 
+uint64_t transport_group_tags_used(const IntraDc& g) {
+  const auto* tg = dynamic_cast<const TransportGroup*>(&g);
+  if (!tg) throw CollectiveError("join: the intra-DC group is not a transport group (virtual-time embedded mode only)");
+  return tg->tags_used();
+}
+
+std::unique_ptr<IntraDc> join_transport_group(Transport& t, std::vector<int> members, int index, uint64_t tags_used) {
+  return std::make_unique<TransportGroup>(t, std::move(members), index, tags_used);
+}
+
 }  // namespace geotb::engine

@@ -25,4 +25,13 @@ std::unique_ptr<IntraDc> make_transport_group(Transport& t, std::vector<int> mem
 /// then over the survivors. Throws CollectiveError if `old` is not a transport group.
 std::unique_ptr<IntraDc> shrink_transport_group(const IntraDc& old, Transport& t, std::vector<int> members, int index);
 
+/// Tags a transport group has used so far (what a member joining it later must skip). Throws
+/// CollectiveError if `g` is not a transport group.
+uint64_t transport_group_tags_used(const IntraDc& g);
+
+/// A group joined by a restarted member: `members` (the group with it), continuing at
+/// `tags_used` (the others' transport_group_tags_used(), rebuilt with shrink_transport_group at
+/// the same point).
+std::unique_ptr<IntraDc> join_transport_group(Transport& t, std::vector<int> members, int index, uint64_t tags_used);
+
 }  // namespace geotb::engine

@@ -40,6 +40,53 @@ std::vector<int64_t> decode(const std::vector<uint8_t>& b) {
   return v;
 }
 
+/// The restarted worker's state, from its group's coordinator: beside the heartbeats' tag.
+constexpr uint64_t kRejoinTag = (uint64_t{1} << 63) + 2;
+
+void put_u64(std::vector<uint8_t>& b, uint64_t v) {
+  const size_t at = b.size();
+  b.resize(at + 8);
+  std::memcpy(b.data() + at, &v, 8);
+}
+
+/// StateBuffers as bytes: count, then (name length, name, size, bytes) per entry.
+void append_state(const StateBuffers& s, std::vector<uint8_t>& b) {
+  put_u64(b, s.entries.size());
+  for (const auto& e : s.entries) {
+    put_u64(b, e.name.size());
+    b.insert(b.end(), e.name.begin(), e.name.end());
+    put_u64(b, e.bytes.size());
+    b.insert(b.end(), e.bytes.begin(), e.bytes.end());
+  }
+}
+
+void read_state(const std::vector<uint8_t>& b, size_t& at, StateBuffers& s) {
+  auto u64 = [&] {
+    if (at + 8 > b.size()) throw RunError("restart: the state handed over is truncated");
+    uint64_t v;
+    std::memcpy(&v, b.data() + at, 8);
+    at += 8;
+    return v;
+  };
+  auto take = [&](uint64_t n) {
+    if (n > b.size() - at) throw RunError("restart: the state handed over is truncated");
+    const size_t from = at;
+    at += n;
+    return from;
+  };
+  const uint64_t count = u64();
+  for (uint64_t i = 0; i < count; ++i) {
+    StateBuffers::Entry e;
+    const uint64_t nl = u64();
+    const size_t np = take(nl);
+    e.name.assign(reinterpret_cast<const char*>(b.data() + np), nl);
+    const uint64_t bl = u64();
+    const size_t bp = take(bl);
+    e.bytes.assign(b.begin() + static_cast<std::ptrdiff_t>(bp), b.begin() + static_cast<std::ptrdiff_t>(bp + bl));
+    s.entries.push_back(std::move(e));
+  }
+}
+
 std::string show(const std::vector<int64_t>& v) {
   std::string s = "step " + (v.empty() ? std::string("?") : std::to_string(v[0])) + ", dead {";
   for (size_t i = 1; i < v.size(); ++i) s += (i > 1 ? ", " : "") + std::to_string(v[i]);
@@ -230,11 +277,133 @@ class FaultRuntime::Agent final : public FaultHooks {
 
   void done(WorkerEnv&) override { monitor_->stop(); }
 
+  std::optional<uint64_t> reepoch_due(WorkerEnv&, int steps) override {
+    auto it = rt_.restart_epoch_.find(steps);
+    if (it == rt_.restart_epoch_.end()) return std::nullopt;
+    return it->second;
+  }
+
+  void at_reepoch(WorkerEnv& env, int steps, const StateBuffers& state) override {
+    const Nanos now = rt_.sched_.now(rt_.sched_.current());
+    for (int r : rt_.restarts_at_.at(steps)) {
+      const std::vector<int> mine = rt_.group_of(rank_, {});
+      if (std::find(mine.begin(), mine.end(), r) == mine.end() || r == rank_) continue;  // not my group's
+      if (!handled_.count(r)) continue;  // never declared dead here: nothing to undo (it cannot happen: the kill is before)
+      // The group with it again: the ring, the intra-DC group (continuing its tags), heartbeats.
+      const uint64_t group_tags = env.intra ? transport_group_tags_used(*env.intra) : 0;
+      handled_.erase(r);
+      const std::vector<int> group = rt_.group_of(rank_, handled_);
+      const int index = static_cast<int>(std::find(group.begin(), group.end(), rank_) - group.begin());
+      std::vector<int> ring;
+      for (int x = 0; x < rt_.P_; ++x)
+        if (!handled_.count(x) && (std::find(env.ring.begin(), env.ring.end(), x) != env.ring.end() || x == r))
+          ring.push_back(x);
+      env.ring = ring;
+      if (env.intra) {
+        intra_ = shrink_transport_group(*env.intra, *env.net, group, index);
+        env.intra = intra_.get();
+      }
+      monitor_->revive_peer(r, now);
+      rt_.fabric_.revive_endpoint(r);
+      // The group's coordinator hands it the state: its lowest member in the restarted worker's
+      // data center (the DC's model, over the LAN), else its lowest member.
+      int coordinator = -1;
+      for (int m : group)
+        if (m != r && m / rt_.N_ == r / rt_.N_) {
+          coordinator = m;
+          break;
+        }
+      for (int m : group)
+        if (coordinator < 0 && m != r) coordinator = m;
+      if (rank_ != coordinator) continue;
+      std::vector<int64_t> head = {static_cast<int64_t>(rt_.restart_epoch_.at(steps)), static_cast<int64_t>(group_tags),
+                                   steps, static_cast<int64_t>(group.size()), static_cast<int64_t>(ring.size())};
+      head.insert(head.end(), group.begin(), group.end());
+      head.insert(head.end(), ring.begin(), ring.end());
+      std::vector<uint8_t> msg = encode(head);
+      append_state(state, msg);
+      env.net->send(r, kRejoinTag, std::move(msg));
+      size_t record = 0;
+      {
+        std::lock_guard<std::mutex> lk(rt_.mu_);
+        model::FaultRecord rec;
+        rec.event = "restart";
+        rec.rank = r;
+        rec.dc = r / rt_.N_;
+        rec.worker = r % rt_.N_;
+        rec.at_s = rt_.secs(now);
+        rec.step = steps;
+        rec.policy = "rejoin";
+        rec.survivors = static_cast<int>(group.size());
+        record = rt_.records_.size();
+        rt_.records_.push_back(rec);
+      }
+      rt_.sched_.update([&] {
+        Handoff& h = rt_.handoff_[r];
+        h.coordinator = rank_;
+        h.at = now;
+        h.record = record;
+      });
+    }
+  }
+
+  Rejoin await(WorkerEnv& env) {
+    const auto me = rt_.sched_.current();
+    int coordinator = -1;
+    rt_.sched_.wait(
+        me,
+        [&]() -> std::optional<Nanos> {
+          auto it = rt_.handoff_.find(rank_);
+          if (it == rt_.handoff_.end() || !it->second.at) return std::nullopt;
+          coordinator = it->second.coordinator;
+          return *it->second.at;
+        },
+        std::nullopt, "rank " + std::to_string(rank_) + ": dead until its restart");
+    rt_.fabric_.clear_alarm(rank_);
+    std::vector<uint8_t> msg = env.net->recv(coordinator, kRejoinTag);
+    Rejoin j;
+    size_t at = 0;
+    auto i64 = [&] {
+      if (at + 8 > msg.size()) throw RunError("restart: the state handed over is truncated");
+      int64_t v;
+      std::memcpy(&v, msg.data() + at, 8);
+      at += 8;
+      return v;
+    };
+    j.tag_epoch = static_cast<uint64_t>(i64());
+    j.group_tags = static_cast<uint64_t>(i64());
+    j.steps = static_cast<int>(i64());
+    const auto ng = i64(), nr = i64();
+    for (int64_t i = 0; i < ng; ++i) j.members.push_back(static_cast<int>(i64()));
+    for (int64_t i = 0; i < nr; ++i) j.ring.push_back(static_cast<int>(i64()));
+    read_state(msg, at, j.state);
+    const Nanos now = rt_.sched_.now(me);
+    // Back: heartbeats again, the dead set here forgotten (it missed what happened meanwhile:
+    // its group's view is the coordinator's, whose members it now has).
+    handled_.clear();
+    for (int x : rt_.group_of(rank_, {}))
+      if (std::find(j.members.begin(), j.members.end(), x) == j.members.end()) handled_.insert(x);
+    monitor_->unmute(now);
+    {
+      std::lock_guard<std::mutex> lk(rt_.mu_);
+      rt_.dead_.erase(rank_);
+      const Handoff& h = rt_.handoff_.at(rank_);
+      model::FaultRecord& rec = rt_.records_[h.record];
+      rec.recovery_s = rt_.secs(now) - rec.at_s;
+      auto k = rt_.killed_.find(rank_);
+      if (k != rt_.killed_.end()) j.killed_at_step = rt_.records_[k->second.record].step;
+    }
+    return j;
+  }
+
  private:
   [[noreturn]] void die(WorkerEnv&, int step, const std::string& why) {
     rt_.on_killed(rank_, step, rt_.sched_.now(rt_.sched_.current()));
     rt_.fabric_.kill_endpoint(rank_);
-    monitor_->stop();
+    if (rt_.will_restart(rank_))
+      monitor_->mute();
+    else
+      monitor_->stop();
     throw WorkerKilled("rank " + std::to_string(rank_) + " " + why + " at step " + std::to_string(step));
   }
 
@@ -263,9 +432,17 @@ FaultRuntime::FaultRuntime(const model::FaultPlan& plan, const StrategyInfo& inf
   if (plan_.has_kills() && !info.survives_kills)
     throw RunError("node kills: this strategy does not survive them (its descriptor: survives_kills)");
   for (const model::FaultEvent& e : plan_.events)
-    if (e.kind == model::FaultEvent::Kind::kRestart)
-      throw RunError("timeline: restart of dc " + std::to_string(e.dc) + " worker " + std::to_string(e.worker) +
-                     ": restarting a killed worker is not implemented yet (kill and slow are)");
+    if (e.kind == model::FaultEvent::Kind::kRestart) {
+      if (!e.at_step)
+        throw RunError("timeline: restart of dc " + std::to_string(e.dc) + " worker " + std::to_string(e.worker) +
+                       ": a restart is timed by \"at_step\" (its group's step boundary), not by \"at\"");
+      restarts_at_[*e.at_step].push_back(e.dc * workers_per_dc + e.worker);
+    }
+  if (!restarts_at_.empty() && full_recovery_possible())
+    throw RunError("timeline: restarts together with full recovery (faults.full_recovery) are not supported yet: "
+                   "set faults.full_recovery.above_fraction to 1");
+  uint64_t next_epoch = 1;
+  for (const auto& [step, ranks] : restarts_at_) restart_epoch_[step] = next_epoch++;
   progress_.assign(static_cast<size_t>(P_), 0);
   for (int r = 0; r < P_; ++r) {
     factor_[static_cast<size_t>(r)].store(1.0);
@@ -377,6 +554,20 @@ bool FaultRuntime::checkpoint_cannot_complete(int steps) const {
     if (dead_.count(rank) && records_[k.record].step < steps) return true;
   return false;
 }
+
+bool FaultRuntime::will_restart(int rank) const {
+  int killed_at = -1;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    auto k = killed_.find(rank);
+    if (k != killed_.end()) killed_at = records_[k->second.record].step;
+  }
+  for (const auto& [step, ranks] : restarts_at_)
+    if (step > killed_at && std::find(ranks.begin(), ranks.end(), rank) != ranks.end()) return true;
+  return false;
+}
+
+FaultRuntime::Rejoin FaultRuntime::await_restart(WorkerEnv& env) { return agents_.at(static_cast<size_t>(env.rank))->await(env); }
 
 bool FaultRuntime::full_recovery_possible() const {
   return plan_.kills() > plan_.full_recovery.above_fraction * P_;

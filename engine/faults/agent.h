@@ -41,6 +41,7 @@
 
 #include "emulator/inproc/fabric.h"
 #include "emulator/inproc/virtual_time.h"
+#include "engine/checkpoint/state.h"
 #include "engine/faults/heartbeat.h"
 #include "engine/strategies/descriptor.h"
 #include "engine/worker_loop.h"
@@ -79,6 +80,21 @@ class FaultRuntime {
   /// `rank` went back at boundary `steps` to the checkpoint after `checkpoint_step` steps, taken
   /// at `checkpoint_at` of training time.
   void rewound(int rank, int steps, int checkpoint_step, Nanos checkpoint_at, Nanos now);
+  /// Restarts (timeline `restart` at `at_step`): whether `rank` is restarted after its kill.
+  bool will_restart(int rank) const;
+  /// What a restarted worker gets from its group's coordinator at the restart's boundary.
+  struct Rejoin {
+    StateBuffers state;         ///< the coordinator's worker state at the boundary
+    uint64_t tag_epoch = 0;     ///< the epoch every rank moved to there
+    uint64_t group_tags = 0;    ///< tags the intra-DC group had used (join_transport_group)
+    std::vector<int> members;   ///< the grown group, ascending
+    std::vector<int> ring;      ///< the live ranks' ring (naive_ddp)
+    int steps = 0;              ///< the boundary
+    int killed_at_step = 0;     ///< its kill's step (its series are NaN from there to `steps`)
+  };
+  /// Called on the killed worker's thread: blocks (holding nobody back) until its group hands it
+  /// the state at the restart's boundary. Its heartbeats start again.
+  Rejoin await_restart(WorkerEnv& env);
   /// The report's "faults" section, after every worker has returned.
   model::FaultsSection section() const;
 
@@ -126,6 +142,15 @@ class FaultRuntime {
   int full_boundary_ = -1;                // the boundary every survivor goes back at (-1: not decided)
   model::FullRecoveryRecord full_;  // filled as it happens
   std::set<int> rewound_;           // survivors that went back
+  // Restarts: boundary -> the ranks restarted there; the epochs in boundary order (1, 2, ...).
+  std::map<int, std::vector<int>> restarts_at_;
+  std::map<int, uint64_t> restart_epoch_;
+  struct Handoff {
+    int coordinator = -1;
+    std::optional<Nanos> at;  // set (in sched_.update) when the coordinator has sent the state
+    size_t record = 0;        // its restart record
+  };
+  std::map<int, Handoff> handoff_;  // restarted rank -> its hand-off (in sched_.update)
 };
 
 }  // namespace geotb::engine

@@ -54,6 +54,23 @@ void HeartbeatMonitor::stop() {
   th_.join();
 }
 
+void HeartbeatMonitor::mute() {
+  sched_.update([&] {
+    muted_ = true;
+    unmute_at_.reset();
+  });
+}
+
+void HeartbeatMonitor::unmute(Nanos at) {
+  sched_.update([&] { unmute_at_ = at; });
+}
+
+void HeartbeatMonitor::revive_peer(int p, Nanos at) {
+  sched_.update([&] { revived_.emplace_back(p, at); });
+  std::lock_guard<std::mutex> lk(mu_);
+  declared_.erase(p);
+}
+
 std::set<int> HeartbeatMonitor::declared() const {
   std::lock_guard<std::mutex> lk(mu_);
   return declared_;
@@ -92,6 +109,37 @@ void HeartbeatMonitor::run(Nanos t0) {
   uint64_t seq = 0;
   const std::function<bool()> stopped = [this] { return stop_; };
   for (;;) {
+    // A dead worker's monitor, muted until its restart (or the end).
+    bool muted = false;
+    std::vector<std::pair<int, Nanos>> revived;
+    sched_.update([&] {
+      muted = muted_;
+      revived.swap(revived_);
+    });
+    for (const auto& [p, at] : revived) {
+      auto it = peers.find(p);
+      if (it != peers.end()) it->second = Peer{at, std::nullopt, Nanos{0}, false};
+    }
+    if (muted) {
+      sched_.wait(
+          actor_,
+          [this]() -> std::optional<Nanos> {
+            if (stop_) return Nanos{0};
+            return unmute_at_;
+          },
+          std::nullopt, "heartbeat monitor of rank " + std::to_string(rank_) + ": dead until its restart");
+      Nanos back{0};
+      bool stop = false;
+      sched_.update([&] {
+        stop = stop_;
+        muted_ = false;
+        back = unmute_at_.value_or(Nanos{0});
+      });
+      if (stop || fabric_.closed()) return;
+      for (auto& [p, st] : peers) st = Peer{back, std::nullopt, Nanos{0}, false};
+      next_send = back;
+      continue;
+    }
     const Nanos now = sched_.now(actor_);
     if (now >= next_send) {
       for (auto& [p, st] : peers)

@@ -53,6 +53,13 @@ class HeartbeatMonitor {
   void start(Nanos t0, Nanos origin);
   /// Stops it (from any thread of the worker) and joins it. Idempotent.
   void stop();
+  /// This worker died and will be restarted: the monitor stops watching (its endpoint is dead, so
+  /// its heartbeats go nowhere) and waits, holding nobody back, until unmute().
+  void mute();
+  /// The worker is back at `at`: every peer counts as heard then.
+  void unmute(Nanos at);
+  /// Peer `p` is back at `at` (a restart): watched again, as heard then; no longer declared.
+  void revive_peer(int p, Nanos at);
   /// Peers declared dead so far.
   std::set<int> declared() const;
   uint64_t sent() const;
@@ -71,6 +78,9 @@ class HeartbeatMonitor {
   emu::VirtualScheduler::ActorId actor_ = -1;
   bool stop_ = false;  // changed in sched_.update(), read by recv_any's stop()
   std::optional<Nanos> start_at_;  // set by start(), in sched_.update()
+  bool muted_ = false;                 // these three: changed and read in sched_.update()/wait()
+  std::optional<Nanos> unmute_at_;
+  std::vector<std::pair<int, Nanos>> revived_;  // peers back, applied at the loop's next turn
   mutable std::mutex mu_;
   std::set<int> declared_;
   uint64_t sent_ = 0;

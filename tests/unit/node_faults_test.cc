@@ -290,4 +290,45 @@ TEST(NodeFaults, FullRecoveryThresholdAndItsNeedForCheckpoints) {
   }
 }
 
+// Kill then restart: rank 3 (DC b's worker 1) dies at step 5 and is restarted at step 12: its
+// group hands it the group's model at that boundary, every rank moves to a new tag epoch, and it
+// trains on to the end: every live replica ends identical, its samples count for the steps it
+// ran (0-4 and 12-19), and the report records the kill and the rejoin. naive_ddp (one world
+// group) and hier_ef_topk_int8 (DC b's group); repeated: identical.
+TEST(NodeFaults, KilledThenRestartedWorkerRejoinsWithItsGroupsModel) {
+  FaultPlan p = kill_at(1, 1, 5);
+  FaultEvent back = p.events[0];
+  back.kind = FaultEvent::Kind::kRestart;
+  back.at_step = 12;
+  p.events.push_back(back);
+  StrategyConfig hier{"hier_ef_topk_int8"};
+  hier.K = 4;
+  hier.density = 0.05;
+  for (const StrategyConfig& s : {StrategyConfig{"naive_ddp"}, hier}) {
+    SCOPED_TRACE(s.name);
+    const auto r = run_strategy(two_by(2), work(20), s, data(), options(p));
+    ASSERT_TRUE(r.faults.has_value());
+    ASSERT_EQ(r.faults->events.size(), 2u);
+    const auto& k = r.faults->events[0];
+    const auto& j = r.faults->events[1];
+    EXPECT_EQ(k.event, "kill");
+    EXPECT_EQ(j.event, "restart");
+    EXPECT_EQ(j.rank, 3);
+    EXPECT_EQ(j.step, 12);
+    EXPECT_EQ(j.policy, "rejoin");
+    ASSERT_TRUE(j.recovery_s.has_value());
+    EXPECT_GT(*j.recovery_s, 0.0);  // the state's transfer over the LAN
+    EXPECT_EQ(j.survivors, s.name == "naive_ddp" ? 4 : 2);
+    EXPECT_EQ(r.metrics.replica_max_abs_diff, 0.0);
+    EXPECT_EQ(r.metrics.samples, static_cast<uint64_t>(3 * 20 + 5 + 8) * 16);
+    EXPECT_GT(r.metrics.final_test_accuracy, 0.5);
+    const auto again = run_strategy(two_by(2), work(20), s, data(), options(p));
+    EXPECT_EQ(again.series.loss, r.series.loss);
+    EXPECT_EQ(again.faults->events[1].recovery_s, j.recovery_s);
+    std::printf("%s: rank 3 killed at step 5, restarted at step 12 (%.3f s), rejoined in %.4f s, %d in its group; "
+                "replicas identical, accuracy %.4f\n",
+                s.name.c_str(), j.at_s, *j.recovery_s, j.survivors, r.metrics.final_test_accuracy);
+  }
+}
+
 }  // namespace
