@@ -564,7 +564,7 @@ Scenario parse_scenario(const json& j, const std::string& origin) {
         fr.then = get_string(r, "then", &survivors);
         if (fr.then == "restarts")
           fail(r.field("then"), json(fr.then),
-               "waiting for restarted workers is not implemented yet (restart events are not): use \"survivors\"");
+               "a full recovery that waits for restarted workers is not implemented yet: use \"survivors\"");
         if (fr.then != "survivors") fail(r.field("then"), json(fr.then), "expected \"survivors\"");
         r.done();
       }
@@ -603,6 +603,9 @@ Scenario parse_scenario(const json& j, const std::string& origin) {
           if (ev.at_step ? *ev.at_step <= *k.at_step : *ev.at <= *k.at)
             fail(path + (ev.at_step ? ".at_step" : ".at"), ev.at_step ? json(*ev.at_step) : json(common::format_duration(*ev.at)),
                  "must be after the kill it restarts");
+          if (!ev.at_step)
+            fail(path + ".at", json(common::format_duration(*ev.at)),
+                 "a restart is timed by \"at_step\" (the step boundary of its group at which it rejoins)");
           dead.erase(it);
           --dead_in_dc[ev.dc];
         }
@@ -616,6 +619,11 @@ Scenario parse_scenario(const json& j, const std::string& origin) {
         const auto why = fmt::format("{} kills of {} workers cross faults.full_recovery.above_fraction ({}): full "
                                      "recovery goes back to the last checkpoint",
                                      sc.faults.kills(), total, fr.above_fraction);
+        for (size_t i = 0; i < sc.faults.events.size(); ++i)
+          if (sc.faults.events[i].kind == model::FaultEvent::Kind::kRestart)
+            fail(fault_paths[i] + ".restart", json(model::to_string(sc.faults.events[i].kind)),
+                 why + "; restarts together with full recovery are not supported yet (set "
+                       "faults.full_recovery.above_fraction to 1)");
         if (sc.checkpoint.every_steps <= 0)
           fail("checkpoint.every_steps", json(sc.checkpoint.every_steps), why + ", so the run must take them");
         std::optional<int> first_kill;

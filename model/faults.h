@@ -47,8 +47,8 @@ struct HeartbeatConfig {
 
 /// Full recovery: once more than `above_fraction` of the run's workers have been declared dead,
 /// every survivor goes back to the last complete checkpoint at one step boundary and carries on
-/// with the survivors (`then` = "survivors", the only choice: waiting for restarts needs restart
-/// events, which are not implemented). Default 0.25; 1 turns it off (never more than all).
+/// with the survivors (`then` = "survivors", the only choice: waiting for restarted workers is
+/// not implemented). Default 0.25; 1 turns it off (never more than all).
 struct FullRecoveryConfig {
   double above_fraction = 0.25;
   std::string then = "survivors";

@@ -17,10 +17,9 @@
 // mask is saved (in /run/geotb/) and restored when the shield is released, so a process pinned
 // before keeps its pinning. One shield at a time on a host: a second owner gets none (and is told
 // who holds it); a shield whose owner's namespaces are gone is stale and released by the next one.
-// Interrupts follow: every interrupt that can be re-routed (and the default for new ones) goes to
-// the other CPUs while the shield is up, and back at release (the old routes are in the same
-// record): an interrupt's handler and softirq work (disk completions, network receive) would
-// otherwise run on the data plane's CPU whatever the cpusets say.
+// With GEOTB_SHIELD_IRQS=1 interrupts follow: every one that can be re-routed (and the default for
+// new ones) goes to the other CPUs while the shield is up, and back at release (the old routes
+// are in the same record). Off by default: measured worse on the 2-core VM (README).
 // Not supported (no shield, the reason reported): cgroup v2 only hosts, a non-root caller.
 #pragma once
 
@@ -37,7 +36,7 @@ struct CpuShieldState {
   std::string why_not;         ///< when not active: why (not requested, not permitted, held by ...)
   size_t processes_moved = 0;  ///< processes moved off the CPU when the shield went up
   size_t tasks_stayed = 0;     ///< tasks left in the root cpuset (per-CPU kernel threads)
-  size_t irqs_moved = 0;       ///< interrupts routed off the CPU (restored at release)
+  size_t irqs_moved = 0;       ///< interrupts routed off the CPU (GEOTB_SHIELD_IRQS=1; restored at release)
   size_t irqs_stayed = 0;      ///< interrupts the kernel kept where they were (managed ones)
   std::string data_plane_cpuset;  ///< cgroup directory whose cgroup.procs takes the data plane (active)
 };

@@ -25,6 +25,10 @@
 //    detection would), every survivor goes back to the last complete checkpoint at the first step
 //    boundary no survivor has passed, and carries on in its shrunk group. Once per run: deaths
 //    after it are shrunk only. The run must take checkpoints (cluster.cc refuses otherwise).
+//  * restart {dc, worker} at at_step s: at that boundary every rank re-creates its strategy from
+//    its own state in a new tag epoch, the worker's group grows back, and the group's coordinator
+//    in its DC hands it the group's state; it waits dead until then (its actor blocked, its
+//    heartbeat monitor muted), holding nobody back.
 //  * slow {dc, worker, factor, steps | duration}: every compute region of the worker is charged
 //    `factor` times (the notes' straggler).
 // A failure while recovering (a second death during the agreement) ends the run with its error.

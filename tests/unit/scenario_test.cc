@@ -361,6 +361,7 @@ TEST(ScenarioFaults, FullRecoveryParsesAndAsksForCheckpointsOnlyWhenReachable) {
   EXPECT_EQ(sc.faults.full_recovery.above_fraction, 0.5);
   EXPECT_EQ(sc.faults.kills(), 2);
   j["faults"].erase("full_recovery");
+  j["timeline"].erase(2);  // the restart (not combined with full recovery)
   j["checkpoint"] = {{"every_steps", 30}, {"dir", "ckpt"}};  // the first checkpoint, after step 30: in time
   EXPECT_EQ(parse_scenario(j, "s.json").checkpoint.every_steps, 30);
 }
@@ -432,7 +433,7 @@ INSTANTIATE_TEST_SUITE_P(
             "faults.shard: \"keep\": unknown shard policy (drop or redistribute)"},
         Bad{"unknown faults key", [](json& j) { j["faults"]["detector"] = "phi"; }, "faults.detector: unknown key"},
         Bad{"full recovery waiting for restarts", [](json& j) { j["faults"]["full_recovery"] = {{"then", "restarts"}}; },
-            "faults.full_recovery.then: \"restarts\": waiting for restarted workers is not implemented yet"},
+            "faults.full_recovery.then: \"restarts\": a full recovery that waits for restarted workers is not implemented yet"},
         Bad{"full recovery then unknown", [](json& j) { j["faults"]["full_recovery"] = {{"then", "pray"}}; },
             "faults.full_recovery.then: \"pray\": expected \"survivors\""},
         Bad{"full recovery above 0", [](json& j) { j["faults"]["full_recovery"] = {{"above_fraction", 0}}; },
@@ -441,12 +442,30 @@ INSTANTIATE_TEST_SUITE_P(
             "faults.full_recovery.above_fraction: 1.5: must be in [0, 1]"},
         Bad{"full recovery key unknown", [](json& j) { j["faults"]["full_recovery"] = {{"after", 3}}; },
             "faults.full_recovery.after: unknown key"},
+        Bad{"restart at a time",
+            [](json& j) {
+              j["timeline"][1].erase("at_step");
+              j["timeline"][1]["at"] = "2s";
+              j["timeline"][2].erase("at_step");
+              j["timeline"][2]["at"] = "9s";
+            },
+            "timeline[2].at: \"9 s\": a restart is timed by \"at_step\""},
+        Bad{"restart with full recovery",
+            [](json& j) {
+              j["timeline"].push_back({{"at_step", 30}, {"kill", {{"dc", "a"}, {"worker", 1}}}});
+              j["checkpoint"] = {{"every_steps", 10}, {"dir", "ckpt"}};
+            },
+            "timeline[2].restart: \"restart\": 2 kills of 4 workers cross faults.full_recovery.above_fraction (0.25)"},
         Bad{"full recovery without checkpoints",
-            [](json& j) { j["timeline"].push_back({{"at_step", 30}, {"kill", {{"dc", "a"}, {"worker", 1}}}}); },
+            [](json& j) {
+              j["timeline"].erase(2);  // the restart
+              j["timeline"].push_back({{"at_step", 30}, {"kill", {{"dc", "a"}, {"worker", 1}}}});
+            },
             "checkpoint.every_steps: 0: 2 kills of 4 workers cross faults.full_recovery.above_fraction (0.25): full "
             "recovery goes back to the last checkpoint, so the run must take them"},
         Bad{"full recovery's first checkpoint after the first kill",
             [](json& j) {
+              j["timeline"].erase(2);  // the restart
               j["timeline"].push_back({{"at_step", 30}, {"kill", {{"dc", "a"}, {"worker", 1}}}});
               j["checkpoint"] = {{"every_steps", 40}, {"dir", "ckpt"}};
             },
