@@ -307,13 +307,16 @@ std::optional<Fabric::Received> Fabric::recv_any(int dst, uint64_t tag, Nanos de
   return r;
 }
 
+// Virtual time: at the calling actor's instant, in order with every other actor's sends (act), so
+// that a message sent before the death in virtual time is not dropped because the host ran the
+// death first.
 void Fabric::kill_endpoint(int endpoint) {
   auto fn = [&] {
     std::lock_guard<std::mutex> lk(mu_);
     dead_.at(static_cast<size_t>(endpoint)) = true;
     boxes_[static_cast<size_t>(endpoint)]->q.clear();
   };
-  if (sched_) sched_->update(fn); else fn();
+  if (sched_) sched_->act(sched_->current(), [&](Nanos) { fn(); }); else fn();
 }
 
 void Fabric::revive_endpoint(int endpoint) {
@@ -321,7 +324,7 @@ void Fabric::revive_endpoint(int endpoint) {
     std::lock_guard<std::mutex> lk(mu_);
     dead_.at(static_cast<size_t>(endpoint)) = false;
   };
-  if (sched_) sched_->update(fn); else fn();
+  if (sched_) sched_->act(sched_->current(), [&](Nanos) { fn(); }); else fn();
 }
 
 bool Fabric::endpoint_dead(int endpoint) const {

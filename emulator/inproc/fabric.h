@@ -121,7 +121,8 @@ class Fabric {
 
   // ---- Node faults (engine/faults/). Virtual-time mode only. ----
   /// `endpoint` is dead (a killed worker): messages to it and from it are dropped from now on,
-  /// and those waiting in its mailbox discarded. revive_endpoint() undoes it (a restart).
+  /// and those waiting in its mailbox discarded. revive_endpoint() undoes it (a restart). Both
+  /// take effect at the calling actor's virtual instant (call them from an actor's thread).
   void kill_endpoint(int endpoint);
   void revive_endpoint(int endpoint);
   bool endpoint_dead(int endpoint) const;
