@@ -60,14 +60,17 @@ void append_state(const StateBuffers& s, std::vector<uint8_t>& b) {
   }
 }
 
+/// The 8 bytes at `at` of the handed-over message (then past them).
+uint64_t read_u64(const std::vector<uint8_t>& b, size_t& at) {
+  if (at + 8 > b.size()) throw RunError("restart: the state handed over is truncated");
+  uint64_t v;
+  std::memcpy(&v, b.data() + at, 8);
+  at += 8;
+  return v;
+}
+
 void read_state(const std::vector<uint8_t>& b, size_t& at, StateBuffers& s) {
-  auto u64 = [&] {
-    if (at + 8 > b.size()) throw RunError("restart: the state handed over is truncated");
-    uint64_t v;
-    std::memcpy(&v, b.data() + at, 8);
-    at += 8;
-    return v;
-  };
+  auto u64 = [&] { return read_u64(b, at); };
   auto take = [&](uint64_t n) {
     if (n > b.size() - at) throw RunError("restart: the state handed over is truncated");
     const size_t from = at;
@@ -363,13 +366,7 @@ class FaultRuntime::Agent final : public FaultHooks {
     std::vector<uint8_t> msg = env.net->recv(coordinator, kRejoinTag);
     Rejoin j;
     size_t at = 0;
-    auto i64 = [&] {
-      if (at + 8 > msg.size()) throw RunError("restart: the state handed over is truncated");
-      int64_t v;
-      std::memcpy(&v, msg.data() + at, 8);
-      at += 8;
-      return v;
-    };
+    auto i64 = [&] { return static_cast<int64_t>(read_u64(msg, at)); };
     j.tag_epoch = static_cast<uint64_t>(i64());
     j.group_tags = static_cast<uint64_t>(i64());
     j.steps = static_cast<int>(i64());
