@@ -137,6 +137,7 @@ model::StrategyRun run_strategy(const ClusterSpec& cluster, const WorkloadSpec& 
     auto c = std::make_shared<const Checkpoint>(load_checkpoint(
         opt.checkpoint.dir + "/" + scfg.name, {.scenario_hash = opt.checkpoint.scenario_hash, .strategy = scfg.name, .world = P}));
     rewinds.emplace_back(steps, c);
+    ckpt_writer->forget_after(c->header.step);
     return c;
   };
 
@@ -263,7 +264,7 @@ model::StrategyRun run_strategy(const ClusterSpec& cluster, const WorkloadSpec& 
         hooks.checkpoint_write = [&, r](int steps, const StateBuffers& s) {
           // A worker died before this boundary: the checkpoint can never be complete (a rank that
           // has not heard of the death yet still writes its file, which stays without a manifest).
-          if (faults && faults->checkpoint_cannot_complete(steps)) return;
+          if (faults && faults->checkpoint_cannot_complete(r, steps)) return;
           if (r != 0) return ckpt_writer->write(r, steps, s);
           // Rank 0 keeps the fabric's WAN totals (counters, not weights: as of its checkpoint instant).
           StateBuffers with_wan = s;
@@ -279,6 +280,7 @@ model::StrategyRun run_strategy(const ClusterSpec& cluster, const WorkloadSpec& 
       if (faults) hooks.faults = &faults->hooks(r);
       WorkerRecord& rec = records[static_cast<size_t>(r)];
       std::optional<FaultRuntime::Rejoin> j;  // the state it restarted from: alive for the loop's run
+      std::shared_ptr<const Checkpoint> restart_ckpt;
       for (;;) {
         try {
           run_worker_loop(env, scfg, work, data.train, shards[static_cast<size_t>(r)], hooks, rec);
@@ -291,7 +293,38 @@ model::StrategyRun run_strategy(const ClusterSpec& cluster, const WorkloadSpec& 
         const WorkerTimes spent = env.times;
         const std::vector<ExchangeRecord> logged = env.exchanges;
         const std::vector<double> own_loss = rec.loss, own_ends = rec.step_end_s;
-        j = faults->await_restart(env);
+        // A full recovery may restart it ("then": "restarts"), or may never come: it leaves the
+        // finish line's count meanwhile, and gives up once every live worker has finished.
+        const bool by_recovery = faults->restarts_on_recovery() && faults->full_recovery_possible();
+        if (by_recovery) virtual_line_drop(vfinish, t_end);
+        j = faults->await_restart(env, [&] { return by_recovery && vfinish.released.has_value(); });
+        if (!j) {
+          killed = true;
+          break;
+        }
+        if (j->from_checkpoint) {
+          // A restarted process: its own state from the checkpoint the survivors went back to,
+          // in their tag epoch and grown groups; it counts at the finish line again.
+          sched->update([&] { --vfinish.arrived; });
+          restart_ckpt = rewind_to(j->steps);
+          env.ring = j->ring;
+          if (intra) {
+            const auto pos = std::find(j->members.begin(), j->members.end(), r) - j->members.begin();
+            intra = join_transport_group(*nets[static_cast<size_t>(r)], j->members, static_cast<int>(pos), j->group_tags);
+            env.intra = intra.get();
+          }
+          hooks.resume = &restart_ckpt->ranks[static_cast<size_t>(r)];
+          const std::chrono::nanoseconds elapsed = resume_point(*hooks.resume).elapsed;
+          hooks.start = [&, elapsed] { return t_start - resumed_at + elapsed; };
+          hooks.tag_epoch = j->tag_epoch;
+          // Like a survivor's rewind: the time accounting and exchange log keep what its first
+          // life cost (checkpoint/worker_state.h rewind_worker).
+          hooks.after_resume = [spent, logged](WorkerEnv& e, BatchSampler&, WorkerRecord&) {
+            e.times = spent;
+            e.exchanges = logged;
+          };
+          continue;
+        }
         // Its own data: the group's state but for the sampler, which walks its shard afresh.
         {
           const BatchSampler fresh(shards[static_cast<size_t>(r)], work.seed, static_cast<uint64_t>(r + P * (j->steps + 1)));

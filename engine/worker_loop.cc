@@ -130,7 +130,7 @@ void run_worker_loop(WorkerEnv& env, const StrategyConfig& scfg, const WorkloadS
           enter_epoch(epoch + 1);
           return desc.make(scfg, env);
         }, sampler, out, steps);
-        if (faults) faults->after_rewind(env, sampler);
+        if (faults) faults->after_rewind(env, sampler, epoch);
         out.steps_redone += s + 1 - p.steps_done;
         s = p.steps_done - 1;
       }

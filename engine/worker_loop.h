@@ -62,9 +62,10 @@ class FaultHooks {
   /// Full recovery, before a checkpoint's state is restored: the sampler back on this rank's own
   /// shard (the checkpoint's position is a position in it).
   virtual void before_rewind(WorkerEnv& env, BatchSampler& sampler) = 0;
-  /// After it: what the checkpoint cannot know (the dead workers' data shards split among the
-  /// survivors, faults.shard "redistribute").
-  virtual void after_rewind(WorkerEnv& env, BatchSampler& sampler) = 0;
+  /// After it, in the tag epoch `tag_epoch` the loop moved to: what the checkpoint cannot know
+  /// (the dead workers' data shards split among the survivors, faults.shard "redistribute"; with
+  /// full_recovery.then "restarts", the groups grown back by the restarted workers).
+  virtual void after_rewind(WorkerEnv& env, BatchSampler& sampler, uint64_t tag_epoch) = 0;
   /// After hooks.finished: stop the heartbeats.
   virtual void done(WorkerEnv& env) = 0;
 };

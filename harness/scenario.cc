@@ -562,10 +562,15 @@ Scenario parse_scenario(const json& j, const std::string& origin) {
         if (!(fr.above_fraction > 0)) fail(r.field("above_fraction"), r.req("above_fraction"), "must be above 0");
         const std::string survivors = "survivors";
         fr.then = get_string(r, "then", &survivors);
-        if (fr.then == "restarts")
+        if (fr.then != "survivors" && fr.then != "restarts")
           fail(r.field("then"), json(fr.then),
-               "a full recovery that waits for restarted workers is not implemented yet: use \"survivors\"");
-        if (fr.then != "survivors") fail(r.field("then"), json(fr.then), "expected \"survivors\"");
+               "expected \"survivors\" (carry on with them) or \"restarts\" (restart the dead workers from the "
+               "checkpoint and wait for them)");
+        if (r.opt("restart_after")) {
+          if (fr.then != "restarts")
+            fail(r.field("restart_after"), *r.opt("restart_after"), "only for \"then\": \"restarts\"");
+          fr.restart_after = duration(r, "restart_after", std::chrono::hours(24), &fr.restart_after);
+        }
         r.done();
       }
       fo.done();

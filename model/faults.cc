@@ -104,7 +104,10 @@ void to_json(json& j, const FullRecoveryRecord& r) {
        {"steps_redone", r.steps_redone},
        {"checkpoint_at_s", r.checkpoint_at_s},
        {"rewound_at_s", r.rewound_at_s},
-       {"survivors", r.survivors}};
+       {"survivors", r.survivors},
+       {"then", r.then},
+       {"restarted", r.restarted},
+       {"restarted_at_s", r.restarted_at_s ? json(*r.restarted_at_s) : json(nullptr)}};
 }
 
 void from_json(const json& j, FullRecoveryRecord& r) {
@@ -125,6 +128,16 @@ void from_json(const json& j, FullRecoveryRecord& r) {
   r.checkpoint_at_s = f::nonneg(j, "checkpoint_at_s");
   r.rewound_at_s = f::nonneg(j, "rewound_at_s");
   r.survivors = static_cast<int>(f::count(j, "survivors"));
+  // Reports written before "then": "restarts" existed have none of the three.
+  r.then = f::has(j, "then") ? f::str(j, "then") : "survivors";
+  if (r.then != "survivors" && r.then != "restarts")
+    f::fail("then", fmt::format("expected \"survivors\" or \"restarts\", got {}", f::shown(j.at("then"))));
+  r.restarted = f::has(j, "restarted") ? static_cast<int>(f::count(j, "restarted")) : 0;
+  if (r.restarted > r.dead) f::fail("restarted", fmt::format("{}, but {} were dead", r.restarted, r.dead));
+  r.restarted_at_s.reset();
+  if (f::has(j, "restarted_at_s") && !j.at("restarted_at_s").is_null()) r.restarted_at_s = f::nonneg(j, "restarted_at_s");
+  if (r.then == "survivors" && (r.restarted > 0 || r.restarted_at_s))
+    f::fail("restarted", "a full recovery that carries on with the survivors restarts nobody");
 }
 
 void to_json(json& j, const FaultsSection& s) {

@@ -46,12 +46,16 @@ struct HeartbeatConfig {
 };
 
 /// Full recovery: once more than `above_fraction` of the run's workers have been declared dead,
-/// every survivor goes back to the last complete checkpoint at one step boundary and carries on
-/// with the survivors (`then` = "survivors", the only choice: waiting for restarted workers is
-/// not implemented). Default 0.25; 1 turns it off (never more than all).
+/// every survivor goes back to the last complete checkpoint at one step boundary, then
+///  * `then` = "survivors": carries on with the survivors;
+///  * `then` = "restarts": the dead workers are restarted when it is decided, come up
+///    `restart_after` later (a replacement node's start-up), load their own state from the same
+///    checkpoint, and every worker carries on in the full groups (the survivors wait for them).
+/// Default 0.25; 1 turns it off (never more than all).
 struct FullRecoveryConfig {
   double above_fraction = 0.25;
   std::string then = "survivors";
+  std::chrono::nanoseconds restart_after{0};  ///< "restarts": decision -> the restarted workers are up
 };
 
 /// The scenario's node faults and how the cluster handles them.
@@ -114,6 +118,9 @@ struct FullRecoveryRecord {
   double checkpoint_at_s = 0; ///< training time at the checkpoint (rank 0's clock then)
   double rewound_at_s = 0;    ///< when the last survivor had restored it
   int survivors = 0;          ///< workers that went back and carried on
+  std::string then = "survivors";  ///< FullRecoveryConfig::then
+  int restarted = 0;          ///< "restarts": dead workers restarted from the checkpoint
+  std::optional<double> restarted_at_s;  ///< "restarts": when they were up (decided_at_s + restart_after)
 };
 void to_json(json& j, const FullRecoveryRecord& r);
 void from_json(const json& j, FullRecoveryRecord& r);

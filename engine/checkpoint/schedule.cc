@@ -123,4 +123,9 @@ void CheckpointWriter::write(int rank, int steps, const StateBuffers& state) {
   }
 }
 
+void CheckpointWriter::forget_after(int steps) {
+  std::lock_guard<std::mutex> lk(mu_);
+  std::erase_if(written_, [steps](const auto& w) { return w.first > steps; });
+}
+
 }  // namespace geotb::engine

@@ -90,6 +90,9 @@ class CheckpointWriter {
       : opt_(opt), strategy_(std::move(strategy)), world_(world) {}
   /// Writes `rank`'s state after `steps`; completes the checkpoint if it is the last.
   void write(int rank, int steps, const StateBuffers& state);
+  /// Full recovery went back to the checkpoint after `steps`: the rank files counted for later
+  /// checkpoints (never completed) are forgotten; those checkpoints are written again whole.
+  void forget_after(int steps);
 
  private:
   const CheckpointOptions& opt_;

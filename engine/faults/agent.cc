@@ -160,8 +160,10 @@ class FaultRuntime::Agent final : public FaultHooks {
     for (size_t i = 0; i < ev.size(); ++i) {
       const model::FaultEvent& e = ev[i];
       if (e.kind != model::FaultEvent::Kind::kKill || e.dc * rt_.N_ + e.worker != rank_) continue;
-      if (e.at_step ? *e.at_step == step : (now - rt_.t0_ >= *e.at && !fired_time_kill_)) {
-        fired_time_kill_ = true;
+      // Once: a worker restarted from an earlier checkpoint redoes the kill's step alive.
+      if (fired_.count(i)) continue;
+      if (e.at_step ? *e.at_step == step : now - rt_.t0_ >= *e.at) {
+        fired_.insert(i);
         die(env, step, "killed by the scenario's timeline");
       }
     }
@@ -270,7 +272,13 @@ class FaultRuntime::Agent final : public FaultHooks {
     sampler = BatchSampler(rt_.own_shards_[static_cast<size_t>(rank_)], rt_.seed_, static_cast<uint64_t>(rank_));
   }
 
-  void after_rewind(WorkerEnv&, BatchSampler& sampler) override {
+  void after_rewind(WorkerEnv& env, BatchSampler& sampler, uint64_t tag_epoch) override {
+    if (rt_.restarts_on_recovery()) {
+      // The dead come back: every rank walks its own shard again, from the checkpoint's position.
+      rt_.shards_[static_cast<size_t>(rank_)] = rt_.own_shards_[static_cast<size_t>(rank_)];
+      regrow(env, tag_epoch);
+      return;
+    }
     // The checkpoint's sampler walks this rank's own shard; a shard grown by the dead workers'
     // data (recover) is walked afresh, on a stream of its own.
     if (rt_.plan_.shard != "redistribute" || epoch_ == 0) return;
@@ -350,18 +358,110 @@ class FaultRuntime::Agent final : public FaultHooks {
     }
   }
 
-  Rejoin await(WorkerEnv& env) {
+  // Full recovery with "restarts", on a survivor at the boundary (its checkpoint state restored,
+  // in the new tag epoch): its group grows back by the restarted workers, whose coordinator here
+  // tells each of them where to start.
+  void regrow(WorkerEnv& env, uint64_t tag_epoch) {
+    const auto me = rt_.sched_.current();
+    const Nanos now = rt_.sched_.now(me);
+    std::vector<int> back;
+    std::set<int> restarted;
+    int boundary = 0;
+    Nanos up = now;
+    {
+      std::lock_guard<std::mutex> lk(rt_.mu_);
+      boundary = rt_.full_boundary_;
+      up = std::max(now, rt_.restart_up_);
+      restarted = rt_.restarted_;
+    }
+    for (int r : rt_.group_of(rank_, {}))
+      if (r != rank_ && restarted.count(r)) back.push_back(r);
+    if (back.empty()) return;  // another data center's group: nothing changes here
+    for (int r : back) handled_.erase(r);
+    const std::vector<int> group = rt_.group_of(rank_, handled_);
+    const int index = static_cast<int>(std::find(group.begin(), group.end(), rank_) - group.begin());
+    std::vector<int> ring;
+    for (int x = 0; x < rt_.P_; ++x)
+      if (!handled_.count(x) && (std::find(env.ring.begin(), env.ring.end(), x) != env.ring.end() ||
+                                 std::find(back.begin(), back.end(), x) != back.end()))
+        ring.push_back(x);
+    env.ring = ring;
+    // The grown group's tags start beyond any its shrunk predecessors used (the survivors' counts
+    // of those may differ by an interrupted collective): the same base on every member, no talk.
+    const uint64_t group_tags = tag_epoch << 52;
+    if (env.intra) {
+      intra_ = join_transport_group(*env.net, group, index, group_tags);
+      env.intra = intra_.get();
+    }
+    for (int r : back) {
+      monitor_->revive_peer(r, up);  // heard from when it is up: silent until then, not dead
+      rt_.fabric_.revive_endpoint(r);
+    }
+    // Detections of the restarted before the boundary left an alarm that no longer stands.
+    if (monitor_->declared().empty()) rt_.fabric_.clear_alarm(rank_);
+    for (int r : back) {
+      int coordinator = -1;
+      for (int m : group)
+        if (m != r && m / rt_.N_ == r / rt_.N_ && restarted.count(m) == 0) {
+          coordinator = m;
+          break;
+        }
+      if (rank_ != coordinator) continue;
+      std::vector<int64_t> head = {static_cast<int64_t>(tag_epoch), static_cast<int64_t>(group_tags), boundary,
+                                   static_cast<int64_t>(group.size()), static_cast<int64_t>(ring.size())};
+      head.insert(head.end(), group.begin(), group.end());
+      head.insert(head.end(), ring.begin(), ring.end());
+      std::vector<uint8_t> msg = encode(head);
+      append_state(StateBuffers{}, msg);  // none: it reads its own from the checkpoint
+      env.net->send(r, kRejoinTag, std::move(msg));
+      size_t record = 0;
+      {
+        std::lock_guard<std::mutex> lk(rt_.mu_);
+        model::FaultRecord rec;
+        rec.event = "restart";
+        rec.rank = r;
+        rec.dc = r / rt_.N_;
+        rec.worker = r % rt_.N_;
+        rec.at_s = rt_.secs(up);
+        rec.step = boundary;
+        rec.policy = "full_recovery";
+        rec.survivors = static_cast<int>(group.size());
+        record = rt_.records_.size();
+        rt_.records_.push_back(rec);
+      }
+      rt_.sched_.update([&] {
+        Handoff& h = rt_.handoff_[r];
+        h.coordinator = rank_;
+        h.at = up;
+        h.record = record;
+        h.from_checkpoint = true;
+      });
+    }
+  }
+
+  std::optional<Rejoin> await(WorkerEnv& env, const std::function<bool()>& run_over) {
     const auto me = rt_.sched_.current();
     int coordinator = -1;
+    bool over = false;
     rt_.sched_.wait(
         me,
         [&]() -> std::optional<Nanos> {
           auto it = rt_.handoff_.find(rank_);
-          if (it == rt_.handoff_.end() || !it->second.at) return std::nullopt;
+          if (it == rt_.handoff_.end() || !it->second.at) {
+            if (run_over && run_over()) {
+              over = true;
+              return Nanos{0};
+            }
+            return std::nullopt;
+          }
           coordinator = it->second.coordinator;
           return *it->second.at;
         },
         std::nullopt, "rank " + std::to_string(rank_) + ": dead until its restart");
+    if (over) {
+      monitor_->stop();
+      return std::nullopt;
+    }
     rt_.fabric_.clear_alarm(rank_);
     std::vector<uint8_t> msg = env.net->recv(coordinator, kRejoinTag);
     Rejoin j;
@@ -375,6 +475,7 @@ class FaultRuntime::Agent final : public FaultHooks {
     for (int64_t i = 0; i < nr; ++i) j.ring.push_back(static_cast<int>(i64()));
     read_state(msg, at, j.state);
     const Nanos now = rt_.sched_.now(me);
+    j.from_checkpoint = rt_.handoff_.at(rank_).from_checkpoint;  // written before the wait returned
     // Back: heartbeats again, the dead set here forgotten (it missed what happened meanwhile:
     // its group's view is the coordinator's, whose members it now has).
     handled_.clear();
@@ -416,7 +517,7 @@ class FaultRuntime::Agent final : public FaultHooks {
   std::set<int> handled_;           // dead peers already recovered from
   std::unique_ptr<IntraDc> intra_;  // the rebuilt group
   int epoch_ = 0;
-  bool fired_time_kill_ = false;
+  std::set<size_t> fired_;  // kill events (indices in the plan) that took effect
   std::vector<Slow> slow_;
 };
 
@@ -545,10 +646,13 @@ void FaultRuntime::on_resumed(const std::vector<int>& peers, int rank, Nanos now
   }
 }
 
-bool FaultRuntime::checkpoint_cannot_complete(int steps) const {
+bool FaultRuntime::checkpoint_cannot_complete(int rank, int steps) const {
   std::lock_guard<std::mutex> lk(mu_);
-  for (const auto& [rank, k] : killed_)
-    if (dead_.count(rank) && records_[k.record].step < steps) return true;
+  // Once a full recovery is decided, what a rank still writes before it goes back is abandoned.
+  if (full_boundary_ >= 0 && !rewound_.count(rank) && !restarted_.count(rank)) return true;
+  // A worker that full recovery restarts writes it after its restart.
+  for (const auto& [r, k] : killed_)
+    if (dead_.count(r) && !restarted_.count(r) && records_[k.record].step < steps) return true;
   return false;
 }
 
@@ -561,10 +665,18 @@ bool FaultRuntime::will_restart(int rank) const {
   }
   for (const auto& [step, ranks] : restarts_at_)
     if (step > killed_at && std::find(ranks.begin(), ranks.end(), rank) != ranks.end()) return true;
+  // Full recovery may restart it: it waits, until it is restarted or the run is over. Not once a
+  // full recovery was decided (once per run: later deaths are shrunk only).
+  if (restarts_on_recovery() && full_recovery_possible()) {
+    std::lock_guard<std::mutex> lk(mu_);
+    return full_boundary_ < 0 || restarted_.count(rank) > 0;
+  }
   return false;
 }
 
-FaultRuntime::Rejoin FaultRuntime::await_restart(WorkerEnv& env) { return agents_.at(static_cast<size_t>(env.rank))->await(env); }
+std::optional<FaultRuntime::Rejoin> FaultRuntime::await_restart(WorkerEnv& env, const std::function<bool()>& run_over) {
+  return agents_.at(static_cast<size_t>(env.rank))->await(env, run_over);
+}
 
 bool FaultRuntime::full_recovery_possible() const {
   return plan_.kills() > plan_.full_recovery.above_fraction * P_;
@@ -594,7 +706,8 @@ bool FaultRuntime::rewind_due(int rank, int steps) {
   sched_.act(me, [&](Nanos now) {
     std::lock_guard<std::mutex> lk(mu_);
     progress_[static_cast<size_t>(rank)] = steps;
-    if (rewound_.count(rank)) return;  // once per run: it reaches the boundary again after going back
+    // Once per run: it reaches the boundary again after going back (or after its restart).
+    if (rewound_.count(rank) || restarted_.count(rank)) return;
     if (full_boundary_ < 0) {
       const std::optional<double> decided = full_recovery_instant();
       if (!decided || *decided > secs(now)) return;
@@ -609,6 +722,17 @@ bool FaultRuntime::rewind_due(int rank, int steps) {
       full_.dead = static_cast<int>(full_recovery_count());
       full_.workers = P_;
       full_.decided_at_s = *decided;
+      full_.then = plan_.full_recovery.then;
+      if (restarts_on_recovery()) {
+        // The dead when it was decided (every kill before this instant is recorded: acts run in
+        // virtual-time order) are restarted then, and are up restart_after later.
+        for (const auto& [r, k] : killed_)
+          if (dead_.count(r) && records_[k.record].at_s <= secs(now)) restarted_.insert(r);
+        const Nanos decided_at = t0_ + std::chrono::duration_cast<Nanos>(std::chrono::duration<double>(*decided));
+        restart_up_ = decided_at + plan_.full_recovery.restart_after;
+        full_.restarted = static_cast<int>(restarted_.size());
+        full_.restarted_at_s = secs(restart_up_);
+      }
     }
     due = steps == full_boundary_;
   });
@@ -643,6 +767,11 @@ model::FaultsSection FaultRuntime::section() const {
     model::FaultRecord& r = s.events[k.record];
     if (r.detected_at_s && !k.resumed.empty()) r.recovery_s = k.last_resume_s - *r.detected_at_s;
   }
+  // Events at one instant (restarts of one full recovery, kills at one step) are recorded in host
+  // order: by instant, then rank, so that a repeated run writes the same report.
+  std::stable_sort(s.events.begin(), s.events.end(), [](const model::FaultRecord& a, const model::FaultRecord& b) {
+    return std::tie(a.at_s, a.rank) < std::tie(b.at_s, b.rank);
+  });
   s.detections = detections_;
   std::stable_sort(s.detections.begin(), s.detections.end(),
                    [](const model::Detection& a, const model::Detection& b) {

@@ -25,6 +25,13 @@
 //    detection would), every survivor goes back to the last complete checkpoint at the first step
 //    boundary no survivor has passed, and carries on in its shrunk group. Once per run: deaths
 //    after it are shrunk only. The run must take checkpoints (cluster.cc refuses otherwise).
+//    With faults.full_recovery.then = "restarts", the dead workers are restarted when it is
+//    decided and are up restart_after later: at the boundary the survivors' groups grow back to
+//    full (ring, intra-DC group on a fresh tag base, heartbeats of the restarted counted from
+//    their start), each restarted worker's group coordinator tells it the boundary, the tag epoch
+//    and its group, and it loads its own state from the same checkpoint (a restarted process
+//    reads the last checkpoint: nothing of its dead self is used). Until then it waits dead,
+//    holding nobody back; the survivors wait for it in their first collective with it.
 //  * restart {dc, worker} at at_step s: at that boundary every rank re-creates its strategy from
 //    its own state in a new tag epoch, the worker's group grows back, and the group's coordinator
 //    in its DC hands it the group's state; it waits dead until then (its actor blocked, its
@@ -36,6 +43,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -73,9 +81,11 @@ class FaultRuntime {
   /// Called by every worker right after the start line, at the run's start instant `t0`: its
   /// heartbeats start (every peer counts as heard then).
   void started(int rank, Nanos t0);
-  /// Whether a checkpoint after `steps` steps can no longer complete: a worker died before it
-  /// (every worker writes its file of a checkpoint; a dead one never will).
-  bool checkpoint_cannot_complete(int steps) const;
+  /// Whether `rank`'s file of the checkpoint after `steps` steps is not to be written: a worker
+  /// died before it and will not be back to write its own (every worker writes its file of a
+  /// checkpoint), or a full recovery was decided and `rank` has not gone back yet (what it writes
+  /// now would be abandoned, and must not mix with the files written again after it).
+  bool checkpoint_cannot_complete(int rank, int steps) const;
   /// Whether this run's kills can cross the full-recovery threshold.
   bool full_recovery_possible() const;
   /// Full recovery's agreement: called by every live rank at each step boundary (steps done), in
@@ -95,10 +105,16 @@ class FaultRuntime {
     std::vector<int> ring;      ///< the live ranks' ring (naive_ddp)
     int steps = 0;              ///< the boundary
     int killed_at_step = 0;     ///< its kill's step (its series are NaN from there to `steps`)
+    /// Full recovery's restart: `state` is empty; the worker loads its own state from the
+    /// checkpoint the survivors went back to at `steps`.
+    bool from_checkpoint = false;
   };
   /// Called on the killed worker's thread: blocks (holding nobody back) until its group hands it
-  /// the state at the restart's boundary. Its heartbeats start again.
-  Rejoin await_restart(WorkerEnv& env);
+  /// the state at the restart's boundary. Its heartbeats start again. Nothing if `run_over()`
+  /// (read under the scheduler's lock) comes true first: a full recovery that never came.
+  std::optional<Rejoin> await_restart(WorkerEnv& env, const std::function<bool()>& run_over = {});
+  /// Whether full recovery restarts the dead ("then": "restarts").
+  bool restarts_on_recovery() const { return plan_.full_recovery.then == "restarts"; }
   /// The report's "faults" section, after every worker has returned.
   model::FaultsSection section() const;
 
@@ -146,6 +162,8 @@ class FaultRuntime {
   int full_boundary_ = -1;                // the boundary every survivor goes back at (-1: not decided)
   model::FullRecoveryRecord full_;  // filled as it happens
   std::set<int> rewound_;           // survivors that went back
+  std::set<int> restarted_;         // "restarts": the dead brought back from the checkpoint
+  Nanos restart_up_{0};             // "restarts": when they are up (virtual instant)
   // Restarts: boundary -> the ranks restarted there; the epochs in boundary order (1, 2, ...).
   std::map<int, std::vector<int>> restarts_at_;
   std::map<int, uint64_t> restart_epoch_;
@@ -153,6 +171,7 @@ class FaultRuntime {
     int coordinator = -1;
     std::optional<Nanos> at;  // set (in sched_.update) when the coordinator has sent the state
     size_t record = 0;        // its restart record
+    bool from_checkpoint = false;  // full recovery's restart: the state is the checkpoint's
   };
   std::map<int, Handoff> handoff_;  // restarted rank -> its hand-off (in sched_.update)
 };

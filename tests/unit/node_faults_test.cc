@@ -96,6 +96,18 @@ FaultPlan kill_at(int dc, int worker, int step) {
   return p;
 }
 
+// Three of eight workers, none a DC leader (DC a's workers 1 and 2, DC b's worker 1), killed at `step`.
+FaultPlan three_of_eight(int step) {
+  FaultPlan p = kill_at(0, 1, step);
+  for (auto [dc, w] : {std::pair{0, 2}, std::pair{1, 1}}) {
+    FaultEvent e = p.events[0];
+    e.dc = dc;
+    e.worker = w;
+    p.events.push_back(e);
+  }
+  return p;
+}
+
 // Every detection of the dead rank within [timeout + confirmation - interval, timeout +
 // confirmation + interval] of the kill, by every survivor that watches it; nobody else declared.
 void expect_detected(const geotb::model::StrategyRun& r, int dead, const std::vector<int>& watchers,
@@ -203,13 +215,7 @@ TEST(NodeFaults, NoFaultNoDetectionAndASlowWorkerCostsOnlyTime) {
 // the dead workers' shards dropped and redistributed (the checkpoint's sampler position is in the
 // rank's own shard; the grown shard is walked afresh after it).
 TEST(NodeFaults, ThreeOfEightDeadSendsEverySurvivorBackToTheLastCheckpoint) {
-  FaultPlan p = kill_at(0, 1, 9);
-  for (auto [dc, w] : {std::pair{0, 2}, std::pair{1, 1}}) {
-    FaultEvent e = p.events[0];
-    e.dc = dc;
-    e.worker = w;
-    p.events.push_back(e);
-  }
+  FaultPlan p = three_of_eight(9);
   StrategyConfig hier{"hier_ef_topk_int8"};
   hier.K = 4;
   hier.density = 0.05;
@@ -288,6 +294,94 @@ TEST(NodeFaults, FullRecoveryThresholdAndItsNeedForCheckpoints) {
         << err.what();
     EXPECT_NE(std::string(err.what()).find("checkpoint.every_steps"), std::string::npos) << err.what();
   }
+}
+
+// Full recovery with "then": "restarts": the same three kills, the dead restarted when it is
+// decided and up 2 s later, loading their own state from the checkpoint the survivors went back
+// to. From that checkpoint on, all 8 train as in the fault-free run with the same checkpoints
+// (resuming is bit-exact): the final weights are the fault-free run's, bit for bit; only time
+// differs (the wait and the redone steps). Both strategy kinds; repeated: identical.
+TEST(NodeFaults, ThreeOfEightDeadAreRestartedFromTheCheckpointAndEndBitExact) {
+  FaultPlan p = three_of_eight(9);
+  p.full_recovery.then = "restarts";
+  p.full_recovery.restart_after = std::chrono::seconds(2);
+  StrategyConfig hier{"hier_ef_topk_int8"};
+  hier.K = 4;
+  hier.density = 0.05;
+  auto checkpointing = [](RunOptions o, const fixtures::TempDir& dir) {
+    o.checkpoint.dir = dir.str();
+    o.checkpoint.every_steps = 4;
+    o.checkpoint.scenario_hash = std::string(64, '0');
+    return o;
+  };
+  for (const StrategyConfig& s : {StrategyConfig{"naive_ddp"}, hier}) {
+    SCOPED_TRACE(s.name);
+    fixtures::TempDir dir, dir2, dir3;
+    const auto r = run_strategy(two_by(4), work(20), s, data(), checkpointing(options(p), dir));
+    ASSERT_TRUE(r.faults.has_value());
+    ASSERT_TRUE(r.faults->full_recovery.has_value());
+    const auto& f = *r.faults->full_recovery;
+    EXPECT_EQ(f.then, "restarts");
+    EXPECT_EQ(f.dead, 3);
+    EXPECT_EQ(f.restarted, 3);
+    EXPECT_EQ(f.survivors, 5);
+    EXPECT_EQ(f.checkpoint_step, 8);
+    EXPECT_EQ(f.steps_redone, f.boundary_step - 8);
+    ASSERT_TRUE(f.restarted_at_s.has_value());
+    EXPECT_NEAR(*f.restarted_at_s, f.decided_at_s + 2.0, 1e-9);
+    // Three kills, then three restarts at the boundary, each up at restarted_at_s.
+    ASSERT_EQ(r.faults->events.size(), 6u);
+    std::vector<int> back;
+    for (const auto& e : r.faults->events) {
+      if (e.event != "restart") continue;
+      back.push_back(e.rank);
+      EXPECT_EQ(e.policy, "full_recovery");
+      EXPECT_EQ(e.step, f.boundary_step);
+      EXPECT_NEAR(e.at_s, *f.restarted_at_s, 1e-9);
+      ASSERT_TRUE(e.recovery_s.has_value());
+    }
+    std::sort(back.begin(), back.end());
+    EXPECT_EQ(back, (std::vector<int>{1, 2, 5}));
+    EXPECT_EQ(r.faults->false_detections, 0);
+    // Every replica is alive and identical at the end; every rank ran every step once in the
+    // final history.
+    EXPECT_EQ(r.metrics.replica_max_abs_diff, 0.0);
+    EXPECT_EQ(r.metrics.samples, static_cast<uint64_t>(8 * 20) * 16);
+    const auto plain = run_strategy(two_by(4), work(20), s, data(), checkpointing(options(FaultPlan{}), dir2));
+    ASSERT_TRUE(r.final_weights_sha256.has_value());
+    EXPECT_EQ(r.final_weights_sha256, plain.final_weights_sha256);
+    EXPECT_EQ(r.series.loss, plain.series.loss);
+    EXPECT_EQ(r.metrics.final_test_accuracy, plain.metrics.final_test_accuracy);
+    // The wait and the redone steps cost time.
+    EXPECT_GT(r.metrics.wall_s, plain.metrics.wall_s + 2.0);
+    const auto again = run_strategy(two_by(4), work(20), s, data(), checkpointing(options(p), dir3));
+    EXPECT_EQ(again.metrics.wall_s, r.metrics.wall_s);
+    EXPECT_EQ(again.faults->full_recovery->boundary_step, f.boundary_step);
+    std::printf("%s: 3 of 8 dead, decided at %.3f s, back at boundary %d to the checkpoint after step %d, 3 restarted and "
+                "up at %.3f s; final weights %s the fault-free run's; wall %.3f s (fault-free %.3f s)\n",
+                s.name.c_str(), f.decided_at_s, f.boundary_step, f.checkpoint_step, *f.restarted_at_s,
+                r.final_weights_sha256 == plain.final_weights_sha256 ? "equal to" : "DIFFERENT from", r.metrics.wall_s,
+                plain.metrics.wall_s);
+  }
+}
+
+// With "restarts", a killed worker waits for a full recovery that may never come: three kills
+// in the last step leave no step boundary to go back at. The dead give up when every live worker
+// has finished, and the run completes with the survivors' replicas.
+TEST(NodeFaults, RestartsThatNeverComeDoNotHoldTheRunBack) {
+  FaultPlan p = three_of_eight(19);
+  p.full_recovery.then = "restarts";
+  fixtures::TempDir dir;
+  RunOptions o = options(p);
+  o.checkpoint.dir = dir.str();
+  o.checkpoint.every_steps = 4;
+  o.checkpoint.scenario_hash = std::string(64, '0');
+  const auto r = run_strategy(two_by(4), work(20), StrategyConfig{"naive_ddp"}, data(), o);
+  ASSERT_TRUE(r.faults.has_value());
+  EXPECT_FALSE(r.faults->full_recovery.has_value());
+  EXPECT_EQ(r.faults->events.size(), 3u);
+  EXPECT_EQ(r.metrics.replica_max_abs_diff, 0.0);  // over the live replicas
+  EXPECT_EQ(r.series.loss.size(), 20u);
 }
 
 // Kill then restart: rank 3 (DC b's worker 1) dies at step 5 and is restarted at step 12: its

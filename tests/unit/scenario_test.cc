@@ -364,6 +364,13 @@ TEST(ScenarioFaults, FullRecoveryParsesAndAsksForCheckpointsOnlyWhenReachable) {
   j["timeline"].erase(2);  // the restart (not combined with full recovery)
   j["checkpoint"] = {{"every_steps", 30}, {"dir", "ckpt"}};  // the first checkpoint, after step 30: in time
   EXPECT_EQ(parse_scenario(j, "s.json").checkpoint.every_steps, 30);
+  // Waiting for the dead to be restarted, with their start-up time.
+  j["faults"]["full_recovery"] = {{"then", "restarts"}, {"restart_after", "45s"}};
+  sc = parse_scenario(j, "s.json");
+  EXPECT_EQ(sc.faults.full_recovery.then, "restarts");
+  EXPECT_EQ(sc.faults.full_recovery.restart_after, std::chrono::seconds(45));
+  j["faults"]["full_recovery"] = {{"then", "restarts"}};
+  EXPECT_EQ(parse_scenario(j, "s.json").faults.full_recovery.restart_after, std::chrono::nanoseconds{0});
 }
 
 class BadFaults : public ::testing::TestWithParam<Bad> {};
@@ -432,8 +439,15 @@ INSTANTIATE_TEST_SUITE_P(
         Bad{"unknown shard policy", [](json& j) { j["faults"]["shard"] = "keep"; },
             "faults.shard: \"keep\": unknown shard policy (drop or redistribute)"},
         Bad{"unknown faults key", [](json& j) { j["faults"]["detector"] = "phi"; }, "faults.detector: unknown key"},
-        Bad{"full recovery waiting for restarts", [](json& j) { j["faults"]["full_recovery"] = {{"then", "restarts"}}; },
-            "faults.full_recovery.then: \"restarts\": a full recovery that waits for restarted workers is not implemented yet"},
+        Bad{"restart delay without restarts",
+            [](json& j) { j["faults"]["full_recovery"] = {{"then", "survivors"}, {"restart_after", "30s"}}; },
+            "faults.full_recovery.restart_after: \"30s\": only for \"then\": \"restarts\""},
+        Bad{"restart delay without unit",
+            [](json& j) { j["faults"]["full_recovery"] = {{"then", "restarts"}, {"restart_after", 30}}; },
+            "faults.full_recovery.restart_after: 30: missing unit"},
+        Bad{"restart delay beyond a day",
+            [](json& j) { j["faults"]["full_recovery"] = {{"then", "restarts"}, {"restart_after", "1441min"}}; },
+            "faults.full_recovery.restart_after: \"1441min\": must be at most"},
         Bad{"full recovery then unknown", [](json& j) { j["faults"]["full_recovery"] = {{"then", "pray"}}; },
             "faults.full_recovery.then: \"pray\": expected \"survivors\""},
         Bad{"full recovery above 0", [](json& j) { j["faults"]["full_recovery"] = {{"above_fraction", 0}}; },
