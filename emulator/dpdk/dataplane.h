@@ -214,6 +214,8 @@ class DataPlane {
   StallCounter stalls_;
   bool sched_known_ = false;  // the poller thread's scheduler statistics over run() (report "preemption")
   uint64_t sched_on_cpu_ns_ = 0, sched_waiting_ns_ = 0, sched_involuntary_ = 0;
+  uint64_t steal_ns_ = 0;  // /proc/stat steal of the poller's CPU over the run (10 ms resolution)
+  int steal_cpu_ = -1;     // that CPU; -1: unknown
 };
 
 /// Configure port `port_id` with one rx and one tx queue on `pool`, promiscuous, and start it.

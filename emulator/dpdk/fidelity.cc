@@ -62,6 +62,8 @@ struct Ctx {
   StallCounter stalls, paced_stalls;
   uint64_t dataplane_run_ns = 0, paced_run_ns = 0;
   uint64_t waiting_for_cpu_ns = 0;  // the pollers' run_delay (preempted while runnable), every data plane
+  uint64_t steal_ns = 0;            // the hypervisor's steal of the pollers' CPU, every data plane that knew it
+  bool steal_known = false;
   json stalls_by_run = json::array();
   json scheduling;  // the first data plane's (they all run alike)
   bool told_scheduling = false;
@@ -209,11 +211,20 @@ json stop_emulator(Ctx& c, Emulator& e) {
     }
     const uint64_t waited = r.contains("preemption") ? r["preemption"]["waiting_for_cpu_ns"].get<uint64_t>() : 0;
     c.waiting_for_cpu_ns += waited;
+    json stolen = nullptr;
+    if (r.contains("preemption") && r["preemption"].contains("hypervisor_steal_ns") &&
+        r["preemption"]["hypervisor_steal_ns"].is_number()) {
+      const uint64_t st = r["preemption"]["hypervisor_steal_ns"].get<uint64_t>();
+      c.steal_ns += st;
+      c.steal_known = true;
+      stolen = static_cast<double>(st) / 1e6;
+    }
     c.stalls_by_run.push_back({{"run", e.json_path.substr(e.json_path.rfind('-') + 1)}, {"mode", r.value("mode", "")},
                                {"count", one.count}, {"total_ms", static_cast<double>(one.total_ns) / 1e6},
                                {"max_iteration_ms", static_cast<double>(one.max_ns) / 1e6},
                                {"run_s", k["run_ns"].get<double>() / 1e9}, {"saturating", e.saturating},
-                               {"waiting_for_cpu_ms", static_cast<double>(waited) / 1e6}});
+                               {"waiting_for_cpu_ms", static_cast<double>(waited) / 1e6},
+                               {"hypervisor_steal_ms", stolen}});
   }
   if (c.scheduling.is_null() && r.contains("scheduling")) c.scheduling = r["scheduling"];
   return r;
@@ -395,7 +406,7 @@ json run_fidelity(const FidelityConfig& cfg) {
       {"mean_loss_run", "receiver: datagrams missing between received sequence numbers / number of such gaps"},
       {"rtt", "ping: count echo requests 10 ms apart after 3 warm-up echoes (ARP; not counted); rtt_median_ms (the verdict) and rtt_min_ms of the replies' times, rtt_mean_ms for reference (one slow echo moves it)"},
       {"expected_rtt_ms", "2 x configured one-way delay + io_forward base RTT (its median)"},
-      {"stalls", "data plane loop iterations longer than 1 ms (from one poll to the next, less the sleep the loop asked for), summed over every data plane the run started: count, total, longest iteration; share = total / the data planes' run time; waiting_for_cpu = the pollers' run_delay (/proc/thread-self/schedstat: runnable while another task had the CPU). Verdict: share <= 1 % over the paced data planes (stalls.paced: every one but the delay-only capacity runs, whose offered load is unlimited by design: their long iterations are the poller's own work in af_packet's send path, not a lost CPU, which waiting_for_cpu shows), since a longer stall alone could move a rate by more than the UDP verdict's 1 %"},
+      {"stalls", "data plane loop iterations longer than 1 ms (from one poll to the next, less the sleep the loop asked for), summed over every data plane the run started: count, total, longest iteration; share = total / the data planes' run time; waiting_for_cpu = the pollers' run_delay (/proc/thread-self/schedstat: runnable while another task had the CPU); hypervisor_steal = the steal time of the pollers' CPU in /proc/stat over each data plane's run (a guest's vCPU not running at all, which run_delay does not see; 10 ms resolution; null where the kernel has no steal clock). Verdict: share <= 1 % over the paced data planes (stalls.paced: every one but the delay-only capacity runs, whose offered load is unlimited by design: their long iterations are the poller's own work in af_packet's send path, not a lost CPU, which waiting_for_cpu shows), since a longer stall alone could move a rate by more than the UDP verdict's 1 %"},
       {"goodput_bps", "iperf3 receiver bits/s of TCP payload over iperf_seconds, after iperf_omit_seconds of slow start (iperf3 -O)"},
       {"tcp_goodput_ceiling_bps", "rate x (MTU - 52)/(MTU + 38): TCP payload per wire byte with timestamps (1448/1538 at MTU 1500)"},
       {"received_wire_bps_mean", "geotb-udpgen receiver, kernel timestamps in 100 ms bins from the first arrival: datagrams x (payload + 66) wire bytes x 8 / time over the steady window (bin 0 and the last, partial bin left out, cut to whole 500 ms batches); the verdict uses it"},
@@ -659,6 +670,10 @@ json run_fidelity(const FidelityConfig& cfg) {
                               {"share", stall_share(c.paced_stalls.total_ns, c.paced_run_ns)}}},
                    {"waiting_for_cpu_ms", static_cast<double>(c.waiting_for_cpu_ns) / 1e6},
                    {"waiting_for_cpu_share", c.dataplane_run_ns ? static_cast<double>(c.waiting_for_cpu_ns) / static_cast<double>(c.dataplane_run_ns) : 0.0},
+                   {"hypervisor_steal_ms", c.steal_known ? json(static_cast<double>(c.steal_ns) / 1e6) : json(nullptr)},
+                   {"hypervisor_steal_share", c.steal_known && c.dataplane_run_ns
+                                                  ? json(static_cast<double>(c.steal_ns) / static_cast<double>(c.dataplane_run_ns))
+                                                  : json(nullptr)},
                    {"by_data_plane", c.stalls_by_run}};
   c.foreign_emulators = std::max(c.foreign_emulators, watch.max_seen());
   rep["host"]["foreign_emulators_seen"] = c.foreign_emulators;
