@@ -327,35 +327,52 @@ class FaultRuntime::Agent final : public FaultHooks {
       for (int m : group)
         if (coordinator < 0 && m != r) coordinator = m;
       if (rank_ != coordinator) continue;
-      std::vector<int64_t> head = {static_cast<int64_t>(rt_.restart_epoch_.at(steps)), static_cast<int64_t>(group_tags),
-                                   steps, static_cast<int64_t>(group.size()), static_cast<int64_t>(ring.size())};
-      head.insert(head.end(), group.begin(), group.end());
-      head.insert(head.end(), ring.begin(), ring.end());
-      std::vector<uint8_t> msg = encode(head);
-      append_state(state, msg);
-      env.net->send(r, kRejoinTag, std::move(msg));
-      size_t record = 0;
-      {
-        std::lock_guard<std::mutex> lk(rt_.mu_);
-        model::FaultRecord rec;
-        rec.event = "restart";
-        rec.rank = r;
-        rec.dc = r / rt_.N_;
-        rec.worker = r % rt_.N_;
-        rec.at_s = rt_.secs(now);
-        rec.step = steps;
-        rec.policy = "rejoin";
-        rec.survivors = static_cast<int>(group.size());
-        record = rt_.records_.size();
-        rt_.records_.push_back(rec);
-      }
-      rt_.sched_.update([&] {
-        Handoff& h = rt_.handoff_[r];
-        h.coordinator = rank_;
-        h.at = now;
-        h.record = record;
-      });
+      hand_over(env, r, {rt_.restart_epoch_.at(steps), group_tags, steps, group, ring}, state, now, "rejoin", false);
     }
+  }
+
+  /// Where a restarted worker starts: the tag epoch, the tags its group had used, the boundary,
+  /// the group and the ring.
+  struct Start {
+    uint64_t epoch = 0, group_tags = 0;
+    int steps = 0;
+    const std::vector<int>& group;
+    const std::vector<int>& ring;
+  };
+
+  // The coordinator's part of a restart: the message to restarted worker `r` (where it starts,
+  // then `state`), the report's restart record (`policy`), and the hand-off that wakes it at `at`.
+  void hand_over(WorkerEnv& env, int r, const Start& where, const StateBuffers& state, Nanos at, const char* policy,
+                 bool from_checkpoint) {
+    std::vector<int64_t> head = {static_cast<int64_t>(where.epoch), static_cast<int64_t>(where.group_tags), where.steps,
+                                 static_cast<int64_t>(where.group.size()), static_cast<int64_t>(where.ring.size())};
+    head.insert(head.end(), where.group.begin(), where.group.end());
+    head.insert(head.end(), where.ring.begin(), where.ring.end());
+    std::vector<uint8_t> msg = encode(head);
+    append_state(state, msg);
+    env.net->send(r, kRejoinTag, std::move(msg));
+    size_t record = 0;
+    {
+      std::lock_guard<std::mutex> lk(rt_.mu_);
+      model::FaultRecord rec;
+      rec.event = "restart";
+      rec.rank = r;
+      rec.dc = r / rt_.N_;
+      rec.worker = r % rt_.N_;
+      rec.at_s = rt_.secs(at);
+      rec.step = where.steps;
+      rec.policy = policy;
+      rec.survivors = static_cast<int>(where.group.size());
+      record = rt_.records_.size();
+      rt_.records_.push_back(rec);
+    }
+    rt_.sched_.update([&] {
+      Handoff& h = rt_.handoff_[r];
+      h.coordinator = rank_;
+      h.at = at;
+      h.record = record;
+      h.from_checkpoint = from_checkpoint;
+    });
   }
 
   // Full recovery with "restarts", on a survivor at the boundary (its checkpoint state restored,
@@ -407,35 +424,8 @@ class FaultRuntime::Agent final : public FaultHooks {
           break;
         }
       if (rank_ != coordinator) continue;
-      std::vector<int64_t> head = {static_cast<int64_t>(tag_epoch), static_cast<int64_t>(group_tags), boundary,
-                                   static_cast<int64_t>(group.size()), static_cast<int64_t>(ring.size())};
-      head.insert(head.end(), group.begin(), group.end());
-      head.insert(head.end(), ring.begin(), ring.end());
-      std::vector<uint8_t> msg = encode(head);
-      append_state(StateBuffers{}, msg);  // none: it reads its own from the checkpoint
-      env.net->send(r, kRejoinTag, std::move(msg));
-      size_t record = 0;
-      {
-        std::lock_guard<std::mutex> lk(rt_.mu_);
-        model::FaultRecord rec;
-        rec.event = "restart";
-        rec.rank = r;
-        rec.dc = r / rt_.N_;
-        rec.worker = r % rt_.N_;
-        rec.at_s = rt_.secs(up);
-        rec.step = boundary;
-        rec.policy = "full_recovery";
-        rec.survivors = static_cast<int>(group.size());
-        record = rt_.records_.size();
-        rt_.records_.push_back(rec);
-      }
-      rt_.sched_.update([&] {
-        Handoff& h = rt_.handoff_[r];
-        h.coordinator = rank_;
-        h.at = up;
-        h.record = record;
-        h.from_checkpoint = true;
-      });
+      // No state: it reads its own from the checkpoint.
+      hand_over(env, r, {tag_epoch, group_tags, boundary, group, ring}, StateBuffers{}, up, "full_recovery", true);
     }
   }
 
