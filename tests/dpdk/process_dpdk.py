@@ -8,7 +8,7 @@ identical at the end, naive_ddp's exposed communication per step is at least one
 really crossed the emulated WAN, not loopback) and within 25 % of the embedded mode's on the same
 scenario and of real c10d Gloo's (naive_ddp_c10d) in the same run, the DC namespaces ran a
 loss-based congestion control (scenario default "auto"), the scenario's timeline started at each
-strategy's first step (a 1 s outage 3 s in hits the same naive_ddp step as in the embedded mode), hier_ef_topk_int8 sends a small fraction of naive_ddp's WAN bytes, and no
+strategy's first step (a 1 s outage 3 s in: in each mode naive_ddp's longest step spans it on its own clock), hier_ef_topk_int8 sends a small fraction of naive_ddp's WAN bytes, and no
 namespace of the run is left behind (also torn down in `finally`). Then Ctrl-C mid-training: exit
 130, no report, no worker, emulator or namespace left.
 """
@@ -48,7 +48,8 @@ try:
         # The shipped scenario plus naive_ddp_c10d: real c10d Gloo DDP through the emulator, the
         # reference for naive_ddp's message-level model of Gloo's ring.
         # A 1 s outage 3 s after the first step: the emulator's timeline must start at the
-        # workers' first step, as the embedded mode's does, so the outage hits the same step.
+        # workers' first step, as the embedded mode's does, so the outage falls in the same span
+        # of training time.
         scen = json.loads((source_root / "scenarios/dpdk-2x2.json").read_text())
         scen["strategies"].append({"name": "naive_ddp_c10d"})
         scen["timeline"] = [{"at": "3s", "link": ["east", "west"], "set": {"up": False}},
@@ -114,20 +115,24 @@ try:
         assert float(origin) >= 0.2 and scheduled == "4", (origin, applied, scheduled)
     assert origins[0][1] == origins[2][1] == "4", origins
 
-    # The outage hits the same step in both modes: the longest step of naive_ddp (the one that
-    # waits for retransmissions after the link comes back).
+    # The outage (the link down from 3 s to 4 s of the timeline, which starts with the first
+    # step) is where each mode's own clock puts it: naive_ddp's longest step (the one that waits
+    # for retransmissions after the link comes back) overlaps [3 s, 4 s] of its own step times.
+    # Which step that is depends on the pace (the dpdk mode's wall-clock steps are longer on a
+    # loaded or stolen-from host), so the modes' step numbers are printed, not compared.
     def longest_step(strategy_report):
         ends = strategy_report["series"]["step_end_s"]
-        d = [b - a for a, b in zip([0.0] + ends[:-1], ends)]
+        starts = [0.0] + ends[:-1]
+        d = [b - a for a, b in zip(starts, ends)]
         i = max(range(len(d)), key=lambda k: d[k])
-        return i + 1, d[i]
-    s_emb, d_emb = longest_step(emb_rep["strategies"][0])
-    s_dpdk, d_dpdk = longest_step(by["naive_ddp"])
-    s_c10d, d_c10d = longest_step(by["naive_ddp_c10d"])
-    print(f"1 s outage at 3 s: longest naive_ddp step embedded {s_emb} ({d_emb:.3f} s), dpdk {s_dpdk} "
-          f"({d_dpdk:.3f} s); naive_ddp_c10d {s_c10d} ({d_c10d:.3f} s)")
-    assert abs(s_emb - s_dpdk) <= 3, (s_emb, s_dpdk)
-    assert min(d_emb, d_dpdk, d_c10d) >= 1.0, (d_emb, d_dpdk, d_c10d)
+        return i + 1, d[i], starts[i], ends[i]
+    steps = {"embedded": longest_step(emb_rep["strategies"][0]), "dpdk": longest_step(by["naive_ddp"]),
+             "naive_ddp_c10d": longest_step(by["naive_ddp_c10d"])}
+    print("1 s outage at 3 s: longest naive_ddp step " +
+          "; ".join(f"{m} {s} ({d:.3f} s, {a:.3f}-{b:.3f} s)" for m, (s, d, a, b) in steps.items()))
+    for mode, (step, d, start, end) in steps.items():
+        assert start <= 4.0 and end >= 3.0, f"{mode}: the longest step {step} ({start:.3f}-{end:.3f} s) misses the outage"
+        assert d >= 1.0, f"{mode}: the longest step {step} took {d:.3f} s, less than the 1 s outage"
     print("dpdk replay: both strategies learned through the emulated WAN, replicas identical, namespaces removed")
 
     # Ctrl-C in the middle of training: the coordinator kills the workers, stops the emulator,
