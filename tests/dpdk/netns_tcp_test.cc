@@ -7,9 +7,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 #include <thread>
+#include <vector>
 
 #include "common/child_process.h"
 #include "emulator/dpdk/netns.h"
@@ -77,13 +79,19 @@ TEST(NetnsTcp, RealTcpThroughTheEmulatedLink) {
 
   // RTT: 2 x 5 ms of propagation plus serialization and the namespaces' own path (< 1 ms).
   run_cmd(in_ns(L.dcs[0].ns, {"ping", "-c", "2", "-i", "0.2", "-W", "2", L.dcs[1].address}), std::chrono::seconds(10));
-  const CmdResult p = run_cmd(in_ns(L.dcs[0].ns, {"ping", "-c", "20", "-i", "0.02", "-q", L.dcs[1].address}), std::chrono::seconds(20));
+  // The median of the replies (as `geotb fidelity`'s RTT verdict): one echo held up by a
+  // data-plane stall (the hypervisor taking the vCPU, say) moves the mean, not the median.
+  const CmdResult p = run_cmd(in_ns(L.dcs[0].ns, {"ping", "-c", "20", "-i", "0.02", L.dcs[1].address}), std::chrono::seconds(20));
   ASSERT_EQ(p.status, 0) << p.output;
-  double mn = 0, avg = 0, mx = 0, md = 0;
-  ASSERT_EQ(sscanf(p.output.c_str() + p.output.find("min/avg/max/mdev = "), "min/avg/max/mdev = %lf/%lf/%lf/%lf", &mn, &avg, &mx, &md), 4);
-  RecordProperty("ping_avg_ms", std::to_string(avg));
-  EXPECT_GE(mn, 10.0);
-  EXPECT_LE(avg, 11.0);
+  std::vector<double> rtts;
+  for (size_t at = p.output.find("time="); at != std::string::npos; at = p.output.find("time=", at + 5))
+    rtts.push_back(std::stod(p.output.substr(at + 5)));
+  ASSERT_GE(rtts.size(), 19u) << p.output;
+  std::sort(rtts.begin(), rtts.end());
+  const double mn = rtts.front(), med = rtts[rtts.size() / 2];
+  RecordProperty("ping_median_ms", std::to_string(med));
+  EXPECT_GE(mn, 10.0) << p.output;
+  EXPECT_LE(med, 11.0) << p.output;
 
   // TCP: goodput close to the link's TCP ceiling (100 Mbit/s x 1448/1538 = 94.1 Mbit/s), never above.
   common::ChildProcess server = background(in_ns(L.dcs[1].ns, {"iperf3", "-s", "-1", "-B", L.dcs[1].address}), "/dev/null");
