@@ -2,7 +2,9 @@
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
+#include <stdexcept>
 
 #include "common/atomic_file.h"
 #include "emulator/dpdk/fidelity.h"
@@ -70,6 +72,19 @@ std::vector<std::string> failed_verdicts(const nlohmann::json& report) {
 
 
 namespace {
+// A run whose data planes lost 1 % or more of their CPU to the hypervisor (steal time): said
+// beside its verdicts, since the stall, lateness and rate verdicts then measure the host.
+std::string steal_note(const nlohmann::json& report) {
+  const nlohmann::json* st = report.contains("stalls") ? &report["stalls"] : nullptr;
+  if (!st || !st->contains("hypervisor_steal_share") || !(*st)["hypervisor_steal_share"].is_number()) return "";
+  const double share = (*st)["hypervisor_steal_share"].get<double>();
+  if (share < 0.01) return "";
+  char buf[160];
+  snprintf(buf, sizeof buf, " [the hypervisor took %.1f %% of the data planes' CPU (steal %.0f ms)]", 100 * share,
+           (*st)["hypervisor_steal_ms"].get<double>());
+  return buf;
+}
+
 // "dir/x.json" + "-3" -> "dir/x-3.json"; no extension: appended.
 std::string with_suffix(const std::string& path, const std::string& suffix) {
   const auto slash = path.rfind('/');
@@ -82,6 +97,13 @@ std::string with_suffix(const std::string& path, const std::string& suffix) {
 int fidelity_command(const FidelityOptions& o, const FidelityConfig& fc, const std::string& out,
                      const std::function<void(nlohmann::json&)>& decorate) {
   using nlohmann::json;
+  // The report's folder first: a run of minutes must not end unable to write what it measured.
+  if (!out.empty()) {
+    const std::filesystem::path dir = std::filesystem::path(out).parent_path();
+    std::error_code ec;
+    if (!dir.empty()) std::filesystem::create_directories(dir, ec);
+    if (ec) throw std::runtime_error("--out " + out + ": cannot create " + dir.string() + ": " + ec.message());
+  }
   if (o.repeat <= 1) {
     json rep = run_fidelity(fc);
     decorate(rep);
@@ -92,7 +114,7 @@ int fidelity_command(const FidelityOptions& o, const FidelityConfig& fc, const s
       std::cout << rep["verdicts"].dump(2) << "\nreport: " << out << "\n";
     }
     const auto failed = failed_verdicts(rep);
-    if (!failed.empty()) fprintf(stderr, "fidelity: verdict %s is false\n", failed.front().c_str());
+    if (!failed.empty()) fprintf(stderr, "fidelity: verdict %s is false%s\n", failed.front().c_str(), steal_note(rep).c_str());
     return o.check && !failed.empty() ? 1 : 0;
   }
   const std::string base = out.empty() ? "fidelity-run.json" : out;
@@ -118,12 +140,14 @@ int fidelity_command(const FidelityOptions& o, const FidelityConfig& fc, const s
       for (const auto& n : failed) f += (f.empty() ? "" : ", ") + n;
       const double shared_s = rep["host"].value("foreign_emulator_seconds", 0.0);
       if (rep["host"].value("foreign_emulators_seen", 0) > 0) ++shared_runs;
-      printf("run %d/%d (%.0f s): %s; report %s%s\n", k, o.repeat,
+      line["hypervisor_steal_share"] = rep["stalls"].value("hypervisor_steal_share", json(nullptr));
+      printf("run %d/%d (%.0f s): %s; report %s%s%s\n", k, o.repeat,
              std::chrono::duration<double>(std::chrono::steady_clock::now() - r0).count(),
              failed.empty() ? "every verdict held" : ("failed: " + f).c_str(), path.c_str(),
              rep["host"].value("foreign_emulators_seen", 0) > 0
                  ? (" [another geotb-emulate ran for " + std::to_string(static_cast<int>(shared_s)) + " s: CPU shared]").c_str()
-                 : "");
+                 : "",
+             steal_note(rep).c_str());
     } catch (const std::exception& e) {
       line["error"] = e.what();
       printf("run %d/%d: error: %s\n", k, o.repeat, e.what());
