@@ -292,7 +292,6 @@ model::StrategyRun run_strategy(const ClusterSpec& cluster, const WorkloadSpec& 
         // restart's boundary, then on from there with its own times, series and data.
         const WorkerTimes spent = env.times;
         const std::vector<ExchangeRecord> logged = env.exchanges;
-        const std::vector<double> own_loss = rec.loss, own_ends = rec.step_end_s;
         // A full recovery may restart it ("then": "restarts"), or may never come: it leaves the
         // finish line's count meanwhile, and gives up once every live worker has finished.
         const bool by_recovery = faults->restarts_on_recovery() && faults->full_recovery_possible();
@@ -302,21 +301,27 @@ model::StrategyRun run_strategy(const ClusterSpec& cluster, const WorkloadSpec& 
           killed = true;
           break;
         }
-        if (j->from_checkpoint) {
-          // A restarted process: its own state from the checkpoint the survivors went back to,
-          // in their tag epoch and grown groups; it counts at the finish line again.
-          sched->update([&] { --vfinish.arrived; });
-          restart_ckpt = rewind_to(j->steps);
+        // Back in the group its coordinator described, in the tag epoch every rank moved to,
+        // resuming from `state`.
+        const auto rejoin = [&](const StateBuffers& state) {
           env.ring = j->ring;
           if (intra) {
             const auto pos = std::find(j->members.begin(), j->members.end(), r) - j->members.begin();
             intra = join_transport_group(*nets[static_cast<size_t>(r)], j->members, static_cast<int>(pos), j->group_tags);
             env.intra = intra.get();
           }
-          hooks.resume = &restart_ckpt->ranks[static_cast<size_t>(r)];
-          const std::chrono::nanoseconds elapsed = resume_point(*hooks.resume).elapsed;
+          hooks.resume = &state;
+          // The loop counts time from t_start - resumed_at (its start minus the resumed state's elapsed).
+          const std::chrono::nanoseconds elapsed = resume_point(state).elapsed;
           hooks.start = [&, elapsed] { return t_start - resumed_at + elapsed; };
           hooks.tag_epoch = j->tag_epoch;
+        };
+        if (j->from_checkpoint) {
+          // A restarted process: its own state from the checkpoint the survivors went back to,
+          // in their grown groups; it counts at the finish line again.
+          sched->update([&] { --vfinish.arrived; });
+          restart_ckpt = rewind_to(j->steps);
+          rejoin(restart_ckpt->ranks[static_cast<size_t>(r)]);
           // Like a survivor's rewind: the time accounting and exchange log keep what its first
           // life cost (checkpoint/worker_state.h rewind_worker).
           hooks.after_resume = [spent, logged](WorkerEnv& e, BatchSampler&, WorkerRecord&) {
@@ -338,18 +343,9 @@ model::StrategyRun run_strategy(const ClusterSpec& cluster, const WorkloadSpec& 
             if (e.name == "sampler.epoch") put(&pos.epoch, sizeof pos.epoch);
           }
         }
-        env.ring = j->ring;
-        if (intra) {
-          const auto pos = std::find(j->members.begin(), j->members.end(), r) - j->members.begin();
-          intra = join_transport_group(*nets[static_cast<size_t>(r)], j->members, static_cast<int>(pos), j->group_tags);
-          env.intra = intra.get();
-        }
-        // The loop counts time from t_start - resumed_at (its start minus the resumed state's elapsed).
-        const std::chrono::nanoseconds elapsed = resume_point(j->state).elapsed;
-        hooks.start = [&, elapsed] { return t_start - resumed_at + elapsed; };
-        hooks.resume = &j->state;
-        hooks.tag_epoch = j->tag_epoch;
+        rejoin(j->state);
         hooks.checkpoint_due = nullptr;  // no checkpoints once a worker was dead (they cannot complete)
+        const std::vector<double> own_loss = rec.loss, own_ends = rec.step_end_s;
         const int killed_at = j->killed_at_step, back_at = j->steps;
         hooks.after_resume = [spent, logged, own_loss, own_ends, killed_at, back_at](WorkerEnv& e, BatchSampler&,
                                                                                       WorkerRecord& w) {

@@ -305,10 +305,7 @@ class FaultRuntime::Agent final : public FaultHooks {
       handled_.erase(r);
       const std::vector<int> group = rt_.group_of(rank_, handled_);
       const int index = static_cast<int>(std::find(group.begin(), group.end(), rank_) - group.begin());
-      std::vector<int> ring;
-      for (int x = 0; x < rt_.P_; ++x)
-        if (!handled_.count(x) && (std::find(env.ring.begin(), env.ring.end(), x) != env.ring.end() || x == r))
-          ring.push_back(x);
+      const std::vector<int> ring = ring_with(env.ring, {r});
       env.ring = ring;
       if (env.intra) {
         intra_ = shrink_transport_group(*env.intra, *env.net, group, index);
@@ -316,19 +313,30 @@ class FaultRuntime::Agent final : public FaultHooks {
       }
       monitor_->revive_peer(r, now);
       rt_.fabric_.revive_endpoint(r);
-      // The group's coordinator hands it the state: its lowest member in the restarted worker's
-      // data center (the DC's model, over the LAN), else its lowest member.
-      int coordinator = -1;
-      for (int m : group)
-        if (m != r && m / rt_.N_ == r / rt_.N_) {
-          coordinator = m;
-          break;
-        }
-      for (int m : group)
-        if (coordinator < 0 && m != r) coordinator = m;
-      if (rank_ != coordinator) continue;
+      // The group's coordinator hands it the state (the DC's model, over the LAN).
+      if (rank_ != coordinator_for(r, group, {r})) continue;
       hand_over(env, r, {rt_.restart_epoch_.at(steps), group_tags, steps, group, ring}, state, now, "rejoin", false);
     }
+  }
+
+  /// `ring` with the ranks of `back` again, in rank order; those still declared dead left out.
+  std::vector<int> ring_with(const std::vector<int>& ring, const std::vector<int>& back) const {
+    std::vector<int> grown;
+    for (int x = 0; x < rt_.P_; ++x)
+      if (!handled_.count(x) && (std::find(ring.begin(), ring.end(), x) != ring.end() ||
+                                 std::find(back.begin(), back.end(), x) != back.end()))
+        grown.push_back(x);
+    return grown;
+  }
+
+  /// The member of `group` that tells restarted worker `r` where to start: the lowest one in r's
+  /// data center not in `excluded` (r itself, the other restarted), else the lowest not in it.
+  int coordinator_for(int r, const std::vector<int>& group, const std::set<int>& excluded) const {
+    for (int m : group)
+      if (!excluded.count(m) && m / rt_.N_ == r / rt_.N_) return m;
+    for (int m : group)
+      if (!excluded.count(m)) return m;
+    return -1;
   }
 
   /// Where a restarted worker starts: the tag epoch, the tags its group had used, the boundary,
@@ -397,11 +405,7 @@ class FaultRuntime::Agent final : public FaultHooks {
     for (int r : back) handled_.erase(r);
     const std::vector<int> group = rt_.group_of(rank_, handled_);
     const int index = static_cast<int>(std::find(group.begin(), group.end(), rank_) - group.begin());
-    std::vector<int> ring;
-    for (int x = 0; x < rt_.P_; ++x)
-      if (!handled_.count(x) && (std::find(env.ring.begin(), env.ring.end(), x) != env.ring.end() ||
-                                 std::find(back.begin(), back.end(), x) != back.end()))
-        ring.push_back(x);
+    const std::vector<int> ring = ring_with(env.ring, back);
     env.ring = ring;
     // The grown group's tags start beyond any its shrunk predecessors used (the survivors' counts
     // of those may differ by an interrupted collective): the same base on every member, no talk.
@@ -417,13 +421,7 @@ class FaultRuntime::Agent final : public FaultHooks {
     // Detections of the restarted before the boundary left an alarm that no longer stands.
     if (monitor_->declared().empty()) rt_.fabric_.clear_alarm(rank_);
     for (int r : back) {
-      int coordinator = -1;
-      for (int m : group)
-        if (m != r && m / rt_.N_ == r / rt_.N_ && restarted.count(m) == 0) {
-          coordinator = m;
-          break;
-        }
-      if (rank_ != coordinator) continue;
+      if (rank_ != coordinator_for(r, group, restarted)) continue;
       // No state: it reads its own from the checkpoint.
       hand_over(env, r, {tag_epoch, group_tags, boundary, group, ring}, StateBuffers{}, up, "full_recovery", true);
     }
