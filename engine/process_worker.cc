@@ -1,5 +1,7 @@
 #include "engine/process_worker.h"
 
+#include <signal.h>
+
 #include <cstring>
 #include <optional>
 #include <memory>
@@ -10,6 +12,7 @@
 #include "engine/checkpoint/worker_state.h"
 #include "engine/collectives/intra_dc.h"
 #include "engine/collectives/store.h"
+#include "engine/faults/process_agent.h"
 #include "engine/strategies/table.h"
 #include "engine/transport/counting.h"
 #include "engine/transport/socket/frame.h"
@@ -64,7 +67,8 @@ SocketEndpoint parse_endpoint(const std::string& s, int rank) {
 
 RankReport run_process_worker(const ProcessWorkerConfig& cfg, const StrategyConfig& scfg, const WorkloadSpec& work,
                               const Datasets& data, const std::function<void(int, int, double)>& progress,
-                              const std::function<void()>& started, const ProcessCheckpointing& ckpt) {
+                              const std::function<void()>& started, const ProcessCheckpointing& ckpt,
+                              const ProcessFaults& faults) {
   if (auto e = validate(cfg); !e.empty()) throw std::invalid_argument(e);
   // Resuming: this rank's file, verified against the manifest and this run, before anything else.
   std::optional<Checkpoint> resume;
@@ -102,6 +106,18 @@ RankReport run_process_worker(const ProcessWorkerConfig& cfg, const StrategyConf
   tc.link_rtt_s = cfg.wan_rtt_s;
   tc.heartbeat = cfg.heartbeat;
   tc.peer_timeout = cfg.timeout;
+  // Node faults: the scenario's heartbeats; a peer silent for timeout + confirmation is dead.
+  std::unique_ptr<ProcessFaultAgent> agent;
+  const FaultGroups groups{M, N, !info.needs_intra_dc || info.one_group};
+  if (faults.plan.active()) {
+    auto ms = [](std::chrono::nanoseconds d) { return std::chrono::duration_cast<std::chrono::milliseconds>(d); };
+    tc.heartbeat = ms(faults.plan.heartbeat.interval);
+    tc.peer_timeout = ms(faults.plan.heartbeat.timeout + faults.plan.heartbeat.confirmation);
+    agent = std::make_unique<ProcessFaultAgent>(ProcessFaultConfig{faults.plan, groups, cfg.rank, shards, work.seed}, clock);
+    tc.on_peer_failed = [a = agent.get()](int peer, const std::string& why, bool silent) { a->peer_failed(peer, why, silent); };
+    tc.notice_tag = ProcessFaultAgent::kRecoveringTag;
+    tc.on_notice = [a = agent.get()](int peer, std::vector<uint8_t> bytes) { a->peer_notice(peer, bytes); };
+  }
   tc.recv_timeout = cfg.timeout;
   tc.secret = cfg.secret;
   tc.connect_timeout = cfg.timeout;
@@ -110,6 +126,14 @@ RankReport run_process_worker(const ProcessWorkerConfig& cfg, const StrategyConf
   std::vector<SocketEndpoint> peers;
   for (int r = 0; r < P; ++r) peers.push_back(parse_endpoint(string_of(store_get(*store, key + "addr/" + std::to_string(r))), r));
   sock.start(peers);
+  if (agent) {
+    agent->attach(sock, tc.peer_timeout);
+    // Every watched pair connected now, so that heartbeats flow and a death is seen on it.
+    for (int p : groups.watched_by(cfg.rank))
+      if (!sock.await_streams(p, cfg.timeout))
+        throw PeerDeadError("rank " + std::to_string(cfg.rank) + ": streams to rank " + std::to_string(p) +
+                            " not open within " + std::to_string(cfg.timeout.count()) + " ms");
+  }
   std::vector<int> dc_of;
   for (int r = 0; r < P; ++r) dc_of.push_back(r / N);
   CountingTransport net(sock, dc_of, tc.chunk_bytes, sockframe::kHeaderBytes);
@@ -124,7 +148,8 @@ RankReport run_process_worker(const ProcessWorkerConfig& cfg, const StrategyConf
   for (int r = 0; r < P; ++r) env.ring.push_back(r);
   env.learner = learner.get();
   env.opt = &opt;
-  env.net = &net;
+  AgentGuardedTransport guarded(net, agent.get());
+  env.net = agent ? static_cast<Transport*>(&guarded) : &net;
   env.clock = &clock;
   env.wan_in = inbound_links(cfg.wan_links, env.dc, env.num_dcs);
 
@@ -133,24 +158,32 @@ RankReport run_process_worker(const ProcessWorkerConfig& cfg, const StrategyConf
     GlooOptions go;
     go.hostname = cfg.bind_addr;
     go.timeout = cfg.timeout;
-    intra = info.one_group ? make_gloo_group(store, "all/" + scfg.name, cfg.rank, P, go)
-                           : make_gloo_group(store, "dc" + std::to_string(cfg.dc) + "/" + scfg.name, cfg.local_rank, N, go);
+    const std::string base = info.one_group ? "all/" + scfg.name : "dc" + std::to_string(cfg.dc) + "/" + scfg.name;
+    intra = info.one_group ? make_gloo_group(store, base, cfg.rank, P, go) : make_gloo_group(store, base, cfg.local_rank, N, go);
     env.intra = intra.get();
+    if (agent)  // shrink rebuilds it under a new prefix of the same store
+      agent->adopt_group(std::move(intra), [store, base, go](const std::vector<int>& members, int index, const std::string& name) {
+        return make_gloo_group(store, base + "/" + name, index, static_cast<int>(members.size()), go);
+      });
   }
+  // The ranks that finish: every kill of the timeline fires (at_step), and nobody comes back.
+  const int live_at_end = P - (agent ? agent->kills() : 0);
 
   std::chrono::nanoseconds t_start{0}, t_end{0};
   WorkerLoopHooks hooks;
   hooks.start = [&] {
     store_barrier(*store, key + "start", P);
     t_start = clock.now();
+    if (agent) agent->started(t_start);
     if (cfg.rank == 0 && started) started();
     return t_start;
   };
   hooks.finished = [&] {
-    store_barrier(*store, key + "end", P);
+    store_barrier(*store, key + "end", live_at_end);
     t_end = clock.now();
   };
   if (cfg.rank == 0) hooks.progress = progress;
+  hooks.faults = agent.get();
   if (resume) hooks.resume = &resume->ranks[static_cast<size_t>(cfg.rank)];
   std::unique_ptr<CheckpointRequestFile> requests;
   if (!ckpt.dir.empty()) {
@@ -177,9 +210,34 @@ RankReport run_process_worker(const ProcessWorkerConfig& cfg, const StrategyConf
     };
   }
   WorkerRecord rec;
+  // What this rank measured (so far, for a killed rank).
+  auto measured = [&](RankReport& rr) {
+    rr.strategy = scfg.name;
+    rr.rank = cfg.rank;
+    rr.dc = cfg.dc;
+    rr.local_rank = cfg.local_rank;
+    rr.times = env.times;
+    rr.loss = rec.loss;
+    rr.step_end_s = rec.step_end_s;
+    rr.exchanges = env.exchanges;
+    rr.wan_sent.messages = net.wan_messages();
+    rr.wan_sent.payload_bytes = net.wan_payload_bytes();
+    rr.wan_sent.wire_bytes = net.wan_wire_bytes();
+    if (agent) rr.faults = agent->log();
+  };
   try {
     run_worker_loop(env, scfg, work, data.train, shards[static_cast<size_t>(cfg.rank)], hooks, rec);
+  } catch (const WorkerKilled& k) {
+    // Stopped dead before the step's synchronisation: no goodbye to anyone (the transport is not
+    // closed), the report so far handed out, then frozen until the coordinator's SIGKILL.
+    (void)k;
+    sock.drain(tc.peer_timeout);  // what it sent before its death arrives (as in the embedded fabric)
+    RankReport rr;
+    measured(rr);
+    if (faults.killed) faults.killed(rr);
+    for (;;) raise(SIGSTOP);
   } catch (...) {
+    sock.clear_interrupt();
     net.close();  // peers blocked on this rank learn it now, not at their timeout
     throw;
   }
@@ -191,10 +249,7 @@ RankReport run_process_worker(const ProcessWorkerConfig& cfg, const StrategyConf
   // over the bytes: not adversarial input) and reads nothing more, so the check costs the WAN
   // a few bytes unless the replicas differ.
   RankReport rr;
-  rr.strategy = scfg.name;
-  rr.rank = cfg.rank;
-  rr.dc = cfg.dc;
-  rr.local_rank = cfg.local_rank;
+  measured(rr);
   const float* x = learner->params();
   const std::vector<uint8_t> my_hash = bytes_of(std::to_string(fnv1a64(x, n * sizeof(float))));
   if (cfg.rank == 0) {
@@ -211,13 +266,6 @@ RankReport run_process_worker(const ProcessWorkerConfig& cfg, const StrategyConf
     std::memcpy(x0.data(), blob.data(), blob.size());
     rr.replica_max_abs_diff = max_abs_diff(x, x0.data(), n);
   }
-  rr.times = env.times;
-  rr.loss = std::move(rec.loss);
-  rr.step_end_s = std::move(rec.step_end_s);
-  rr.exchanges = env.exchanges;
-  rr.wan_sent.messages = net.wan_messages();
-  rr.wan_sent.payload_bytes = net.wan_payload_bytes();
-  rr.wan_sent.wire_bytes = net.wan_wire_bytes();
   if (resume && hooks.resume->find("mode.wan.messages")) {  // the part before the checkpoint
     StateReader rd(*hooks.resume, "mode.wan.");
     rr.wan_sent.messages += rd.u64("messages");
@@ -233,8 +281,8 @@ RankReport run_process_worker(const ProcessWorkerConfig& cfg, const StrategyConf
   // Rank 0 serves the store: it leaves last, once every other rank has read what it needs (the
   // last one to leave says so).
   if (cfg.rank != 0) {
-    if (store_add(*store, key + "left", 1) == P - 1) store_set(*store, key + "left/done", {1});
-  } else if (P > 1) {
+    if (store_add(*store, key + "left", 1) == live_at_end - 1) store_set(*store, key + "left/done", {1});
+  } else if (live_at_end > 1) {
     store_get(*store, key + "left/done");
   }
   return rr;

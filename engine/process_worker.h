@@ -15,6 +15,7 @@
 #include "engine/result.h"
 #include "engine/strategy.h"
 #include "engine/worker_loop.h"
+#include "model/faults.h"
 
 namespace geotb::engine {
 
@@ -53,6 +54,15 @@ struct ProcessCheckpointing {
   std::function<void(int, const std::string&)> written;
 };
 
+/// Node faults of a process-mode run (engine/faults/process_agent.h).
+struct ProcessFaults {
+  model::FaultPlan plan;  ///< inactive: none
+  /// Called on the rank the timeline kills, at its kill point, with its report so far (its
+  /// series, "faults" with the kill's step and instant); the caller writes it, then the process
+  /// stops itself (SIGSTOP) for the coordinator to SIGKILL it. Never returns from there.
+  std::function<void(const RankReport&)> killed;
+};
+
 /// Returns "" if consistent, else "field: value: why" (rank/dc/local_rank/world agree, ports, ...).
 std::string validate(const ProcessWorkerConfig& c);
 
@@ -67,6 +77,7 @@ std::string validate(const ProcessWorkerConfig& c);
 /// first step: the instant the embedded mode starts the scenario's timeline.
 RankReport run_process_worker(const ProcessWorkerConfig& cfg, const StrategyConfig& scfg, const WorkloadSpec& work,
                               const Datasets& data, const std::function<void(int, int, double)>& progress = {},
-                              const std::function<void()>& started = {}, const ProcessCheckpointing& ckpt = {});
+                              const std::function<void()>& started = {}, const ProcessCheckpointing& ckpt = {},
+                              const ProcessFaults& faults = {});
 
 }  // namespace geotb::engine

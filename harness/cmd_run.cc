@@ -115,6 +115,12 @@ int run(const RunArgs& a) {
                sc.network);
     return 2;
   }
+  try {
+    check_faults_for_mode(sc);
+  } catch (const ScenarioError& e) {
+    fmt::print(stderr, "geotb: error: {}: {}\n", a.scenario, e.what());
+    return 2;
+  }
   if (sc.clock == engine::ClockMode::kWall) {  // wall time: compute is what it takes
     sc.compute.clear();
     sc.compute_default.reset();

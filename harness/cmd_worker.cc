@@ -170,7 +170,17 @@ int run_worker(const WorkerArgs& a) {
       fmt::print("geotb worker: checkpoint after step {}: {}\n", step, dir);
       std::fflush(stdout);
     };
-    const model::RankReport r = engine::run_process_worker(cfg, *scfg, sc.workload, data, progress, started, ckpt);
+    // Node faults: the rank the timeline kills writes what it measured, then stops dead.
+    engine::ProcessFaults faults;
+    faults.plan = sc.faults;
+    faults.killed = [&a, &cfg](const model::RankReport& rr) {
+      if (!a.out.empty()) model::save_rank_report(rr, a.out);
+      fmt::print("geotb worker: rank {} killed by the scenario's timeline at step {}; waiting for SIGKILL\n", cfg.rank,
+                 rr.faults && rr.faults->killed_at_step ? *rr.faults->killed_at_step : -1);
+      std::fflush(stdout);
+    };
+    const model::RankReport r =
+        engine::run_process_worker(cfg, *scfg, sc.workload, data, progress, started, ckpt, faults);
     if (!a.out.empty()) model::save_rank_report(r, a.out);
     fmt::print("geotb worker: rank {} done{}\n", cfg.rank,
                cfg.rank == 0 ? fmt::format(": wall {:.2f} s, test accuracy {:.4f}", r.wall_s, r.accuracy_curve.back().accuracy) : "");

@@ -170,7 +170,17 @@ model::StrategyRun run_strategy_processes(const Scenario& sc, const engine::Stra
         opt.progress(done, total, t);
       }
     };
+  // Node faults: a rank the timeline kills stops itself at its kill point (SIGSTOP) once it has
+  // written its rank file; the coordinator then SIGKILLs it (engine/faults/process_agent.h).
+  std::vector<int> victims;
+  for (const model::FaultEvent& e : sc.faults.events)
+    if (e.kind == model::FaultEvent::Kind::kKill) victims.push_back(e.dc * N + e.worker);
   so.on_poll = [&] {
+    for (int& v : victims)
+      if (v >= 0 && group.is_stopped(v)) {
+        group.kill_planned(v);
+        v = -1;
+      }
     if (requests && opt.checkpoint_requests->load() != requests_seen) {
       requests_seen = opt.checkpoint_requests->load();
       requests->request();
@@ -201,11 +211,22 @@ model::StrategyRun run_strategy_processes(const Scenario& sc, const engine::Stra
       model::RankReport& rr = reports[static_cast<size_t>(r)];
       rr = model::load_rank_report(json_path);
       if (rr.failure) throw std::runtime_error(rr.failure->type + ": " + rr.failure->message);
+      if (ws[static_cast<size_t>(r)].killed_as_planned && !(rr.faults && rr.faults->killed_at_step))
+        throw std::runtime_error("killed as planned, but its report has no kill");
     } catch (const std::exception& e) {
       throw ProcessRunError(fmt::format("{}: rank {} exited 0 but its report {} is unusable: {}", scfg.name, r, json_path, e.what()));
     }
   }
-  return engine::merge_rank_reports(scfg.name, reports, sc.workload, M);
+  model::StrategyRun run = engine::merge_rank_reports(scfg.name, reports, sc.workload, M);
+  if (sc.faults.active()) {
+    std::vector<model::RankFaultLog> logs;
+    for (const model::RankReport& rr : reports) {
+      if (!rr.faults) throw ProcessRunError(fmt::format("{}: rank {}'s report has no \"faults\"", scfg.name, rr.rank));
+      logs.push_back(*rr.faults);
+    }
+    run.faults = model::merge_fault_logs(sc.faults, N, logs, 0);
+  }
+  return run;
 }
 
 }  // namespace geotb::harness

@@ -98,11 +98,28 @@ bool RankGroup::poll() {
     const bool now_running = r.child.running();
     if (was && !now_running) {
       r.ended = std::chrono::steady_clock::now();
-      if (r.child.exit_status() != 0 && !r.stopped_by_us) failed_order_.push_back(r.rank);
+      if (r.child.exit_status() != 0 && !r.stopped_by_us && !r.killed_as_planned) failed_order_.push_back(r.rank);
     }
     any |= now_running;
   }
   return any;
+}
+
+bool RankGroup::is_stopped(int rank) const {
+  const RankProcess& r = ranks_.at(static_cast<size_t>(rank));
+  if (r.child.pid() <= 0) return false;
+  std::ifstream f("/proc/" + std::to_string(r.child.pid()) + "/stat");
+  std::string stat;
+  std::getline(f, stat);
+  // "pid (comm) S ...": the state follows the last ')' (comm may hold spaces and parentheses).
+  const auto close = stat.rfind(')');
+  return close != std::string::npos && close + 2 < stat.size() && stat[close + 2] == 'T';
+}
+
+void RankGroup::kill_planned(int rank) {
+  RankProcess& r = ranks_.at(static_cast<size_t>(rank));
+  r.killed_as_planned = true;
+  r.child.signal(SIGKILL);
 }
 
 void RankGroup::stop_all() {

@@ -55,6 +55,7 @@ struct RankProcess {
   std::string log_path;
   common::ChildProcess child;
   bool stopped_by_us = false;  ///< the group stopped it (another rank failed, deadline, signal)
+  bool killed_as_planned = false;  ///< kill_planned(): its death is the scenario's, not a failure
   std::chrono::steady_clock::time_point started, ended;  ///< ended: when its exit was collected (20 ms polls)
   double wall_s() const { return std::chrono::duration<double>(ended - started).count(); }
 };
@@ -83,6 +84,10 @@ class RankGroup {
 
   /// Waits as SuperviseOptions says. Throws Interrupted after stopping every rank.
   GroupOutcome supervise(const SuperviseOptions& opt);
+  /// Whether `rank` is stopped (SIGSTOP: state T in /proc/<pid>/stat), not running nor gone.
+  bool is_stopped(int rank) const;
+  /// SIGKILL to `rank`, whose death the scenario asks for (node faults): its exit is no failure.
+  void kill_planned(int rank);
   /// SIGTERM to every running rank's group, up to 3 s to exit, then SIGKILL; all reaped.
   void stop_all();
 

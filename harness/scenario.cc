@@ -576,10 +576,8 @@ Scenario parse_scenario(const json& j, const std::string& origin) {
       fo.done();
     }
     if (!sc.faults.events.empty()) sc.faults.heartbeats = true;
-    if (sc.faults.active() && (sc.network != "embedded" || sc.clock != engine::ClockMode::kVirtual))
-      fail(fault_paths.empty() ? "faults" : fault_paths[0], json(sc.network + "/" + (sc.clock == engine::ClockMode::kVirtual ? "virtual" : "wall")),
-           "node faults and heartbeats run in the embedded mode on the virtual clock only (not implemented for the "
-           "process and dpdk modes, nor the wall clock)");
+    sc.raw = j;
+    check_faults_for_mode(sc);
     {
       const int W = sc.cluster.dcs[0].workers;
       std::map<std::pair<int, int>, const model::FaultEvent*> dead;  // (dc, worker) -> its kill, while dead
@@ -661,7 +659,6 @@ Scenario parse_scenario(const json& j, const std::string& origin) {
     }
 
     root.done();
-    sc.raw = j;
     sc.hash = sha256_hex(j.dump());
     json training = j;
     training.erase("checkpoint");  // where and how often it checkpoints does not change the run
@@ -670,6 +667,51 @@ Scenario parse_scenario(const json& j, const std::string& origin) {
   } catch (const ScenarioError& e) {
     throw ScenarioError(origin + ": " + e.what());
   }
+}
+
+void check_faults_for_mode(const Scenario& sc) {
+  if (!sc.faults.active()) return;
+  // timeline[i] of each fault event, in plan order.
+  std::vector<std::string> paths;
+  if (sc.raw.contains("timeline") && sc.raw["timeline"].is_array())
+    for (size_t i = 0; i < sc.raw["timeline"].size(); ++i) {
+      const json& e = sc.raw["timeline"][i];
+      if (e.is_object() && (e.contains("kill") || e.contains("restart") || e.contains("slow")))
+        paths.push_back(fmt::format("timeline[{}]", i));
+    }
+  const bool virt = sc.clock == engine::ClockMode::kVirtual;
+  if (sc.network == "embedded") {
+    if (!virt)
+      fail(paths.empty() ? "faults" : paths[0], json("embedded/wall"),
+           "node faults in the embedded mode run on the virtual clock only (the process and dpdk modes run them "
+           "on the wall clock)");
+    return;
+  }
+  // The process and dpdk modes (engine/faults/process_agent.h): kills at a step, shrink.
+  const int N = sc.cluster.dcs[0].workers;
+  for (size_t i = 0; i < sc.faults.events.size() && i < paths.size(); ++i) {
+    const model::FaultEvent& e = sc.faults.events[i];
+    const std::string kind = model::to_string(e.kind);
+    const std::string not_yet = fmt::format(" (the {} mode runs kills at a step, with policy shrink)", sc.network);
+    if (e.kind != model::FaultEvent::Kind::kKill)
+      fail(paths[i] + "." + kind, json(kind), "not implemented in the process and dpdk modes yet" + not_yet);
+    if (!e.at_step)
+      fail(paths[i] + ".at", json(common::format_duration(*e.at)),
+           "a kill at an instant is not implemented in the process and dpdk modes yet: use \"at_step\"" + not_yet);
+    if (e.dc * N + e.worker == 0)
+      fail(paths[i] + ".kill", json::parse(fmt::format("{{\"dc\": \"{}\", \"worker\": 0}}", sc.cluster.dcs[0].name)),
+           "rank 0 serves the run's store and reports for it in the process and dpdk modes: kill another worker");
+  }
+  int total = 0;
+  for (const auto& d : sc.cluster.dcs) total += d.workers;
+  if (sc.faults.kills() > sc.faults.full_recovery.above_fraction * total)
+    fail("faults.full_recovery.above_fraction", json(sc.faults.full_recovery.above_fraction),
+         fmt::format("{} kills of {} workers would cross it, and full recovery is not implemented in the process and "
+                     "dpdk modes yet (set it to 1)",
+                     sc.faults.kills(), total));
+  if (sc.faults.has_kills() && (!sc.checkpoint.dir.empty() || sc.checkpoint.every_steps > 0))
+    fail("checkpoint", sc.raw.contains("checkpoint") ? sc.raw["checkpoint"] : json(nullptr),
+         "checkpoints together with node kills are not implemented in the process and dpdk modes yet");
 }
 
 void validate_tcp_congestion_control(const std::string& field, const std::string& v) {

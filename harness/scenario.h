@@ -76,6 +76,11 @@ void validate_tcp_congestion_control(const std::string& field, const std::string
 /// Reno; "auto", "cubic" and anything else CUBIC (auto prefers cubic; the model has no BBR).
 emu::CcAlgorithm model_congestion_control(const std::string& v);
 
+/// Throws ScenarioError naming the field unless the scenario's node faults run in its network
+/// mode and clock (sc.network, sc.clock: `geotb run --net/--clock` may change them after parsing):
+/// the embedded mode on the virtual clock; the process and dpdk modes kills at a step only.
+void check_faults_for_mode(const Scenario& sc);
+
 /// Reads and validates a scenario file. Throws ScenarioError("<path>: <field>: <value>: <why>").
 Scenario load_scenario(const std::string& path);
 /// Validates parsed JSON; `origin` prefixes error messages.

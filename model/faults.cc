@@ -2,6 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <tuple>
+
 #include "model/json_fields.h"
 
 namespace geotb::model {
@@ -28,6 +33,7 @@ int FaultPlan::kills() const {
 void to_json(json& j, const Detection& d) {
   j = {{"observer", d.observer}, {"peer", d.peer}, {"at_s", d.at_s}, {"last_heard_s", d.last_heard_s},
        {"suspected_s", d.suspected_s}};
+  if (!d.how.empty()) j["how"] = d.how;
 }
 
 void from_json(const json& j, Detection& d) {
@@ -36,6 +42,9 @@ void from_json(const json& j, Detection& d) {
   d.at_s = f::nonneg(j, "at_s");
   d.last_heard_s = f::nonneg(j, "last_heard_s");
   d.suspected_s = f::nonneg(j, "suspected_s");
+  d.how = f::has(j, "how") ? f::str(j, "how") : "";
+  if (!d.how.empty() && d.how != "connection" && d.how != "silence")
+    f::fail("how", fmt::format("expected \"connection\" or \"silence\", got {}", f::shown(j.at("how"))));
   if (d.last_heard_s > d.suspected_s || d.suspected_s > d.at_s)
     f::fail("", fmt::format("last_heard_s {} <= suspected_s {} <= at_s {} does not hold", d.last_heard_s,
                             d.suspected_s, d.at_s));
@@ -181,6 +190,104 @@ void from_json(const json& j, FaultsSection& s) {
     f::get(j, "full_recovery", r);
     s.full_recovery = r;
   }
+}
+
+void to_json(json& j, const RankFaultLog& l) {
+  auto opt = [](const auto& o) { return o ? json(*o) : json(nullptr); };
+  json resumed = json::array();
+  for (const auto& r : l.resumed)
+    resumed.push_back({{"peers", r.peers}, {"at_s", r.at_s}, {"step", r.step}, {"group_size", r.group_size},
+                       {"coordinator", r.coordinator}});
+  j = {{"start_ns", l.start_ns},       {"killed_at_step", opt(l.killed_at_step)}, {"killed_at_s", opt(l.killed_at_s)},
+       {"detections", l.detections}, {"resumed", resumed},                      {"heartbeats_sent", l.heartbeats_sent}};
+}
+
+void from_json(const json& j, RankFaultLog& l) {
+  l.start_ns = static_cast<int64_t>(f::count(j, "start_ns"));
+  l.killed_at_step.reset();
+  l.killed_at_s.reset();
+  if (!f::req(j, "killed_at_step").is_null()) l.killed_at_step = static_cast<int>(f::count(j, "killed_at_step"));
+  if (!f::req(j, "killed_at_s").is_null()) l.killed_at_s = f::nonneg(j, "killed_at_s");
+  if (l.killed_at_step.has_value() != l.killed_at_s.has_value())
+    f::fail("killed_at_step", "killed_at_step and killed_at_s must be both null or both set");
+  l.detections = f::req(j, "detections").get<std::vector<Detection>>();
+  l.resumed.clear();
+  for (const json& r : f::req(j, "resumed")) {
+    RankFaultLog::Resume x;
+    x.peers = f::req(r, "peers").get<std::vector<int>>();
+    x.at_s = f::nonneg(r, "at_s");
+    x.step = static_cast<int>(f::count(r, "step"));
+    x.group_size = static_cast<int>(f::count(r, "group_size"));
+    x.coordinator = f::req(r, "coordinator").get<bool>();
+    l.resumed.push_back(x);
+  }
+  l.heartbeats_sent = f::count(j, "heartbeats_sent");
+}
+
+FaultsSection merge_fault_logs(const FaultPlan& plan, int workers_per_dc, const std::vector<RankFaultLog>& logs,
+                               int origin) {
+  FaultsSection s;
+  s.heartbeat_interval_s = std::chrono::duration<double>(plan.heartbeat.interval).count();
+  s.heartbeat_timeout_s = std::chrono::duration<double>(plan.heartbeat.timeout).count();
+  s.heartbeat_confirmation_s = std::chrono::duration<double>(plan.heartbeat.confirmation).count();
+  s.policy = plan.policy;
+  s.shard = plan.shard;
+  s.full_recovery_above = plan.full_recovery.above_fraction;
+  const int64_t t0 = logs.at(static_cast<size_t>(origin)).start_ns;
+  // Rank r's seconds on the origin's start (the host's monotonic clock is every rank's).
+  auto shift = [&](size_t r, double t) { return t + static_cast<double>(logs[r].start_ns - t0) * 1e-9; };
+  std::map<int, size_t> kill_of;  // killed rank -> its record
+  for (size_t r = 0; r < logs.size(); ++r)
+    if (logs[r].killed_at_step) {
+      FaultRecord k;
+      k.event = "kill";
+      k.rank = static_cast<int>(r);
+      k.dc = k.rank / workers_per_dc;
+      k.worker = k.rank % workers_per_dc;
+      k.at_s = shift(r, *logs[r].killed_at_s);
+      k.step = *logs[r].killed_at_step;
+      k.policy = plan.policy;
+      kill_of[k.rank] = s.events.size();
+      s.events.push_back(k);
+    }
+  for (size_t r = 0; r < logs.size(); ++r) {
+    for (Detection d : logs[r].detections) {
+      d.at_s = shift(r, d.at_s);
+      d.last_heard_s = shift(r, d.last_heard_s);
+      d.suspected_s = shift(r, d.suspected_s);
+      s.detections.push_back(d);
+    }
+    s.heartbeats_sent += logs[r].heartbeats_sent;
+  }
+  std::stable_sort(s.detections.begin(), s.detections.end(), [](const Detection& a, const Detection& b) {
+    return std::tie(a.at_s, a.observer, a.peer) < std::tie(b.at_s, b.observer, b.peer);
+  });
+  for (const Detection& d : s.detections) {
+    auto it = kill_of.find(d.peer);
+    if (it == kill_of.end()) {
+      ++s.false_detections;
+      continue;
+    }
+    FaultRecord& k = s.events[it->second];
+    if (!k.detected_at_s) {  // in time order: the first is the earliest
+      k.detected_by = d.observer;
+      k.detected_at_s = d.at_s;
+      k.detection_latency_s = d.at_s - k.at_s;
+    }
+  }
+  for (size_t r = 0; r < logs.size(); ++r)
+    for (const RankFaultLog::Resume& x : logs[r].resumed)
+      for (int p : x.peers) {
+        auto it = kill_of.find(p);
+        if (it == kill_of.end()) continue;
+        FaultRecord& k = s.events[it->second];
+        k.survivors = x.group_size;
+        if (x.coordinator) k.steps_lost += 1;
+        if (k.detected_at_s) k.recovery_s = std::max(k.recovery_s.value_or(0.0), shift(r, x.at_s) - *k.detected_at_s);
+      }
+  std::stable_sort(s.events.begin(), s.events.end(),
+                   [](const FaultRecord& a, const FaultRecord& b) { return std::tie(a.at_s, a.rank) < std::tie(b.at_s, b.rank); });
+  return s;
 }
 
 }  // namespace geotb::model

@@ -80,6 +80,10 @@ struct Detection {
   double at_s = 0;           ///< when, seconds since the start of training
   double last_heard_s = 0;   ///< the peer's last heartbeat arrived then (the start if never)
   double suspected_s = 0;    ///< when it was first suspected (last_heard + timeout)
+  /// How (process modes; "" in the embedded mode, whose monitors only have heartbeats):
+  /// "connection" (its connections ended without a goodbye: the kernel of a killed process closed
+  /// them) or "silence" (nothing from it for timeout + confirmation).
+  std::string how;
 };
 void to_json(json& j, const Detection& d);
 void from_json(const json& j, Detection& d);
@@ -138,5 +142,37 @@ struct FaultsSection {
 };
 void to_json(json& j, const FaultsSection& f);
 void from_json(const json& j, FaultsSection& f);
+
+/// What one rank of a process-mode run saw of the faults (its rank file's "faults"): the
+/// coordinator merges every rank's into the strategy's FaultsSection (merge_fault_logs). Times
+/// are seconds since this rank's own start of training, which began at `start_ns` on the host's
+/// monotonic clock (every rank of `geotb run` runs on one host).
+struct RankFaultLog {
+  int64_t start_ns = 0;
+  std::optional<int> killed_at_step;  ///< this rank was killed there (its file written at the kill point)
+  std::optional<double> killed_at_s;
+  std::vector<Detection> detections;  ///< by this rank
+  /// Each recovery of this rank: the peers newly recovered from, when it resumed training, at
+  /// which step, the rebuilt group's size, and whether it was the group's coordinator.
+  struct Resume {
+    std::vector<int> peers;
+    double at_s = 0;
+    int step = 0;
+    int group_size = 0;
+    bool coordinator = false;
+  };
+  std::vector<Resume> resumed;
+  uint64_t heartbeats_sent = 0;
+};
+void to_json(json& j, const RankFaultLog& l);
+void from_json(const json& j, RankFaultLog& l);
+
+/// The strategy's "faults" section from every rank's log (`logs[r]` of rank r; the plan's kills
+/// and the layout for the records' dc and worker). Times are moved onto rank `origin`'s start (the
+/// reporting rank). A detection of a rank not killed before it is a false detection. Recovery of
+/// a kill: its first detection -> the last survivor that recovered from it resumed; steps lost:
+/// one per group that discarded its step in flight (its coordinator's resume).
+FaultsSection merge_fault_logs(const FaultPlan& plan, int workers_per_dc, const std::vector<RankFaultLog>& logs,
+                               int origin);
 
 }  // namespace geotb::model

@@ -1,5 +1,7 @@
 #include "model/rank_report.h"
 
+#include <limits>
+
 #include <fmt/format.h>
 
 #include <fstream>
@@ -54,6 +56,7 @@ void to_json(json& j, const RankReport& r) {
   j["accuracy_curve"] = r.accuracy_curve;
   j["replica_max_abs_diff"] = r.replica_max_abs_diff;
   if (r.final_weights_sha256) j["final_weights_sha256"] = *r.final_weights_sha256;
+  if (r.faults) j["faults"] = *r.faults;
 }
 
 void from_json(const json& j, RankReport& r) {
@@ -80,7 +83,12 @@ void from_json(const json& j, RankReport& r) {
   }
   if (status != "ok") f::fail("status", fmt::format("\"{}\": expected \"ok\" or \"failed\"", status));
   f::get(j, "times_ns", r.times);
-  r.loss = f::numbers(j, "loss");
+  // A killed rank's steps after its kill are NaN, written as null (JSON has no NaN).
+  for (const json& x : f::array(j, "loss")) {
+    if (!x.is_null() && !x.is_number())
+      f::fail(fmt::format("loss[{}]", r.loss.size()), fmt::format("expected a number or null, got {}", f::shown(x)));
+    r.loss.push_back(x.is_null() ? std::numeric_limits<double>::quiet_NaN() : x.get<double>());
+  }
   r.step_end_s = f::numbers(j, "step_end_s");
   f::list(j, "exchanges", r.exchanges);
   f::get(j, "wan_sent", r.wan_sent);
@@ -88,6 +96,11 @@ void from_json(const json& j, RankReport& r) {
   f::list(j, "accuracy_curve", r.accuracy_curve);
   r.replica_max_abs_diff = f::nonneg(j, "replica_max_abs_diff");
   if (f::has(j, "final_weights_sha256")) r.final_weights_sha256 = f::sha256_hex(j, "final_weights_sha256");
+  if (f::has(j, "faults")) {
+    RankFaultLog l;
+    f::get(j, "faults", l);
+    r.faults = l;
+  }
 }
 
 RankReport load_rank_report(const std::string& path) {

@@ -21,6 +21,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model/faults.h"
 #include "model/measurements.h"
 #include "model/report.h"
 
@@ -63,6 +64,8 @@ struct RankReport {
   double replica_max_abs_diff = 0;           ///< max |x_this - x_0| after the end
   /// rank 0: SHA-256 of its final parameters' bytes ("final_weights_sha256"; absent in older files).
   std::optional<std::string> final_weights_sha256;
+  /// Node faults in the process modes ("faults"; absent without): what this rank saw of them.
+  std::optional<RankFaultLog> faults;
 };
 void to_json(json& j, const RankReport& r);
 void from_json(const json& j, RankReport& r);

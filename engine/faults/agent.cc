@@ -6,6 +6,7 @@
 #include <string>
 
 #include "engine/collectives/transport_group.h"
+#include "engine/faults/shrink.h"
 #include "engine/transport/transport.h"
 #include "engine/result.h"
 
@@ -13,31 +14,10 @@ namespace geotb::engine {
 
 namespace {
 
-/// Tags of the survivors' agreement on the group without `dead`: outside every range a Transport
-/// user may take, above the heartbeats'. Named by the dead set itself, not by a count of attempts:
-/// a survivor that declared fewer peers dead than another (detections come at slightly different
-/// instants) asks under another tag, so its view reaches nobody who has a different one, and its
-/// receive is interrupted when it declares the rest; it then asks again under the full set's tag,
-/// where the others wait. Every view therefore converges, whatever the order of the detections.
-uint64_t agreement_tag(const std::set<int>& dead, int k) {
-  uint64_t h = 1469598103934665603ull;  // FNV-1a over the sorted ranks
-  for (int d : dead) {
-    h ^= static_cast<uint64_t>(d) + 1;
-    h *= 1099511628211ull;
-  }
-  return (uint64_t{1} << 63) + (uint64_t{1} << 62) + ((h & ((uint64_t{1} << 60) - 1)) << 1) + static_cast<uint64_t>(k);
-}
-
 std::vector<uint8_t> encode(const std::vector<int64_t>& v) {
   std::vector<uint8_t> b(v.size() * sizeof(int64_t));
   std::memcpy(b.data(), v.data(), b.size());
   return b;
-}
-
-std::vector<int64_t> decode(const std::vector<uint8_t>& b) {
-  std::vector<int64_t> v(b.size() / sizeof(int64_t));
-  std::memcpy(v.data(), b.data(), v.size() * sizeof(int64_t));
-  return v;
 }
 
 /// The restarted worker's state, from its group's coordinator: beside the heartbeats' tag.
@@ -90,23 +70,12 @@ void read_state(const std::vector<uint8_t>& b, size_t& at, StateBuffers& s) {
   }
 }
 
-std::string show(const std::vector<int64_t>& v) {
-  std::string s = "step " + (v.empty() ? std::string("?") : std::to_string(v[0])) + ", dead {";
-  for (size_t i = 1; i < v.size(); ++i) s += (i > 1 ? ", " : "") + std::to_string(v[i]);
-  return s + "}";
-}
-
 }  // namespace
 
 class FaultRuntime::Agent final : public FaultHooks {
  public:
   Agent(FaultRuntime& rt, int rank) : rt_(rt), rank_(rank), dc_(rank / rt.N_) {
-    std::vector<int> peers = rt.group_of(rank, {});
-    peers.erase(std::remove(peers.begin(), peers.end(), rank), peers.end());
-    if (!rt.world_group_ && rank % rt.N_ == 0)  // a DC leader also watches the other DCs' leaders
-      for (int d = 0; d < rt.M_; ++d)
-        if (d != dc_) peers.push_back(d * rt.N_);
-    monitor_ = std::make_unique<HeartbeatMonitor>(rt.fabric_, rt.sched_, rank, std::move(peers), rt.plan_.heartbeat,
+    monitor_ = std::make_unique<HeartbeatMonitor>(rt.fabric_, rt.sched_, rank, rt.groups_.watched_by(rank), rt.plan_.heartbeat,
                                                   rt.world_group_, [this](const model::Detection& d) { rt_.on_declared(d); });
     slow_.resize(rt.plan_.events.size());
   }
@@ -221,26 +190,7 @@ class FaultRuntime::Agent final : public FaultHooks {
     }
 
     // Agreement on the step in flight and on who is dead: the group's lowest rank collects and answers.
-    std::vector<int64_t> mine = {step};
-    for (int d : dead) mine.push_back(d);
-    const int coordinator = group.front();
-    if (rank_ == coordinator) {
-      for (int m : group) {
-        if (m == rank_) continue;
-        const std::vector<int64_t> theirs = decode(env.net->recv(m, agreement_tag(dead, 0)));
-        if (theirs != mine)
-          throw RunError("shrink: survivors disagree: rank " + std::to_string(rank_) + " has " + show(mine) +
-                         ", rank " + std::to_string(m) + " has " + show(theirs));
-      }
-      for (int m : group)
-        if (m != rank_) env.net->send(m, agreement_tag(dead, 1), encode(mine));
-    } else {
-      env.net->send(coordinator, agreement_tag(dead, 0), encode(mine));
-      const std::vector<int64_t> agreed = decode(env.net->recv(coordinator, agreement_tag(dead, 1)));
-      if (agreed != mine)
-        throw RunError("shrink: rank " + std::to_string(rank_) + " has " + show(mine) + ", the group's coordinator " +
-                       std::to_string(coordinator) + " decided " + show(agreed));
-    }
+    agree_on_group(*env.net, rank_, group, step, dead);
     ++epoch_;  // membership changes agreed (the redistributed samplers' streams)
     return true;
   }
@@ -250,16 +200,8 @@ class FaultRuntime::Agent final : public FaultHooks {
     const std::set<int>& dead = handled_;
     const int epoch = epoch_ - 1;
     if (rt_.plan_.shard == "redistribute") {
-      std::vector<uint32_t> shard = rt_.shards_[static_cast<size_t>(rank_)];
-      for (int d : fresh) {
-        if (d / rt_.N_ != dc_) continue;
-        std::vector<int> heirs;
-        for (int r = dc_ * rt_.N_; r < (dc_ + 1) * rt_.N_; ++r)
-          if (!dead.count(r)) heirs.push_back(r);
-        const auto k = static_cast<size_t>(std::find(heirs.begin(), heirs.end(), rank_) - heirs.begin());
-        const auto& ds = rt_.shards_[static_cast<size_t>(d)];
-        for (size_t i = k; i < ds.size(); i += heirs.size()) shard.push_back(ds[i]);
-      }
+      const std::vector<uint32_t> shard =
+          inherit_shards(rt_.groups_, rank_, rt_.shards_[static_cast<size_t>(rank_)], rt_.shards_, dead, fresh);
       rt_.shards_[static_cast<size_t>(rank_)] = shard;
       sampler = BatchSampler(shard, rt_.seed_, static_cast<uint64_t>(rank_ + rt_.P_ * (epoch + 1)));
     }
@@ -513,7 +455,7 @@ FaultRuntime::FaultRuntime(const model::FaultPlan& plan, const StrategyInfo& inf
                            emu::Fabric& fabric, emu::VirtualScheduler& sched,
                            std::vector<std::vector<uint32_t>> shards, uint64_t seed)
     : plan_(plan), world_group_(!info.needs_intra_dc || info.one_group), M_(dcs), N_(workers_per_dc),
-      P_(dcs * workers_per_dc), fabric_(fabric), sched_(sched), shards_(std::move(shards)), own_shards_(shards_), seed_(seed),
+      P_(dcs * workers_per_dc), groups_{dcs, workers_per_dc, world_group_}, fabric_(fabric), sched_(sched), shards_(std::move(shards)), own_shards_(shards_), seed_(seed),
       factor_(new std::atomic<double>[static_cast<size_t>(dcs * workers_per_dc)]) {
   if (plan_.has_kills() && !info.survives_kills)
     throw RunError("node kills: this strategy does not survive them (its descriptor: survives_kills)");
@@ -568,14 +510,7 @@ bool FaultRuntime::fenced(int rank) const {
   return fenced_.count(rank) > 0;
 }
 
-std::vector<int> FaultRuntime::group_of(int rank, const std::set<int>& dead) const {
-  std::vector<int> g;
-  const int lo = world_group_ ? 0 : (rank / N_) * N_;
-  const int hi = world_group_ ? P_ : lo + N_;
-  for (int r = lo; r < hi; ++r)
-    if (!dead.count(r)) g.push_back(r);
-  return g;
-}
+std::vector<int> FaultRuntime::group_of(int rank, const std::set<int>& dead) const { return groups_.group_of(rank, dead); }
 
 void FaultRuntime::on_declared(const model::Detection& d) {
   bool fence = false;

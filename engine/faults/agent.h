@@ -55,6 +55,7 @@
 #include "emulator/inproc/virtual_time.h"
 #include "engine/checkpoint/state.h"
 #include "engine/faults/heartbeat.h"
+#include "engine/faults/shrink.h"
 #include "engine/strategies/descriptor.h"
 #include "engine/worker_loop.h"
 #include "model/faults.h"
@@ -135,6 +136,7 @@ class FaultRuntime {
   model::FaultPlan plan_;
   bool world_group_;  // naive_ddp, lan: one group of every rank; else per DC
   int M_, N_, P_;
+  FaultGroups groups_;
   emu::Fabric& fabric_;
   emu::VirtualScheduler& sched_;
   std::vector<std::vector<uint32_t>> shards_;      // each rank's shard now (redistribute grows them)

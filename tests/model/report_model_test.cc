@@ -8,6 +8,7 @@
 #include <cmath>
 #include <filesystem>
 #include <functional>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
@@ -460,7 +461,7 @@ TEST(ReportModel, FaultsAbsentOrReadAndWrittenStrictly) {
   sl.policy = "none";
   sl.factor = 5;
   f.events = {k, sl};  // the slow one never ended: until_s null
-  f.detections = {Detection{7, 6, 9.0, 4.0, 7.0}};
+  f.detections = {Detection{7, 6, 9.0, 4.0, 7.0, ""}};
   f.heartbeats_sent = 244;
   r.faults = f;
   const json w = r;
@@ -496,6 +497,82 @@ TEST(ReportModel, FaultsAbsentOrReadAndWrittenStrictly) {
 
 // An exchange's round trips: rtt_s written with rtts = seconds / rtt_s; both absent when rtt_s was
 // not recorded (older reports), which read back as 0.
+// The process modes' faults section from every rank's log (model::merge_fault_logs), on crafted
+// logs of a 2 x 3 run: rank 4 killed at step 30; ranks start 1 ms apart on the host's clock.
+TEST(FaultLogs, MergedOntoTheOriginsClockWithFirstDetectionRecoveryAndFalseOnes) {
+  FaultPlan plan;
+  plan.heartbeat.interval = std::chrono::milliseconds(200);
+  plan.heartbeat.timeout = std::chrono::milliseconds(500);
+  plan.heartbeat.confirmation = std::chrono::milliseconds(300);
+  plan.shard = "redistribute";
+  std::vector<RankFaultLog> logs(6);
+  for (int r = 0; r < 6; ++r) {
+    logs[static_cast<size_t>(r)].start_ns = 1'000'000'000 + 1'000'000 * r;  // rank r starts r ms after rank 0
+    logs[static_cast<size_t>(r)].heartbeats_sent = 10 + static_cast<uint64_t>(r);
+  }
+  logs[4].killed_at_step = 30;
+  logs[4].killed_at_s = 2.0;  // 2.004 on rank 0's clock
+  auto det = [](int observer, int peer, double at, const char* how) {
+    Detection d;
+    d.observer = observer;
+    d.peer = peer;
+    d.at_s = d.last_heard_s = d.suspected_s = at;
+    d.how = how;
+    return d;
+  };
+  logs[5].detections = {det(5, 4, 2.0, "connection")};  // 2.005
+  logs[3].detections = {det(3, 4, 2.0015, "connection")};  // 2.0045: the first
+  logs[1].detections = {det(1, 2, 5.0, "silence")};  // rank 2 was never killed: a false detection
+  logs[3].resumed = {{{4}, 2.1, 30, 2, true}};    // 2.103
+  logs[5].resumed = {{{4}, 2.2, 30, 2, false}};   // 2.205: the last survivor
+  const FaultsSection s = merge_fault_logs(plan, 3, logs, 0);
+  EXPECT_DOUBLE_EQ(s.heartbeat_interval_s, 0.2);
+  EXPECT_DOUBLE_EQ(s.heartbeat_timeout_s, 0.5);
+  EXPECT_DOUBLE_EQ(s.heartbeat_confirmation_s, 0.3);
+  EXPECT_EQ(s.shard, "redistribute");
+  EXPECT_EQ(s.heartbeats_sent, 10u + 11 + 12 + 13 + 14 + 15);
+  ASSERT_EQ(s.events.size(), 1u);
+  const FaultRecord& k = s.events[0];
+  EXPECT_EQ(k.event, "kill");
+  EXPECT_EQ(std::make_tuple(k.rank, k.dc, k.worker, k.step), std::make_tuple(4, 1, 1, 30));
+  EXPECT_NEAR(k.at_s, 2.004, 1e-12);
+  EXPECT_EQ(k.detected_by, 3);
+  EXPECT_NEAR(*k.detected_at_s, 2.0045, 1e-12);
+  EXPECT_NEAR(*k.detection_latency_s, 0.0005, 1e-12);
+  EXPECT_NEAR(*k.recovery_s, 2.205 - 2.0045, 1e-12);
+  EXPECT_EQ(k.steps_lost, 1);  // one group, one coordinator
+  EXPECT_EQ(k.survivors, 2);
+  EXPECT_EQ(k.policy, "shrink");
+  ASSERT_EQ(s.detections.size(), 3u);  // in time order, on rank 0's clock
+  EXPECT_EQ(std::make_pair(s.detections[0].observer, s.detections[0].how), std::make_pair(3, std::string("connection")));
+  EXPECT_EQ(s.detections[1].observer, 5);
+  EXPECT_EQ(std::make_tuple(s.detections[2].observer, s.detections[2].peer), std::make_tuple(1, 2));
+  EXPECT_NEAR(s.detections[2].at_s, 5.001, 1e-12);
+  EXPECT_EQ(s.false_detections, 1);
+  // Another origin moves every time by its start.
+  const FaultsSection o = merge_fault_logs(plan, 3, logs, 3);
+  EXPECT_NEAR(o.events[0].at_s, 2.001, 1e-12);
+  EXPECT_NEAR(*o.events[0].detection_latency_s, 0.0005, 1e-12);
+  // The rank file carries the log both ways.
+  RankReport rr;
+  rr.loss = {0.5, std::nan("")};
+  rr.faults = logs[4];
+  json j = json::parse(json(rr).dump());  // as in the file: NaN written as null
+  EXPECT_TRUE(j["loss"][1].is_null());
+  const RankReport back = j.get<RankReport>();
+  EXPECT_TRUE(std::isnan(back.loss[1]));
+  ASSERT_TRUE(back.faults && back.faults->killed_at_step);
+  EXPECT_EQ(*back.faults->killed_at_step, 30);
+  json bad = j;
+  bad["faults"]["killed_at_s"] = nullptr;
+  try {
+    (void)bad.get<RankReport>();
+    ADD_FAILURE() << "a kill without its instant was read";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("faults.killed_at_step"), std::string::npos) << e.what();
+  }
+}
+
 TEST(ReportModel, ExchangeRoundTripsWrittenOnlyWhenRecorded) {
   ExchangeRecord e{3, 7687770, 0.3, 0.0765, 0.03};
   const json j = e;

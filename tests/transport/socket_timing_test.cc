@@ -10,6 +10,8 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <mutex>
+#include <tuple>
 #include <chrono>
 #include <cstdio>
 #include <thread>
@@ -122,6 +124,117 @@ TEST(SocketDeadPeer, PeerThatClosedIsReportedAndItsLastMessageStillArrives) {
   EXPECT_THROW(w.t->recv(1, 2), PeerDeadError);
   EXPECT_LT(seconds_since(t0), 2.0);
   print_measured("closed peer -> PeerDeadError", seconds_since(t0), 2.0);
+}
+
+// Node faults (engine/faults/process_agent.h): the agent hears of a killed peer through
+// on_peer_failed before a receive blocked on it wakes, and not of a peer that said goodbye.
+struct PeerFailures {
+  std::mutex mu;
+  std::vector<std::tuple<int, bool, bool>> calls;  // (rank, silent, a recv had already seen the failure)
+  std::atomic<bool> recv_saw_it{false};
+};
+
+TEST(SocketDeadPeer, OnPeerFailedHearsAKillBeforeTheBlockedRecvWakes) {
+  PeerFailures f;
+  WithChild w("hello", [&](SocketTransportConfig& c) {
+    c.on_peer_failed = [&](int r, const std::string& why, bool silent) {
+      std::lock_guard<std::mutex> lk(f.mu);
+      f.calls.emplace_back(r, silent, f.recv_saw_it.load());
+      EXPECT_NE(why.find("rank 1"), std::string::npos) << why;
+    };
+  });
+  ASSERT_NE(w.child.port, 0);
+  EXPECT_EQ(w.t->recv(1, 1).size(), 5u);
+  const auto s = recv_while_signalled(w, SIGKILL, 2);
+  f.recv_saw_it = true;
+  ASSERT_TRUE(s.receiver_blocked);
+  EXPECT_TRUE(s.threw_dead);
+  std::lock_guard<std::mutex> lk(f.mu);
+  ASSERT_EQ(f.calls.size(), 1u);
+  EXPECT_EQ(f.calls[0], std::make_tuple(1, false, false));  // rank 1, its connection, before recv woke
+}
+
+TEST(SocketDeadPeer, OnPeerFailedSaysSilenceForAStoppedPeerAndNothingForAGoodbye) {
+  for (const char* mode : {"hello", "close"}) {
+    PeerFailures f;
+    WithChild w(mode, [&](SocketTransportConfig& c) {
+      c.on_peer_failed = [&](int r, const std::string&, bool silent) {
+        std::lock_guard<std::mutex> lk(f.mu);
+        f.calls.emplace_back(r, silent, false);
+      };
+    });
+    ASSERT_NE(w.child.port, 0);
+    EXPECT_EQ(w.t->recv(1, 1).size(), std::string(mode) == "close" ? 3u : 5u);
+    if (std::string(mode) == "close") {
+      EXPECT_EQ(w.child.wait(), 0);
+      EXPECT_THROW(w.t->recv(1, 2), PeerDeadError);
+    } else {
+      const auto s = recv_while_signalled(w, SIGSTOP, 2);
+      EXPECT_TRUE(s.threw_dead);
+      ::kill(w.child.pid(), SIGKILL);
+    }
+    std::lock_guard<std::mutex> lk(f.mu);
+    if (std::string(mode) == "close") {
+      EXPECT_TRUE(f.calls.empty()) << "a goodbye is not a death";
+    } else {
+      ASSERT_EQ(f.calls.size(), 1u);
+      EXPECT_EQ(f.calls[0], std::make_tuple(1, true, false));
+    }
+  }
+}
+
+// Blocks in t.recv(src, tag) on another thread; returns once that thread sleeps in it.
+struct BlockedRecv {
+  std::atomic<pid_t> tid{0};
+  std::atomic<int> outcome{0};  // 1: PeerDeclaredDead, 2: PeerDeadError, 3: other, 4: a message
+  std::thread th;
+  BlockedRecv(SocketTransport& t, int src, uint64_t tag) {
+    th = std::thread([&, src, tag] {
+      tid = ::gettid();
+      try {
+        t.recv(src, tag);
+        outcome = 4;
+      } catch (const PeerDeclaredDead&) {
+        outcome = 1;
+      } catch (const PeerDeadError&) {
+        outcome = 2;
+      } catch (...) {
+        outcome = 3;
+      }
+    });
+    EXPECT_TRUE(geotb::test::wait_until([&] { return tid != 0 && geotb::test::asleep_on_condition(tid); },
+                                        milliseconds(10000)));
+  }
+  int join() {
+    th.join();
+    return outcome;
+  }
+};
+
+TEST(SocketDeadPeer, InterruptedRecvsThrowPeerDeclaredDeadUntilClearedQueuedMessagesFirst) {
+  WithChild w("hello");
+  ASSERT_NE(w.child.port, 0);
+  ASSERT_TRUE(geotb::test::wait_until([&] { return w.t->stats().messages_received >= 1; }, milliseconds(10000)));
+  w.t->interrupt_recvs({1});
+  EXPECT_EQ(w.t->recv(1, 1), (std::vector<uint8_t>{'h', 'e', 'l', 'l', 'o'}));  // queued before: still returned
+  EXPECT_THROW(w.t->recv(1, 99), PeerDeclaredDead);
+  w.t->clear_interrupt();
+  {
+    BlockedRecv b(*w.t, 1, 98);  // blocked before the interrupt: woken by it
+    const auto t0 = std::chrono::steady_clock::now();
+    w.t->interrupt_recvs({1});
+    EXPECT_EQ(b.join(), 1);
+    EXPECT_LT(seconds_since(t0), 2.0);
+  }
+  // Scoped to the ranks named: rank 0's receives throw, rank 1's wait for what rank 1 does.
+  w.t->clear_interrupt();
+  w.t->interrupt_recvs({0});
+  w.t->send(0, 5, {7});
+  EXPECT_EQ(w.t->recv(0, 5), std::vector<uint8_t>{7});
+  EXPECT_THROW(w.t->recv(0, 6), PeerDeclaredDead);
+  BlockedRecv b(*w.t, 1, 97);
+  ::kill(w.child.pid(), SIGKILL);
+  EXPECT_EQ(b.join(), 2);  // its death, not the interrupt
 }
 
 TEST(SocketDeadPeer, UnreachablePeerFailsAfterConnectTimeout) {

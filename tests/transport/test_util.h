@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <functional>
 #include <cstdint>
 #include <cstring>
 #include <fstream>
@@ -251,8 +252,9 @@ struct PeerProcess {
 struct WithChild {
   std::unique_ptr<engine::SocketTransport> t;
   PeerProcess child;
-  explicit WithChild(const char* mode) {
+  explicit WithChild(const char* mode, const std::function<void(engine::SocketTransportConfig&)>& edit = {}) {
     auto c = cfg_for(0, 2, std::chrono::milliseconds(1000));
+    if (edit) edit(c);
     t = std::make_unique<engine::SocketTransport>(c);
     child = PeerProcess::spawn({"--mode", mode, "--peer-port", std::to_string(t->port()), "--heartbeat-ms",
                                 "100", "--peer-timeout-ms", "1000"});

@@ -306,6 +306,20 @@ json with_faults() {
   return j;
 }
 
+TEST(ScenarioFaults, KillsAtAStepParseInTheProcessAndDpdkModes) {
+  for (const char* mode : {"process", "dpdk"}) {
+    json j = with_faults();
+    j["network"] = mode;
+    j["timeline"].erase(3);  // the slow worker
+    j["timeline"].erase(2);  // the restart
+    const auto sc = parse_scenario(j, "s.json");
+    ASSERT_EQ(sc.faults.events.size(), 1u) << mode;
+    EXPECT_EQ(sc.faults.events[0].at_step, 30) << mode;
+    EXPECT_EQ(sc.clock, geotb::engine::ClockMode::kWall) << mode;
+    EXPECT_EQ(sc.faults.shard, "redistribute") << mode;
+  }
+}
+
 TEST(ScenarioFaults, EventsAndHeartbeatsParse) {
   using geotb::model::FaultEvent;
   auto sc = parse_scenario(with_faults(), "s.json");
@@ -487,8 +501,47 @@ INSTANTIATE_TEST_SUITE_P(
             "recovery goes back to the last checkpoint, and the first checkpoint must come before the first kill "
             "(at_step 30)"},
         Bad{"faults on the wall clock", [](json& j) { j["clock"] = "wall"; },
-            "timeline[1]: \"embedded/wall\": node faults and heartbeats run in the embedded mode on the virtual clock only"},
-        Bad{"faults in dpdk mode", [](json& j) { j["network"] = "dpdk"; }, "\"dpdk/wall\": node faults and heartbeats"},
+            "timeline[1]: \"embedded/wall\": node faults in the embedded mode run on the virtual clock only"},
+        Bad{"restart in dpdk mode", [](json& j) { j["network"] = "dpdk"; },
+            "timeline[2].restart: \"restart\": not implemented in the process and dpdk modes yet (the dpdk mode "
+            "runs kills at a step, with policy shrink)"},
+        Bad{"slow in process mode",
+            [](json& j) {
+              j["network"] = "process";
+              j["timeline"].erase(2);
+            },
+            "timeline[2].slow: \"slow\": not implemented in the process and dpdk modes yet"},
+        Bad{"kill at an instant in process mode",
+            [](json& j) {
+              j["network"] = "process";
+              j["timeline"] = json::array({{{"at", "2s"}, {"kill", {{"dc", "b"}, {"worker", 1}}}}});
+            },
+            "timeline[0].at: \"2 s\": a kill at an instant is not implemented in the process and dpdk modes yet: use "
+            "\"at_step\""},
+        Bad{"rank 0 killed in dpdk mode",
+            [](json& j) {
+              j["network"] = "dpdk";
+              j["strategies"] = json::array({{{"name", "naive_ddp"}}});
+              j["timeline"] = json::array({{{"at_step", 3}, {"kill", {{"dc", "a"}, {"worker", 0}}}}});
+            },
+            "timeline[0].kill: {\"dc\":\"a\",\"worker\":0}: rank 0 serves the run's store and reports for it in the "
+            "process and dpdk modes"},
+        Bad{"full recovery in process mode",
+            [](json& j) {
+              j["network"] = "process";
+              j["timeline"] = json::array({{{"at_step", 3}, {"kill", {{"dc", "b"}, {"worker", 1}}}},
+                                           {{"at_step", 4}, {"kill", {{"dc", "a"}, {"worker", 1}}}}});
+            },
+            "faults.full_recovery.above_fraction: 0.25: 2 kills of 4 workers would cross it, and full recovery is not "
+            "implemented in the process and dpdk modes yet (set it to 1)"},
+        Bad{"checkpoints with kills in process mode",
+            [](json& j) {
+              j["network"] = "process";
+              j["timeline"] = json::array({{{"at_step", 3}, {"kill", {{"dc", "b"}, {"worker", 1}}}}});
+              j["checkpoint"] = {{"every_steps", 10}, {"dir", "ckpt"}};
+            },
+            "checkpoint: {\"dir\":\"ckpt\",\"every_steps\":10}: checkpoints together with node kills are not "
+            "implemented in the process and dpdk modes yet"},
         Bad{"hier loses a DC leader", [](json& j) { j["timeline"][1]["kill"]["worker"] = 0; j["timeline"][2]["restart"]["worker"] = 0; },
             "timeline[1].kill.worker: 0: hier_ef_topk_int8 cannot lose a DC leader (worker 0)"},
         Bad{"strategy without kill support", [](json& j) { j["strategies"][1] = {{"name", "naive_ddp_c10d"}}; },

@@ -5,7 +5,9 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <linux/sockios.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -180,6 +182,7 @@ struct SocketTransport::Impl {
     uint64_t next_deliver = 0;
     bool goodbye_seen = false;
     bool failed_io = false;  // I/O thread has torn down this peer's connections
+    bool reported = false;   // on_peer_failed called (guarded by mu)
   };
 
   // ---------------------------------------------------------------- state
@@ -196,6 +199,10 @@ struct SocketTransport::Impl {
   std::vector<Peer> peers;
   bool started = false;
   bool closing = false;              // close() called
+  bool want_outq = false;            // drain(): the I/O thread measures the kernel's send queues
+  int64_t kernel_outq = -1;          // their bytes (unsent + unacknowledged) at its last measure
+  bool interrupted = false;          // interrupt_recvs(): recv() from `interrupt_from` throws
+  std::vector<int> interrupt_from;   // empty: every rank
   bool io_exited = false;
   std::vector<int> dirty;            // peers with new sends / connect requests
   std::string fatal;                 // I/O thread died with this
@@ -386,6 +393,9 @@ struct SocketTransport::Impl {
       }
       if (p.fail != Fail::kNone) throw_fail(p.fail, p.why);
       if (!fatal.empty()) throw TransportError(me() + fatal);
+      if (interrupted && (interrupt_from.empty() ||
+                          std::find(interrupt_from.begin(), interrupt_from.end(), src) != interrupt_from.end()))
+        throw PeerDeclaredDead(me() + "recv from rank " + std::to_string(src) + " interrupted: a peer was declared dead");
       if (cv.wait_until(lk, deadline) == std::cv_status::timeout && Clock::now() >= deadline) {
         it = p.mailbox.find(tag);
         if (it != p.mailbox.end() && !it->second.empty()) continue;
@@ -411,6 +421,13 @@ struct SocketTransport::Impl {
     if (p.fail != Fail::kNone) throw_fail(p.fail, p.why);
     if (closing) throw TransportError(me() + "await_streams: transport closed");
     return ok;
+  }
+
+  void interrupt(std::vector<int> from, bool on) {
+    std::lock_guard lk(mu);
+    interrupted = on;
+    interrupt_from = std::move(from);
+    cv.notify_all();
   }
 
   bool flush(milliseconds timeout) {
@@ -439,8 +456,19 @@ struct SocketTransport::Impl {
   }
 
   // ---------------------------------------------------------------- failure
-  void fail_peer(int r, Fail kind, const std::string& why) {
+  // silent: failed for peer_timeout of silence; goodbye: it closed its transport (on_peer_failed
+  // is not told: a peer that said goodbye finished or failed on its own, it was not killed).
+  void fail_peer(int r, Fail kind, const std::string& why, bool silent = false, bool goodbye = false) {
     Peer& p = peers[r];
+    // The node-fault agent hears of it before any waiter wakes with the error, so that a
+    // collective failing on it already finds the survivors' recovery under way.
+    bool first = false;
+    {
+      std::lock_guard lk(mu);
+      first = p.fail == Fail::kNone && !p.reported && !closing;
+      p.reported = true;
+    }
+    if (first && !goodbye && cfg.on_peer_failed) cfg.on_peer_failed(r, me() + why, silent);
     {
       std::lock_guard lk(mu);
       if (p.fail == Fail::kNone) {
@@ -636,7 +664,7 @@ struct SocketTransport::Impl {
       // Failed only once every connection with it has ended.
       for (auto& [id, o] : conns)
         if (!o->dead && o->peer == r && o->st == St::kOpen) return;
-      fail_peer(r, Fail::kDead, who(r) + " closed its transport");
+      fail_peer(r, Fail::kDead, who(r) + " closed its transport", false, true);
       return;
     }
     fail_peer(r, Fail::kDead, "connection to " + who(r) + " (" + (outgoing ? "outgoing" : "incoming") +
@@ -1002,18 +1030,25 @@ struct SocketTransport::Impl {
 
   void deliver_ready(int r) {
     Peer& p = peers[r];
-    std::lock_guard lk(mu);
-    bool any = false;
-    while (!p.partial.empty()) {
-      auto it = p.partial.begin();
-      if (it->first != p.next_deliver || it->second.got != it->second.len) break;
-      p.mailbox[it->second.tag].push_back(std::move(it->second.buf));
-      p.partial.erase(it);
-      p.next_deliver++;
-      st.messages_received++;
-      any = true;
+    std::vector<std::vector<uint8_t>> notices;
+    {
+      std::lock_guard lk(mu);
+      bool any = false;
+      while (!p.partial.empty()) {
+        auto it = p.partial.begin();
+        if (it->first != p.next_deliver || it->second.got != it->second.len) break;
+        if (cfg.notice_tag != 0 && it->second.tag == cfg.notice_tag && cfg.on_notice)
+          notices.push_back(std::move(it->second.buf));
+        else
+          p.mailbox[it->second.tag].push_back(std::move(it->second.buf));
+        p.partial.erase(it);
+        p.next_deliver++;
+        st.messages_received++;
+        any = true;
+      }
+      if (any) cv.notify_all();
     }
-    if (any) cv.notify_all();
+    for (auto& n : notices) cfg.on_notice(r, std::move(n));
   }
 
   void on_readable(Conn* c) {
@@ -1192,7 +1227,8 @@ struct SocketTransport::Impl {
         fail_peer(r, Fail::kDead,
                   "no data or heartbeat from " + who(r) + " for " +
                       ms_text(std::chrono::duration_cast<milliseconds>(now - p.last_heard)) +
-                      " (peer_timeout " + ms_text(cfg.peer_timeout) + ")");
+                      " (peer_timeout " + ms_text(cfg.peer_timeout) + ")",
+                  true);
     }
   }
 
@@ -1235,6 +1271,37 @@ struct SocketTransport::Impl {
     return !any || now >= final_deadline;
   }
 
+  // drain(): what the open connections still hold, ours and the kernel's (SIOCOUTQ: bytes not
+  // yet acknowledged by the peer).
+  void measure_outq() {
+    {
+      std::lock_guard lk(mu);
+      if (!want_outq) return;
+    }
+    int64_t sum = 0;
+    for (auto& [id, c] : conns) {
+      if (c->dead || c->st != St::kOpen) continue;
+      if (!c->outq.empty()) sum += 1;
+      int q = 0;
+      if (::ioctl(c->fd, SIOCOUTQ, &q) == 0) sum += q;
+    }
+    std::lock_guard lk(mu);
+    kernel_outq = sum;
+    cv.notify_all();
+  }
+
+  bool drain(milliseconds timeout) {
+    const auto deadline = Clock::now() + timeout;
+    if (!flush(timeout)) return false;
+    std::unique_lock lk(mu);
+    want_outq = true;
+    kernel_outq = -1;
+    wake();
+    const bool ok = cv.wait_until(lk, deadline, [&] { return kernel_outq == 0 || io_exited; });
+    want_outq = false;
+    return ok;
+  }
+
   void reap() {
     for (auto it = conns.begin(); it != conns.end();)
       it = it->second->dead ? conns.erase(it) : std::next(it);
@@ -1269,6 +1336,7 @@ struct SocketTransport::Impl {
         }
         process_commands();
         timers();
+        measure_outq();
         const bool done = shutdown_step();
         reap();
         if (done) break;
@@ -1307,10 +1375,13 @@ void SocketTransport::send(int dst, uint64_t tag, std::vector<uint8_t> bytes) {
 }
 std::vector<uint8_t> SocketTransport::recv(int src, uint64_t tag) { return impl_->recv(src, tag); }
 void SocketTransport::close() { impl_->shutdown(); }
+void SocketTransport::interrupt_recvs(std::vector<int> from) { impl_->interrupt(std::move(from), true); }
+void SocketTransport::clear_interrupt() { impl_->interrupt({}, false); }
 bool SocketTransport::await_streams(int peer, std::chrono::milliseconds timeout) {
   return impl_->await_streams(peer, timeout);
 }
 bool SocketTransport::flush(std::chrono::milliseconds timeout) { return impl_->flush(timeout); }
+bool SocketTransport::drain(std::chrono::milliseconds timeout) { return impl_->drain(timeout); }
 int SocketTransport::streams() const { return impl_->nstreams; }
 size_t SocketTransport::sockbuf_bytes() const { return impl_->sockbuf_eff; }
 std::string SocketTransport::peer_host(int rank) const {

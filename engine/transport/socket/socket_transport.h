@@ -55,6 +55,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -86,6 +87,17 @@ struct SocketTransportConfig {
                                         // autotuning (up to net.ipv4.tcp_wmem/tcp_rmem max)
   size_t chunk_bytes = 256 * 1024;      // striping unit (frame payload), 1 KiB .. 64 MiB
   uint64_t max_message_bytes = 1ull << 34;  // larger incoming messages are FrameErrors, larger sends throw
+  /// Called once per failed peer, on the I/O thread with no lock held, before any waiter sees the
+  /// failure: (rank, why, silent: it was failed for peer_timeout of silence rather than by its
+  /// connection ending or a bad frame). Not for a peer that closed its transport (GOODBYE): it
+  /// finished or failed on its own. A node-fault agent (engine/faults/) records the detection and
+  /// interrupts receives. May be empty.
+  std::function<void(int, const std::string&, bool)> on_peer_failed;
+  /// Messages with this tag (non-zero; outside every range a Transport user takes) are handed to
+  /// on_notice (src, bytes) on the I/O thread, in order, with no lock held, instead of a mailbox:
+  /// a node-fault agent's "recovering" notices, which must reach it while its worker is blocked.
+  uint64_t notice_tag = 0;
+  std::function<void(int, std::vector<uint8_t>)> on_notice;
 };
 
 /// The peer is gone: silent for peer_timeout, its connection reset or ended without GOODBYE,
@@ -129,6 +141,12 @@ class SocketTransport final : public Transport {
   /// Throws PeerDeadError / FrameError / AuthError once src has failed and nothing is left for
   /// (src, tag), TransportError after recv_timeout or once close() is called.
   std::vector<uint8_t> recv(int src, uint64_t tag) override;
+  /// recv() from a rank of `from` (every rank if empty) that has nothing queued for it throws
+  /// PeerDeclaredDead, now and until clear_interrupt(): survivors blocked on a live peer that
+  /// waits for a dead one wake up and recover (engine/faults/). Messages already queued are
+  /// still returned.
+  void interrupt_recvs(std::vector<int> from);
+  void clear_interrupt();
   /// Idempotent. Wakes blocked recv() with TransportClosed; flushes queued sends (bounded by
   /// peer_timeout), says GOODBYE, closes every socket and joins the I/O thread.
   void close() override;
@@ -136,6 +154,11 @@ class SocketTransport final : public Transport {
   /// Waits until every message queued by send() so far to a peer that has not failed has been
   /// written to the kernel (not: acknowledged by the peer). False on timeout.
   bool flush(std::chrono::milliseconds timeout);
+  /// flush(), then waits until the kernel holds nothing more for any open connection: every byte
+  /// sent so far was acknowledged by the peer's kernel (SIOCOUTQ 0). A node fault's kill point
+  /// (engine/faults/process_agent.h) drains first, so that what the worker sent before its death
+  /// arrives, as the embedded fabric delivers it. False on timeout.
+  bool drain(std::chrono::milliseconds timeout);
   /// Opens the outgoing streams to `peer` now (instead of at the first send) and waits until all
   /// have completed the handshake. False on timeout; throws the peer's typed error if it fails.
   bool await_streams(int peer, std::chrono::milliseconds timeout);

@@ -1,0 +1,214 @@
+#include "engine/faults/process_agent.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "engine/result.h"
+
+namespace geotb::engine {
+
+ProcessFaultAgent::ProcessFaultAgent(ProcessFaultConfig cfg, const emu::Clock& clock)
+    : cfg_(std::move(cfg)), clock_(clock), shards_(cfg_.shards) {}
+
+void ProcessFaultAgent::attach(SocketTransport& sock, std::chrono::milliseconds peer_timeout) {
+  sock_ = &sock;
+  peer_timeout_ = peer_timeout;
+}
+
+void ProcessFaultAgent::adopt_group(std::unique_ptr<IntraDc> group, Regroup regroup) {
+  group_ = std::move(group);
+  regroup_ = std::move(regroup);
+}
+
+void ProcessFaultAgent::started(Nanos t0) {
+  std::lock_guard<std::mutex> lk(mu_);
+  t0_ = t0;
+  log_.start_ns = t0.count();
+  live_ = true;
+}
+
+void ProcessFaultAgent::peer_failed(int peer, const std::string&, bool silent) {
+  const std::vector<int> watched = cfg_.groups.watched_by(cfg_.rank);
+  if (std::find(watched.begin(), watched.end(), peer) == watched.end()) return;  // another group's business
+  std::lock_guard<std::mutex> lk(mu_);
+  if (!live_ || declared_.count(peer)) return;
+  const double at = secs(clock_.now());
+  model::Detection d;
+  d.observer = cfg_.rank;
+  d.peer = peer;
+  d.at_s = at;
+  const double confirm = std::chrono::duration<double>(cfg_.plan.heartbeat.confirmation).count();
+  const double timeout = std::chrono::duration<double>(peer_timeout_).count();
+  // Silence: heard last peer_timeout (= timeout + confirmation) ago, suspected `confirmation` ago.
+  d.last_heard_s = silent ? std::max(0.0, at - timeout) : at;
+  d.suspected_s = silent ? std::max(d.last_heard_s, at - confirm) : at;
+  d.how = silent ? "silence" : "connection";
+  log_.detections.push_back(d);
+  declared_.insert(peer);
+  // Receives from the dead peer itself fail on their own (PeerDeadError); the others go on until
+  // the peer they wait for is recovering too (its notice, peer_notice): a survivor still
+  // finishing the step before must not be interrupted, since every other survivor finished it.
+  declared_cv_.notify_all();
+}
+
+void ProcessFaultAgent::peer_notice(int peer, const std::vector<uint8_t>& bytes) {
+  std::set<int> dead;
+  for (size_t i = 0; i + sizeof(int64_t) <= bytes.size(); i += sizeof(int64_t)) {
+    int64_t d;
+    std::memcpy(&d, bytes.data() + i, sizeof d);
+    dead.insert(static_cast<int>(d));
+  }
+  std::lock_guard<std::mutex> lk(mu_);
+  if (!live_) return;
+  recovering_[peer] = std::move(dead);
+  refresh_interrupt();
+}
+
+void ProcessFaultAgent::refresh_interrupt() {
+  std::vector<int> from;
+  for (const auto& [p, dead] : recovering_)
+    if (!std::includes(handled_.begin(), handled_.end(), dead.begin(), dead.end())) from.push_back(p);
+  if (!sock_) return;
+  if (from.empty())
+    sock_->clear_interrupt();
+  else
+    sock_->interrupt_recvs(from);
+}
+
+bool ProcessFaultAgent::await_declaration() {
+  // The step failed. If a member died, its declaration is here or comes within peer_timeout
+  // (silence) plus one heartbeat interval; a reset connection is seen at once.
+  std::unique_lock<std::mutex> lk(mu_);
+  const auto wait = peer_timeout_ + std::chrono::duration_cast<std::chrono::milliseconds>(cfg_.plan.heartbeat.interval);
+  return declared_cv_.wait_for(lk, wait, [&] {
+    return std::any_of(declared_.begin(), declared_.end(), [&](int d) { return !handled_.count(d); });
+  });
+}
+
+void ProcessFaultAgent::before_sync(WorkerEnv&, int step) {
+  for (const model::FaultEvent& e : cfg_.plan.events)
+    if (e.kind == model::FaultEvent::Kind::kKill && e.dc * cfg_.groups.workers_per_dc + e.worker == cfg_.rank &&
+        e.at_step && *e.at_step == step) {
+      killed(step);
+      throw WorkerKilled("rank " + std::to_string(cfg_.rank) + " killed by the scenario's timeline at step " +
+                         std::to_string(step));
+    }
+}
+
+void ProcessFaultAgent::killed(int step) {
+  std::lock_guard<std::mutex> lk(mu_);
+  log_.killed_at_step = step;
+  log_.killed_at_s = secs(clock_.now());
+  live_ = false;
+}
+
+bool ProcessFaultAgent::recover(WorkerEnv& env, int step, BatchSampler& sampler) {
+  const int rank = cfg_.rank;
+  const FaultGroups& g = cfg_.groups;
+  std::vector<int> fresh_all;
+  std::set<int> dead;
+  std::vector<int> group;
+  for (;;) {
+    if (!await_declaration()) {
+      if (fresh_all.empty()) return false;  // nobody died: the failure is the run's
+      throw RunError("rank " + std::to_string(rank) + ": shrink interrupted, but no further death was declared here");
+    }
+    std::vector<int> fresh;
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      for (int d : declared_)
+        if (!handled_.count(d)) fresh.push_back(d);
+      handled_.insert(fresh.begin(), fresh.end());
+      dead = handled_;
+      refresh_interrupt();  // notices about what is handled now no longer interrupt anything
+    }
+    const std::vector<int> mine = g.group_of(rank, {});
+    for (int d : fresh)
+      if (std::find(mine.begin(), mine.end(), d) == mine.end())
+        throw RunError("rank " + std::to_string(rank) + " declared rank " + std::to_string(d) +
+                       " (the leader of another data center) dead: this strategy cannot re-address its exchange "
+                       "between data centers (policy shrink recovers inside a group only)");
+    fresh_all.insert(fresh_all.end(), fresh.begin(), fresh.end());
+    group = g.group_of(rank, dead);
+    // Tell the group: a member blocked on this rank stops waiting for it and recovers too.
+    std::vector<uint8_t> notice;
+    for (int d : dead) {
+      const int64_t v = d;
+      notice.insert(notice.end(), reinterpret_cast<const uint8_t*>(&v), reinterpret_cast<const uint8_t*>(&v) + sizeof v);
+    }
+    for (int m : group)
+      if (m != rank) sock_->send(m, kRecoveringTag, notice);
+    try {
+      agree_on_group(*env.net, rank, group, step, dead);
+      break;
+    } catch (const PeerDeclaredDead&) {
+      // A member announced another death during the agreement: agree again without it too.
+    }
+  }
+  ++epoch_;
+  // Rebuild: the ring of every live rank, the Gloo group without the dead (a new rendezvous; the
+  // old group goes first, so that a member still waiting in it fails and comes here too).
+  std::vector<int> ring;
+  for (int r : env.ring)
+    if (!dead.count(r)) ring.push_back(r);
+  env.ring = ring;
+  if (group_) {
+    env.intra = nullptr;
+    group_.reset();
+    std::string name = "shrink";
+    for (int d : dead) name += "-" + std::to_string(d);
+    const int index = static_cast<int>(std::find(group.begin(), group.end(), rank) - group.begin());
+    group_ = regroup_(group, index, name);
+    env.intra = group_.get();
+  }
+  // The dead workers' data: dropped, or split among their DC's survivors (every survivor's new
+  // shard computed here alike, so that a later death hands on what its rank had inherited).
+  if (cfg_.plan.shard == "redistribute") {
+    const std::vector<std::vector<uint32_t>> before = shards_;
+    for (int h = 0; h < g.world(); ++h)
+      if (!dead.count(h)) shards_[static_cast<size_t>(h)] = inherit_shards(g, h, before[static_cast<size_t>(h)], before, dead, fresh_all);
+    sampler = BatchSampler(shards_[static_cast<size_t>(rank)], cfg_.seed, static_cast<uint64_t>(rank + g.world() * epoch_));
+  }
+  std::lock_guard<std::mutex> lk(mu_);
+  log_.resumed.push_back({fresh_all, secs(clock_.now()), step, static_cast<int>(group.size()), rank == group.front()});
+  return true;
+}
+
+bool ProcessFaultAgent::close_allowed() {
+  std::unique_lock<std::mutex> lk(mu_);
+  if (!live_) return true;
+  const auto wait = peer_timeout_ + std::chrono::duration_cast<std::chrono::milliseconds>(cfg_.plan.heartbeat.interval);
+  const bool pending = declared_cv_.wait_for(lk, wait, [&] {
+    return !live_ || std::any_of(declared_.begin(), declared_.end(), [&](int d) { return !handled_.count(d); });
+  });
+  return !pending || !live_;
+}
+
+bool ProcessFaultAgent::recovered_from(int rank) const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return handled_.count(rank) > 0;
+}
+
+void AgentGuardedTransport::send(int dst, uint64_t tag, std::vector<uint8_t> bytes) {
+  if (agent_ && agent_->recovered_from(dst)) return;
+  inner_.send(dst, tag, std::move(bytes));
+}
+
+void AgentGuardedTransport::close() {
+  if (!agent_ || agent_->close_allowed()) inner_.close();
+}
+
+void ProcessFaultAgent::done(WorkerEnv&) {
+  std::lock_guard<std::mutex> lk(mu_);
+  live_ = false;
+  declared_cv_.notify_all();
+}
+
+model::RankFaultLog ProcessFaultAgent::log() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  model::RankFaultLog l = log_;
+  if (sock_) l.heartbeats_sent = sock_->stats().heartbeats_sent;
+  return l;
+}
+
+}  // namespace geotb::engine

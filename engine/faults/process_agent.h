@@ -1,0 +1,150 @@
+// Node faults in the process and dpdk modes (one OS process per rank, wall clock): the
+// scenario's kills executed on real processes, detection by the socket transport, and the
+// recovery policy `shrink` with the same decisions as the embedded mode (shrink.h).
+//
+//  * kill {dc, worker} at_step s: the worker computes step s's gradient, then stops dead before
+//    it synchronises: before_sync throws WorkerKilled, its process writes its rank file (its
+//    series so far, the kill's step and instant) and stops itself with SIGSTOP, and the
+//    coordinator (`geotb run`), which sees it stopped, SIGKILLs it. Its kernel then closes its
+//    connections: nothing is said goodbye.
+//  * detection: every rank opens its streams to every peer it watches at the start (shrink.h
+//    FaultGroups::watched_by), so heartbeat frames flow on every such pair. A watched peer whose
+//    connections end without a goodbye is declared dead at once (how "connection": only its
+//    kernel closes them so); one silent for timeout + confirmation (the transport's peer_timeout)
+//    is declared dead then (how "silence"). Receives from the dead peer then fail
+//    (PeerDeadError); receives from live members go on.
+//  * shrink: a step that failed (a receive from the dead peer, or one interrupted as below, a
+//    Gloo collective failed by a dead member's closed connection) waits up to peer_timeout + one
+//    interval for a declaration; without one the failure is the run's. With one, the survivor
+//    tells its group members it is recovering (a notice on its own tag, handled by their
+//    transport's I/O thread): their receives from it end with PeerDeclaredDead, so that a member
+//    blocked on it recovers too, while a member still finishing the step before (it needs
+//    nothing from the dead: what the dead sent before its kill point arrived) finishes it first.
+//    The embedded mode interrupts every receive at the declaration instead; its heartbeats
+//    declare seconds after the kill, when nobody is still in the step before. The survivors
+//    agree on the step in flight and the dead set (agree_on_group, the same as the embedded
+//    mode), drop it from env.ring, rebuild their Gloo group without it under a new store prefix
+//    (a new rendezvous: the old group is destroyed first, which fails whatever member still
+//    waits in it), renormalise by the participants (the mean is over the new group), and
+//    discard the step in flight. The dead worker's shard is dropped or split among its DC's
+//    survivors (faults.shard), exactly as in the embedded mode.
+// Not in these modes yet (the scenario says so): restart, slow, kills at an instant, full
+// recovery, rank 0's kill (it serves the run's store), checkpoints together with kills.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "emulator/link/clock.h"
+#include "engine/collectives/intra_dc.h"
+#include "engine/faults/shrink.h"
+#include "engine/transport/socket/socket_transport.h"
+#include "engine/worker_loop.h"
+#include "model/faults.h"
+
+namespace geotb::engine {
+
+class ProcessFaultAgent;
+
+/// The worker's transport as its strategy sees it: close() asks the agent first.
+class AgentGuardedTransport final : public Transport {
+ public:
+  AgentGuardedTransport(Transport& inner, ProcessFaultAgent* agent) : inner_(inner), agent_(agent) {}
+  int rank() const override { return inner_.rank(); }
+  int size() const override { return inner_.size(); }
+  /// To a rank the survivors dropped from their group: dropped, as the embedded fabric drops
+  /// messages to a dead endpoint (a strategy's own lists, e.g. a leader's members, may still name it).
+  void send(int dst, uint64_t tag, std::vector<uint8_t> bytes) override;
+  std::vector<uint8_t> recv(int src, uint64_t tag) override { return inner_.recv(src, tag); }
+  void close() override;
+  std::unique_ptr<Sync> make_sync() override { return inner_.make_sync(); }
+
+ private:
+  Transport& inner_;
+  ProcessFaultAgent* agent_;
+};
+
+struct ProcessFaultConfig {
+  model::FaultPlan plan;
+  FaultGroups groups;
+  int rank = 0;
+  std::vector<std::vector<uint32_t>> shards;  ///< every rank's shard at the start (redistribute)
+  uint64_t seed = 0;                          ///< the run's (the redistributed samplers' streams)
+};
+
+class ProcessFaultAgent final : public FaultHooks {
+ public:
+  using Nanos = std::chrono::nanoseconds;
+  /// The intra-DC group rebuilt with `members` (global ranks, ascending), this rank at `index`,
+  /// joined under the store prefix `name` (every member calls it with the same arguments).
+  using Regroup = std::function<std::unique_ptr<IntraDc>(const std::vector<int>& members, int index, const std::string& name)>;
+
+  ProcessFaultAgent(ProcessFaultConfig cfg, const emu::Clock& clock);
+
+  /// The tag of the "recovering" notices (SocketTransportConfig::notice_tag).
+  static constexpr uint64_t kRecoveringTag = (uint64_t{1} << 63) + 3;
+  /// The transport's on_peer_failed (any thread). Before start and after done: ignored.
+  void peer_failed(int peer, const std::string& why, bool silent);
+  /// The transport's on_notice: `peer` is recovering from the deaths it lists.
+  void peer_notice(int peer, const std::vector<uint8_t>& bytes);
+  /// The transport whose receives a declaration interrupts, and the peer timeout it was given.
+  void attach(SocketTransport& sock, std::chrono::milliseconds peer_timeout);
+  /// The intra-DC group the agent now owns (destroyed and rebuilt on shrink) and how to rebuild it.
+  void adopt_group(std::unique_ptr<IntraDc> group, Regroup regroup);
+  /// At the start line, `t0` on the clock: detections count from then.
+  void started(Nanos t0);
+  /// What this rank saw (its rank file's "faults").
+  model::RankFaultLog log() const;
+  /// The steps at which kills are due: the live ranks at the end are the world less these.
+  int kills() const { return cfg_.plan.kills(); }
+
+  void step_begins(WorkerEnv&, int) override {}
+  void before_sync(WorkerEnv& env, int step) override;
+  bool recover(WorkerEnv& env, int step, BatchSampler& sampler) override;
+  bool record_all() const override { return false; }  // rank 0 reports and is never killed here
+  std::optional<uint64_t> reepoch_due(WorkerEnv&, int) override { return std::nullopt; }
+  void at_reepoch(WorkerEnv&, int, const StateBuffers&) override {}
+  void before_rewind(WorkerEnv&, BatchSampler&) override {}
+  void after_rewind(WorkerEnv&, BatchSampler&, uint64_t) override {}
+  void done(WorkerEnv& env) override;
+  /// Whether a collective's abort (Transport::close after a failure) may close the transport: not
+  /// while a declared death is being recovered from, nor when one comes within peer_timeout plus
+  /// one interval (a Gloo collective can fail on a dead member before the transport has declared
+  /// it). Closing then would end the survivors' run instead of letting them shrink.
+  bool close_allowed();
+  /// Whether the survivors here recovered from `rank`'s death.
+  bool recovered_from(int rank) const;
+
+ private:
+  void killed(int step);  // the log's kill record
+  bool await_declaration();  // a death declared here and not yet recovered from (bounded wait)
+  void refresh_interrupt();  // under mu_: receives from members recovering from what is not handled here
+  double secs(Nanos t) const { return std::chrono::duration<double>(t - t0_).count(); }
+
+  const ProcessFaultConfig cfg_;
+  const emu::Clock& clock_;
+  SocketTransport* sock_ = nullptr;
+  std::chrono::milliseconds peer_timeout_{0};
+  std::unique_ptr<IntraDc> group_;
+  Regroup regroup_;
+  std::vector<std::vector<uint32_t>> shards_;  // every rank's shard now
+
+  mutable std::mutex mu_;  // the fields below
+  std::condition_variable declared_cv_;
+  bool live_ = false;      // between started() and done()
+  Nanos t0_{0};
+  std::set<int> declared_;  // watched peers declared dead
+  std::set<int> handled_;   // dead peers already recovered from
+  std::map<int, std::set<int>> recovering_;  // member -> the deaths its latest notice said it recovers from
+  int epoch_ = 0;           // membership changes agreed
+  model::RankFaultLog log_;
+};
+
+}  // namespace geotb::engine

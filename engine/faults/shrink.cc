@@ -1,0 +1,105 @@
+#include "engine/faults/shrink.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "engine/result.h"
+
+namespace geotb::engine {
+
+namespace {
+
+/// Tags of the agreement: outside every range a Transport user may take, above the heartbeats'.
+/// Named by the dead set itself, not by a count of attempts: a survivor that declared fewer peers
+/// dead than another (detections come at slightly different instants) asks under another tag, so
+/// its view reaches nobody who has a different one, and its receive is interrupted when it
+/// declares the rest; it then asks again under the full set's tag, where the others wait. Every
+/// view therefore converges, whatever the order of the detections.
+uint64_t agreement_tag(const std::set<int>& dead, int k) {
+  uint64_t h = 1469598103934665603ull;  // FNV-1a over the sorted ranks
+  for (int d : dead) {
+    h ^= static_cast<uint64_t>(d) + 1;
+    h *= 1099511628211ull;
+  }
+  return (uint64_t{1} << 63) + (uint64_t{1} << 62) + ((h & ((uint64_t{1} << 60) - 1)) << 1) + static_cast<uint64_t>(k);
+}
+
+std::vector<uint8_t> encode(const std::vector<int64_t>& v) {
+  std::vector<uint8_t> b(v.size() * sizeof(int64_t));
+  std::memcpy(b.data(), v.data(), b.size());
+  return b;
+}
+
+std::vector<int64_t> decode(const std::vector<uint8_t>& b) {
+  std::vector<int64_t> v(b.size() / sizeof(int64_t));
+  std::memcpy(v.data(), b.data(), v.size() * sizeof(int64_t));
+  return v;
+}
+
+std::string show(const std::vector<int64_t>& v) {
+  std::string s = "step " + (v.empty() ? std::string("?") : std::to_string(v[0])) + ", dead {";
+  for (size_t i = 1; i < v.size(); ++i) s += (i > 1 ? ", " : "") + std::to_string(v[i]);
+  return s + "}";
+}
+
+}  // namespace
+
+std::vector<int> FaultGroups::group_of(int rank, const std::set<int>& dead) const {
+  std::vector<int> g;
+  const int lo = world_group ? 0 : (rank / workers_per_dc) * workers_per_dc;
+  const int hi = world_group ? world() : lo + workers_per_dc;
+  for (int r = lo; r < hi; ++r)
+    if (!dead.count(r)) g.push_back(r);
+  return g;
+}
+
+std::vector<int> FaultGroups::watched_by(int rank) const {
+  std::vector<int> peers = group_of(rank, {});
+  peers.erase(std::remove(peers.begin(), peers.end(), rank), peers.end());
+  if (!world_group && rank % workers_per_dc == 0)  // a DC leader also watches the other DCs' leaders
+    for (int d = 0; d < dcs; ++d)
+      if (d != rank / workers_per_dc) peers.push_back(d * workers_per_dc);
+  return peers;
+}
+
+void agree_on_group(Transport& net, int rank, const std::vector<int>& group, int step, const std::set<int>& dead) {
+  std::vector<int64_t> mine = {step};
+  for (int d : dead) mine.push_back(d);
+  const int coordinator = group.front();
+  if (rank == coordinator) {
+    for (int m : group) {
+      if (m == rank) continue;
+      const std::vector<int64_t> theirs = decode(net.recv(m, agreement_tag(dead, 0)));
+      if (theirs != mine)
+        throw RunError("shrink: survivors disagree: rank " + std::to_string(rank) + " has " + show(mine) + ", rank " +
+                       std::to_string(m) + " has " + show(theirs));
+    }
+    for (int m : group)
+      if (m != rank) net.send(m, agreement_tag(dead, 1), encode(mine));
+  } else {
+    net.send(coordinator, agreement_tag(dead, 0), encode(mine));
+    const std::vector<int64_t> agreed = decode(net.recv(coordinator, agreement_tag(dead, 1)));
+    if (agreed != mine)
+      throw RunError("shrink: rank " + std::to_string(rank) + " has " + show(mine) + ", the group's coordinator " +
+                     std::to_string(coordinator) + " decided " + show(agreed));
+  }
+}
+
+std::vector<uint32_t> inherit_shards(const FaultGroups& g, int rank, std::vector<uint32_t> shard,
+                                     const std::vector<std::vector<uint32_t>>& shards, const std::set<int>& dead,
+                                     const std::vector<int>& fresh) {
+  const int N = g.workers_per_dc, dc = rank / N;
+  for (int d : fresh) {
+    if (d / N != dc) continue;
+    std::vector<int> heirs;
+    for (int r = dc * N; r < (dc + 1) * N; ++r)
+      if (!dead.count(r)) heirs.push_back(r);
+    const auto k = static_cast<size_t>(std::find(heirs.begin(), heirs.end(), rank) - heirs.begin());
+    const auto& ds = shards[static_cast<size_t>(d)];
+    for (size_t i = k; i < ds.size(); i += heirs.size()) shard.push_back(ds[i]);
+  }
+  return shard;
+}
+
+}  // namespace geotb::engine

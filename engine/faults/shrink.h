@@ -1,0 +1,44 @@
+// Policy shrink's pieces that do not depend on how a mode runs its workers: who is in a rank's
+// group, the survivors' agreement on the step in flight and on who is dead, and the dead
+// workers' data for faults.shard "redistribute". The embedded mode's agent (agent.h, threads on
+// the virtual clock) and the process modes' (process_agent.h, one OS process per rank) both use
+// them, so a kill is decided alike in every mode. No libtorch here.
+#pragma once
+
+#include <cstdint>
+#include <set>
+#include <vector>
+
+#include "engine/transport/transport.h"
+
+namespace geotb::engine {
+
+/// Rank layout of a run for the fault agents.
+struct FaultGroups {
+  int dcs = 1, workers_per_dc = 1;
+  bool world_group = false;  ///< naive_ddp, lan: one group of every rank; else one per DC
+
+  int world() const { return dcs * workers_per_dc; }
+  /// The group of `rank` without `dead`, ascending: every rank (world group) or its DC's.
+  std::vector<int> group_of(int rank, const std::set<int>& dead) const;
+  /// The peers `rank` watches by heartbeats: its group's other members and, for a DC leader of
+  /// per-DC groups, the other DCs' leaders.
+  std::vector<int> watched_by(int rank) const;
+};
+
+/// The survivors of `group` agree on the step in flight (`step`) and on the dead set: the group's
+/// lowest rank collects every member's view and answers it. Throws RunError naming both views on
+/// a disagreement; the transport's errors (PeerDeclaredDead when another member dies meanwhile)
+/// propagate. Tags are outside every range a Transport user may take, named by the dead set, so
+/// that a survivor that has not yet declared every death asks under a tag nobody answers until
+/// it has.
+void agree_on_group(Transport& net, int rank, const std::vector<int>& group, int step, const std::set<int>& dead);
+
+/// faults.shard "redistribute": `shard` grown by this rank's part of each newly dead DC peer's
+/// shard (`fresh`; `shards` holds every rank's shard now, `dead` every rank declared so far).
+/// The survivors of the dead rank's DC split its shard round-robin in rank order.
+std::vector<uint32_t> inherit_shards(const FaultGroups& g, int rank, std::vector<uint32_t> shard,
+                                     const std::vector<std::vector<uint32_t>>& shards, const std::set<int>& dead,
+                                     const std::vector<int>& fresh);
+
+}  // namespace geotb::engine
