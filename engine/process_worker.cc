@@ -158,6 +158,12 @@ RankReport run_process_worker(const ProcessWorkerConfig& cfg, const StrategyConf
     GlooOptions go;
     go.hostname = cfg.bind_addr;
     go.timeout = cfg.timeout;
+    // Node faults: a member that went silent (a frozen host) holds a Gloo collective until its
+    // timeout, which cannot be interrupted; end it once its death must have been declared
+    // (peer_timeout + one interval), so that the survivors recover then, not at cfg.timeout.
+    if (agent)
+      go.timeout = std::min(cfg.timeout, tc.peer_timeout + std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                               faults.plan.heartbeat.interval));
     const std::string base = info.one_group ? "all/" + scfg.name : "dc" + std::to_string(cfg.dc) + "/" + scfg.name;
     intra = info.one_group ? make_gloo_group(store, base, cfg.rank, P, go) : make_gloo_group(store, base, cfg.local_rank, N, go);
     env.intra = intra.get();

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -171,19 +172,28 @@ model::StrategyRun run_strategy_processes(const Scenario& sc, const engine::Stra
       }
     };
   // Node faults: a rank the timeline kills stops itself at its kill point (SIGSTOP) once it has
-  // written its rank file; the coordinator then SIGKILLs it (engine/faults/process_agent.h).
-  std::vector<int> victims;
+  // written its rank file; the coordinator then SIGKILLs it (scope "process": its kernel closes
+  // its connections) or leaves it stopped until every other rank has exited (scope "host": it
+  // stays silent, its connections open, as a host that froze).
+  struct Victim {
+    int rank;
+    bool host;
+    bool stopped = false;
+  };
+  std::vector<Victim> victims;
   for (const model::FaultEvent& e : sc.faults.events)
-    if (e.kind == model::FaultEvent::Kind::kKill) victims.push_back(e.dc * N + e.worker);
+    if (e.kind == model::FaultEvent::Kind::kKill) victims.push_back({e.dc * N + e.worker, e.scope == "host"});
   so.on_poll = [&] {
-    for (int& v : victims)
-      if (v >= 0 && group.is_stopped(v)) {
-        group.kill_planned(v);
-        v = -1;
+    bool others_done = true;
+    for (const auto& w : group.ranks())
+      if (w.child.pid() > 0 && std::none_of(victims.begin(), victims.end(), [&](const Victim& v) { return v.rank == w.rank; }))
+        others_done = false;
+    for (Victim& v : victims) {
+      if (!v.stopped && group.is_stopped(v.rank)) {
+        v.stopped = true;
+        if (!v.host) group.kill_planned(v.rank);
       }
-    if (requests && opt.checkpoint_requests->load() != requests_seen) {
-      requests_seen = opt.checkpoint_requests->load();
-      requests->request();
+      if (v.stopped && v.host && others_done) group.kill_planned(v.rank);
     }
     if (on_progress) on_progress();
   };

@@ -311,6 +311,13 @@ Scenario parse_scenario(const json& j, const std::string& origin) {
       if (it == dcs_by_name.end()) fail(w.field("dc"), json(dc), "unknown data center");
       ev.dc = it->second;
       ev.worker = static_cast<int>(get_int(w, "worker", 0, workers - 1));
+      if (ev.kind == model::FaultEvent::Kind::kKill) {
+        const std::string process = "process";
+        ev.scope = get_string(w, "scope", &process);
+        if (ev.scope != "process" && ev.scope != "host")
+          fail(w.field("scope"), json(ev.scope),
+               "expected \"process\" (its kernel closes its connections) or \"host\" (it goes silent)");
+      }
       if (ev.kind == model::FaultEvent::Kind::kSlow) {
         ev.factor = get_number(w, "factor", 1, 1000, 0);
         if (!w.has("factor")) w.req("factor");
@@ -692,7 +699,9 @@ void check_faults_for_mode(const Scenario& sc) {
   for (size_t i = 0; i < sc.faults.events.size() && i < paths.size(); ++i) {
     const model::FaultEvent& e = sc.faults.events[i];
     const std::string kind = model::to_string(e.kind);
-    const std::string not_yet = fmt::format(" (the {} mode runs kills at a step, with policy shrink)", sc.network);
+    const std::string not_yet =
+        fmt::format(" (the {} mode runs kills at a step, with policy shrink, and slow workers)", sc.network);
+    if (e.kind == model::FaultEvent::Kind::kSlow) continue;
     if (e.kind != model::FaultEvent::Kind::kKill)
       fail(paths[i] + "." + kind, json(kind), "not implemented in the process and dpdk modes yet" + not_yet);
     if (!e.at_step)

@@ -199,7 +199,8 @@ void to_json(json& j, const RankFaultLog& l) {
     resumed.push_back({{"peers", r.peers}, {"at_s", r.at_s}, {"step", r.step}, {"group_size", r.group_size},
                        {"coordinator", r.coordinator}});
   j = {{"start_ns", l.start_ns},       {"killed_at_step", opt(l.killed_at_step)}, {"killed_at_s", opt(l.killed_at_s)},
-       {"detections", l.detections}, {"resumed", resumed},                      {"heartbeats_sent", l.heartbeats_sent}};
+       {"detections", l.detections}, {"resumed", resumed},                      {"heartbeats_sent", l.heartbeats_sent},
+       {"slow", l.slow}};
 }
 
 void from_json(const json& j, RankFaultLog& l) {
@@ -222,6 +223,7 @@ void from_json(const json& j, RankFaultLog& l) {
     l.resumed.push_back(x);
   }
   l.heartbeats_sent = f::count(j, "heartbeats_sent");
+  l.slow = f::has(j, "slow") ? f::req(j, "slow").get<std::vector<FaultRecord>>() : std::vector<FaultRecord>{};
 }
 
 FaultsSection merge_fault_logs(const FaultPlan& plan, int workers_per_dc, const std::vector<RankFaultLog>& logs,
@@ -258,6 +260,11 @@ FaultsSection merge_fault_logs(const FaultPlan& plan, int workers_per_dc, const 
       s.detections.push_back(d);
     }
     s.heartbeats_sent += logs[r].heartbeats_sent;
+    for (FaultRecord x : logs[r].slow) {
+      x.at_s = shift(r, x.at_s);
+      if (x.until_s) x.until_s = shift(r, *x.until_s);
+      s.events.push_back(x);
+    }
   }
   std::stable_sort(s.detections.begin(), s.detections.end(), [](const Detection& a, const Detection& b) {
     return std::tie(a.at_s, a.observer, a.peer) < std::tie(b.at_s, b.observer, b.peer);

@@ -27,6 +27,11 @@ struct FaultEvent {
   /// or after it). Exactly one is set.
   std::optional<int> at_step;
   std::optional<std::chrono::nanoseconds> at;
+  /// kKill: what dies. "process": the worker's process (its kernel closes its connections: peers
+  /// in the process and dpdk modes see them end); "host": its whole host goes silent (nothing
+  /// answers, connections stay open: peers declare it after timeout + confirmation of silence).
+  /// The embedded mode detects both by heartbeat silence.
+  std::string scope = "process";
   /// kSlow: compute charged `factor` times, for `steps` steps or for `duration` (exactly one).
   double factor = 1;
   std::optional<int> steps;
@@ -162,6 +167,7 @@ struct RankFaultLog {
     bool coordinator = false;
   };
   std::vector<Resume> resumed;
+  std::vector<FaultRecord> slow;  ///< this rank's slow events as they happened ("slow" records)
   uint64_t heartbeats_sent = 0;
 };
 void to_json(json& j, const RankFaultLog& l);

@@ -8,7 +8,41 @@
 namespace geotb::engine {
 
 ProcessFaultAgent::ProcessFaultAgent(ProcessFaultConfig cfg, const emu::Clock& clock)
-    : cfg_(std::move(cfg)), clock_(clock), shards_(cfg_.shards) {}
+    : cfg_(std::move(cfg)), clock_(clock), shards_(cfg_.shards), slow_(cfg_.plan.events.size()) {}
+
+void ProcessFaultAgent::step_begins(WorkerEnv& env, int step) {
+  const Nanos now = clock_.now();
+  compute_at_begin_ = env.times.compute_ns;
+  const auto& ev = cfg_.plan.events;
+  std::lock_guard<std::mutex> lk(mu_);
+  for (size_t i = 0; i < ev.size(); ++i) {
+    const model::FaultEvent& e = ev[i];
+    if (e.kind != model::FaultEvent::Kind::kSlow || e.dc * cfg_.groups.workers_per_dc + e.worker != cfg_.rank) continue;
+    Slow& s = slow_[i];
+    if (!s.started) {
+      if (!(e.at_step ? step >= *e.at_step : now - t0_ >= *e.at)) continue;
+      s.started = true;
+      s.step = step;
+      s.start = now;
+      factor_ = e.factor;
+      model::FaultRecord r;
+      r.event = "slow";
+      r.rank = cfg_.rank;
+      r.dc = e.dc;
+      r.worker = e.worker;
+      r.at_s = secs(now);
+      r.step = step;
+      r.policy = "none";
+      r.factor = e.factor;
+      s.record = log_.slow.size();
+      log_.slow.push_back(r);
+    } else if (!s.ended && (e.steps ? step >= s.step + *e.steps : now - s.start >= *e.duration)) {
+      s.ended = true;
+      factor_ = 1;
+      log_.slow[s.record].until_s = secs(now);
+    }
+  }
+}
 
 void ProcessFaultAgent::attach(SocketTransport& sock, std::chrono::milliseconds peer_timeout) {
   sock_ = &sock;
@@ -85,7 +119,13 @@ bool ProcessFaultAgent::await_declaration() {
   });
 }
 
-void ProcessFaultAgent::before_sync(WorkerEnv&, int step) {
+void ProcessFaultAgent::before_sync(WorkerEnv& env, int step) {
+  if (factor_ != 1) {  // a slow worker: its step's compute took factor times as long
+    const auto took = static_cast<double>(env.times.compute_ns - compute_at_begin_);
+    const auto extra = Nanos(static_cast<int64_t>((factor_ - 1) * took));
+    clock_.sleep_until(clock_.now() + extra);
+    env.times.compute_ns += static_cast<uint64_t>(extra.count());
+  }
   for (const model::FaultEvent& e : cfg_.plan.events)
     if (e.kind == model::FaultEvent::Kind::kKill && e.dc * cfg_.groups.workers_per_dc + e.worker == cfg_.rank &&
         e.at_step && *e.at_step == step) {

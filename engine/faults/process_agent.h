@@ -28,8 +28,12 @@
 //    waits in it), renormalise by the participants (the mean is over the new group), and
 //    discard the step in flight. The dead worker's shard is dropped or split among its DC's
 //    survivors (faults.shard), exactly as in the embedded mode.
-// Not in these modes yet (the scenario says so): restart, slow, kills at an instant, full
-// recovery, rank 0's kill (it serves the run's store), checkpoints together with kills.
+//  * slow {dc, worker, factor, steps | duration}: after each step's compute the worker waits
+//    (factor - 1) times what that compute took, charged as compute: the scenario declares a
+//    slower machine, and waiting (not computing more) slows that worker only, as a straggler on a
+//    host of its own would be, instead of taking CPU from the others on this shared host.
+// Not in these modes yet (the scenario says so): restart, kills at an instant, full recovery,
+// rank 0's kill (it serves the run's store), checkpoints together with kills, a DC leader's kill.
 #pragma once
 
 #include <chrono>
@@ -105,7 +109,7 @@ class ProcessFaultAgent final : public FaultHooks {
   /// The steps at which kills are due: the live ranks at the end are the world less these.
   int kills() const { return cfg_.plan.kills(); }
 
-  void step_begins(WorkerEnv&, int) override {}
+  void step_begins(WorkerEnv& env, int step) override;
   void before_sync(WorkerEnv& env, int step) override;
   bool recover(WorkerEnv& env, int step, BatchSampler& sampler) override;
   bool record_all() const override { return false; }  // rank 0 reports and is never killed here
@@ -145,6 +149,16 @@ class ProcessFaultAgent final : public FaultHooks {
   std::map<int, std::set<int>> recovering_;  // member -> the deaths its latest notice said it recovers from
   int epoch_ = 0;           // membership changes agreed
   model::RankFaultLog log_;
+  // slow events of this rank (by index in the plan): started, ended, its record in log_.slow
+  struct Slow {
+    bool started = false, ended = false;
+    int step = 0;
+    Nanos start{0};
+    size_t record = 0;
+  };
+  std::vector<Slow> slow_;
+  double factor_ = 1;          // the compute factor now
+  uint64_t compute_at_begin_ = 0;  // env.times.compute_ns when this step's compute began
 };
 
 }  // namespace geotb::engine

@@ -7,7 +7,9 @@ runs exit 0 and their reports validate; the killed process's rank file says its 
 sections take the same decisions (rank 4 killed at step 30, one step lost, the same survivors
 count, detected by the same workers, no false detection), within the detection bound; the final
 weights are bit-identical across the two modes (same SHA-256: the shrunk groups computed the
-same thing) and the live replicas identical. Then the process mode refuses what it does not run
+same thing) and the live replicas identical. The real mode kills the process (its peers see its
+connections end); in the process mode it also freezes the worker's whole host ("scope": "host":
+its peers declare it after timeout + confirmation of silence, as the embedded heartbeats do). Then the process mode refuses what it does not run
 yet (a restart, rank 0's kill) with exit 2 naming the field. About 20 s."""
 import json
 import os
@@ -32,9 +34,14 @@ bound = secs(hb["timeout"]) + secs(hb["confirmation"]) + secs(hb["interval"])
 schema = json.loads((source_root / "harness/report.schema.json").read_text())
 
 
-def run(mode: str, out: Path) -> dict:
+def run(mode: str, out: Path, scope: str = "process") -> dict:
     extra = ["--net-prefix", prefix] if mode == "dpdk" else []
-    proc = subprocess.run([geotb, "run", str(scenario_path), "--net", mode, "--out", str(out), *extra],
+    out.mkdir(parents=True)
+    path = out / "kill-dpdk-2x3.json"
+    sc = json.loads(json.dumps(scenario))
+    sc["timeline"][0]["kill"]["scope"] = scope
+    path.write_text(json.dumps(sc))
+    proc = subprocess.run([geotb, "run", str(path), "--net", mode, "--out", str(out), *extra],
                           capture_output=True, text=True, timeout=400)
     print(proc.stdout)
     print(proc.stderr, file=sys.stderr)
@@ -47,6 +54,8 @@ def run(mode: str, out: Path) -> dict:
 
 with tempfile.TemporaryDirectory() as tmp:
     runs = {mode: run(mode, Path(tmp) / mode) for mode in (real, "embedded")}
+    if real == "process":
+        runs["process-host"] = run("process", Path(tmp) / "host", "host")
 if real == "dpdk":
     left = [l for l in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.splitlines()
             if l.startswith(prefix + "-")]
@@ -66,14 +75,17 @@ for name in ("naive_ddp", "hier_ef_topk_int8"):
         assert f["false_detections"] == 0, (mode, name, f["detections"])
         assert all(d["peer"] == 4 for d in f["detections"]), (mode, name, f["detections"])
         assert m["replica_max_abs_diff"] == 0.0, (mode, name, m["replica_max_abs_diff"])
-        if mode != "embedded":  # the kernel closed the killed process's connections
+        if mode in ("process", "dpdk"):  # the kernel closed the killed process's connections
             assert all(d["how"] == "connection" for d in f["detections"]), f["detections"]
+        if mode == "process-host":  # nothing closed: silence for timeout + confirmation
+            assert all(d["how"] == "silence" for d in f["detections"]), f["detections"]
+            assert k["detection_latency_s"] >= secs(hb["timeout"]) + secs(hb["confirmation"]) - secs(hb["interval"]), k
         decided[mode] = (k["survivors"], sorted(d["observer"] for d in f["detections"]), s["final_weights_sha256"],
                          m["final_test_accuracy"])
         print(f"{name} --net {mode}: killed rank 4 at step 30, detected by {k['detected_by']} after "
               f"{k['detection_latency_s']:.3f} s (bound {bound} s), {k['survivors']} survivors, accuracy "
               f"{m['final_test_accuracy']:.4f}, weights {s['final_weights_sha256'][:16]}")
-    assert decided[real] == decided["embedded"], (name, decided)
+    assert all(d == decided["embedded"] for d in decided.values()), (name, decided)
 if real == "dpdk":
     sys.exit(0)  # the refusals below are the same in both real modes
 

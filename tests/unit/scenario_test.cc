@@ -306,15 +306,15 @@ json with_faults() {
   return j;
 }
 
-TEST(ScenarioFaults, KillsAtAStepParseInTheProcessAndDpdkModes) {
+TEST(ScenarioFaults, KillsAtAStepAndSlowWorkersParseInTheProcessAndDpdkModes) {
   for (const char* mode : {"process", "dpdk"}) {
     json j = with_faults();
     j["network"] = mode;
-    j["timeline"].erase(3);  // the slow worker
     j["timeline"].erase(2);  // the restart
     const auto sc = parse_scenario(j, "s.json");
-    ASSERT_EQ(sc.faults.events.size(), 1u) << mode;
+    ASSERT_EQ(sc.faults.events.size(), 2u) << mode;
     EXPECT_EQ(sc.faults.events[0].at_step, 30) << mode;
+    EXPECT_EQ(sc.faults.events[1].kind, geotb::model::FaultEvent::Kind::kSlow) << mode;
     EXPECT_EQ(sc.clock, geotb::engine::ClockMode::kWall) << mode;
     EXPECT_EQ(sc.faults.shard, "redistribute") << mode;
   }
@@ -502,15 +502,11 @@ INSTANTIATE_TEST_SUITE_P(
             "(at_step 30)"},
         Bad{"faults on the wall clock", [](json& j) { j["clock"] = "wall"; },
             "timeline[1]: \"embedded/wall\": node faults in the embedded mode run on the virtual clock only"},
+        Bad{"kill scope unknown", [](json& j) { j["timeline"][1]["kill"]["scope"] = "rack"; },
+            "timeline[1].kill.scope: \"rack\": expected \"process\" (its kernel closes its connections) or \"host\""},
         Bad{"restart in dpdk mode", [](json& j) { j["network"] = "dpdk"; },
             "timeline[2].restart: \"restart\": not implemented in the process and dpdk modes yet (the dpdk mode "
-            "runs kills at a step, with policy shrink)"},
-        Bad{"slow in process mode",
-            [](json& j) {
-              j["network"] = "process";
-              j["timeline"].erase(2);
-            },
-            "timeline[2].slow: \"slow\": not implemented in the process and dpdk modes yet"},
+            "runs kills at a step, with policy shrink, and slow workers)"},
         Bad{"kill at an instant in process mode",
             [](json& j) {
               j["network"] = "process";
