@@ -85,7 +85,7 @@ RankReport run_process_worker(const ProcessWorkerConfig& cfg, const StrategyConf
   TcpStoreConfig sc;
   sc.host = cfg.master_addr;
   sc.port = cfg.master_port;
-  sc.server = cfg.rank == 0;
+  sc.server = cfg.rank == 0 && cfg.serve_store;
   sc.timeout = cfg.timeout;
   std::shared_ptr<StoreHandle> store = make_tcp_store(sc);
 
@@ -114,7 +114,9 @@ RankReport run_process_worker(const ProcessWorkerConfig& cfg, const StrategyConf
     tc.heartbeat = ms(faults.plan.heartbeat.interval);
     tc.peer_timeout = ms(faults.plan.heartbeat.timeout + faults.plan.heartbeat.confirmation);
     agent = std::make_unique<ProcessFaultAgent>(ProcessFaultConfig{faults.plan, groups, cfg.rank, shards, work.seed}, clock);
-    tc.on_peer_failed = [a = agent.get()](int peer, const std::string& why, bool silent) { a->peer_failed(peer, why, silent); };
+    tc.on_peer_failed = [a = agent.get()](int peer, const std::string& why, std::optional<std::chrono::milliseconds> silent) {
+      a->peer_failed(peer, why, silent);
+    };
     tc.notice_tag = ProcessFaultAgent::kRecoveringTag;
     tc.on_notice = [a = agent.get()](int peer, std::vector<uint8_t> bytes) { a->peer_notice(peer, bytes); };
   }
@@ -188,7 +190,8 @@ RankReport run_process_worker(const ProcessWorkerConfig& cfg, const StrategyConf
     store_barrier(*store, key + "end", live_at_end);
     t_end = clock.now();
   };
-  if (cfg.rank == 0) hooks.progress = progress;
+  const int rep = cfg.reporter;
+  if (cfg.rank == rep) hooks.progress = progress;
   hooks.faults = agent.get();
   if (resume) hooks.resume = &resume->ranks[static_cast<size_t>(cfg.rank)];
   std::unique_ptr<CheckpointRequestFile> requests;
@@ -250,24 +253,26 @@ RankReport run_process_worker(const ProcessWorkerConfig& cfg, const StrategyConf
   // Every rank passed the end barrier after finish(): every message sent has been received.
   net.close();
 
-  // Replica identity: every rank compares itself with rank 0's final parameters. Rank 0
-  // publishes their hash and the parameters; a rank with the same hash is identical (FNV-1a 64
-  // over the bytes: not adversarial input) and reads nothing more, so the check costs the WAN
-  // a few bytes unless the replicas differ.
+  // Replica identity: every rank compares itself with the reporting rank's final parameters
+  // (rank 0, or the lowest rank the timeline never kills). It publishes their hash and the
+  // parameters; a rank with the same hash is identical (FNV-1a 64 over the bytes: not
+  // adversarial input) and reads nothing more, so the check costs the WAN a few bytes unless the
+  // replicas differ.
   RankReport rr;
   measured(rr);
   const float* x = learner->params();
   const std::vector<uint8_t> my_hash = bytes_of(std::to_string(fnv1a64(x, n * sizeof(float))));
-  if (cfg.rank == 0) {
+  const std::string rep_key = std::to_string(rep);
+  if (cfg.rank == rep) {
     std::vector<uint8_t> blob(n * sizeof(float));
     std::memcpy(blob.data(), x, blob.size());
-    store_set(*store, key + "params/0", blob);
-    store_set(*store, key + "params_hash/0", my_hash);
-  } else if (store_get(*store, key + "params_hash/0") != my_hash) {
-    const std::vector<uint8_t> blob = store_get(*store, key + "params/0");
+    store_set(*store, key + "params/" + rep_key, blob);
+    store_set(*store, key + "params_hash/" + rep_key, my_hash);
+  } else if (store_get(*store, key + "params_hash/" + rep_key) != my_hash) {
+    const std::vector<uint8_t> blob = store_get(*store, key + "params/" + rep_key);
     if (blob.size() != n * sizeof(float))
-      throw StoreError("rank 0 published " + std::to_string(blob.size()) + " bytes of parameters, expected " +
-                       std::to_string(n * sizeof(float)));
+      throw StoreError("rank " + rep_key + " published " + std::to_string(blob.size()) +
+                       " bytes of parameters, expected " + std::to_string(n * sizeof(float)));
     std::vector<float> x0(n);
     std::memcpy(x0.data(), blob.data(), blob.size());
     rr.replica_max_abs_diff = max_abs_diff(x, x0.data(), n);
@@ -278,18 +283,20 @@ RankReport run_process_worker(const ProcessWorkerConfig& cfg, const StrategyConf
     rr.wan_sent.payload_bytes += rd.u64("payload_bytes");
     rr.wan_sent.wire_bytes += rd.u64("wire_bytes");
   }
-  if (cfg.rank == 0) {
+  if (cfg.rank == rep) {
     rr.wall_s = std::chrono::duration<double>(t_end - t_start).count() +
                 (resume ? std::chrono::duration<double>(resume_point(*hooks.resume).elapsed).count() : 0.0);
     rr.accuracy_curve = accuracy_curve(*learner, rec, work, P, data.test);
     rr.final_weights_sha256 = sha256_hex(x, n * sizeof(float));
   }
-  // Rank 0 serves the store: it leaves last, once every other rank has read what it needs (the
-  // last one to leave says so).
-  if (cfg.rank != 0) {
-    if (store_add(*store, key + "left", 1) == live_at_end - 1) store_set(*store, key + "left/done", {1});
-  } else if (live_at_end > 1) {
-    store_get(*store, key + "left/done");
+  // Rank 0, when it serves the store, leaves last, once every other rank has read what it needs
+  // (the last one to leave says so). A store process of its own outlives every rank.
+  if (cfg.serve_store) {
+    if (cfg.rank != 0) {
+      if (store_add(*store, key + "left", 1) == live_at_end - 1) store_set(*store, key + "left/done", {1});
+    } else if (live_at_end > 1) {
+      store_get(*store, key + "left/done");
+    }
   }
   return rr;
 }

@@ -38,6 +38,12 @@ struct ProcessWorkerConfig {
   double wan_rtt_s = 0;     ///< the WAN link's configured round-trip time, seconds (socket buffer sizing)
   /// Every WAN direction of the scenario (model::directed_wan_links): each exchange's lower bound.
   std::vector<emu::DirectedLink> wan_links;
+  /// Rank 0 serves the store (false: a store process of its own does, `geotb store`, started by the
+  /// coordinator when the timeline kills rank 0: GEOTB_STORE_EXTERNAL=1).
+  bool serve_store = true;
+  /// The reporting rank (the accuracy curve, step times, wall time, the replicas' reference, the
+  /// progress lines): rank 0, or the lowest rank the timeline never kills.
+  int reporter = 0;
   /// Store key namespace; the run's strategy name is appended ("geotb/<strategy>/...").
   std::string key_prefix = "geotb";
 };

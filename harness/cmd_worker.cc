@@ -135,7 +135,17 @@ int run_worker(const WorkerArgs& a) {
 
     engine::Datasets data;
     data.train = engine::load_fashion_mnist(engine::kFashionMnistDir, true, sc.train_limit);
-    if (cfg.rank == 0) data.test = engine::load_fashion_mnist(engine::kFashionMnistDir, false, sc.test_limit);
+    // Rank 0 reports, or the lowest rank the timeline never kills; a store of its own then
+    // (GEOTB_STORE_EXTERNAL=1, `geotb store`: geotb run starts it when the timeline kills rank 0).
+    cfg.reporter = sc.faults.first_never_killed(cfg.workers_per_dc, cfg.world);
+    cfg.serve_store = env_int("GEOTB_STORE_EXTERNAL", 0, 1, 0) == 0;
+    if (cfg.reporter == 0 && !cfg.serve_store && cfg.rank == 0)
+      fmt::print("geotb worker: rank 0 does not serve the store (GEOTB_STORE_EXTERNAL=1)\n");
+    if (cfg.reporter != 0 && cfg.serve_store)
+      throw engine::ConfigError(fmt::format("GEOTB_STORE_EXTERNAL: not set, but the timeline kills rank 0: the store "
+                                            "must be served by a process of its own (geotb store)"));
+    if (cfg.rank == cfg.reporter)
+      data.test = engine::load_fashion_mnist(engine::kFashionMnistDir, false, sc.test_limit);
 
     // Rank 0 prints "progress <done> <total> <seconds>" about once a second; the coordinator
     // (geotb run --net process|dpdk) reads it from rank 0's log.
@@ -183,7 +193,7 @@ int run_worker(const WorkerArgs& a) {
         engine::run_process_worker(cfg, *scfg, sc.workload, data, progress, started, ckpt, faults);
     if (!a.out.empty()) model::save_rank_report(r, a.out);
     fmt::print("geotb worker: rank {} done{}\n", cfg.rank,
-               cfg.rank == 0 ? fmt::format(": wall {:.2f} s, test accuracy {:.4f}", r.wall_s, r.accuracy_curve.back().accuracy) : "");
+               cfg.rank == cfg.reporter ? fmt::format(": wall {:.2f} s, test accuracy {:.4f}", r.wall_s, r.accuracy_curve.back().accuracy) : "");
     return 0;
   } catch (const std::exception& e) {
     return fail(e);

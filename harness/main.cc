@@ -7,6 +7,7 @@
 #include "harness/cmd_check.h"
 #include "harness/cmd_compare.h"
 #include "harness/cmd_run.h"
+#include "harness/cmd_store.h"
 #include "harness/cmd_worker.h"
 #ifdef GEOTB_HAVE_NET
 #include "harness/net_commands.h"
@@ -21,6 +22,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   geotb::harness::register_run_command(app, args);
   geotb::harness::register_worker_command(app);
+  geotb::harness::register_store_command(app);
   geotb::harness::register_compare_command(app);
   geotb::harness::register_check_command(app);
 #ifdef GEOTB_HAVE_NET

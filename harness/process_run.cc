@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -120,6 +121,21 @@ model::StrategyRun run_strategy_processes(const Scenario& sc, const engine::Stra
     engine::CheckpointRequestFile::create(requests_path, P, first);
     requests = std::make_unique<engine::CheckpointRequestFile>(requests_path, P);
   }
+  // The reporting rank: 0, or the lowest rank the timeline never kills. When rank 0 dies, the
+  // store it would serve is served by a process of its own (`geotb store`) at its address.
+  const int rep = sc.faults.first_never_killed(N, P);
+  std::optional<common::ChildProcess> store;
+  if (rep != 0) {
+    common::ChildOptions so;
+    const DcPlacement& pl = place(0);
+    if (!pl.netns.empty()) so.argv = {"ip", "netns", "exec", pl.netns};
+    so.argv.insert(so.argv.end(), {bin, "store", "--port", std::to_string(port), "--host", master});
+    so.env = base_env;
+    so.log_path = opt.work_dir + "/store.log";
+    so.own_process_group = true;
+    store.emplace(so);
+    base_env.push_back("GEOTB_STORE_EXTERNAL=1");
+  }
   std::vector<std::string> json_paths;
   std::vector<RankSpec> specs;
   for (int r = 0; r < P; ++r) {
@@ -161,7 +177,7 @@ model::StrategyRun run_strategy_processes(const Scenario& sc, const engine::Stra
       const auto now = std::chrono::steady_clock::now();
       if (now - last_progress <= std::chrono::milliseconds(500)) return;
       last_progress = now;
-      const std::string log = slurp(group.ranks()[0].log_path);
+      const std::string log = slurp(group.ranks()[static_cast<size_t>(rep)].log_path);
       const auto p = log.rfind("progress ");
       int done = 0, total = 0;
       double t = 0;
@@ -227,6 +243,14 @@ model::StrategyRun run_strategy_processes(const Scenario& sc, const engine::Stra
       throw ProcessRunError(fmt::format("{}: rank {} exited 0 but its report {} is unusable: {}", scfg.name, r, json_path, e.what()));
     }
   }
+  if (rep != 0) {  // what rank 0 would have reported, from the reporting rank
+    model::RankReport& r0 = reports[0];
+    const model::RankReport& rr = reports[static_cast<size_t>(rep)];
+    r0.step_end_s = rr.step_end_s;
+    r0.wall_s = rr.wall_s;
+    r0.accuracy_curve = rr.accuracy_curve;
+    r0.final_weights_sha256 = rr.final_weights_sha256;
+  }
   model::StrategyRun run = engine::merge_rank_reports(scfg.name, reports, sc.workload, M);
   if (sc.faults.active()) {
     std::vector<model::RankFaultLog> logs;
@@ -234,7 +258,7 @@ model::StrategyRun run_strategy_processes(const Scenario& sc, const engine::Stra
       if (!rr.faults) throw ProcessRunError(fmt::format("{}: rank {}'s report has no \"faults\"", scfg.name, rr.rank));
       logs.push_back(*rr.faults);
     }
-    run.faults = model::merge_fault_logs(sc.faults, N, logs, 0);
+    run.faults = model::merge_fault_logs(sc.faults, N, logs, rep);
   }
   return run;
 }

@@ -707,9 +707,6 @@ void check_faults_for_mode(const Scenario& sc) {
     if (!e.at_step)
       fail(paths[i] + ".at", json(common::format_duration(*e.at)),
            "a kill at an instant is not implemented in the process and dpdk modes yet: use \"at_step\"" + not_yet);
-    if (e.dc * N + e.worker == 0)
-      fail(paths[i] + ".kill", json::parse(fmt::format("{{\"dc\": \"{}\", \"worker\": 0}}", sc.cluster.dcs[0].name)),
-           "rank 0 serves the run's store and reports for it in the process and dpdk modes: kill another worker");
   }
   int total = 0;
   for (const auto& d : sc.cluster.dcs) total += d.workers;

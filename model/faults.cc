@@ -24,6 +24,15 @@ std::string to_string(FaultEvent::Kind k) {
 
 bool FaultPlan::has_kills() const { return kills() > 0; }
 
+int FaultPlan::first_never_killed(int workers_per_dc, int world) const {
+  for (int r = 0; r < world; ++r)
+    if (std::none_of(events.begin(), events.end(), [&](const FaultEvent& e) {
+          return e.kind == FaultEvent::Kind::kKill && e.dc * workers_per_dc + e.worker == r;
+        }))
+      return r;
+  return 0;
+}
+
 int FaultPlan::kills() const {
   int k = 0;
   for (const FaultEvent& e : events) k += e.kind == FaultEvent::Kind::kKill;
@@ -237,7 +246,8 @@ FaultsSection merge_fault_logs(const FaultPlan& plan, int workers_per_dc, const 
   s.full_recovery_above = plan.full_recovery.above_fraction;
   const int64_t t0 = logs.at(static_cast<size_t>(origin)).start_ns;
   // Rank r's seconds on the origin's start (the host's monotonic clock is every rank's).
-  auto shift = [&](size_t r, double t) { return t + static_cast<double>(logs[r].start_ns - t0) * 1e-9; };
+  // A rank starts a few ms before or after the origin; an instant before the origin's start is 0.
+  auto shift = [&](size_t r, double t) { return std::max(0.0, t + static_cast<double>(logs[r].start_ns - t0) * 1e-9); };
   std::map<int, size_t> kill_of;  // killed rank -> its record
   for (size_t r = 0; r < logs.size(); ++r)
     if (logs[r].killed_at_step) {

@@ -76,6 +76,9 @@ struct FaultPlan {
   int kills() const;
   bool active() const { return heartbeats || !events.empty(); }
   bool has_kills() const;
+  /// The lowest rank (dc * workers_per_dc + worker) no kill event names: the process modes'
+  /// reporting rank, which knows it from the start (their kills are at a step and always fire).
+  int first_never_killed(int workers_per_dc, int world) const;
 };
 
 /// A peer declared dead by one worker's heartbeat monitor ("detections" entries).

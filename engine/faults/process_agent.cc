@@ -61,7 +61,8 @@ void ProcessFaultAgent::started(Nanos t0) {
   live_ = true;
 }
 
-void ProcessFaultAgent::peer_failed(int peer, const std::string&, bool silent) {
+void ProcessFaultAgent::peer_failed(int peer, const std::string&, std::optional<std::chrono::milliseconds> silent_for) {
+  const bool silent = silent_for.has_value();
   const std::vector<int> watched = cfg_.groups.watched_by(cfg_.rank);
   if (std::find(watched.begin(), watched.end(), peer) == watched.end()) return;  // another group's business
   std::lock_guard<std::mutex> lk(mu_);
@@ -71,11 +72,11 @@ void ProcessFaultAgent::peer_failed(int peer, const std::string&, bool silent) {
   d.observer = cfg_.rank;
   d.peer = peer;
   d.at_s = at;
-  const double confirm = std::chrono::duration<double>(cfg_.plan.heartbeat.confirmation).count();
-  const double timeout = std::chrono::duration<double>(peer_timeout_).count();
-  // Silence: heard last peer_timeout (= timeout + confirmation) ago, suspected `confirmation` ago.
-  d.last_heard_s = silent ? std::max(0.0, at - timeout) : at;
-  d.suspected_s = silent ? std::max(d.last_heard_s, at - confirm) : at;
+  // Silence: heard last `silent_for` ago (its last frame: data, or a heartbeat every interval),
+  // suspected `timeout` after that, declared once timeout + confirmation had passed.
+  const double timeout = std::chrono::duration<double>(cfg_.plan.heartbeat.timeout).count();
+  d.last_heard_s = silent ? std::max(0.0, at - std::chrono::duration<double>(*silent_for).count()) : at;
+  d.suspected_s = silent ? std::min(at, d.last_heard_s + timeout) : at;
   d.how = silent ? "silence" : "connection";
   log_.detections.push_back(d);
   declared_.insert(peer);

@@ -32,8 +32,10 @@
 //    (factor - 1) times what that compute took, charged as compute: the scenario declares a
 //    slower machine, and waiting (not computing more) slows that worker only, as a straggler on a
 //    host of its own would be, instead of taking CPU from the others on this shared host.
+//  * rank 0's kill (naive_ddp, lan): the coordinator runs the store in a process of its own
+//    (`geotb store`), and the lowest rank the timeline never kills reports.
 // Not in these modes yet (the scenario says so): restart, kills at an instant, full recovery,
-// rank 0's kill (it serves the run's store), checkpoints together with kills, a DC leader's kill.
+// checkpoints together with kills, a DC leader's kill for the per-DC strategies.
 #pragma once
 
 #include <chrono>
@@ -95,7 +97,7 @@ class ProcessFaultAgent final : public FaultHooks {
   /// The tag of the "recovering" notices (SocketTransportConfig::notice_tag).
   static constexpr uint64_t kRecoveringTag = (uint64_t{1} << 63) + 3;
   /// The transport's on_peer_failed (any thread). Before start and after done: ignored.
-  void peer_failed(int peer, const std::string& why, bool silent);
+  void peer_failed(int peer, const std::string& why, std::optional<std::chrono::milliseconds> silent_for);
   /// The transport's on_notice: `peer` is recovering from the deaths it lists.
   void peer_notice(int peer, const std::vector<uint8_t>& bytes);
   /// The transport whose receives a declaration interrupts, and the peer timeout it was given.
@@ -112,7 +114,9 @@ class ProcessFaultAgent final : public FaultHooks {
   void step_begins(WorkerEnv& env, int step) override;
   void before_sync(WorkerEnv& env, int step) override;
   bool recover(WorkerEnv& env, int step, BatchSampler& sampler) override;
-  bool record_all() const override { return false; }  // rank 0 reports and is never killed here
+  /// The reporting rank records (rank 0 or, when the timeline kills rank 0, the lowest rank it
+  /// never kills; rank 0 records anyway).
+  bool record_all() const override { return cfg_.rank == cfg_.plan.first_never_killed(cfg_.groups.workers_per_dc, cfg_.groups.world()); }
   std::optional<uint64_t> reepoch_due(WorkerEnv&, int) override { return std::nullopt; }
   void at_reepoch(WorkerEnv&, int, const StateBuffers&) override {}
   void before_rewind(WorkerEnv&, BatchSampler&) override {}

@@ -10,7 +10,9 @@ weights are bit-identical across the two modes (same SHA-256: the shrunk groups 
 same thing) and the live replicas identical. The real mode kills the process (its peers see its
 connections end); in the process mode it also freezes the worker's whole host ("scope": "host":
 its peers declare it after timeout + confirmation of silence, as the embedded heartbeats do). Then the process mode refuses what it does not run
-yet (a restart, rank 0's kill) with exit 2 naming the field. About 20 s."""
+yet (a restart, a kill at an instant) with exit 2 naming the field; and rank 0's kill (naive_ddp)
+runs with the store in a process of its own and rank 1 reporting, with the same weights as the
+embedded mode's. About 20 s."""
 import json
 import os
 import subprocess
@@ -34,12 +36,14 @@ bound = secs(hb["timeout"]) + secs(hb["confirmation"]) + secs(hb["interval"])
 schema = json.loads((source_root / "harness/report.schema.json").read_text())
 
 
-def run(mode: str, out: Path, scope: str = "process") -> dict:
+def run(mode: str, out: Path, scope: str = "process", victim: tuple = ("west", 1), only: str = "") -> dict:
     extra = ["--net-prefix", prefix] if mode == "dpdk" else []
     out.mkdir(parents=True)
     path = out / "kill-dpdk-2x3.json"
     sc = json.loads(json.dumps(scenario))
-    sc["timeline"][0]["kill"]["scope"] = scope
+    sc["timeline"][0]["kill"].update(scope=scope, dc=victim[0], worker=victim[1])
+    if only:
+        sc["strategies"] = [x for x in sc["strategies"] if x["name"] == only]
     path.write_text(json.dumps(sc))
     proc = subprocess.run([geotb, "run", str(path), "--net", mode, "--out", str(out), *extra],
                           capture_output=True, text=True, timeout=400)
@@ -86,6 +90,23 @@ for name in ("naive_ddp", "hier_ef_topk_int8"):
               f"{k['detection_latency_s']:.3f} s (bound {bound} s), {k['survivors']} survivors, accuracy "
               f"{m['final_test_accuracy']:.4f}, weights {s['final_weights_sha256'][:16]}")
     assert all(d == decided["embedded"] for d in decided.values()), (name, decided)
+# Rank 0 killed (naive_ddp: it is nobody's DC leader in a world group): the store is served by a
+# process of its own (`geotb store`) and rank 1 reports; the same decisions and weights again.
+with tempfile.TemporaryDirectory() as tmp:
+    r0 = {mode: run(mode, Path(tmp) / mode, "process", ("east", 0), "naive_ddp")["naive_ddp"]
+          for mode in (real, "embedded")}
+    seen = {}
+    for mode, s in r0.items():
+        k = [e for e in s["faults"]["events"] if e["event"] == "kill"][0]
+        assert (k["rank"], k["step"], k["steps_lost"], k["survivors"]) == (0, 30, 1, 5), (mode, k)
+        assert s["faults"]["false_detections"] == 0 and s["metrics"]["replica_max_abs_diff"] == 0.0, (mode, s)
+        ends = s["series"]["step_end_s"]  # the reporting rank's (rank 1's) step times
+        assert len(ends) == 100 and all(b >= a for a, b in zip(ends, ends[1:])) and ends[0] > 0, (mode, ends[:3])
+        seen[mode] = (s["final_weights_sha256"], s["metrics"]["final_test_accuracy"],
+                      sorted(d["observer"] for d in s["faults"]["detections"]))
+        print(f"naive_ddp, rank 0 killed, --net {mode}: accuracy {seen[mode][1]:.4f}, weights {seen[mode][0][:16]}, "
+              f"detected by {seen[mode][2]}")
+    assert seen[real] == seen["embedded"], seen
 if real == "dpdk":
     sys.exit(0)  # the refusals below are the same in both real modes
 
@@ -93,7 +114,7 @@ if real == "dpdk":
 with tempfile.TemporaryDirectory() as tmp:
     for edit, field in [(lambda s: s["timeline"].append({"at_step": 60, "restart": {"dc": "west", "worker": 1}}),
                          "timeline[1].restart"),
-                        (lambda s: s["timeline"][0]["kill"].update(dc="east", worker=0), "timeline[0].kill")]:
+                        (lambda s: s["timeline"][0].update(at="2s") or s["timeline"][0].pop("at_step"), "timeline[0].at")]:
         bad = json.loads(json.dumps(scenario))
         edit(bad)
         path = Path(tmp) / "bad.json"

@@ -553,6 +553,24 @@ TEST(FaultLogs, MergedOntoTheOriginsClockWithFirstDetectionRecoveryAndFalseOnes)
   const FaultsSection o = merge_fault_logs(plan, 3, logs, 3);
   EXPECT_NEAR(o.events[0].at_s, 2.001, 1e-12);
   EXPECT_NEAR(*o.events[0].detection_latency_s, 0.0005, 1e-12);
+  // A slow span of rank 2 from its 1st ms: 3 ms on rank 0's clock, before rank 5's start there (0).
+  FaultRecord slow;
+  slow.event = "slow";
+  slow.rank = 2;
+  slow.at_s = 0.001;
+  slow.factor = 5;
+  slow.until_s = 1.0;
+  logs[2].slow = {slow};
+  const FaultsSection z = merge_fault_logs(plan, 3, logs, 0);
+  const auto zs = std::find_if(z.events.begin(), z.events.end(), [](const FaultRecord& e) { return e.event == "slow"; });
+  ASSERT_NE(zs, z.events.end());
+  EXPECT_NEAR(zs->at_s, 0.003, 1e-12);
+  EXPECT_NEAR(*zs->until_s, 1.002, 1e-12);
+  EXPECT_EQ(z.events.front().event, "slow");  // in time order
+  const FaultsSection f5 = merge_fault_logs(plan, 3, logs, 5);
+  const auto fs = std::find_if(f5.events.begin(), f5.events.end(), [](const FaultRecord& e) { return e.event == "slow"; });
+  EXPECT_EQ(fs->at_s, 0.0);
+  EXPECT_NEAR(*fs->until_s, 0.997, 1e-12);
   // The rank file carries the log both ways.
   RankReport rr;
   rr.loss = {0.5, std::nan("")};

@@ -132,14 +132,15 @@ struct PeerFailures {
   std::mutex mu;
   std::vector<std::tuple<int, bool, bool>> calls;  // (rank, silent, a recv had already seen the failure)
   std::atomic<bool> recv_saw_it{false};
+  milliseconds silent_for{-1};
 };
 
 TEST(SocketDeadPeer, OnPeerFailedHearsAKillBeforeTheBlockedRecvWakes) {
   PeerFailures f;
   WithChild w("hello", [&](SocketTransportConfig& c) {
-    c.on_peer_failed = [&](int r, const std::string& why, bool silent) {
+    c.on_peer_failed = [&](int r, const std::string& why, std::optional<milliseconds> silent) {
       std::lock_guard<std::mutex> lk(f.mu);
-      f.calls.emplace_back(r, silent, f.recv_saw_it.load());
+      f.calls.emplace_back(r, silent.has_value(), f.recv_saw_it.load());
       EXPECT_NE(why.find("rank 1"), std::string::npos) << why;
     };
   });
@@ -158,9 +159,10 @@ TEST(SocketDeadPeer, OnPeerFailedSaysSilenceForAStoppedPeerAndNothingForAGoodbye
   for (const char* mode : {"hello", "close"}) {
     PeerFailures f;
     WithChild w(mode, [&](SocketTransportConfig& c) {
-      c.on_peer_failed = [&](int r, const std::string&, bool silent) {
+      c.on_peer_failed = [&](int r, const std::string&, std::optional<milliseconds> silent) {
         std::lock_guard<std::mutex> lk(f.mu);
-        f.calls.emplace_back(r, silent, false);
+        f.calls.emplace_back(r, silent.has_value(), false);
+        if (silent) f.silent_for = *silent;
       };
     });
     ASSERT_NE(w.child.port, 0);
@@ -179,6 +181,8 @@ TEST(SocketDeadPeer, OnPeerFailedSaysSilenceForAStoppedPeerAndNothingForAGoodbye
     } else {
       ASSERT_EQ(f.calls.size(), 1u);
       EXPECT_EQ(f.calls[0], std::make_tuple(1, true, false));
+      EXPECT_GE(f.silent_for, milliseconds(1000));  // peer_timeout 1 s of silence, at least
+      EXPECT_LT(f.silent_for, milliseconds(2000));
     }
   }
 }

@@ -514,14 +514,6 @@ INSTANTIATE_TEST_SUITE_P(
             },
             "timeline[0].at: \"2 s\": a kill at an instant is not implemented in the process and dpdk modes yet: use "
             "\"at_step\""},
-        Bad{"rank 0 killed in dpdk mode",
-            [](json& j) {
-              j["network"] = "dpdk";
-              j["strategies"] = json::array({{{"name", "naive_ddp"}}});
-              j["timeline"] = json::array({{{"at_step", 3}, {"kill", {{"dc", "a"}, {"worker", 0}}}}});
-            },
-            "timeline[0].kill: {\"dc\":\"a\",\"worker\":0}: rank 0 serves the run's store and reports for it in the "
-            "process and dpdk modes"},
         Bad{"full recovery in process mode",
             [](json& j) {
               j["network"] = "process";

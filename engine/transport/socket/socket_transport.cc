@@ -456,9 +456,10 @@ struct SocketTransport::Impl {
   }
 
   // ---------------------------------------------------------------- failure
-  // silent: failed for peer_timeout of silence; goodbye: it closed its transport (on_peer_failed
+  // silent: failed after this long of silence; goodbye: it closed its transport (on_peer_failed
   // is not told: a peer that said goodbye finished or failed on its own, it was not killed).
-  void fail_peer(int r, Fail kind, const std::string& why, bool silent = false, bool goodbye = false) {
+  void fail_peer(int r, Fail kind, const std::string& why, std::optional<milliseconds> silent = std::nullopt,
+                 bool goodbye = false) {
     Peer& p = peers[r];
     // The node-fault agent hears of it before any waiter wakes with the error, so that a
     // collective failing on it already finds the survivors' recovery under way.
@@ -664,7 +665,7 @@ struct SocketTransport::Impl {
       // Failed only once every connection with it has ended.
       for (auto& [id, o] : conns)
         if (!o->dead && o->peer == r && o->st == St::kOpen) return;
-      fail_peer(r, Fail::kDead, who(r) + " closed its transport", false, true);
+      fail_peer(r, Fail::kDead, who(r) + " closed its transport", std::nullopt, true);
       return;
     }
     fail_peer(r, Fail::kDead, "connection to " + who(r) + " (" + (outgoing ? "outgoing" : "incoming") +
@@ -1228,7 +1229,7 @@ struct SocketTransport::Impl {
                   "no data or heartbeat from " + who(r) + " for " +
                       ms_text(std::chrono::duration_cast<milliseconds>(now - p.last_heard)) +
                       " (peer_timeout " + ms_text(cfg.peer_timeout) + ")",
-                  true);
+                  std::chrono::duration_cast<milliseconds>(now - p.last_heard));
     }
   }
 

@@ -57,6 +57,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -88,11 +89,11 @@ struct SocketTransportConfig {
   size_t chunk_bytes = 256 * 1024;      // striping unit (frame payload), 1 KiB .. 64 MiB
   uint64_t max_message_bytes = 1ull << 34;  // larger incoming messages are FrameErrors, larger sends throw
   /// Called once per failed peer, on the I/O thread with no lock held, before any waiter sees the
-  /// failure: (rank, why, silent: it was failed for peer_timeout of silence rather than by its
-  /// connection ending or a bad frame). Not for a peer that closed its transport (GOODBYE): it
+  /// failure: (rank, why, silent_for: how long nothing had come from it when it was failed for
+  /// peer_timeout of silence; nothing when its connection ended or a frame was bad). Not for a peer that closed its transport (GOODBYE): it
   /// finished or failed on its own. A node-fault agent (engine/faults/) records the detection and
   /// interrupts receives. May be empty.
-  std::function<void(int, const std::string&, bool)> on_peer_failed;
+  std::function<void(int, const std::string&, std::optional<std::chrono::milliseconds>)> on_peer_failed;
   /// Messages with this tag (non-zero; outside every range a Transport user takes) are handed to
   /// on_notice (src, bytes) on the I/O thread, in order, with no lock held, instead of a mailbox:
   /// a node-fault agent's "recovering" notices, which must reach it while its worker is blocked.
