@@ -235,8 +235,7 @@ void from_json(const json& j, RankFaultLog& l) {
   l.slow = f::has(j, "slow") ? f::req(j, "slow").get<std::vector<FaultRecord>>() : std::vector<FaultRecord>{};
 }
 
-FaultsSection merge_fault_logs(const FaultPlan& plan, int workers_per_dc, const std::vector<RankFaultLog>& logs,
-                               int origin) {
+FaultsSection section_of(const FaultPlan& plan) {
   FaultsSection s;
   s.heartbeat_interval_s = std::chrono::duration<double>(plan.heartbeat.interval).count();
   s.heartbeat_timeout_s = std::chrono::duration<double>(plan.heartbeat.timeout).count();
@@ -244,6 +243,12 @@ FaultsSection merge_fault_logs(const FaultPlan& plan, int workers_per_dc, const 
   s.policy = plan.policy;
   s.shard = plan.shard;
   s.full_recovery_above = plan.full_recovery.above_fraction;
+  return s;
+}
+
+FaultsSection merge_fault_logs(const FaultPlan& plan, int workers_per_dc, const std::vector<RankFaultLog>& logs,
+                               int origin) {
+  FaultsSection s = section_of(plan);
   const int64_t t0 = logs.at(static_cast<size_t>(origin)).start_ns;
   // Rank r's seconds on the origin's start (the host's monotonic clock is every rank's).
   // A rank starts a few ms before or after the origin; an instant before the origin's start is 0.

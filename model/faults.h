@@ -151,6 +151,10 @@ struct FaultsSection {
 void to_json(json& j, const FaultsSection& f);
 void from_json(const json& j, FaultsSection& f);
 
+/// A section with the plan's settings (heartbeats, policy, shard, full recovery's threshold) and
+/// nothing that happened yet: what both modes' sections start from.
+FaultsSection section_of(const FaultPlan& plan);
+
 /// What one rank of a process-mode run saw of the faults (its rank file's "faults"): the
 /// coordinator merges every rank's into the strategy's FaultsSection (merge_fault_logs). Times
 /// are seconds since this rank's own start of training, which began at `start_ns` on the host's

@@ -675,13 +675,7 @@ void FaultRuntime::rewound(int rank, int steps, int checkpoint_step, Nanos check
 
 model::FaultsSection FaultRuntime::section() const {
   std::lock_guard<std::mutex> lk(mu_);
-  model::FaultsSection s;
-  s.heartbeat_interval_s = std::chrono::duration<double>(plan_.heartbeat.interval).count();
-  s.heartbeat_timeout_s = std::chrono::duration<double>(plan_.heartbeat.timeout).count();
-  s.heartbeat_confirmation_s = std::chrono::duration<double>(plan_.heartbeat.confirmation).count();
-  s.policy = plan_.policy;
-  s.shard = plan_.shard;
-  s.full_recovery_above = plan_.full_recovery.above_fraction;
+  model::FaultsSection s = model::section_of(plan_);
   if (!rewound_.empty()) s.full_recovery = full_;
   s.events = records_;
   // Recovery = first detection -> the last survivor resumed, set here from both final figures:
