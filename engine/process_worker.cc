@@ -197,9 +197,18 @@ RankReport run_process_worker(const ProcessWorkerConfig& cfg, const StrategyConf
   std::unique_ptr<CheckpointRequestFile> requests;
   if (!ckpt.dir.empty()) {
     if (!ckpt.requests_file.empty()) requests = std::make_unique<CheckpointRequestFile>(ckpt.requests_file, P);
-    hooks.checkpoint_due = [&](int steps) {
-      return requests ? requests->due(cfg.rank, steps, ckpt.every_steps)
-                      : ckpt.every_steps > 0 && steps % ckpt.every_steps == 0;
+    // A checkpoint after a kill cannot complete (every rank writes its file of it, and the dead
+    // will not): it is not written, as in the embedded mode. The kills are at a step: every rank
+    // answers alike.
+    auto killed_before = [&](int steps) {
+      for (const model::FaultEvent& e : faults.plan.events)
+        if (e.kind == model::FaultEvent::Kind::kKill && e.at_step && *e.at_step < steps) return true;
+      return false;
+    };
+    hooks.checkpoint_due = [&, killed_before](int steps) {
+      const bool due = requests ? requests->due(cfg.rank, steps, ckpt.every_steps)
+                                : ckpt.every_steps > 0 && steps % ckpt.every_steps == 0;
+      return due && !killed_before(steps);
     };
     hooks.checkpoint_write = [&](int steps, const StateBuffers& s) {
       const CheckpointHeader h{.scenario_hash = ckpt.scenario_hash, .strategy = scfg.name, .world = P, .step = steps};

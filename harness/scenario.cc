@@ -715,9 +715,6 @@ void check_faults_for_mode(const Scenario& sc) {
          fmt::format("{} kills of {} workers would cross it, and full recovery is not implemented in the process and "
                      "dpdk modes yet (set it to 1)",
                      sc.faults.kills(), total));
-  if (sc.faults.has_kills() && (!sc.checkpoint.dir.empty() || sc.checkpoint.every_steps > 0))
-    fail("checkpoint", sc.raw.contains("checkpoint") ? sc.raw["checkpoint"] : json(nullptr),
-         "checkpoints together with node kills are not implemented in the process and dpdk modes yet");
 }
 
 void validate_tcp_congestion_control(const std::string& field, const std::string& v) {

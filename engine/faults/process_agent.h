@@ -34,8 +34,10 @@
 //    host of its own would be, instead of taking CPU from the others on this shared host.
 //  * rank 0's kill (naive_ddp, lan): the coordinator runs the store in a process of its own
 //    (`geotb store`), and the lowest rank the timeline never kills reports.
-// Not in these modes yet (the scenario says so): restart, kills at an instant, full recovery,
-// checkpoints together with kills, a DC leader's kill for the per-DC strategies.
+//  * checkpoints: those after a kill cannot complete (the dead do not write theirs) and are not
+//    written, as in the embedded mode; --resume from one before it replays the kill.
+// Not in these modes yet (the scenario says so): restart, kills at an instant, full recovery, a
+// DC leader's kill for the per-DC strategies.
 #pragma once
 
 #include <chrono>

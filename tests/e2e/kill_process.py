@@ -12,7 +12,8 @@ connections end); in the process mode it also freezes the worker's whole host ("
 its peers declare it after timeout + confirmation of silence, as the embedded heartbeats do). Then the process mode refuses what it does not run
 yet (a restart, a kill at an instant) with exit 2 naming the field; and rank 0's kill (naive_ddp)
 runs with the store in a process of its own and rank 1 reporting, with the same weights as the
-embedded mode's. About 20 s."""
+embedded mode's. With a checkpoint every 20 steps only the one before the kill is written, and
+--resume from it replays the kill and ends with the uninterrupted run's weights. About 20 s."""
 import json
 import os
 import subprocess
@@ -36,7 +37,8 @@ bound = secs(hb["timeout"]) + secs(hb["confirmation"]) + secs(hb["interval"])
 schema = json.loads((source_root / "harness/report.schema.json").read_text())
 
 
-def run(mode: str, out: Path, scope: str = "process", victim: tuple = ("west", 1), only: str = "") -> dict:
+def run(mode: str, out: Path, scope: str = "process", victim: tuple = ("west", 1), only: str = "",
+        checkpoint: dict = None, *args: str) -> dict:
     extra = ["--net-prefix", prefix] if mode == "dpdk" else []
     out.mkdir(parents=True)
     path = out / "kill-dpdk-2x3.json"
@@ -44,8 +46,10 @@ def run(mode: str, out: Path, scope: str = "process", victim: tuple = ("west", 1
     sc["timeline"][0]["kill"].update(scope=scope, dc=victim[0], worker=victim[1])
     if only:
         sc["strategies"] = [x for x in sc["strategies"] if x["name"] == only]
+    if checkpoint:
+        sc["checkpoint"] = checkpoint
     path.write_text(json.dumps(sc))
-    proc = subprocess.run([geotb, "run", str(path), "--net", mode, "--out", str(out), *extra],
+    proc = subprocess.run([geotb, "run", str(path), "--net", mode, "--out", str(out), *extra, *args],
                           capture_output=True, text=True, timeout=400)
     print(proc.stdout)
     print(proc.stderr, file=sys.stderr)
@@ -53,7 +57,9 @@ def run(mode: str, out: Path, scope: str = "process", victim: tuple = ("west", 1
     rep = json.loads(next(out.glob("kill-dpdk-2x3-2*.json")).read_text())
     jsonschema.validate(rep, schema, cls=jsonschema.Draft202012Validator)
     assert rep["failures"] == [], rep["failures"]
-    return {s["name"]: s for s in rep["strategies"]}
+    by = {s["name"]: s for s in rep["strategies"]}
+    by["_report"] = rep
+    return by
 
 
 with tempfile.TemporaryDirectory() as tmp:
@@ -65,6 +71,7 @@ if real == "dpdk":
             if l.startswith(prefix + "-")]
     assert not left, f"namespaces left after the run: {left}"
 
+decided_sha = None
 for name in ("naive_ddp", "hier_ef_topk_int8"):
     decided = {}
     for mode, by in runs.items():
@@ -90,6 +97,8 @@ for name in ("naive_ddp", "hier_ef_topk_int8"):
               f"{k['detection_latency_s']:.3f} s (bound {bound} s), {k['survivors']} survivors, accuracy "
               f"{m['final_test_accuracy']:.4f}, weights {s['final_weights_sha256'][:16]}")
     assert all(d == decided["embedded"] for d in decided.values()), (name, decided)
+    if name == "naive_ddp":
+        decided_sha = decided["embedded"][2]
 # Rank 0 killed (naive_ddp: it is nobody's DC leader in a world group): the store is served by a
 # process of its own (`geotb store`) and rank 1 reports; the same decisions and weights again.
 with tempfile.TemporaryDirectory() as tmp:
@@ -108,7 +117,25 @@ with tempfile.TemporaryDirectory() as tmp:
               f"detected by {seen[mode][2]}")
     assert seen[real] == seen["embedded"], seen
 if real == "dpdk":
-    sys.exit(0)  # the refusals below are the same in both real modes
+    sys.exit(0)  # what follows is the same in both real modes
+
+# Checkpoints every 20 steps with the kill at step 30: the one after 20 steps completes, the later
+# ones cannot (the dead would not write its file) and are not written; --resume from it replays
+# the kill and ends with the uninterrupted run's weights.
+with tempfile.TemporaryDirectory() as tmp:
+    ckpt = Path(tmp) / "ckpt"
+    first = run("process", Path(tmp) / "a", only="naive_ddp", checkpoint={"every_steps": 20, "dir": str(ckpt)})
+    steps = sorted(p.name for p in (ckpt / "naive_ddp").glob("step-*"))
+    assert steps == ["step-20"] and (ckpt / "naive_ddp" / "step-20" / "manifest").exists(), steps
+    again = run("process", Path(tmp) / "b", "process", ("west", 1), "naive_ddp", {"every_steps": 20, "dir": str(ckpt)},
+                "--resume", str(ckpt / "naive_ddp"))
+    s = again["naive_ddp"]
+    assert s["resumed_from"]["step"] == 20, s.get("resumed_from")
+    k = [e for e in s["faults"]["events"] if e["event"] == "kill"]
+    assert len(k) == 1 and (k[0]["rank"], k[0]["step"]) == (4, 30), s["faults"]["events"]
+    assert s["final_weights_sha256"] == first["naive_ddp"]["final_weights_sha256"] == decided_sha, s["final_weights_sha256"]
+    print(f"naive_ddp: checkpoints {steps} of every 20 steps with the kill at 30; resumed from step 20: the kill "
+          f"replayed, weights {s['final_weights_sha256'][:16]} = uninterrupted")
 
 # What the process mode does not run yet is refused before anything starts, naming the field.
 with tempfile.TemporaryDirectory() as tmp:

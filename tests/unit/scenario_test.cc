@@ -522,14 +522,6 @@ INSTANTIATE_TEST_SUITE_P(
             },
             "faults.full_recovery.above_fraction: 0.25: 2 kills of 4 workers would cross it, and full recovery is not "
             "implemented in the process and dpdk modes yet (set it to 1)"},
-        Bad{"checkpoints with kills in process mode",
-            [](json& j) {
-              j["network"] = "process";
-              j["timeline"] = json::array({{{"at_step", 3}, {"kill", {{"dc", "b"}, {"worker", 1}}}}});
-              j["checkpoint"] = {{"every_steps", 10}, {"dir", "ckpt"}};
-            },
-            "checkpoint: {\"dir\":\"ckpt\",\"every_steps\":10}: checkpoints together with node kills are not "
-            "implemented in the process and dpdk modes yet"},
         Bad{"hier loses a DC leader", [](json& j) { j["timeline"][1]["kill"]["worker"] = 0; j["timeline"][2]["restart"]["worker"] = 0; },
             "timeline[1].kill.worker: 0: hier_ef_topk_int8 cannot lose a DC leader (worker 0)"},
         Bad{"strategy without kill support", [](json& j) { j["strategies"][1] = {{"name", "naive_ddp_c10d"}}; },
