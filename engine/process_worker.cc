@@ -187,6 +187,9 @@ RankReport run_process_worker(const ProcessWorkerConfig& cfg, const StrategyConf
     return t_start;
   };
   hooks.finished = [&] {
+    // Training is over here: a peer that leaves after the barrier (a lossy WAN can turn its
+    // goodbye into a reset) is no death to recover from.
+    if (agent) agent->done(env);
     store_barrier(*store, key + "end", live_at_end);
     t_end = clock.now();
   };

@@ -123,6 +123,9 @@ class ProcessFaultAgent final : public FaultHooks {
   void at_reepoch(WorkerEnv&, int, const StateBuffers&) override {}
   void before_rewind(WorkerEnv&, BatchSampler&) override {}
   void after_rewind(WorkerEnv&, BatchSampler&, uint64_t) override {}
+  /// Training is over on this rank (also called when it arrives at the end barrier): peers that
+  /// fail from now on are not declared (a lossy link can turn a leaving peer's goodbye into a
+  /// reset). Idempotent.
   void done(WorkerEnv& env) override;
   /// Whether a collective's abort (Transport::close after a failure) may close the transport: not
   /// while a declared death is being recovered from, nor when one comes within peer_timeout plus
