@@ -174,8 +174,6 @@ RankReport run_process_worker(const ProcessWorkerConfig& cfg, const StrategyConf
         return make_gloo_group(store, base + "/" + name, index, static_cast<int>(members.size()), go);
       });
   }
-  // The ranks that finish: every kill of the timeline fires (at_step), and nobody comes back.
-  const int live_at_end = P - (agent ? agent->kills() : 0);
 
   std::chrono::nanoseconds t_start{0}, t_end{0};
   WorkerLoopHooks hooks;
@@ -190,7 +188,7 @@ RankReport run_process_worker(const ProcessWorkerConfig& cfg, const StrategyConf
     // Training is over here: a peer that leaves after the barrier (a lossy WAN can turn its
     // goodbye into a reset) is no death to recover from.
     if (agent) agent->done(env);
-    store_barrier(*store, key + "end", live_at_end);
+    store_barrier(*store, key + "end", P);  // a killed rank arrived at its kill point
     t_end = clock.now();
   };
   const int rep = cfg.reporter;
@@ -253,6 +251,10 @@ RankReport run_process_worker(const ProcessWorkerConfig& cfg, const StrategyConf
     // closed), the report so far handed out, then frozen until the coordinator's SIGKILL.
     (void)k;
     sock.drain(tc.peer_timeout);  // what it sent before its death arrives (as in the embedded fabric)
+    // It counts as arrived at the end barrier and as left: the live ranks wait for nobody dead,
+    // whether the timeline's kills fired or not (a kill at an instant past the end does not).
+    if (store_add(*store, key + "end", 1) == P) store_set(*store, key + "end/done", {1});
+    if (cfg.serve_store && store_add(*store, key + "left", 1) == P - 1) store_set(*store, key + "left/done", {1});
     RankReport rr;
     measured(rr);
     if (faults.killed) faults.killed(rr);
@@ -305,8 +307,8 @@ RankReport run_process_worker(const ProcessWorkerConfig& cfg, const StrategyConf
   // (the last one to leave says so). A store process of its own outlives every rank.
   if (cfg.serve_store) {
     if (cfg.rank != 0) {
-      if (store_add(*store, key + "left", 1) == live_at_end - 1) store_set(*store, key + "left/done", {1});
-    } else if (live_at_end > 1) {
+      if (store_add(*store, key + "left", 1) == P - 1) store_set(*store, key + "left/done", {1});
+    } else if (P > 1) {
       store_get(*store, key + "left/done");
     }
   }

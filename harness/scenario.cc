@@ -700,13 +700,10 @@ void check_faults_for_mode(const Scenario& sc) {
     const model::FaultEvent& e = sc.faults.events[i];
     const std::string kind = model::to_string(e.kind);
     const std::string not_yet =
-        fmt::format(" (the {} mode runs kills at a step, with policy shrink, and slow workers)", sc.network);
+        fmt::format(" (the {} mode runs kills, with policy shrink, and slow workers)", sc.network);
     if (e.kind == model::FaultEvent::Kind::kSlow) continue;
     if (e.kind != model::FaultEvent::Kind::kKill)
       fail(paths[i] + "." + kind, json(kind), "not implemented in the process and dpdk modes yet" + not_yet);
-    if (!e.at_step)
-      fail(paths[i] + ".at", json(common::format_duration(*e.at)),
-           "a kill at an instant is not implemented in the process and dpdk modes yet: use \"at_step\"" + not_yet);
   }
   int total = 0;
   for (const auto& d : sc.cluster.dcs) total += d.workers;

@@ -129,7 +129,7 @@ void ProcessFaultAgent::before_sync(WorkerEnv& env, int step) {
   }
   for (const model::FaultEvent& e : cfg_.plan.events)
     if (e.kind == model::FaultEvent::Kind::kKill && e.dc * cfg_.groups.workers_per_dc + e.worker == cfg_.rank &&
-        e.at_step && *e.at_step == step) {
+        (e.at_step ? *e.at_step == step : clock_.now() - t0_ >= *e.at)) {
       killed(step);
       throw WorkerKilled("rank " + std::to_string(cfg_.rank) + " killed by the scenario's timeline at step " +
                          std::to_string(step));

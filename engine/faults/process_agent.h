@@ -2,7 +2,8 @@
 // scenario's kills executed on real processes, detection by the socket transport, and the
 // recovery policy `shrink` with the same decisions as the embedded mode (shrink.h).
 //
-//  * kill {dc, worker} at_step s: the worker computes step s's gradient, then stops dead before
+//  * kill {dc, worker} at_step s (or at t: its first step boundary at or after t of its own
+//    training time, on the wall clock): the worker computes step s's gradient, then stops dead before
 //    it synchronises: before_sync throws WorkerKilled, its process writes its rank file (its
 //    series so far, the kill's step and instant) and stops itself with SIGSTOP, and the
 //    coordinator (`geotb run`), which sees it stopped, SIGKILLs it. Its kernel then closes its
@@ -36,8 +37,8 @@
 //    (`geotb store`), and the lowest rank the timeline never kills reports.
 //  * checkpoints: those after a kill cannot complete (the dead do not write theirs) and are not
 //    written, as in the embedded mode; --resume from one before it replays the kill.
-// Not in these modes yet (the scenario says so): restart, kills at an instant, full recovery, a
-// DC leader's kill for the per-DC strategies.
+// Not in these modes yet (the scenario says so): restart, full recovery, a DC leader's kill for
+// the per-DC strategies.
 #pragma once
 
 #include <chrono>
@@ -110,8 +111,6 @@ class ProcessFaultAgent final : public FaultHooks {
   void started(Nanos t0);
   /// What this rank saw (its rank file's "faults").
   model::RankFaultLog log() const;
-  /// The steps at which kills are due: the live ranks at the end are the world less these.
-  int kills() const { return cfg_.plan.kills(); }
 
   void step_begins(WorkerEnv& env, int step) override;
   void before_sync(WorkerEnv& env, int step) override;

@@ -506,14 +506,7 @@ INSTANTIATE_TEST_SUITE_P(
             "timeline[1].kill.scope: \"rack\": expected \"process\" (its kernel closes its connections) or \"host\""},
         Bad{"restart in dpdk mode", [](json& j) { j["network"] = "dpdk"; },
             "timeline[2].restart: \"restart\": not implemented in the process and dpdk modes yet (the dpdk mode "
-            "runs kills at a step, with policy shrink, and slow workers)"},
-        Bad{"kill at an instant in process mode",
-            [](json& j) {
-              j["network"] = "process";
-              j["timeline"] = json::array({{{"at", "2s"}, {"kill", {{"dc", "b"}, {"worker", 1}}}}});
-            },
-            "timeline[0].at: \"2 s\": a kill at an instant is not implemented in the process and dpdk modes yet: use "
-            "\"at_step\""},
+            "runs kills, with policy shrink, and slow workers)"},
         Bad{"full recovery in process mode",
             [](json& j) {
               j["network"] = "process";
