@@ -161,7 +161,7 @@ class FaultRuntime::Agent final : public FaultHooks {
   // agreement on it. Appends the newly dead to `fresh_all`; false if nobody new is dead.
   bool shrink(WorkerEnv& env, int step, std::vector<int>& fresh_all) {
     if (rt_.fenced(rank_)) die(env, step, "fenced: declared dead by a peer");
-    const std::set<int> declared = monitor_->declared();
+    const std::set<int> declared = monitor_->declared_clearing_alarm();
     std::set<int> dead = handled_;
     std::vector<int> fresh;
     for (int d : declared)
@@ -173,7 +173,6 @@ class FaultRuntime::Agent final : public FaultHooks {
         throw RunError("rank " + std::to_string(rank_) + " declared rank " + std::to_string(d) +
                        " (the leader of another data center) dead: this strategy cannot re-address its exchange "
                        "between data centers (policy shrink recovers inside a group only)");
-    rt_.fabric_.clear_alarm(rank_);
     handled_ = dead;
     fresh_all.insert(fresh_all.end(), fresh.begin(), fresh.end());
     const std::vector<int> group = rt_.group_of(rank_, dead);

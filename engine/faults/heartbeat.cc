@@ -71,6 +71,12 @@ void HeartbeatMonitor::revive_peer(int p, Nanos at) {
   declared_.erase(p);
 }
 
+std::set<int> HeartbeatMonitor::declared_clearing_alarm() {
+  std::lock_guard<std::mutex> lk(mu_);
+  fabric_.clear_alarm(rank_);
+  return declared_;
+}
+
 std::set<int> HeartbeatMonitor::declared() const {
   std::lock_guard<std::mutex> lk(mu_);
   return declared_;
@@ -166,10 +172,12 @@ void HeartbeatMonitor::run(Nanos t0) {
         d.last_heard_s = secs(st.last_heard);
         d.suspected_s = secs(*st.suspected);
         {
+          // One step with the alarm: a worker taking the declared set and clearing the alarm
+          // (declared_clearing_alarm) sees this declaration with its alarm or neither.
           std::lock_guard<std::mutex> lk(mu_);
           declared_.insert(p);
+          fabric_.raise_alarm(rank_, now, interrupt_all_);
         }
-        fabric_.raise_alarm(rank_, now, interrupt_all_);
         if (on_declared_) on_declared_(d);
       }
     }

@@ -62,6 +62,11 @@ class HeartbeatMonitor {
   void revive_peer(int p, Nanos at);
   /// Peers declared dead so far.
   std::set<int> declared() const;
+  /// The same, and the worker's alarm cleared, in one step with the declarations: a peer declared
+  /// after it raises a new alarm; none before it is left with a stale one. (Reading the set, then
+  /// clearing, could lose an alarm raised in between: the survivor would then wait in its
+  /// agreement for a member that waits under the larger dead set's tag.)
+  std::set<int> declared_clearing_alarm();
   uint64_t sent() const;
 
  private:
