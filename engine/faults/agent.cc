@@ -14,12 +14,6 @@ namespace geotb::engine {
 
 namespace {
 
-std::vector<uint8_t> encode(const std::vector<int64_t>& v) {
-  std::vector<uint8_t> b(v.size() * sizeof(int64_t));
-  std::memcpy(b.data(), v.data(), b.size());
-  return b;
-}
-
 /// The restarted worker's state, from its group's coordinator: beside the heartbeats' tag.
 constexpr uint64_t kRejoinTag = (uint64_t{1} << 63) + 2;
 
@@ -297,7 +291,7 @@ class FaultRuntime::Agent final : public FaultHooks {
                                  static_cast<int64_t>(where.group.size()), static_cast<int64_t>(where.ring.size())};
     head.insert(head.end(), where.group.begin(), where.group.end());
     head.insert(head.end(), where.ring.begin(), where.ring.end());
-    std::vector<uint8_t> msg = encode(head);
+    std::vector<uint8_t> msg = encode_ints(head);
     append_state(state, msg);
     env.net->send(r, kRejoinTag, std::move(msg));
     size_t record = 0;

@@ -88,11 +88,7 @@ void ProcessFaultAgent::peer_failed(int peer, const std::string&, std::optional<
 
 void ProcessFaultAgent::peer_notice(int peer, const std::vector<uint8_t>& bytes) {
   std::set<int> dead;
-  for (size_t i = 0; i + sizeof(int64_t) <= bytes.size(); i += sizeof(int64_t)) {
-    int64_t d;
-    std::memcpy(&d, bytes.data() + i, sizeof d);
-    dead.insert(static_cast<int>(d));
-  }
+  for (int64_t d : decode_ints(bytes)) dead.insert(static_cast<int>(d));
   std::lock_guard<std::mutex> lk(mu_);
   if (!live_) return;
   recovering_[peer] = std::move(dead);
@@ -172,11 +168,7 @@ bool ProcessFaultAgent::recover(WorkerEnv& env, int step, BatchSampler& sampler)
     fresh_all.insert(fresh_all.end(), fresh.begin(), fresh.end());
     group = g.group_of(rank, dead);
     // Tell the group: a member blocked on this rank stops waiting for it and recovers too.
-    std::vector<uint8_t> notice;
-    for (int d : dead) {
-      const int64_t v = d;
-      notice.insert(notice.end(), reinterpret_cast<const uint8_t*>(&v), reinterpret_cast<const uint8_t*>(&v) + sizeof v);
-    }
+    const std::vector<uint8_t> notice = encode_ints(std::vector<int64_t>(dead.begin(), dead.end()));
     for (int m : group)
       if (m != rank) sock_->send(m, kRecoveringTag, notice);
     try {

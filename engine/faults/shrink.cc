@@ -25,18 +25,6 @@ uint64_t agreement_tag(const std::set<int>& dead, int k) {
   return (uint64_t{1} << 63) + (uint64_t{1} << 62) + ((h & ((uint64_t{1} << 60) - 1)) << 1) + static_cast<uint64_t>(k);
 }
 
-std::vector<uint8_t> encode(const std::vector<int64_t>& v) {
-  std::vector<uint8_t> b(v.size() * sizeof(int64_t));
-  std::memcpy(b.data(), v.data(), b.size());
-  return b;
-}
-
-std::vector<int64_t> decode(const std::vector<uint8_t>& b) {
-  std::vector<int64_t> v(b.size() / sizeof(int64_t));
-  std::memcpy(v.data(), b.data(), v.size() * sizeof(int64_t));
-  return v;
-}
-
 std::string show(const std::vector<int64_t>& v) {
   std::string s = "step " + (v.empty() ? std::string("?") : std::to_string(v[0])) + ", dead {";
   for (size_t i = 1; i < v.size(); ++i) s += (i > 1 ? ", " : "") + std::to_string(v[i]);
@@ -44,6 +32,18 @@ std::string show(const std::vector<int64_t>& v) {
 }
 
 }  // namespace
+
+std::vector<uint8_t> encode_ints(const std::vector<int64_t>& v) {
+  std::vector<uint8_t> b(v.size() * sizeof(int64_t));
+  std::memcpy(b.data(), v.data(), b.size());
+  return b;
+}
+
+std::vector<int64_t> decode_ints(const std::vector<uint8_t>& b) {
+  std::vector<int64_t> v(b.size() / sizeof(int64_t));
+  std::memcpy(v.data(), b.data(), v.size() * sizeof(int64_t));
+  return v;
+}
 
 std::vector<int> FaultGroups::group_of(int rank, const std::set<int>& dead) const {
   std::vector<int> g;
@@ -70,16 +70,16 @@ void agree_on_group(Transport& net, int rank, const std::vector<int>& group, int
   if (rank == coordinator) {
     for (int m : group) {
       if (m == rank) continue;
-      const std::vector<int64_t> theirs = decode(net.recv(m, agreement_tag(dead, 0)));
+      const std::vector<int64_t> theirs = decode_ints(net.recv(m, agreement_tag(dead, 0)));
       if (theirs != mine)
         throw RunError("shrink: survivors disagree: rank " + std::to_string(rank) + " has " + show(mine) + ", rank " +
                        std::to_string(m) + " has " + show(theirs));
     }
     for (int m : group)
-      if (m != rank) net.send(m, agreement_tag(dead, 1), encode(mine));
+      if (m != rank) net.send(m, agreement_tag(dead, 1), encode_ints(mine));
   } else {
-    net.send(coordinator, agreement_tag(dead, 0), encode(mine));
-    const std::vector<int64_t> agreed = decode(net.recv(coordinator, agreement_tag(dead, 1)));
+    net.send(coordinator, agreement_tag(dead, 0), encode_ints(mine));
+    const std::vector<int64_t> agreed = decode_ints(net.recv(coordinator, agreement_tag(dead, 1)));
     if (agreed != mine)
       throw RunError("shrink: rank " + std::to_string(rank) + " has " + show(mine) + ", the group's coordinator " +
                      std::to_string(coordinator) + " decided " + show(agreed));

@@ -26,6 +26,11 @@ struct FaultGroups {
   std::vector<int> watched_by(int rank) const;
 };
 
+/// A list of integers as the fault agents' messages carry it (8 bytes each, host order: every
+/// rank of a run is the same build), and back.
+std::vector<uint8_t> encode_ints(const std::vector<int64_t>& v);
+std::vector<int64_t> decode_ints(const std::vector<uint8_t>& b);
+
 /// The survivors of `group` agree on the step in flight (`step`) and on the dead set: the group's
 /// lowest rank collects every member's view and answers it. Throws RunError naming both views on
 /// a disagreement; the transport's errors (PeerDeclaredDead when another member dies meanwhile)
