@@ -67,7 +67,7 @@ model::StrategyRun merge_rank_reports(const std::string& strategy, const std::ve
     comp += static_cast<double>(e.times.compute_ns);
     comm += static_cast<double>(e.times.exposed_comm_ns);
     cmpr += static_cast<double>(e.times.compress_ns);
-    if (e.local_rank == 0) over += static_cast<double>(e.times.overlapped_comm_ns);
+    over += static_cast<double>(e.times.overlapped_comm_ns);  // DC leaders only accumulate it
     m.wan_messages += e.wan_sent.messages;
     m.wan_payload_bytes += e.wan_sent.payload_bytes;
     m.wan_wire_bytes += e.wan_sent.wire_bytes;
@@ -77,24 +77,29 @@ model::StrategyRun merge_rank_reports(const std::string& strategy, const std::ve
   m.exposed_comm_s_per_step = mx::per_step_mean_s(comm, P, steps);
   m.compress_s_per_step = mx::per_step_mean_s(cmpr, P, steps);
   m.overlapped_comm_s_per_step = mx::per_step_mean_s(over, dcs, steps);
+  // Each DC's exchange log: its leaders' records in rank order (only a DC's leader records, and
+  // after a leader's death its successor, a higher rank of the DC, carries the log on).
+  std::vector<std::vector<ExchangeRecord>> dc_log(static_cast<size_t>(dcs));
+  for (const auto& e : reports)
+    if (e.dc >= 0 && e.dc < dcs)
+      dc_log[static_cast<size_t>(e.dc)].insert(dc_log[static_cast<size_t>(e.dc)].end(), e.exchanges.begin(), e.exchanges.end());
   // A round's exchange is the slowest leader's view of it (every leader measures from the round's
   // last hand-off; the DC whose hand-off was last may have found everything already there).
-  res.exchanges = r0.exchanges;
-  for (const auto& e : reports)
-    if (e.local_rank == 0 && e.exchanges.size() == res.exchanges.size())
+  res.exchanges = dc_log[0];
+  for (const auto& log : dc_log)
+    if (log.size() == res.exchanges.size())
       for (size_t i = 0; i < res.exchanges.size(); ++i)
-        if (e.exchanges[i].step == res.exchanges[i].step && e.exchanges[i].seconds > res.exchanges[i].seconds) {
-          res.exchanges[i].seconds = e.exchanges[i].seconds;
-          res.exchanges[i].lower_bound_s = e.exchanges[i].lower_bound_s;
+        if (log[i].step == res.exchanges[i].step && log[i].seconds > res.exchanges[i].seconds) {
+          res.exchanges[i].seconds = log[i].seconds;
+          res.exchanges[i].lower_bound_s = log[i].lower_bound_s;
         }
   // The final dense synchronisation: every DC leader's step -1 message, to each other DC.
   uint64_t final_sync = 0;
-  for (const auto& e : reports)
-    if (e.local_rank == 0)
-      for (const auto& x : e.exchanges)
-        if (x.step == -1) final_sync += x.bytes_sent * static_cast<uint64_t>(dcs - 1);
+  for (const auto& log : dc_log)
+    for (const auto& x : log)
+      if (x.step == -1) final_sync += x.bytes_sent * static_cast<uint64_t>(dcs - 1);
   m.wan_final_sync_bytes = final_sync;
-  m.exchanges = info.exchanges_every_step ? static_cast<uint64_t>(steps) : r0.exchanges.size();
+  m.exchanges = info.exchanges_every_step ? static_cast<uint64_t>(steps) : res.exchanges.size();
   res.series.loss.assign(static_cast<size_t>(steps), 0);
   for (int s = 0; s < steps; ++s) {
     double acc = 0;

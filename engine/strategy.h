@@ -73,7 +73,10 @@ struct WorkerEnv {
   int local_rank = 0;
   int world = 1;
   int num_dcs = 1;
-  std::vector<int> dc_leaders;  ///< global rank of local rank 0 of every DC
+  /// Global rank of every DC's leader: local rank 0, except in this rank's own DC after its
+  /// leader died (engine/faults/): the survivor that took over its address. Other DCs' entries
+  /// stay local rank 0: their successors are reached at that address (Transport::take_over).
+  std::vector<int> dc_leaders;
   std::vector<int> ring;        ///< all global ranks in ring order (DC by DC)
   Learner* learner = nullptr;
   Sgd* opt = nullptr;

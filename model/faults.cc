@@ -74,6 +74,7 @@ void to_json(json& j, const FaultRecord& r) {
        {"recovery_s", opt(r.recovery_s)},
        {"steps_lost", r.steps_lost},
        {"survivors", r.survivors}};
+  if (r.new_leader) j["new_leader"] = *r.new_leader;
   if (r.factor) j["factor"] = *r.factor;
   if (r.event == "slow") j["until_s"] = opt(r.until_s);
 }
@@ -102,6 +103,7 @@ void from_json(const json& j, FaultRecord& r) {
   r.recovery_s = opt_num("recovery_s");
   r.steps_lost = static_cast<int>(f::count(j, "steps_lost"));
   r.survivors = static_cast<int>(f::count(j, "survivors"));
+  if (f::has(j, "new_leader")) r.new_leader = static_cast<int>(f::count(j, "new_leader"));
   if (f::has(j, "factor")) {
     r.factor = f::number(j, "factor");
     if (!(*r.factor > 0)) f::fail("factor", fmt::format("must be > 0, got {}", *r.factor));
@@ -204,9 +206,11 @@ void from_json(const json& j, FaultsSection& s) {
 void to_json(json& j, const RankFaultLog& l) {
   auto opt = [](const auto& o) { return o ? json(*o) : json(nullptr); };
   json resumed = json::array();
-  for (const auto& r : l.resumed)
+  for (const auto& r : l.resumed) {
     resumed.push_back({{"peers", r.peers}, {"at_s", r.at_s}, {"step", r.step}, {"group_size", r.group_size},
                        {"coordinator", r.coordinator}});
+    if (r.took_over) resumed.back()["took_over"] = *r.took_over;
+  }
   j = {{"start_ns", l.start_ns},       {"killed_at_step", opt(l.killed_at_step)}, {"killed_at_s", opt(l.killed_at_s)},
        {"detections", l.detections}, {"resumed", resumed},                      {"heartbeats_sent", l.heartbeats_sent},
        {"slow", l.slow}};
@@ -229,6 +233,7 @@ void from_json(const json& j, RankFaultLog& l) {
     x.step = static_cast<int>(f::count(r, "step"));
     x.group_size = static_cast<int>(f::count(r, "group_size"));
     x.coordinator = f::req(r, "coordinator").get<bool>();
+    if (f::has(r, "took_over")) x.took_over = static_cast<int>(f::count(r, "took_over"));
     l.resumed.push_back(x);
   }
   l.heartbeats_sent = f::count(j, "heartbeats_sent");
@@ -305,6 +310,7 @@ FaultsSection merge_fault_logs(const FaultPlan& plan, int workers_per_dc, const 
         FaultRecord& k = s.events[it->second];
         k.survivors = x.group_size;
         if (x.coordinator) k.steps_lost += 1;
+        if (x.took_over == p) k.new_leader = static_cast<int>(r);
         if (k.detected_at_s) k.recovery_s = std::max(k.recovery_s.value_or(0.0), shift(r, x.at_s) - *k.detected_at_s);
       }
   std::stable_sort(s.events.begin(), s.events.end(),

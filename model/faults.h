@@ -111,6 +111,9 @@ struct FaultRecord {
   std::optional<double> recovery_s;
   int steps_lost = 0;            ///< steps the survivors discarded (the step in flight)
   int survivors = 0;             ///< kill: members of the rebuilt group
+  /// kill of a DC leader (strategies with per-DC groups): the survivor that took over its
+  /// address (the DC's lowest surviving rank). Absent otherwise.
+  std::optional<int> new_leader;
   std::optional<double> factor;  ///< slow
   std::optional<double> until_s; ///< slow: when it ended (absent: still slow at the end)
 };
@@ -172,6 +175,7 @@ struct RankFaultLog {
     int step = 0;
     int group_size = 0;
     bool coordinator = false;
+    std::optional<int> took_over;  ///< the dead DC leader whose address this rank took over then
   };
   std::vector<Resume> resumed;
   std::vector<FaultRecord> slow;  ///< this rank's slow events as they happened ("slow" records)

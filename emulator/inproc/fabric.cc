@@ -1,6 +1,7 @@
 #include "emulator/inproc/fabric.h"
 
 #include <algorithm>
+#include <cstring>
 #include <sstream>
 
 namespace geotb::emu {
@@ -46,8 +47,10 @@ Fabric::Fabric(const FabricConfig& cfg, const Clock& clock) : cfg_(cfg), clock_(
   }
   for (size_t e = 0; e < cfg_.site_of.size(); ++e) boxes_.push_back(std::make_unique<Mailbox>());
   dead_.assign(cfg_.site_of.size(), false);
+  dead_at_.assign(cfg_.site_of.size(), Nanos{0});
   alarm_.assign(cfg_.site_of.size(), std::nullopt);
   alarm_all_.assign(cfg_.site_of.size(), true);
+  successor_.resize(cfg_.site_of.size());
 }
 
 LinkModel& Fabric::direction(int src_site, int dst_site, int src, int dst) {
@@ -166,6 +169,10 @@ void Fabric::settle(int src, int dst, uint64_t id, const MessageVerdict& mv) {
   st.retransmissions += mv.transmissions - std::min(mv.transmissions, mv.segments);
   p->settled = true;
   p->deliver_at = mv.deliver_at;
+  if (p->notice_dead >= 0 && mv.delivered) {
+    takeovers_.notices.emplace_back(dst, src);
+    queue_.push(mv.deliver_at, &takeovers_, 0, takeovers_.notices.size() - 1, static_cast<uint64_t>(p->notice_dead));
+  }
   if (!mv.delivered) {
     st.failed_messages += 1;
     p->failed = true;
@@ -180,6 +187,13 @@ void Fabric::settle(int src, int dst, uint64_t id, const MessageVerdict& mv) {
 
 void Fabric::send_at(Nanos now, int src, int dst, uint64_t tag, std::vector<uint8_t>& payload) {
   if (closed_) return;
+  if (const auto& succ = successor_[static_cast<size_t>(src)]; !succ.empty())
+    if (auto it = succ.find(dst); it != succ.end()) dst = it->second;  // a taken-over address
+  if (retain_n_ > 0 && tag != kTakeoverTag && site_of(src) != site_of(dst)) {
+    auto& kept = retained_[{src, dst}];
+    kept.emplace_back(tag, payload);
+    if (kept.size() > retain_n_) kept.pop_front();
+  }
   if (dead_[static_cast<size_t>(src)] || dead_[static_cast<size_t>(dst)]) return;  // a killed worker's sockets
   Conn& conn = connection(src, dst);
   if (!conn.error.empty()) {
@@ -195,7 +209,15 @@ void Fabric::send_at(Nanos now, int src, int dst, uint64_t tag, std::vector<uint
   auto p = std::make_shared<Pending>();
   p->payload = std::move(payload);
   Mailbox& box = *boxes_[static_cast<size_t>(dst)];
-  box.q[{src, tag}].push_back(p);
+  if (tag == kTakeoverTag) {
+    // Handled by the receiving endpoint's stack at its delivery (settle -> on_takeover), not
+    // received by anyone: kept out of the mailbox.
+    uint64_t dead = 0;
+    std::memcpy(&dead, p->payload.data(), sizeof dead);
+    p->notice_dead = static_cast<int>(dead);
+  } else {
+    box.q[{src, tag}].push_back(p);
+  }
   if (cfg_.segments.tcp) {
     const uint64_t id = conn.link->next_message_id();
     conn.inflight.emplace(id, p);
@@ -210,9 +232,11 @@ void Fabric::send_at(Nanos now, int src, int dst, uint64_t tag, std::vector<uint
     settle(src, dst, 0, mv);
     if (!conn.error.empty()) {
       // As before the event model: the send itself reports the failure.
-      auto& fifo = box.q[{src, tag}];
-      fifo.pop_back();
-      if (fifo.empty()) box.q.erase({src, tag});
+      if (p->notice_dead < 0) {
+        auto& fifo = box.q[{src, tag}];
+        fifo.pop_back();
+        if (fifo.empty()) box.q.erase({src, tag});
+      }
       const std::string e = conn.error;
       conn.error.clear();
       throw FabricError(e);
@@ -221,13 +245,31 @@ void Fabric::send_at(Nanos now, int src, int dst, uint64_t tag, std::vector<uint
   box.cv.notify_all();
 }
 
+std::deque<std::shared_ptr<Fabric::Pending>>* Fabric::ready_queue(int dst, int src, uint64_t tag) {
+  Mailbox& box = *boxes_[static_cast<size_t>(dst)];
+  auto settled = [&](int from) -> std::deque<std::shared_ptr<Pending>>* {
+    auto it = box.q.find({from, tag});
+    return it == box.q.end() || it->second.empty() || !it->second.front()->settled ? nullptr : &it->second;
+  };
+  std::deque<std::shared_ptr<Pending>>* q = settled(src);
+  const auto& succ = successor_[static_cast<size_t>(dst)];
+  if (auto it = succ.find(src); it != succ.end())
+    if (auto* s = settled(it->second); s && (!q || s->front()->deliver_at < q->front()->deliver_at)) q = s;
+  return q;
+}
+
 std::optional<std::vector<uint8_t>> Fabric::take(int dst, int src, uint64_t tag) {
   Mailbox& box = *boxes_[static_cast<size_t>(dst)];
-  auto it = box.q.find({src, tag});
-  if (it == box.q.end() || it->second.empty() || !it->second.front()->settled) return std::nullopt;
-  const std::shared_ptr<Pending> p = it->second.front();
-  it->second.pop_front();
-  if (it->second.empty()) box.q.erase(it);
+  std::deque<std::shared_ptr<Pending>>* q = ready_queue(dst, src, tag);
+  if (!q) return std::nullopt;
+  const std::shared_ptr<Pending> p = q->front();
+  q->pop_front();
+  if (q->empty())
+    for (auto it = box.q.begin(); it != box.q.end(); ++it)
+      if (&it->second == q) {
+        box.q.erase(it);
+        break;
+      }
   if (p->failed) throw FabricError(p->error);
   return std::move(p->payload);
 }
@@ -235,16 +277,15 @@ std::optional<std::vector<uint8_t>> Fabric::take(int dst, int src, uint64_t tag)
 std::optional<std::vector<uint8_t>> Fabric::recv_virtual(int dst, int src, uint64_t tag, Nanos timeout) {
   const VirtualScheduler::ActorId me = sched_->current();
   if (me < 0) throw FabricError("fabric: recv from a thread that is no actor of the virtual-time scheduler");
-  const Mailbox& box = *boxes_[static_cast<size_t>(dst)];
-  const auto key = std::make_pair(src, tag);
   // Runs under the scheduler's lock; messages are only added inside act() and settled by the
   // network the scheduler runs, so it sees every change.
   const std::function<std::optional<Nanos>()> ready = [&]() -> std::optional<Nanos> {
     std::lock_guard<std::mutex> lk(mu_);
     if (interrupted(dst, src)) return alarm_[static_cast<size_t>(dst)];
-    auto it = box.q.find(key);
-    if (it == box.q.end() || it->second.empty() || !it->second.front()->settled) return std::nullopt;
-    return it->second.front()->deliver_at;
+    if (dead_[static_cast<size_t>(dst)]) return dead_at_[static_cast<size_t>(dst)];  // its sockets are gone
+    const auto* q = ready_queue(dst, src, tag);
+    if (!q) return std::nullopt;
+    return q->front()->deliver_at;
   };
   bool got = false;
   try {
@@ -257,7 +298,7 @@ std::optional<std::vector<uint8_t>> Fabric::recv_virtual(int dst, int src, uint6
     throw FabricError(e.what());
   }
   std::lock_guard<std::mutex> lk(mu_);
-  if (!got || closed_) return std::nullopt;
+  if (!got || closed_ || dead_[static_cast<size_t>(dst)]) return std::nullopt;
   if (interrupted(dst, src))
     throw FabricInterrupted("recv at rank " + std::to_string(dst) + " from rank " + std::to_string(src) +
                             " interrupted: a peer was declared dead");
@@ -311,12 +352,14 @@ std::optional<Fabric::Received> Fabric::recv_any(int dst, uint64_t tag, Nanos de
 // that a message sent before the death in virtual time is not dropped because the host ran the
 // death first.
 void Fabric::kill_endpoint(int endpoint) {
-  auto fn = [&] {
+  auto fn = [&](Nanos t) {
     std::lock_guard<std::mutex> lk(mu_);
     dead_.at(static_cast<size_t>(endpoint)) = true;
+    dead_at_.at(static_cast<size_t>(endpoint)) = t;
     boxes_[static_cast<size_t>(endpoint)]->q.clear();
+    boxes_[static_cast<size_t>(endpoint)]->cv.notify_all();
   };
-  if (sched_) sched_->act(sched_->current(), [&](Nanos) { fn(); }); else fn();
+  if (sched_) sched_->act(sched_->current(), fn); else fn(clock_.now());
 }
 
 void Fabric::revive_endpoint(int endpoint) {
@@ -454,6 +497,58 @@ TrafficStats Fabric::wan_total() const {
     t.failed_messages += s.failed_messages;
   }
   return t;
+}
+
+void Fabric::retain_cross_site(size_t last_n) {
+  std::lock_guard<std::mutex> lk(mu_);
+  retain_n_ = last_n;
+}
+
+void Fabric::take_over(int successor, int dead, const std::vector<int>& tell) {
+  if (!sched_) throw FabricError("fabric: take_over needs the virtual-time mode");
+  if (successor < 0 || dead < 0 || successor >= size() || dead >= size() || site_of(successor) != site_of(dead))
+    throw FabricError("fabric: endpoint " + std::to_string(successor) + " cannot take over endpoint " +
+                      std::to_string(dead) + " (not of its site)");
+  act_now([&](Nanos t) {
+    for (int p : tell) {
+      if (p == successor || p == dead) continue;
+      std::vector<uint8_t> notice(sizeof(uint64_t));
+      const uint64_t d = static_cast<uint64_t>(dead);
+      std::memcpy(notice.data(), &d, sizeof d);
+      send_at(t, successor, p, kTakeoverTag, notice);
+    }
+  });
+}
+
+int Fabric::address_of(int p, int endpoint) const {
+  std::lock_guard<std::mutex> lk(mu_);
+  const auto& succ = successor_.at(static_cast<size_t>(p));
+  auto it = succ.find(endpoint);
+  return it == succ.end() ? endpoint : it->second;
+}
+
+void Fabric::Takeovers::on_event(Nanos at, uint32_t, uint64_t a, uint64_t b) {
+  const auto [dst, successor] = notices.at(a);
+  f_.on_takeover(at, dst, successor, static_cast<int>(b));
+}
+
+void Fabric::on_takeover(Nanos at, int dst, int successor, int dead) {
+  auto& succ = successor_[static_cast<size_t>(dst)];
+  for (auto& [from, to] : succ)
+    if (to == dead) to = successor;  // a chain: whoever `dead` had taken over
+  succ[dead] = successor;
+  // What dst had sent to the dead (and may not have been received) goes to its successor now.
+  std::deque<std::pair<uint64_t, std::vector<uint8_t>>> kept;
+  if (auto it = retained_.find({dst, dead}); it != retained_.end()) {
+    kept = std::move(it->second);
+    retained_.erase(it);
+  }
+  for (auto& [tag, bytes] : kept) {
+    std::vector<uint8_t> copy = bytes;
+    send_at(at, dst, successor, tag, copy);
+  }
+  delivered_ = true;  // recvs at dst may be ready now
+  boxes_[static_cast<size_t>(dst)]->cv.notify_all();
 }
 
 }  // namespace geotb::emu

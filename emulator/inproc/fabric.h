@@ -121,7 +121,8 @@ class Fabric {
 
   // ---- Node faults (engine/faults/). Virtual-time mode only. ----
   /// `endpoint` is dead (a killed worker): messages to it and from it are dropped from now on,
-  /// and those waiting in its mailbox discarded. revive_endpoint() undoes it (a restart). Both
+  /// those waiting in its mailbox discarded, and its own recvs (a dead worker's background
+  /// threads) end with nullopt. revive_endpoint() undoes it (a restart). Both
   /// take effect at the calling actor's virtual instant (call them from an actor's thread).
   void kill_endpoint(int endpoint);
   void revive_endpoint(int endpoint);
@@ -152,6 +153,24 @@ class Fabric {
   /// VirtualScheduler::update). Not interrupted by alarms: the heartbeat monitor's receive.
   std::optional<Received> recv_any(int dst, uint64_t tag, Nanos deadline, const std::function<bool()>& stop);
 
+  // ---- A DC leader's successor (engine/faults/: a killed leader's address taken over). ----
+  /// The tag of a takeover notice: reserved, outside every range a Transport user may take.
+  static constexpr uint64_t kTakeoverTag = (uint64_t{1} << 63) + 4;
+  /// From now on every endpoint keeps a copy of the last `last_n` messages it sent to each
+  /// endpoint of another site, to be sent again to that endpoint's successor (take_over()).
+  void retain_cross_site(size_t last_n);
+  /// `successor` takes over the address of the dead endpoint `dead` (of its own site) at the
+  /// calling actor's instant: it sends every endpoint of `tell` a takeover notice, a message on
+  /// their connection like any other (in order with what it sends them after). When the notice
+  /// is delivered at endpoint p, p's view changes: its sends to `dead` (and to anyone `dead`
+  /// had taken over) go to `successor`, its recvs from them also take `successor`'s messages,
+  /// and the messages p retained for `dead` are sent again to `successor` at that instant (a
+  /// message `dead` had received is then received twice; the successor takes what it still
+  /// needs by tag, and the rest is never received).
+  void take_over(int successor, int dead, const std::vector<int>& tell);
+  /// Endpoint p's current address for `endpoint` (itself unless a takeover notice named it).
+  int address_of(int p, int endpoint) const;
+
   TrafficStats stats(int site_a, int site_b) const;
   /// All traffic between different sites.
   TrafficStats wan_total() const;
@@ -159,6 +178,7 @@ class Fabric {
  private:
   struct Pending {
     bool settled = false;       ///< delivered, or failed
+    int notice_dead = -1;       ///< a takeover notice: the endpoint its sender takes over
     bool failed = false;
     Nanos deliver_at{0};        ///< settled: the delivery (or failure) instant
     std::string error;          ///< failed
@@ -193,6 +213,20 @@ class Fabric {
   std::optional<std::vector<uint8_t>> take(int dst, int src, uint64_t tag);               // mu_ held
   std::optional<std::vector<uint8_t>> recv_virtual(int dst, int src, uint64_t tag, Nanos timeout);
   bool interrupted(int dst, int src) const;  // mu_ held
+  /// The FIFO a recv at dst from src takes its next message from: src's, or its successor's
+  /// (the earlier settled front); null if neither has a settled message. mu_ held.
+  std::deque<std::shared_ptr<Pending>>* ready_queue(int dst, int src, uint64_t tag);
+  /// A takeover notice delivered at `at` (queue event): dst now sees `successor` for `dead`.
+  void on_takeover(Nanos at, int dst, int successor, int dead);  // mu_ held
+  class Takeovers final : public EventQueue::Handler {
+   public:
+    explicit Takeovers(Fabric& f) : f_(f) {}
+    void on_event(Nanos at, uint32_t, uint64_t a, uint64_t b) override;
+    std::vector<std::pair<int, int>> notices;  // a: index -> (dst, successor); b: the dead endpoint
+
+   private:
+    Fabric& f_;
+  };
 
   FabricConfig cfg_;
   const Clock& clock_;
@@ -204,6 +238,7 @@ class Fabric {
   EventQueue queue_;
   Network network_{*this};
   std::vector<bool> dead_;                   // per endpoint: killed (node faults)
+  std::vector<Nanos> dead_at_;               // per endpoint: when (its own blocked recvs end then)
   std::vector<std::optional<Nanos>> alarm_;  // per endpoint: a pending alarm's instant
   std::vector<bool> alarm_all_;              // per endpoint: the alarm interrupts recvs from every site
   std::map<std::pair<int, int>, std::unique_ptr<LinkModel>> wan_links_;  // ordered site pair
@@ -214,6 +249,11 @@ class Fabric {
   std::map<std::pair<int, int>, Conn> conns_;                            // ordered endpoint pair
   std::vector<std::unique_ptr<Mailbox>> boxes_;
   std::map<std::pair<int, int>, TrafficStats> stats_;
+  // Successors (take_over): per endpoint, the endpoints it knows were taken over -> by whom.
+  std::vector<std::map<int, int>> successor_;
+  size_t retain_n_ = 0;  // retain_cross_site
+  std::map<std::pair<int, int>, std::deque<std::pair<uint64_t, std::vector<uint8_t>>>> retained_;  // (src, dst)
+  Takeovers takeovers_{*this};
 };
 
 }  // namespace geotb::emu

@@ -17,9 +17,14 @@
 //    or split among its DC's survivors (scenario faults.shard). Other DCs do not notice a kill in
 //    a per-DC group, except for the DC's smaller contribution to its model.
 //  * leader rule: the run's reporting rank (the accuracy curve, step-end times) is the lowest rank
-//    still alive; within a DC the leader is its lowest surviving local rank. Strategies with per-DC
-//    groups refuse a DC leader's kill (scenario validation): the other DCs would have to
-//    re-address their exchange.
+//    still alive; within a DC the leader is its lowest surviving rank. With per-DC groups, when
+//    the survivors' agreement drops their leader, that lowest survivor takes over the dead
+//    leader's address (Transport::take_over: its notice tells every rank of the other DCs, which
+//    then address the dead leader's messages to it and send it again the last ones they had sent
+//    the dead, e.g. the round in flight it never forwarded); it leads the DC's exchange from the
+//    next round on, collecting the round in flight as its predecessor would have. The other DCs'
+//    leaders record the death (their detection) but do not recover: nothing of theirs changes.
+//    A killed leader is not restarted (scenario validation), nor combined with full recovery.
 //  * full recovery: once more than faults.full_recovery.above_fraction of the workers have been
 //    declared dead (the detection that crosses it decides, as a coordinator that hears every
 //    detection would), every survivor goes back to the last complete checkpoint at the first step

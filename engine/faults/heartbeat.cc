@@ -9,9 +9,9 @@ namespace geotb::engine {
 
 HeartbeatMonitor::HeartbeatMonitor(emu::Fabric& fabric, emu::VirtualScheduler& sched, int rank,
                                    std::vector<int> peers, const model::HeartbeatConfig& cfg, bool interrupt_all,
-                                   OnDeclared on_declared)
+                                   OnDeclared on_declared, std::set<int> foreign)
     : fabric_(fabric), sched_(sched), rank_(rank), peers_(std::move(peers)), cfg_(cfg), interrupt_all_(interrupt_all),
-      on_declared_(std::move(on_declared)) {}
+      foreign_(std::move(foreign)), on_declared_(std::move(on_declared)) {}
 
 HeartbeatMonitor::~HeartbeatMonitor() { stop(); }
 
@@ -171,7 +171,7 @@ void HeartbeatMonitor::run(Nanos t0) {
         d.at_s = secs(now);
         d.last_heard_s = secs(st.last_heard);
         d.suspected_s = secs(*st.suspected);
-        {
+        if (!foreign_.count(p)) {
           // One step with the alarm: a worker taking the declared set and clearing the alarm
           // (declared_clearing_alarm) sees this declaration with its alarm or neither.
           std::lock_guard<std::mutex> lk(mu_);

@@ -38,8 +38,13 @@ class HeartbeatMonitor {
   /// Called (on the monitor's thread, without locks held) for each declaration.
   using OnDeclared = std::function<void(const model::Detection&)>;
 
+  /// `foreign`: peers of `peers` outside the worker's group (the other DCs' leaders a DC leader
+  /// watches): their declaration is recorded (on_declared) but neither raises the alarm nor
+  /// enters declared(): their data center recovers on its own, and a survivor takes over the
+  /// dead leader's address (Transport::take_over).
   HeartbeatMonitor(emu::Fabric& fabric, emu::VirtualScheduler& sched, int rank, std::vector<int> peers,
-                   const model::HeartbeatConfig& cfg, bool interrupt_all, OnDeclared on_declared);
+                   const model::HeartbeatConfig& cfg, bool interrupt_all, OnDeclared on_declared,
+                   std::set<int> foreign = {});
   ~HeartbeatMonitor();
   HeartbeatMonitor(const HeartbeatMonitor&) = delete;
   HeartbeatMonitor& operator=(const HeartbeatMonitor&) = delete;
@@ -78,6 +83,7 @@ class HeartbeatMonitor {
   const std::vector<int> peers_;
   const model::HeartbeatConfig cfg_;
   const bool interrupt_all_;  // Fabric::raise_alarm's `all`: the worker's group spans the sites
+  const std::set<int> foreign_;
   OnDeclared on_declared_;
   Nanos origin_{0};
   emu::VirtualScheduler::ActorId actor_ = -1;

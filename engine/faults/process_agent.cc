@@ -47,6 +47,17 @@ void ProcessFaultAgent::step_begins(WorkerEnv& env, int step) {
 void ProcessFaultAgent::attach(SocketTransport& sock, std::chrono::milliseconds peer_timeout) {
   sock_ = &sock;
   peer_timeout_ = peer_timeout;
+  // A DC leader's kill with per-DC groups: any rank of another DC may come to lead it, die, and
+  // have its address taken over; keep the last messages to each (one per exchange round: the
+  // round in flight and the one after, with a margin) for its successor.
+  const FaultGroups& g = cfg_.groups;
+  bool leader_killed = false;
+  for (const model::FaultEvent& e : cfg_.plan.events) leader_killed |= e.kind == model::FaultEvent::Kind::kKill && e.worker == 0;
+  if (g.world_group || !leader_killed) return;
+  std::vector<int> others;
+  for (int r = 0; r < g.world(); ++r)
+    if (r / g.workers_per_dc != cfg_.rank / g.workers_per_dc) others.push_back(r);
+  sock.expect_successors(others, 4);
 }
 
 void ProcessFaultAgent::adopt_group(std::unique_ptr<IntraDc> group, Regroup regroup) {
@@ -65,8 +76,12 @@ void ProcessFaultAgent::peer_failed(int peer, const std::string&, std::optional<
   const bool silent = silent_for.has_value();
   const std::vector<int> watched = cfg_.groups.watched_by(cfg_.rank);
   if (std::find(watched.begin(), watched.end(), peer) == watched.end()) return;  // another group's business
+  // Another DC's leader (watched by a DC leader): recorded, not recovered from. Its DC recovers,
+  // and a survivor there takes over its address (SocketTransport::expect_successors).
+  const std::vector<int> group = cfg_.groups.group_of(cfg_.rank, {});
+  const bool foreign = std::find(group.begin(), group.end(), peer) == group.end();
   std::lock_guard<std::mutex> lk(mu_);
-  if (!live_ || declared_.count(peer)) return;
+  if (!live_ || declared_.count(peer) || foreign_declared_.count(peer)) return;
   const double at = secs(clock_.now());
   model::Detection d;
   d.observer = cfg_.rank;
@@ -79,6 +94,10 @@ void ProcessFaultAgent::peer_failed(int peer, const std::string&, std::optional<
   d.suspected_s = silent ? std::min(at, d.last_heard_s + timeout) : at;
   d.how = silent ? "silence" : "connection";
   log_.detections.push_back(d);
+  if (foreign) {
+    foreign_declared_.insert(peer);
+    return;
+  }
   declared_.insert(peer);
   // Receives from the dead peer itself fail on their own (PeerDeadError); the others go on until
   // the peer they wait for is recovering too (its notice, peer_notice): a survivor still
@@ -194,6 +213,23 @@ bool ProcessFaultAgent::recover(WorkerEnv& env, int step, BatchSampler& sampler)
     group_ = regroup_(group, index, name);
     env.intra = group_.get();
   }
+  // Per-DC groups whose leader died: the lowest survivor leads the DC now and takes over the dead
+  // leader's address, so that the other DCs' exchange reaches it unchanged.
+  std::optional<int> took_over;
+  if (!g.world_group) {
+    int& leader = env.dc_leaders[static_cast<size_t>(rank / g.workers_per_dc)];
+    if (dead.count(leader)) {
+      const int was = leader;
+      leader = group.front();
+      if (rank == leader) {
+        std::vector<int> others;
+        for (int r = 0; r < g.world(); ++r)
+          if (r / g.workers_per_dc != rank / g.workers_per_dc) others.push_back(r);
+        env.net->take_over(was, others);
+        took_over = was;
+      }
+    }
+  }
   // The dead workers' data: dropped, or split among their DC's survivors (every survivor's new
   // shard computed here alike, so that a later death hands on what its rank had inherited).
   if (cfg_.plan.shard == "redistribute") {
@@ -203,7 +239,7 @@ bool ProcessFaultAgent::recover(WorkerEnv& env, int step, BatchSampler& sampler)
     sampler = BatchSampler(shards_[static_cast<size_t>(rank)], cfg_.seed, static_cast<uint64_t>(rank + g.world() * epoch_));
   }
   std::lock_guard<std::mutex> lk(mu_);
-  log_.resumed.push_back({fresh_all, secs(clock_.now()), step, static_cast<int>(group.size()), rank == group.front()});
+  log_.resumed.push_back({fresh_all, secs(clock_.now()), step, static_cast<int>(group.size()), rank == group.front(), took_over});
   return true;
 }
 
@@ -228,7 +264,15 @@ void AgentGuardedTransport::send(int dst, uint64_t tag, std::vector<uint8_t> byt
 }
 
 void AgentGuardedTransport::close() {
+  // A killed worker's close (a DC leader's abandoned background exchange, on its way out) says
+  // no GOODBYE: its peers must see it die (the coordinator's SIGKILL, or its silence).
+  if (agent_ && agent_->was_killed()) return;
   if (!agent_ || agent_->close_allowed()) inner_.close();
+}
+
+bool ProcessFaultAgent::was_killed() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return log_.killed_at_step.has_value();
 }
 
 void ProcessFaultAgent::done(WorkerEnv&) {

@@ -33,12 +33,15 @@
 //    (factor - 1) times what that compute took, charged as compute: the scenario declares a
 //    slower machine, and waiting (not computing more) slows that worker only, as a straggler on a
 //    host of its own would be, instead of taking CPU from the others on this shared host.
-//  * rank 0's kill (naive_ddp, lan): the coordinator runs the store in a process of its own
-//    (`geotb store`), and the lowest rank the timeline never kills reports.
+//  * rank 0's kill: the coordinator runs the store in a process of its own (`geotb store`), and
+//    the lowest rank the timeline never kills reports.
+//  * a DC leader's kill with per-DC groups: as in the embedded mode, the DC's lowest survivor
+//    leads it from the agreement on and takes over the dead leader's address (its notice goes to
+//    every rank of the other DCs, whose transports keep their last messages to those ranks:
+//    SocketTransport::expect_successors). The other DCs' leaders record the death only.
 //  * checkpoints: those after a kill cannot complete (the dead do not write theirs) and are not
 //    written, as in the embedded mode; --resume from one before it replays the kill.
-// Not in these modes yet (the scenario says so): restart, full recovery, a DC leader's kill for
-// the per-DC strategies.
+// Not in these modes yet (the scenario says so): restart, full recovery.
 #pragma once
 
 #include <chrono>
@@ -74,6 +77,7 @@ class AgentGuardedTransport final : public Transport {
   std::vector<uint8_t> recv(int src, uint64_t tag) override { return inner_.recv(src, tag); }
   void close() override;
   std::unique_ptr<Sync> make_sync() override { return inner_.make_sync(); }
+  void take_over(int dead, const std::vector<int>& tell) override { inner_.take_over(dead, tell); }
 
  private:
   Transport& inner_;
@@ -133,6 +137,8 @@ class ProcessFaultAgent final : public FaultHooks {
   bool close_allowed();
   /// Whether the survivors here recovered from `rank`'s death.
   bool recovered_from(int rank) const;
+  /// This worker was killed by the timeline (its close() must not say goodbye).
+  bool was_killed() const;
 
  private:
   void killed(int step);  // the log's kill record
@@ -153,6 +159,7 @@ class ProcessFaultAgent final : public FaultHooks {
   bool live_ = false;      // between started() and done()
   Nanos t0_{0};
   std::set<int> declared_;  // watched peers declared dead
+  std::set<int> foreign_declared_;  // other DCs' leaders declared dead (recorded only)
   std::set<int> handled_;   // dead peers already recovered from
   std::map<int, std::set<int>> recovering_;  // member -> the deaths its latest notice said it recovers from
   int epoch_ = 0;           // membership changes agreed

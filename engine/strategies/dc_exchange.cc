@@ -12,15 +12,12 @@ constexpr size_t kHeader = sizeof(int64_t);  // sender's clock at hand-off, ns
 }  // namespace
 
 DcExchange::DcExchange(const WorkerEnv& env) {
-  leader_ = env.local_rank == 0;
-  leader_rank_ = env.dc_leaders[static_cast<size_t>(env.dc)];
   for (int d = 0; d < env.num_dcs; ++d)
     if (d != env.dc) {
       peers_.push_back(env.dc_leaders[static_cast<size_t>(d)]);
       peer_links_.push_back(static_cast<size_t>(d) < env.wan_in.size() ? env.wan_in[static_cast<size_t>(d)]
                                                                          : InboundLink{});
     }
-  for (int r = leader_rank_ + 1; r < leader_rank_ + env.world / env.num_dcs; ++r) members_.push_back(r);
 }
 
 std::vector<std::vector<uint8_t>> DcExchange::exchange(WorkerEnv& env, const std::vector<uint8_t>& own, int step,
@@ -29,8 +26,10 @@ std::vector<std::vector<uint8_t>> DcExchange::exchange(WorkerEnv& env, const std
   const uint64_t tag_exchange = tags.tag(0), tag_forward = tags.tag(1);
   std::vector<std::vector<uint8_t>> out;
   ScopedTimer timer(*env.clock, env.times.exposed_comm_ns);
-  if (!leader_) {
-    for (size_t i = 0; i < peers_.size(); ++i) out.push_back(env.net->recv(leader_rank_, tag_forward));
+  // The DC's leader now: local rank 0, or the survivor that took over its address (engine/faults/).
+  const int leader = env.dc_leaders[static_cast<size_t>(env.dc)];
+  if (env.rank != leader) {
+    for (size_t i = 0; i < peers_.size(); ++i) out.push_back(env.net->recv(leader, tag_forward));
     return out;
   }
   std::vector<uint8_t> msg(kHeader + own.size());
@@ -51,8 +50,10 @@ std::vector<std::vector<uint8_t>> DcExchange::exchange(WorkerEnv& env, const std
     out.emplace_back(in.begin() + kHeader, in.end());
   }
   timing.finish(env.clock->now().count(), rec);
-  for (int m : members_)
-    for (const auto& w : out) env.net->send(m, tag_forward, w);
+  const int per_dc = env.world / env.num_dcs;
+  for (int m = env.dc * per_dc; m < (env.dc + 1) * per_dc; ++m)
+    if (m != env.rank)  // sends to a dead member are dropped
+      for (const auto& w : out) env.net->send(m, tag_forward, w);
   env.exchanges.push_back(rec);
   return out;
 }

@@ -1,9 +1,11 @@
 // A blocking exchange of one message between the leaders of every data center, forwarded to each
 // DC's members: the periodic DC averaging of local_sgd and diloco. Every worker calls exchange()
-// at the same point with its own message (identical on every worker of a DC); the leader (local
-// rank 0) sends it to every other DC's leader, receives theirs, records the exchange and forwards
-// them to its DC members; a member receives them from its leader. Returns the other DCs'
-// messages in DC order. The time it takes is charged to env.times.exposed_comm_ns.
+// at the same point with its own message (identical on every worker of a DC); the leader sends
+// it to every other DC's leader, receives theirs, records the exchange and forwards them to its
+// DC members; a member receives them from its leader. The leader is env.dc_leaders[dc]: local
+// rank 0, or the survivor that took over its address after its death (engine/faults/); the
+// other DCs' leaders are addressed as local rank 0 throughout. Returns the other DCs' messages
+// in DC order. The time it takes is charged to env.times.exposed_comm_ns.
 // Tags: each exchange takes two from this object's TagAllocator over strategy_tags() (leaders,
 // then the forward); every worker makes the same exchange() calls in the same order.
 #pragma once
@@ -27,11 +29,8 @@ class DcExchange {
                                              std::string_view name);
 
  private:
-  bool leader_ = false;
-  int leader_rank_ = 0;
   std::vector<int> peers_;               // other DCs' leaders, in DC order
   std::vector<InboundLink> peer_links_;  // the WAN link from each of them to this DC
-  std::vector<int> members_;             // this DC's non-leader ranks
   TagAllocator tags_{strategy_tags()};
 };
 

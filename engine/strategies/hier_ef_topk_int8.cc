@@ -105,8 +105,6 @@ class HierEfTopkInt8 final : public Strategy {
         peer_links_.push_back(static_cast<size_t>(d) < env.wan_in.size() ? env.wan_in[static_cast<size_t>(d)]
                                                                            : InboundLink{});
       }
-    const int leader_rank = env.dc_leaders[static_cast<size_t>(env.dc)];
-    for (int r = leader_rank + 1; r < leader_rank + env.world / env.num_dcs; ++r) members_.push_back(r);
   }
 
   void step(WorkerEnv& env, int step) override {
@@ -162,7 +160,17 @@ class HierEfTopkInt8 final : public Strategy {
   }
 
  private:
-  static bool leader(const WorkerEnv& env) { return env.local_rank == 0; }
+  /// The DC's leader: local rank 0, or the survivor that took over its address after its death
+  /// (engine/faults/: the agent updates env.dc_leaders; the other DCs keep addressing local rank 0).
+  static bool leader(const WorkerEnv& env) { return env.rank == env.dc_leaders[static_cast<size_t>(env.dc)]; }
+  /// Every other rank of the DC (sends to a dead one are dropped).
+  static std::vector<int> members(const WorkerEnv& env) {
+    const int per_dc = env.world / env.num_dcs;
+    std::vector<int> m;
+    for (int r = env.dc * per_dc; r < (env.dc + 1) * per_dc; ++r)
+      if (r != env.rank) m.push_back(r);
+    return m;
+  }
 
   /// Every worker takes a round's tags at the same point (each round, then the final exchange),
   /// so leaders and members agree on them.
@@ -215,7 +223,9 @@ class HierEfTopkInt8 final : public Strategy {
   }
 
   /// Leader: hands `wire` to every other DC leader and collects theirs on a background thread.
-  std::unique_ptr<InFlight> launch(WorkerEnv& env, std::vector<uint8_t> wire, const RoundTags& tags) {
+  /// `send_own` false: only receive (the round's own message was sent by a dead predecessor).
+  std::unique_ptr<InFlight> launch(WorkerEnv& env, std::vector<uint8_t> wire, const RoundTags& tags,
+                                   bool send_own = true) {
     auto f = std::make_unique<InFlight>();
     f->net = env.net;
     f->sync = env.net->make_sync();
@@ -224,7 +234,7 @@ class HierEfTopkInt8 final : public Strategy {
     const emu::Clock* clock = env.clock;
     const uint64_t tag = tags.exchange;
     f->th = f->sync->spawn("WAN exchange of rank " + std::to_string(env.rank),
-                           [out, net, clock, peers = peers_, links = peer_links_, tag, w = std::move(wire)]() {
+                           [out, net, clock, peers = peers_, links = peer_links_, tag, w = std::move(wire), send_own]() {
       Arrived a;
       std::exception_ptr err;
       try {
@@ -232,8 +242,10 @@ class HierEfTopkInt8 final : public Strategy {
         const int64_t t0 = clock->now().count();
         std::memcpy(msg.data(), &t0, kHeader);
         std::memcpy(msg.data() + kHeader, w.data(), w.size());
-        for (int p : peers) net->send(p, tag, msg);
-        a.bytes_sent = a.bytes_max = msg.size();
+        if (send_own) {
+          for (int p : peers) net->send(p, tag, msg);
+          a.bytes_sent = a.bytes_max = msg.size();
+        }
         ExchangeTiming timing(t0);
         for (size_t k = 0; k < peers.size(); ++k) {
           const int p = peers[k];
@@ -269,8 +281,12 @@ class HierEfTopkInt8 final : public Strategy {
     {
       ScopedTimer t(*env.clock, env.times.exposed_comm_ns);
       if (leader(env)) {
+        // A successor that took over as leader with a round in flight: its predecessor had
+        // launched the exchange; the other DCs send their messages again to the new address.
+        std::unique_ptr<InFlight> adopted;
+        if (!exchange) exchange = (adopted = launch(env, {}, tags, /*send_own=*/false)).get();
         a = exchange->join();
-        for (int m : members_)
+        for (int m : members(env))
           for (const auto& w : a.wires) env.net->send(m, tags.forward, w);
       } else {
         for (size_t i = 0; i < peers_.size(); ++i)
@@ -320,7 +336,6 @@ class HierEfTopkInt8 final : public Strategy {
   kernels::CompressConfig kcfg_;
   std::vector<int> peers_;    // other DCs' leaders, in DC order
   std::vector<InboundLink> peer_links_;  // the WAN link from each of them to this DC
-  std::vector<int> members_;  // this DC's non-leader ranks (leader only uses it)
   std::vector<float> xbar_, mark_, resid_, acc_, s_cur_, s_prev_, sum_;
   std::unique_ptr<InFlight> pending_;  // leader: the exchange in flight (overlap mode)
   bool in_flight_ = false;

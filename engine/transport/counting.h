@@ -32,6 +32,7 @@ class CountingTransport final : public Transport {
   }
   std::vector<uint8_t> recv(int src, uint64_t tag) override { return inner_.recv(src, tag); }
   void close() override { inner_.close(); }
+  void take_over(int dead, const std::vector<int>& tell) override { inner_.take_over(dead, tell); }
 
   uint64_t wan_messages() const { return wan_messages_.load(); }
   uint64_t wan_payload_bytes() const { return wan_bytes_.load(); }  ///< message bytes, no framing

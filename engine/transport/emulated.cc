@@ -66,6 +66,16 @@ void EmulatedTransport::send(int dst, uint64_t tag, std::vector<uint8_t> bytes) 
   }
 }
 
+static_assert(kTakeoverTag == emu::Fabric::kTakeoverTag, "one takeover tag for every backend");
+
+void EmulatedTransport::take_over(int dead, const std::vector<int>& tell) {
+  try {
+    fabric_.take_over(rank_, dead, tell);
+  } catch (const emu::FabricError& e) {
+    throw TransportError(e.what());
+  }
+}
+
 std::vector<uint8_t> EmulatedTransport::recv(int src, uint64_t tag) {
   std::optional<std::vector<uint8_t>> m;
   try {

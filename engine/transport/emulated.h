@@ -22,11 +22,14 @@ class EmulatedTransport final : public Transport {
   std::vector<uint8_t> recv(int src, uint64_t tag) override;
   /// Closes the whole fabric: in embedded mode one failed rank ends the run for every rank.
   /// Except while this rank's alarm is raised (a peer declared dead, engine/faults/): its recvs
-  /// are already interrupted and the survivors recover, so nothing is closed.
+  /// are already interrupted and the survivors recover, so nothing is closed; nor by a killed
+  /// rank (its abandoned background exchange closes it on its way out).
   void close() override {
-    if (!fabric_.alarmed(rank_)) fabric_.close();
+    if (!fabric_.alarmed(rank_) && !fabric_.endpoint_dead(rank_)) fabric_.close();
   }
   std::unique_ptr<Sync> make_sync() override;
+  /// Fabric::take_over: the notices travel on the fabric (virtual-time mode).
+  void take_over(int dead, const std::vector<int>& tell) override;
 
  private:
   emu::Fabric& fabric_;

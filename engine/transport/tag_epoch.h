@@ -36,6 +36,7 @@ class TagEpochTransport final : public Transport {
   std::vector<uint8_t> recv(int src, uint64_t tag) override { return inner_.recv(src, map(tag)); }
   void close() override { inner_.close(); }
   std::unique_ptr<Sync> make_sync() override { return inner_.make_sync(); }
+  void take_over(int dead, const std::vector<int>& tell) override { inner_.take_over(dead, tell); }
 
   /// The tag on the wire for a strategy's `tag`.
   uint64_t map(uint64_t tag) const {

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "engine/sync.h"
@@ -50,6 +51,21 @@ class Transport {
   /// A hand-off primitive in this transport's time domain, for threads of this rank that
   /// communicate over it (engine/sync.h). Real time unless the backend runs in virtual time.
   virtual std::unique_ptr<Sync> make_sync() { return make_real_time_sync(); }
+  /// Node faults (engine/faults/): this rank takes over the address of `dead`, a killed rank of
+  /// its own data center (a DC leader's successor). Every rank of `tell` gets a takeover notice
+  /// on its connection from this rank (kTakeoverTag, ahead of what this rank sends it after);
+  /// from the notice's arrival on, that rank's sends to `dead` come here, its receives from
+  /// `dead` also take this rank's messages, and the last messages it had sent to `dead` (kept
+  /// since the run was told to keep them) are sent here again. Backends without it throw.
+  virtual void take_over(int dead, const std::vector<int>& tell) {
+    (void)tell;
+    throw TransportError("rank " + std::to_string(rank()) + ": this transport cannot take over rank " +
+                         std::to_string(dead) + "'s address");
+  }
 };
+
+/// The takeover notice's tag (Transport::take_over): outside every range a Transport user may
+/// take (transport/tags.h); the same value as the fabric's (emulator/inproc/fabric.h).
+inline constexpr uint64_t kTakeoverTag = (uint64_t{1} << 63) + 4;
 
 }  // namespace geotb::engine

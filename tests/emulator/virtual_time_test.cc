@@ -362,4 +362,58 @@ TEST(VirtualFabric, CloseWakesAReceiverWithNothing) {
   EXPECT_TRUE(f.closed());
 }
 
+// A DC leader's successor (Fabric::take_over). Sites 0 = {0, 1}, 1 = {2, 3}; 10 ms one way, the
+// window-less model (each message one segment, settled at its send: exact instants). Rank 2 sends
+// tags 5 and 6 to rank 0, which takes tag 5 only and dies at 11 ms (its own blocked recv ends
+// then). At 20 ms rank 1 takes over rank 0's address: its notices reach ranks 2 and 3 at 30 ms, and
+// rank 2 sends tags 5 and 6 again, to rank 1 now. Rank 1's tag 7, sent right after the notices,
+// is received by rank 2 as rank 0's; rank 2's tag 8 to rank 0, sent after, reaches rank 1.
+TEST(VirtualFabric, TakeOverRedirectsAndResendsWhatTheDeadHadNotTaken) {
+  VirtualScheduler s;
+  emu::VirtualClock clock(s);
+  emu::FabricConfig fc = two_sites(2, 1e9, 10ms);
+  fc.segments.tcp = false;
+  emu::Fabric f(fc, clock, s);
+  f.retain_cross_site(4);
+  auto one = [](uint8_t v) { return std::vector<uint8_t>{v}; };
+  std::optional<std::vector<uint8_t>> dead_recv = one(0), got5, got6, got7, got8;
+  Nanos dead_woke{0}, t7{0};
+  run_actors(s, 4, [&](int a) {
+    if (a == 0) {
+      ASSERT_TRUE(f.recv(0, 2, 5, 1s).has_value());
+      s.charge(a, 11ms - clock.now());
+      f.kill_endpoint(0);
+      dead_recv = f.recv(0, 2, 99, 10s);  // its sockets are gone: ends at once
+      dead_woke = clock.now();
+    } else if (a == 1) {
+      s.charge(a, 20ms);
+      f.take_over(1, 0, {2, 3});
+      f.send(1, 2, 7, one(7));
+      got6 = f.recv(1, 2, 6, 1s);
+      got5 = f.recv(1, 2, 5, 1s);  // taken by the dead before: a duplicate nobody else wants
+      got8 = f.recv(1, 2, 8, 1s);
+    } else if (a == 2) {
+      f.send(2, 0, 5, one(5));
+      f.send(2, 0, 6, one(6));
+      got7 = f.recv(2, 0, 7, 1s);  // from rank 1, as rank 0's
+      t7 = clock.now();
+      f.send(2, 0, 8, one(8));
+    }
+  });
+  EXPECT_FALSE(dead_recv.has_value());
+  EXPECT_EQ(dead_woke, 11ms);
+  ASSERT_TRUE(got5 && got6 && got7 && got8);
+  EXPECT_EQ(*got5, one(5));
+  EXPECT_EQ(*got6, one(6));
+  EXPECT_EQ(*got7, one(7));
+  EXPECT_EQ(*got8, one(8));
+  // Site 0 -> 1 serializes the notices to ranks 2 and 3 (8 bytes: 98 on the wire, 784 ns each),
+  // then tag 7 (1 byte: 91 bytes, 728 ns); 10 ms one way.
+  EXPECT_EQ(t7, 20ms + 784ns + 784ns + 728ns + 10ms);
+  EXPECT_EQ(f.address_of(2, 0), 1);
+  EXPECT_EQ(f.address_of(3, 0), 1);
+  EXPECT_EQ(f.address_of(2, 1), 1);
+  EXPECT_EQ(f.address_of(1, 0), 0);  // its own site was not told
+}
+
 }  // namespace

@@ -1,6 +1,6 @@
 // Node faults (engine/faults/): the shrunk group's mean over the survivors on crafted values,
 // heartbeat detection within its bound, kills of a DC member and of rank 0 (the reporting rank
-// moves to the lowest survivor), a slow worker, no detection without a fault, and full recovery
+// moves to the lowest survivor), a DC leader's kill (its lowest survivor takes over its address), a slow worker, no detection without a fault, and full recovery
 // (more than a quarter of the workers dead: every survivor back to the last checkpoint).
 #include <gtest/gtest.h>
 
@@ -173,6 +173,42 @@ TEST(NodeFaults, NaiveDdpLeaderKillMovesTheReportingToTheLowestSurvivor) {
   const auto again = run_strategy(two_by(2), work(16), StrategyConfig{"naive_ddp"}, data(), options(p));
   EXPECT_EQ(again.series.loss, r.series.loss);
   EXPECT_EQ(again.faults->events[0].detection_latency_s, r.faults->events[0].detection_latency_s);
+}
+
+// A DC leader's kill with per-DC groups: DC a's leader (rank 0) dies at step 6; a's survivors
+// (ranks 1, 2) detect it, and DC b's leader (rank 3) records it too without recovering. Rank 1
+// takes over rank 0's address: DC b's exchange reaches it unchanged, and it collects the round in
+// flight that rank 0 never forwarded (hier overlap: round of step 3, applied at step 7), since
+// rank 3 sends its message again. Every replica ends identical, every exchange is logged, and the
+// same run repeats exactly.
+TEST(NodeFaults, LeaderKillHandsTheDcsExchangeToItsLowestSurvivor) {
+  const FaultPlan p = kill_at(0, 0, 6);
+  StrategyConfig hier{"hier_ef_topk_int8"};
+  hier.K = 4;
+  hier.density = 0.05;
+  StrategyConfig local{"local_sgd"};
+  local.tau = 4;
+  StrategyConfig diloco{"diloco"};
+  diloco.H = 4;
+  for (const StrategyConfig& cfg : {hier, local, diloco}) {
+    SCOPED_TRACE(cfg.name);
+    const auto r = run_strategy(two_by(3), work(20), cfg, data(), options(p));
+    expect_detected(r, 0, {1, 2, 3}, p);
+    const auto& k = r.faults->events[0];
+    ASSERT_TRUE(k.new_leader.has_value());
+    EXPECT_EQ(*k.new_leader, 1);
+    EXPECT_EQ(k.survivors, 2);
+    EXPECT_EQ(r.metrics.replica_max_abs_diff, 0.0);
+    EXPECT_EQ(r.metrics.samples, static_cast<uint64_t>(6 * 6 + 5 * 14) * 16);  // rank 0 ran steps 0..5
+    // 20 steps: 5 rounds or averagings, and (hier) the final dense exchange, all logged once.
+    EXPECT_EQ(r.exchanges.size(), cfg.name == "hier_ef_topk_int8" ? 6u : 5u);
+    for (size_t i = 0; i + 1 < r.exchanges.size(); ++i) EXPECT_EQ(r.exchanges[i].step, 3 + 4 * static_cast<int>(i)) << i;
+    EXPECT_EQ(r.series.step_end_s.size(), 20u);  // rank 1 reports
+    EXPECT_GT(r.metrics.final_test_accuracy, 0.5);
+    const auto again = run_strategy(two_by(3), work(20), cfg, data(), options(p));
+    EXPECT_EQ(again.final_weights_sha256, r.final_weights_sha256);
+    EXPECT_EQ(again.series.loss, r.series.loss);
+  }
 }
 
 // Heartbeats with no fault: nobody declared dead; a slow worker (x5 for 4 steps) only costs time:

@@ -183,6 +183,11 @@ struct SocketTransport::Impl {
     bool goodbye_seen = false;
     bool failed_io = false;  // I/O thread has torn down this peer's connections
     bool reported = false;   // on_peer_failed called (guarded by mu)
+    // guarded by mu: a successor may take over this peer's address (expect_successors, take_over)
+    bool expect_successor = false;
+    int successor = -1;  // the rank that took over its address
+    size_t keep_n = 0;
+    std::deque<std::pair<uint64_t, std::shared_ptr<const std::vector<uint8_t>>>> kept;  // (tag, message)
   };
 
   // ---------------------------------------------------------------- state
@@ -356,19 +361,76 @@ struct SocketTransport::Impl {
       throw TransportError(me() + "send: " + std::to_string(bytes.size()) + " bytes > max_message_bytes");
     std::lock_guard lk(mu);
     if (closing) throw TransportError(me() + "send after close()");
+    if (peers[dst].successor >= 0) dst = peers[dst].successor;  // a taken-over address
     Peer& p = peers[dst];
     if (dst == cfg.rank) {
       p.mailbox[tag].push_back(std::move(bytes));
       cv.notify_all();
       return;
     }
-    if (p.fail != Fail::kNone) throw_fail(p.fail, p.why);
+    auto msg = std::make_shared<const std::vector<uint8_t>>(std::move(bytes));
+    if (p.keep_n > 0) {
+      p.kept.emplace_back(tag, msg);
+      if (p.kept.size() > p.keep_n) p.kept.pop_front();
+    }
+    if (p.fail != Fail::kNone) {
+      if (p.expect_successor) return;  // kept for its successor
+      throw_fail(p.fail, p.why);
+    }
     if (!started) throw TransportError(me() + "send before start()");
-    const size_t n = bytes.size();
-    p.sendq.push_back(OutMsg{p.next_msg_id++, tag, std::make_shared<const std::vector<uint8_t>>(std::move(bytes)), 0});
+    queue_locked(dst, tag, std::move(msg));
+  }
+
+  // mu held.
+  void queue_locked(int dst, uint64_t tag, std::shared_ptr<const std::vector<uint8_t>> msg) {
+    Peer& p = peers[dst];
+    const size_t n = msg->size();
+    p.sendq.push_back(OutMsg{p.next_msg_id++, tag, std::move(msg), 0});
     p.unflushed += n + 1;
     dirty.push_back(dst);
     wake();
+  }
+
+  void expect_successors(const std::vector<int>& ranks, size_t last_n) {
+    std::lock_guard lk(mu);
+    for (int r : ranks) {
+      check_rank(r, "expect_successors");
+      if (r == cfg.rank) continue;
+      peers[r].expect_successor = true;
+      peers[r].keep_n = last_n;
+    }
+  }
+
+  // A takeover notice from `successor` (I/O thread, mu held): `dead`'s address is its now.
+  void taken_over(int dead, int successor) {
+    if (dead < 0 || dead >= cfg.world || dead == successor || dead == cfg.rank) return;
+    for (auto& q : peers)
+      if (q.successor == dead) q.successor = successor;  // a chain: whoever `dead` had taken over
+    Peer& d = peers[dead];
+    Peer& s = peers[successor];
+    d.successor = successor;
+    s.expect_successor = s.expect_successor || d.expect_successor;
+    s.keep_n = std::max(s.keep_n, d.keep_n);
+    // What we had sent the dead (it may not have taken it) goes to its successor now.
+    auto kept = std::move(d.kept);
+    d.kept.clear();
+    for (auto& [tag, msg] : kept) {
+      if (s.keep_n > 0) {
+        s.kept.emplace_back(tag, msg);
+        if (s.kept.size() > s.keep_n) s.kept.pop_front();
+      }
+      if (s.fail == Fail::kNone && started && !closing) queue_locked(successor, tag, msg);
+    }
+    cv.notify_all();
+  }
+
+  void take_over(int dead, const std::vector<int>& tell) {
+    check_rank(dead, "take_over");
+    std::vector<uint8_t> notice(sizeof(int64_t));
+    const int64_t d = dead;
+    std::memcpy(notice.data(), &d, sizeof d);
+    for (int r : tell)
+      if (r != cfg.rank && r != dead) send(r, kTakeoverTag, notice);
   }
 
   std::vector<uint8_t> recv(int src, uint64_t tag) {
@@ -382,23 +444,28 @@ struct SocketTransport::Impl {
       wake();
     }
     const auto deadline = Clock::now() + cfg.recv_timeout;
+    // From `src`, or from the rank that took over its address.
+    auto take = [&](Peer& from) -> std::optional<std::vector<uint8_t>> {
+      auto it = from.mailbox.find(tag);
+      if (it == from.mailbox.end() || it->second.empty()) return std::nullopt;
+      std::vector<uint8_t> m = std::move(it->second.front());
+      it->second.pop_front();
+      if (it->second.empty()) from.mailbox.erase(it);
+      return m;
+    };
     for (;;) {
       if (closing) throw TransportClosed(me() + "recv from rank " + std::to_string(src) + ": transport closed");
-      auto it = p.mailbox.find(tag);
-      if (it != p.mailbox.end() && !it->second.empty()) {
-        std::vector<uint8_t> m = std::move(it->second.front());
-        it->second.pop_front();
-        if (it->second.empty()) p.mailbox.erase(it);
-        return m;
-      }
-      if (p.fail != Fail::kNone) throw_fail(p.fail, p.why);
+      if (auto m = take(p)) return std::move(*m);
+      if (p.successor >= 0)
+        if (auto m = take(peers[p.successor])) return std::move(*m);
+      const Peer& now = p.successor >= 0 ? peers[p.successor] : p;  // who answers for src
+      if (now.fail != Fail::kNone && !now.expect_successor) throw_fail(now.fail, now.why);
       if (!fatal.empty()) throw TransportError(me() + fatal);
       if (interrupted && (interrupt_from.empty() ||
                           std::find(interrupt_from.begin(), interrupt_from.end(), src) != interrupt_from.end()))
         throw PeerDeclaredDead(me() + "recv from rank " + std::to_string(src) + " interrupted: a peer was declared dead");
       if (cv.wait_until(lk, deadline) == std::cv_status::timeout && Clock::now() >= deadline) {
-        it = p.mailbox.find(tag);
-        if (it != p.mailbox.end() && !it->second.empty()) continue;
+        if (auto m = take(p)) return std::move(*m);
         if (p.fail != Fail::kNone) throw_fail(p.fail, p.why);
         throw TransportError(me() + "no message from rank " + std::to_string(src) + " (tag " +
                              std::to_string(tag) + ") within recv_timeout " + ms_text(cfg.recv_timeout));
@@ -1038,9 +1105,13 @@ struct SocketTransport::Impl {
       while (!p.partial.empty()) {
         auto it = p.partial.begin();
         if (it->first != p.next_deliver || it->second.got != it->second.len) break;
-        if (cfg.notice_tag != 0 && it->second.tag == cfg.notice_tag && cfg.on_notice)
+        if (cfg.notice_tag != 0 && it->second.tag == cfg.notice_tag && cfg.on_notice) {
           notices.push_back(std::move(it->second.buf));
-        else
+        } else if (it->second.tag == kTakeoverTag) {
+          int64_t dead = -1;
+          if (it->second.buf.size() == sizeof dead) std::memcpy(&dead, it->second.buf.data(), sizeof dead);
+          taken_over(static_cast<int>(dead), r);
+        } else
           p.mailbox[it->second.tag].push_back(std::move(it->second.buf));
         p.partial.erase(it);
         p.next_deliver++;
@@ -1376,6 +1447,10 @@ void SocketTransport::send(int dst, uint64_t tag, std::vector<uint8_t> bytes) {
 }
 std::vector<uint8_t> SocketTransport::recv(int src, uint64_t tag) { return impl_->recv(src, tag); }
 void SocketTransport::close() { impl_->shutdown(); }
+void SocketTransport::expect_successors(const std::vector<int>& ranks, size_t last_n) {
+  impl_->expect_successors(ranks, last_n);
+}
+void SocketTransport::take_over(int dead, const std::vector<int>& tell) { impl_->take_over(dead, tell); }
 void SocketTransport::interrupt_recvs(std::vector<int> from) { impl_->interrupt(std::move(from), true); }
 void SocketTransport::clear_interrupt() { impl_->interrupt({}, false); }
 bool SocketTransport::await_streams(int peer, std::chrono::milliseconds timeout) {

@@ -142,6 +142,14 @@ class SocketTransport final : public Transport {
   /// Throws PeerDeadError / FrameError / AuthError once src has failed and nothing is left for
   /// (src, tag), TransportError after recv_timeout or once close() is called.
   std::vector<uint8_t> recv(int src, uint64_t tag) override;
+  /// Node faults (engine/faults/): ranks whose address a successor may take over (a DC leader's,
+  /// Transport::take_over). For each, the last `last_n` messages sent to it are kept; once it has
+  /// failed, send() to it keeps the message and returns, and recv() from it waits (up to
+  /// recv_timeout) for its successor's messages instead of throwing. A takeover notice from
+  /// rank s naming rank d (handled on the I/O thread, in s's message order): sends to d go to s,
+  /// recv() from d also takes s's messages, and what was kept for d is queued to s.
+  void expect_successors(const std::vector<int>& ranks, size_t last_n);
+  void take_over(int dead, const std::vector<int>& tell) override;
   /// recv() from a rank of `from` (every rank if empty) that has nothing queued for it throws
   /// PeerDeclaredDead, now and until clear_interrupt(): survivors blocked on a live peer that
   /// waits for a dead one wake up and recover (engine/faults/). Messages already queued are
