@@ -11,9 +11,10 @@ same thing) and the live replicas identical. The real mode kills the process (it
 connections end); in the process mode it also freezes the worker's whole host ("scope": "host":
 its peers declare it after timeout + confirmation of silence, as the embedded heartbeats do). Then the process mode refuses what it does not run
 yet (a restart, full recovery) with exit 2 naming the field; kills at an instant run (one that
-never comes holds nobody back); and rank 0's kill (naive_ddp)
+never comes holds nobody back); rank 0's kill (naive_ddp)
 runs with the store in a process of its own and rank 1 reporting, with the same weights as the
-embedded mode's. With a checkpoint every 20 steps only the one before the kill is written, and
+embedded mode's; and a DC leader's kill (west's worker 0) under hier_ef_topk_int8 and local_sgd
+hands west's exchange to rank 4, with the same weights as the embedded mode's. With a checkpoint every 20 steps only the one before the kill is written, and
 --resume from it replays the kill and ends with the uninterrupted run's weights. About 20 s."""
 import json
 import os
@@ -39,12 +40,14 @@ schema = json.loads((source_root / "harness/report.schema.json").read_text())
 
 
 def run(mode: str, out: Path, scope: str = "process", victim: tuple = ("west", 1), only: str = "",
-        checkpoint: dict = None, *args: str) -> dict:
+        checkpoint: dict = None, *args: str, strategies: list = None) -> dict:
     extra = ["--net-prefix", prefix] if mode == "dpdk" else []
     out.mkdir(parents=True)
     path = out / "kill-dpdk-2x3.json"
     sc = json.loads(json.dumps(scenario))
     sc["timeline"][0]["kill"].update(scope=scope, dc=victim[0], worker=victim[1])
+    if strategies:
+        sc["strategies"] = strategies
     if only:
         sc["strategies"] = [x for x in sc["strategies"] if x["name"] == only]
     if checkpoint:
@@ -117,6 +120,29 @@ with tempfile.TemporaryDirectory() as tmp:
         print(f"naive_ddp, rank 0 killed, --net {mode}: accuracy {seen[mode][1]:.4f}, weights {seen[mode][0][:16]}, "
               f"detected by {seen[mode][2]}")
     assert seen[real] == seen["embedded"], seen
+# A DC leader killed (west's worker 0, rank 3) under the strategies with per-DC groups: west's
+# lowest survivor (rank 4) takes over rank 3's address; east's leader (rank 0) records the death
+# and goes on. The same decisions and weights in both modes.
+leader_strategies = [{"name": "hier_ef_topk_int8", "K": 4, "density": "5%", "block": 256, "overlap": True},
+                     {"name": "local_sgd", "tau": 4}]
+with tempfile.TemporaryDirectory() as tmp:
+    lead = {mode: run(mode, Path(tmp) / mode, "process", ("west", 0), strategies=leader_strategies)
+            for mode in (real, "embedded")}
+    for name in ("hier_ef_topk_int8", "local_sgd"):
+        seen = {}
+        for mode, by in lead.items():
+            s = by[name]
+            k = [e for e in s["faults"]["events"] if e["event"] == "kill"][0]
+            assert (k["rank"], k["step"], k["steps_lost"], k["survivors"], k.get("new_leader")) == (3, 30, 1, 2, 4), \
+                (mode, name, k)
+            assert 0 <= k["detection_latency_s"] <= bound, (mode, name, k)
+            assert s["faults"]["false_detections"] == 0 and s["metrics"]["replica_max_abs_diff"] == 0.0, (mode, name)
+            seen[mode] = (s["final_weights_sha256"], s["metrics"]["final_test_accuracy"],
+                          sorted(d["observer"] for d in s["faults"]["detections"]))
+            assert seen[mode][2] == [0, 4, 5], (mode, name, seen[mode])
+            print(f"{name}, west's leader (rank 3) killed, --net {mode}: rank 4 leads west, accuracy "
+                  f"{seen[mode][1]:.4f}, weights {seen[mode][0][:16]}, detected by {seen[mode][2]}")
+        assert seen[real] == seen["embedded"], (name, seen)
 if real == "dpdk":
     sys.exit(0)  # what follows is the same in both real modes
 
