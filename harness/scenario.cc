@@ -18,6 +18,17 @@ namespace {
 
 using nlohmann::json;
 
+int total_workers(const Scenario& sc) {
+  int n = 0;
+  for (const auto& d : sc.cluster.dcs) n += d.workers;
+  return n;
+}
+
+/// Whether the timeline's kills can cross faults.full_recovery.above_fraction.
+bool full_recovery_reachable(const Scenario& sc) {
+  return sc.faults.kills() > sc.faults.full_recovery.above_fraction * total_workers(sc);
+}
+
 std::string show(const json& v) {
   std::string s = v.dump();
   return s.size() > 60 ? s.substr(0, 57) + "..." : s;
@@ -622,10 +633,9 @@ Scenario parse_scenario(const json& j, const std::string& origin) {
       }
       // Full recovery: the kills that cross the threshold need a complete checkpoint to go back to,
       // i.e. one taken before the first kill (a checkpoint is complete once every worker wrote it).
-      int total = 0;
-      for (const auto& d : sc.cluster.dcs) total += d.workers;
+      const int total = total_workers(sc);
       const model::FullRecoveryConfig& fr = sc.faults.full_recovery;
-      if (sc.faults.kills() > fr.above_fraction * total) {
+      if (full_recovery_reachable(sc)) {
         const auto why = fmt::format("{} kills of {} workers cross faults.full_recovery.above_fraction ({}): full "
                                      "recovery goes back to the last checkpoint",
                                      sc.faults.kills(), total, fr.above_fraction);
@@ -656,25 +666,24 @@ Scenario parse_scenario(const json& j, const std::string& origin) {
             fail("strategies", json(st.name), "this strategy does not survive node kills (supported: " + ok + ")");
           }
           // A DC leader's kill: a survivor takes over its address (README "Node faults"). Bringing
-          // a killed leader back is not built yet: it would rejoin a DC led by its successor.
+          // a worker back into a DC led by a successor is not built yet: the restarted worker would
+          // have to learn who leads.
           const bool dc_groups = info.needs_intra_dc && !info.one_group;
-          bool leader_killed = false;
+          std::set<int> leaderless;  // DCs whose leader the timeline kills
           for (const model::FaultEvent& ev : sc.faults.events)
-            leader_killed |= ev.kind == model::FaultEvent::Kind::kKill && ev.worker == 0;
-          if (!dc_groups || !leader_killed) continue;
+            if (ev.kind == model::FaultEvent::Kind::kKill && ev.worker == 0) leaderless.insert(ev.dc);
+          if (!dc_groups || leaderless.empty()) continue;
           for (size_t i = 0; i < sc.faults.events.size(); ++i)
-            if (sc.faults.events[i].kind == model::FaultEvent::Kind::kRestart && sc.faults.events[i].worker == 0)
-              fail(fault_paths[i] + ".restart.worker", json(0),
-                   fmt::format("{}: a killed DC leader cannot be restarted yet (its successor leads the DC); "
-                               "restart another worker, or use naive_ddp or lan",
+            if (sc.faults.events[i].kind == model::FaultEvent::Kind::kRestart && leaderless.count(sc.faults.events[i].dc))
+              fail(fault_paths[i] + ".restart.dc", json(sc.cluster.dcs[static_cast<size_t>(sc.faults.events[i].dc)].name),
+                   fmt::format("{}: a restart in a data center whose leader the timeline kills is not supported yet "
+                               "(its successor leads the DC); restart in another DC, or use naive_ddp or lan",
                                st.name));
-          int workers = 0;
-          for (const auto& d : sc.cluster.dcs) workers += d.workers;
-          if (sc.faults.kills() > sc.faults.full_recovery.above_fraction * workers)
+          if (full_recovery_reachable(sc))
             fail("faults.full_recovery.above_fraction", json(sc.faults.full_recovery.above_fraction),
                  fmt::format("{}: {} kills of {} workers would cross it, and full recovery together with a DC "
                              "leader's kill is not supported yet (set it to 1)",
-                             st.name, sc.faults.kills(), workers));
+                             st.name, sc.faults.kills(), total_workers(sc)));
         }
     }
 
@@ -708,7 +717,6 @@ void check_faults_for_mode(const Scenario& sc) {
     return;
   }
   // The process and dpdk modes (engine/faults/process_agent.h): kills at a step, shrink.
-  const int N = sc.cluster.dcs[0].workers;
   for (size_t i = 0; i < sc.faults.events.size() && i < paths.size(); ++i) {
     const model::FaultEvent& e = sc.faults.events[i];
     const std::string kind = model::to_string(e.kind);
@@ -718,13 +726,11 @@ void check_faults_for_mode(const Scenario& sc) {
     if (e.kind != model::FaultEvent::Kind::kKill)
       fail(paths[i] + "." + kind, json(kind), "not implemented in the process and dpdk modes yet" + not_yet);
   }
-  int total = 0;
-  for (const auto& d : sc.cluster.dcs) total += d.workers;
-  if (sc.faults.kills() > sc.faults.full_recovery.above_fraction * total)
+  if (full_recovery_reachable(sc))
     fail("faults.full_recovery.above_fraction", json(sc.faults.full_recovery.above_fraction),
          fmt::format("{} kills of {} workers would cross it, and full recovery is not implemented in the process and "
                      "dpdk modes yet (set it to 1)",
-                     sc.faults.kills(), total));
+                     sc.faults.kills(), total_workers(sc)));
 }
 
 void validate_tcp_congestion_control(const std::string& field, const std::string& v) {

@@ -152,6 +152,37 @@ TEST(SocketTransportBasics, SelfSendAndConfigValidation) {
   EXPECT_THROW(u.start({{"", 0}, {"no-such-host.invalid", 5}}), TransportError);
 }
 
+// A DC leader's successor (node faults): rank 0 (the "leader") takes tag 5 of rank 2's tags 5 and
+// 6, then goes away; rank 2 expects a successor for it, so its receive from rank 0 waits and its
+// send to rank 0 is kept. Rank 1 takes over rank 0's address: rank 2 then receives rank 1's tag 7
+// as rank 0's, sends rank 1 again what it had sent rank 0 (5, 6 and 9: rank 1 takes each by tag),
+// and its later sends to rank 0 reach rank 1.
+TEST(SocketTakeOver, ASuccessorGetsTheDeadRanksAddressAndWhatWasSentToIt) {
+  std::vector<std::unique_ptr<SocketTransport>> t;
+  std::vector<SocketEndpoint> eps;
+  for (int r = 0; r < 3; ++r) {
+    t.push_back(std::make_unique<SocketTransport>(cfg_for(r, 3)));
+    eps.push_back({"127.0.0.1", t.back()->port()});
+  }
+  for (auto& x : t) x->start(eps);
+  t[2]->expect_successors({0, 1}, 4);
+  t[2]->send(0, 5, {5});
+  t[2]->send(0, 6, {6});
+  EXPECT_EQ(t[0]->recv(2, 5), (std::vector<uint8_t>{5}));
+  t[0]->close();
+  EXPECT_NO_THROW(t[2]->send(0, 9, {9}));  // kept for the successor (or still delivered to rank 0)
+  t[1]->take_over(0, {2});
+  t[1]->send(2, 7, {7});
+  EXPECT_EQ(t[2]->recv(0, 7), (std::vector<uint8_t>{7}));
+  t[2]->send(0, 8, {8});
+  EXPECT_EQ(t[1]->recv(2, 6), (std::vector<uint8_t>{6}));
+  EXPECT_EQ(t[1]->recv(2, 5), (std::vector<uint8_t>{5}));  // taken by rank 0 already: a duplicate
+  EXPECT_EQ(t[1]->recv(2, 9), (std::vector<uint8_t>{9}));
+  EXPECT_EQ(t[1]->recv(2, 8), (std::vector<uint8_t>{8}));
+  // Without a successor expected, the dead rank's failure is the receiver's error as before.
+  EXPECT_THROW(t[1]->recv(0, 11), TransportError);
+}
+
 // ------------------------------------------------------------------ corrupt frames
 
 enum class Corruption { kPayloadByte, kHeaderByte, kSequenceGap, kChunkPastEnd };

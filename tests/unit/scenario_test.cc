@@ -529,8 +529,14 @@ INSTANTIATE_TEST_SUITE_P(
             "faults.full_recovery.above_fraction: 0.25: 2 kills of 4 workers would cross it, and full recovery is not "
             "implemented in the process and dpdk modes yet (set it to 1)"},
         Bad{"hier restarts a killed DC leader", [](json& j) { j["timeline"][1]["kill"]["worker"] = 0; j["timeline"][2]["restart"]["worker"] = 0; },
-            "timeline[2].restart.worker: 0: hier_ef_topk_int8: a killed DC leader cannot be restarted yet (its "
-            "successor leads the DC); restart another worker, or use naive_ddp or lan"},
+            "timeline[2].restart.dc: \"b\": hier_ef_topk_int8: a restart in a data center whose leader the timeline "
+            "kills is not supported yet (its successor leads the DC); restart in another DC, or use naive_ddp or lan"},
+        Bad{"hier restarts a member of a DC that lost its leader",
+            [](json& j) {
+              j["timeline"].push_back({{"at_step", 20}, {"kill", {{"dc", "b"}, {"worker", 0}}}});
+              j["faults"]["full_recovery"] = {{"above_fraction", 1}};
+            },
+            "timeline[2].restart.dc: \"b\": hier_ef_topk_int8: a restart in a data center whose leader"},
         Bad{"strategy without kill support", [](json& j) { j["strategies"][1] = {{"name", "naive_ddp_c10d"}}; },
             "strategies: \"naive_ddp_c10d\": this strategy does not survive node kills (supported: naive_ddp, "}),
     [](const ::testing::TestParamInfo<Bad>& i) {
