@@ -183,6 +183,45 @@ TEST(SocketTakeOver, ASuccessorGetsTheDeadRanksAddressAndWhatWasSentToIt) {
   EXPECT_THROW(t[1]->recv(0, 11), TransportError);
 }
 
+// Restarts: rank 0 goes away (its transport closed: rank 1 fails it once it needs it) and comes
+// back as a new transport at a new port. Rank 1 revives it: both directions work again, message
+// order starts afresh. A later incarnation that connects before rank 1 knows its address is
+// accepted at once (its message arrives); revive then gives rank 1 its address. A rank not
+// expected to restart cannot be revived.
+TEST(SocketRestart, ARevivedRankIsANewIncarnation) {
+  auto b = std::make_unique<SocketTransport>(cfg_for(1));
+  auto a = std::make_unique<SocketTransport>(cfg_for(0));
+  a->start({{"127.0.0.1", a->port()}, {"127.0.0.1", b->port()}});
+  b->start({{"127.0.0.1", a->port()}, {"127.0.0.1", b->port()}});
+  EXPECT_THROW(b->revive(0, {"127.0.0.1", a->port()}), TransportError);  // not expected to restart
+  b->expect_restarts({0});
+  a->send(1, 1, {1});
+  EXPECT_EQ(b->recv(0, 1), (std::vector<uint8_t>{1}));
+  b->send(0, 2, {2});
+  EXPECT_EQ(a->recv(1, 2), (std::vector<uint8_t>{2}));
+  a->close();
+  EXPECT_THROW(b->recv(0, 4), PeerDeadError);
+  // Incarnation 2, revived by rank 1 first.
+  auto a2 = std::make_unique<SocketTransport>(cfg_for(0));
+  a2->start({{"127.0.0.1", a2->port()}, {"127.0.0.1", b->port()}});
+  b->revive(0, {"127.0.0.1", a2->port()});
+  b->send(0, 5, {5});
+  EXPECT_EQ(a2->recv(1, 5), (std::vector<uint8_t>{5}));
+  a2->send(1, 6, {6});
+  EXPECT_EQ(b->recv(0, 6), (std::vector<uint8_t>{6}));
+  a2->close();
+  EXPECT_THROW(b->recv(0, 7), PeerDeadError);
+  // Incarnation 3 connects before rank 1 revives it.
+  auto a3 = std::make_unique<SocketTransport>(cfg_for(0));
+  a3->start({{"127.0.0.1", a3->port()}, {"127.0.0.1", b->port()}});
+  ASSERT_TRUE(a3->await_streams(1, std::chrono::milliseconds(3000)));  // rank 1 accepted it
+  a3->send(1, 8, {8});
+  EXPECT_EQ(b->recv(0, 8), (std::vector<uint8_t>{8}));
+  b->revive(0, {"127.0.0.1", a3->port()});
+  b->send(0, 9, {9});
+  EXPECT_EQ(a3->recv(1, 9), (std::vector<uint8_t>{9}));
+}
+
 // ------------------------------------------------------------------ corrupt frames
 
 enum class Corruption { kPayloadByte, kHeaderByte, kSequenceGap, kChunkPastEnd };

@@ -132,6 +132,7 @@ struct SocketTransport::Impl {
     int fd = -1;
     bool outgoing = false;
     int peer = -1;  // -1 until an incoming connection's HELLO is accepted
+    uint64_t incarnation = 0;  // the peer's incarnation it belongs to (restarts: revive)
     uint32_t stream = 0;
     St st = St::kAwaitHello;
     Clock::time_point deadline{};  // handshake / closing deadline
@@ -188,6 +189,11 @@ struct SocketTransport::Impl {
     int successor = -1;  // the rank that took over its address
     size_t keep_n = 0;
     std::deque<std::pair<uint64_t, std::shared_ptr<const std::vector<uint8_t>>>> kept;  // (tag, message)
+    // guarded by mu: restarts (expect_restarts, revive)
+    bool restartable = false;
+    uint64_t incarnation = 0;  // bumped when a failed peer is revived
+    // I/O thread only
+    uint64_t io_incarnation = 0;  // the incarnation the I/O state above belongs to
   };
 
   // ---------------------------------------------------------------- state
@@ -399,6 +405,80 @@ struct SocketTransport::Impl {
       peers[r].expect_successor = true;
       peers[r].keep_n = last_n;
     }
+  }
+
+  void expect_restarts(const std::vector<int>& ranks) {
+    std::lock_guard lk(mu);
+    for (int r : ranks) {
+      check_rank(r, "expect_restarts");
+      if (r != cfg.rank) peers[r].restartable = true;
+    }
+  }
+
+  // A failed peer's new incarnation (mu held): nothing of the old one is kept.
+  void reset_locked(Peer& p) {
+    p.sendq.clear();
+    p.next_msg_id = 0;
+    p.unflushed = 0;
+    p.mailbox.clear();
+    p.fail = Fail::kNone;
+    p.why.clear();
+    p.want_connect = false;
+    p.open_out = 0;
+    p.reported = false;
+    p.remote_ip.clear();
+    p.kept.clear();
+    ++p.incarnation;
+    cv.notify_all();
+  }
+
+  // I/O thread: whether connection c belongs to an incarnation of its peer that was revived since.
+  bool stale(const Conn* c) {
+    if (c->peer < 0) return false;
+    std::lock_guard lk(mu);
+    return c->incarnation != peers[c->peer].incarnation;
+  }
+
+  // I/O thread: the I/O state of peer r follows its incarnation (a revived peer starts afresh:
+  // no connection, no partial message, message order from 0).
+  void sync_io(int r) {
+    Peer& p = peers[r];
+    uint64_t inc;
+    {
+      std::lock_guard lk(mu);
+      inc = p.incarnation;
+    }
+    if (p.io_incarnation == inc) return;
+    p.io_incarnation = inc;
+    for (auto& [id, c] : conns)
+      if (!c->dead && c->peer == r && c->st != St::kClosing) close_conn(c.get());
+    p.connect_started = false;
+    p.out.clear();
+    p.retry_at.clear();
+    p.last_connect_error.clear();
+    p.last_heard = Clock::now();
+    p.partial.clear();
+    p.next_deliver = 0;
+    p.goodbye_seen = false;
+    p.failed_io = false;
+  }
+
+  void revive(int r, const SocketEndpoint& at) {
+    check_rank(r, "revive");
+    if (r == cfg.rank) return;
+    sockaddr_in a{};
+    std::string err;
+    if (!resolve_ipv4(at.host, at.port, &a, &err))
+      throw TransportError(me() + "revive: rank " + std::to_string(r) + ": host \"" + at.host + "\": " + err);
+    std::lock_guard lk(mu);
+    Peer& p = peers[r];
+    if (!p.restartable) throw TransportError(me() + "revive: rank " + std::to_string(r) + " was not expected to restart");
+    if (p.fail != Fail::kNone) reset_locked(p);
+    p.addr = a;
+    p.have_addr = true;
+    p.addr_text = at.host + ":" + std::to_string(at.port);
+    dirty.push_back(r);  // the I/O thread catches up with the incarnation
+    wake();
   }
 
   // A takeover notice from `successor` (I/O thread, mu held): `dead`'s address is its now.
@@ -711,8 +791,9 @@ struct SocketTransport::Impl {
     const bool outgoing = c->outgoing;
     const uint32_t stream = c->stream;
     const bool graceful = c->goodbye_rx;
+    const bool old_incarnation = stale(c);
     close_conn(c);
-    if (s == St::kClosing || r < 0) return;
+    if (s == St::kClosing || r < 0 || old_incarnation) return;
     Peer& p = peers[r];
     if (s != St::kOpen) {
       // Before the handshake completed: the peer may still be starting (or its listen queue
@@ -793,6 +874,7 @@ struct SocketTransport::Impl {
       }
       Conn* c = add_conn(fd, true);
       c->peer = r;
+      c->incarnation = p.io_incarnation;
       c->stream = static_cast<uint32_t>(s);
       c->st = St::kConnecting;
       c->deadline = p.connect_deadline;
@@ -901,7 +983,12 @@ struct SocketTransport::Impl {
           bad = "stream index " + std::to_string(hello->stream);
         if (from_ok) {
           std::lock_guard lk(mu);
-          if (bad.empty() && peers[from].fail != Fail::kNone) bad = "rank " + std::to_string(from) + " already failed here";
+          if (bad.empty() && peers[from].fail != Fail::kNone) {
+            if (peers[from].restartable)
+              reset_locked(peers[from]);  // its new incarnation (expect_restarts): its address comes with revive()
+            else
+              bad = "rank " + std::to_string(from) + " already failed here";
+          }
         }
         if (!bad.empty()) {
           reject(c, bad);
@@ -909,9 +996,11 @@ struct SocketTransport::Impl {
             fail_peer(from, Fail::kAuth, "refused a connection claiming to be " + who(from) + ": " + bad);
           return;
         }
+        sync_io(from);
         c->nonce_theirs = hello->nonce;
         c->stream = hello->stream;
         c->peer = from;
+        c->incarnation = peers[from].io_incarnation;
         if (!auth) {
           push_ctrl(c, FrameType::kAccept, {});
           conn_opened(c);
@@ -1124,6 +1213,10 @@ struct SocketTransport::Impl {
   }
 
   void on_readable(Conn* c) {
+    if (stale(c)) {  // an old incarnation's connection, the peer revived since
+      close_conn(c);
+      return;
+    }
     size_t budget = kReadBudget;
     bool heard = false;
     while (!c->dead && budget > 0) {
@@ -1255,6 +1348,7 @@ struct SocketTransport::Impl {
     std::sort(todo.begin(), todo.end());
     todo.erase(std::unique(todo.begin(), todo.end()), todo.end());
     for (int r : todo) {
+      sync_io(r);
       ensure_connect(r);
       dispatch(r);
     }
@@ -1451,6 +1545,8 @@ void SocketTransport::expect_successors(const std::vector<int>& ranks, size_t la
   impl_->expect_successors(ranks, last_n);
 }
 void SocketTransport::take_over(int dead, const std::vector<int>& tell) { impl_->take_over(dead, tell); }
+void SocketTransport::expect_restarts(const std::vector<int>& ranks) { impl_->expect_restarts(ranks); }
+void SocketTransport::revive(int rank, const SocketEndpoint& at) { impl_->revive(rank, at); }
 void SocketTransport::interrupt_recvs(std::vector<int> from) { impl_->interrupt(std::move(from), true); }
 void SocketTransport::clear_interrupt() { impl_->interrupt({}, false); }
 bool SocketTransport::await_streams(int peer, std::chrono::milliseconds timeout) {

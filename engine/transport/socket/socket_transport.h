@@ -150,6 +150,15 @@ class SocketTransport final : public Transport {
   /// recv() from d also takes s's messages, and what was kept for d is queued to s.
   void expect_successors(const std::vector<int>& ranks, size_t last_n);
   void take_over(int dead, const std::vector<int>& tell) override;
+  /// Node faults, restarts: ranks that may come back as a new process (a new incarnation, at a
+  /// new address). A connection from such a rank after it has failed here is accepted as its new
+  /// incarnation instead of refused: nothing of the old one is kept (queued sends, undelivered
+  /// messages, message order, the failure); the new one's messages are received at once.
+  void expect_restarts(const std::vector<int>& ranks);
+  /// The new incarnation of a rank of expect_restarts listens at `at`: sends to it go there. If
+  /// the rank is still failed here, its old incarnation is forgotten first (as above). Call it
+  /// only once the old incarnation has failed here (or was forgotten by a new connection).
+  void revive(int rank, const SocketEndpoint& at);
   /// recv() from a rank of `from` (every rank if empty) that has nothing queued for it throws
   /// PeerDeclaredDead, now and until clear_interrupt(): survivors blocked on a live peer that
   /// waits for a dead one wake up and recover (engine/faults/). Messages already queued are
