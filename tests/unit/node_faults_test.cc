@@ -179,7 +179,7 @@ TEST(NodeFaults, NaiveDdpLeaderKillMovesTheReportingToTheLowestSurvivor) {
 // (ranks 1, 2) detect it, and DC b's leader (rank 3) records it too without recovering. Rank 1
 // takes over rank 0's address: DC b's exchange reaches it unchanged, and it collects the round in
 // flight that rank 0 never forwarded (hier overlap: round of step 3, applied at step 7), since
-// rank 3 sends its message again. Every replica ends identical, every exchange is logged, and the
+// rank 3 sends its message again; hierarchical with blocking rounds has none in flight. Every replica ends identical, every exchange is logged, and the
 // same run repeats exactly.
 TEST(NodeFaults, LeaderKillHandsTheDcsExchangeToItsLowestSurvivor) {
   const FaultPlan p = kill_at(0, 0, 6);
@@ -190,7 +190,10 @@ TEST(NodeFaults, LeaderKillHandsTheDcsExchangeToItsLowestSurvivor) {
   local.tau = 4;
   StrategyConfig diloco{"diloco"};
   diloco.H = 4;
-  for (const StrategyConfig& cfg : {hier, local, diloco}) {
+  StrategyConfig dense{"hierarchical"};  // blocking rounds: nothing in flight at the kill
+  dense.K = 4;
+  dense.overlap = false;
+  for (const StrategyConfig& cfg : {hier, local, diloco, dense}) {
     SCOPED_TRACE(cfg.name);
     const auto r = run_strategy(two_by(3), work(20), cfg, data(), options(p));
     expect_detected(r, 0, {1, 2, 3}, p);
@@ -201,7 +204,8 @@ TEST(NodeFaults, LeaderKillHandsTheDcsExchangeToItsLowestSurvivor) {
     EXPECT_EQ(r.metrics.replica_max_abs_diff, 0.0);
     EXPECT_EQ(r.metrics.samples, static_cast<uint64_t>(6 * 6 + 5 * 14) * 16);  // rank 0 ran steps 0..5
     // 20 steps: 5 rounds or averagings, and (hier) the final dense exchange, all logged once.
-    EXPECT_EQ(r.exchanges.size(), cfg.name == "hier_ef_topk_int8" ? 6u : 5u);
+    const bool hier_family = cfg.name == "hier_ef_topk_int8" || cfg.name == "hierarchical";
+    EXPECT_EQ(r.exchanges.size(), hier_family ? 6u : 5u);
     for (size_t i = 0; i + 1 < r.exchanges.size(); ++i) EXPECT_EQ(r.exchanges[i].step, 3 + 4 * static_cast<int>(i)) << i;
     EXPECT_EQ(r.series.step_end_s.size(), 20u);  // rank 1 reports
     EXPECT_GT(r.metrics.final_test_accuracy, 0.5);
