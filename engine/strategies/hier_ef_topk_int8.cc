@@ -241,7 +241,7 @@ class HierEfTopkInt8 final : public Strategy {
         std::vector<uint8_t> msg(kHeader + w.size());
         const int64_t t0 = clock->now().count();
         std::memcpy(msg.data(), &t0, kHeader);
-        std::memcpy(msg.data() + kHeader, w.data(), w.size());
+        if (!w.empty()) std::memcpy(msg.data() + kHeader, w.data(), w.size());  // empty: receive only
         if (send_own) {
           for (int p : peers) net->send(p, tag, msg);
           a.bytes_sent = a.bytes_max = msg.size();
