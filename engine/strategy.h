@@ -90,6 +90,16 @@ struct WorkerEnv {
   std::vector<InboundLink> wan_in;
 };
 
+/// Every other rank of this rank's data center, ascending (a DC leader forwards to them; sends
+/// to a dead one are dropped).
+inline std::vector<int> dc_ranks_but_self(const WorkerEnv& env) {
+  const int per_dc = env.world / env.num_dcs;
+  std::vector<int> m;
+  for (int r = env.dc * per_dc; r < (env.dc + 1) * per_dc; ++r)
+    if (r != env.rank) m.push_back(r);
+  return m;
+}
+
 class Strategy {
  public:
   virtual ~Strategy() = default;

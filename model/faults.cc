@@ -24,6 +24,11 @@ std::string to_string(FaultEvent::Kind k) {
 
 bool FaultPlan::has_kills() const { return kills() > 0; }
 
+bool FaultPlan::kills_a_dc_leader() const {
+  return std::any_of(events.begin(), events.end(),
+                     [](const FaultEvent& e) { return e.kind == FaultEvent::Kind::kKill && e.worker == 0; });
+}
+
 int FaultPlan::first_never_killed(int workers_per_dc, int world) const {
   for (int r = 0; r < world; ++r)
     if (std::none_of(events.begin(), events.end(), [&](const FaultEvent& e) {

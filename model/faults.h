@@ -76,6 +76,8 @@ struct FaultPlan {
   int kills() const;
   bool active() const { return heartbeats || !events.empty(); }
   bool has_kills() const;
+  /// Whether a kill event names a DC's worker 0 (its leader under the per-DC strategies).
+  bool kills_a_dc_leader() const;
   /// The lowest rank (dc * workers_per_dc + worker) no kill event names: the process modes'
   /// reporting rank, which knows it from the start (their kills are at a step and always fire).
   int first_never_killed(int workers_per_dc, int world) const;

@@ -245,31 +245,28 @@ void Fabric::send_at(Nanos now, int src, int dst, uint64_t tag, std::vector<uint
   box.cv.notify_all();
 }
 
-std::deque<std::shared_ptr<Fabric::Pending>>* Fabric::ready_queue(int dst, int src, uint64_t tag) {
+Fabric::Mailbox::Queues::iterator Fabric::ready_queue(int dst, int src, uint64_t tag) {
   Mailbox& box = *boxes_[static_cast<size_t>(dst)];
-  auto settled = [&](int from) -> std::deque<std::shared_ptr<Pending>>* {
+  auto settled = [&](int from) {
     auto it = box.q.find({from, tag});
-    return it == box.q.end() || it->second.empty() || !it->second.front()->settled ? nullptr : &it->second;
+    return it == box.q.end() || it->second.empty() || !it->second.front()->settled ? box.q.end() : it;
   };
-  std::deque<std::shared_ptr<Pending>>* q = settled(src);
+  auto q = settled(src);
   const auto& succ = successor_[static_cast<size_t>(dst)];
   if (auto it = succ.find(src); it != succ.end())
-    if (auto* s = settled(it->second); s && (!q || s->front()->deliver_at < q->front()->deliver_at)) q = s;
+    if (auto s = settled(it->second);
+        s != box.q.end() && (q == box.q.end() || s->second.front()->deliver_at < q->second.front()->deliver_at))
+      q = s;
   return q;
 }
 
 std::optional<std::vector<uint8_t>> Fabric::take(int dst, int src, uint64_t tag) {
   Mailbox& box = *boxes_[static_cast<size_t>(dst)];
-  std::deque<std::shared_ptr<Pending>>* q = ready_queue(dst, src, tag);
-  if (!q) return std::nullopt;
-  const std::shared_ptr<Pending> p = q->front();
-  q->pop_front();
-  if (q->empty())
-    for (auto it = box.q.begin(); it != box.q.end(); ++it)
-      if (&it->second == q) {
-        box.q.erase(it);
-        break;
-      }
+  const auto q = ready_queue(dst, src, tag);
+  if (q == box.q.end()) return std::nullopt;
+  const std::shared_ptr<Pending> p = q->second.front();
+  q->second.pop_front();
+  if (q->second.empty()) box.q.erase(q);
   if (p->failed) throw FabricError(p->error);
   return std::move(p->payload);
 }
@@ -283,9 +280,9 @@ std::optional<std::vector<uint8_t>> Fabric::recv_virtual(int dst, int src, uint6
     std::lock_guard<std::mutex> lk(mu_);
     if (interrupted(dst, src)) return alarm_[static_cast<size_t>(dst)];
     if (dead_[static_cast<size_t>(dst)]) return dead_at_[static_cast<size_t>(dst)];  // its sockets are gone
-    const auto* q = ready_queue(dst, src, tag);
-    if (!q) return std::nullopt;
-    return q->front()->deliver_at;
+    const auto q = ready_queue(dst, src, tag);
+    if (q == boxes_[static_cast<size_t>(dst)]->q.end()) return std::nullopt;
+    return q->second.front()->deliver_at;
   };
   bool got = false;
   try {

@@ -185,7 +185,8 @@ class Fabric {
     std::vector<uint8_t> payload;
   };
   struct Mailbox {
-    std::map<std::pair<int, uint64_t>, std::deque<std::shared_ptr<Pending>>> q;  // (src, tag) -> FIFO
+    using Queues = std::map<std::pair<int, uint64_t>, std::deque<std::shared_ptr<Pending>>>;
+    Queues q;  // (src, tag) -> FIFO
     std::condition_variable cv;
   };
   struct Conn {
@@ -214,8 +215,8 @@ class Fabric {
   std::optional<std::vector<uint8_t>> recv_virtual(int dst, int src, uint64_t tag, Nanos timeout);
   bool interrupted(int dst, int src) const;  // mu_ held
   /// The FIFO a recv at dst from src takes its next message from: src's, or its successor's
-  /// (the earlier settled front); null if neither has a settled message. mu_ held.
-  std::deque<std::shared_ptr<Pending>>* ready_queue(int dst, int src, uint64_t tag);
+  /// (the earlier settled front); dst's q.end() if neither has a settled message. mu_ held.
+  Mailbox::Queues::iterator ready_queue(int dst, int src, uint64_t tag);
   /// A takeover notice delivered at `at` (queue event): dst now sees `successor` for `dead`.
   void on_takeover(Nanos at, int dst, int successor, int dead);  // mu_ held
   class Takeovers final : public EventQueue::Handler {

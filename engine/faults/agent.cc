@@ -71,13 +71,9 @@ class FaultRuntime::Agent final : public FaultHooks {
   Agent(FaultRuntime& rt, int rank) : rt_(rt), rank_(rank), dc_(rank / rt.N_) {
     // The other DCs' leaders a DC leader watches: their deaths are recorded; their DCs recover
     // on their own and a survivor takes over the dead leader's address (take_over below).
-    const std::vector<int> watched = rt.groups_.watched_by(rank), group = rt.groups_.group_of(rank, {});
-    std::set<int> foreign;
-    for (int p : watched)
-      if (std::find(group.begin(), group.end(), p) == group.end()) foreign.insert(p);
-    monitor_ = std::make_unique<HeartbeatMonitor>(rt.fabric_, rt.sched_, rank, watched, rt.plan_.heartbeat,
+    monitor_ = std::make_unique<HeartbeatMonitor>(rt.fabric_, rt.sched_, rank, rt.groups_.watched_by(rank), rt.plan_.heartbeat,
                                                   rt.world_group_, [this](const model::Detection& d) { rt_.on_declared(d); },
-                                                  foreign);
+                                                  rt.groups_.watched_outside_group(rank));
     slow_.resize(rt.plan_.events.size());
   }
 
@@ -192,25 +188,12 @@ class FaultRuntime::Agent final : public FaultHooks {
     // Agreement on the step in flight and on who is dead: the group's lowest rank collects and answers.
     agree_on_group(*env.net, rank_, group, step, dead);
     ++epoch_;  // membership changes agreed (the redistributed samplers' streams)
-    take_over_leader(env, dead, group);
+    // Per-DC groups whose leader died: the lowest survivor leads the DC and takes over its address.
+    if (const std::optional<int> was = take_over_dead_leader(*env.net, rt_.groups_, rank_, env.dc_leaders, dead, group)) {
+      std::lock_guard<std::mutex> lk(rt_.mu_);
+      if (auto it = rt_.killed_.find(*was); it != rt_.killed_.end()) rt_.records_[it->second.record].new_leader = rank_;
+    }
     return true;
-  }
-
-  // Per-DC groups whose leader died: the lowest survivor leads the DC from now on and takes over
-  // the dead leader's address, so that the other DCs' exchange reaches it unchanged.
-  void take_over_leader(WorkerEnv& env, const std::set<int>& dead, const std::vector<int>& group) {
-    if (rt_.world_group_) return;
-    int& leader = env.dc_leaders[static_cast<size_t>(dc_)];
-    if (!dead.count(leader)) return;
-    const int was = leader;
-    leader = group.front();
-    if (rank_ != leader) return;
-    std::vector<int> others;
-    for (int r = 0; r < rt_.P_; ++r)
-      if (r / rt_.N_ != dc_) others.push_back(r);
-    env.net->take_over(was, others);
-    std::lock_guard<std::mutex> lk(rt_.mu_);
-    if (auto it = rt_.killed_.find(was); it != rt_.killed_.end()) rt_.records_[it->second.record].new_leader = leader;
   }
 
   // The dead workers' data: dropped, or split among their DC's survivors.
@@ -489,13 +472,9 @@ FaultRuntime::FaultRuntime(const model::FaultPlan& plan, const StrategyInfo& inf
                    "set faults.full_recovery.above_fraction to 1");
   uint64_t next_epoch = 1;
   for (const auto& [step, ranks] : restarts_at_) restart_epoch_[step] = next_epoch++;
-  // A DC leader's kill with per-DC groups: every endpoint keeps its last few messages to each
-  // endpoint of another site, for the dead leader's successor (Fabric::take_over). An exchange
-  // round sends one message per peer leader, and a successor needs at most the round in flight
-  // and the one its peers may have sent since: 4 leaves a margin.
-  bool leader_killed = false;
-  for (const model::FaultEvent& e : plan_.events) leader_killed |= e.kind == model::FaultEvent::Kind::kKill && e.worker == 0;
-  if (!world_group_ && leader_killed) fabric_.retain_cross_site(4);
+  // A DC leader's kill with per-DC groups: every endpoint keeps its last messages to each endpoint
+  // of another site, for the dead leader's successor (Fabric::take_over).
+  if (!world_group_ && plan_.kills_a_dc_leader()) fabric_.retain_cross_site(kKeptForSuccessor);
   progress_.assign(static_cast<size_t>(P_), 0);
   for (int r = 0; r < P_; ++r) {
     factor_[static_cast<size_t>(r)].store(1.0);

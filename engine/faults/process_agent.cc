@@ -48,16 +48,9 @@ void ProcessFaultAgent::attach(SocketTransport& sock, std::chrono::milliseconds 
   sock_ = &sock;
   peer_timeout_ = peer_timeout;
   // A DC leader's kill with per-DC groups: any rank of another DC may come to lead it, die, and
-  // have its address taken over; keep the last messages to each (one per exchange round: the
-  // round in flight and the one after, with a margin) for its successor.
-  const FaultGroups& g = cfg_.groups;
-  bool leader_killed = false;
-  for (const model::FaultEvent& e : cfg_.plan.events) leader_killed |= e.kind == model::FaultEvent::Kind::kKill && e.worker == 0;
-  if (g.world_group || !leader_killed) return;
-  std::vector<int> others;
-  for (int r = 0; r < g.world(); ++r)
-    if (r / g.workers_per_dc != cfg_.rank / g.workers_per_dc) others.push_back(r);
-  sock.expect_successors(others, 4);
+  // have its address taken over; keep the last messages to each for its successor.
+  if (!cfg_.groups.world_group && cfg_.plan.kills_a_dc_leader())
+    sock.expect_successors(cfg_.groups.other_dcs(cfg_.rank), kKeptForSuccessor);
 }
 
 void ProcessFaultAgent::adopt_group(std::unique_ptr<IntraDc> group, Regroup regroup) {
@@ -78,8 +71,7 @@ void ProcessFaultAgent::peer_failed(int peer, const std::string&, std::optional<
   if (std::find(watched.begin(), watched.end(), peer) == watched.end()) return;  // another group's business
   // Another DC's leader (watched by a DC leader): recorded, not recovered from. Its DC recovers,
   // and a survivor there takes over its address (SocketTransport::expect_successors).
-  const std::vector<int> group = cfg_.groups.group_of(cfg_.rank, {});
-  const bool foreign = std::find(group.begin(), group.end(), peer) == group.end();
+  const bool foreign = cfg_.groups.watched_outside_group(cfg_.rank).count(peer) > 0;
   std::lock_guard<std::mutex> lk(mu_);
   if (!live_ || declared_.count(peer) || foreign_declared_.count(peer)) return;
   const double at = secs(clock_.now());
@@ -215,21 +207,7 @@ bool ProcessFaultAgent::recover(WorkerEnv& env, int step, BatchSampler& sampler)
   }
   // Per-DC groups whose leader died: the lowest survivor leads the DC now and takes over the dead
   // leader's address, so that the other DCs' exchange reaches it unchanged.
-  std::optional<int> took_over;
-  if (!g.world_group) {
-    int& leader = env.dc_leaders[static_cast<size_t>(rank / g.workers_per_dc)];
-    if (dead.count(leader)) {
-      const int was = leader;
-      leader = group.front();
-      if (rank == leader) {
-        std::vector<int> others;
-        for (int r = 0; r < g.world(); ++r)
-          if (r / g.workers_per_dc != rank / g.workers_per_dc) others.push_back(r);
-        env.net->take_over(was, others);
-        took_over = was;
-      }
-    }
-  }
+  const std::optional<int> took_over = take_over_dead_leader(*env.net, g, rank, env.dc_leaders, dead, group);
   // The dead workers' data: dropped, or split among their DC's survivors (every survivor's new
   // shard computed here alike, so that a later death hands on what its rank had inherited).
   if (cfg_.plan.shard == "redistribute") {

@@ -63,6 +63,33 @@ std::vector<int> FaultGroups::watched_by(int rank) const {
   return peers;
 }
 
+std::set<int> FaultGroups::watched_outside_group(int rank) const {
+  const std::vector<int> group = group_of(rank, {});
+  std::set<int> out;
+  for (int p : watched_by(rank))
+    if (std::find(group.begin(), group.end(), p) == group.end()) out.insert(p);
+  return out;
+}
+
+std::vector<int> FaultGroups::other_dcs(int rank) const {
+  std::vector<int> out;
+  for (int r = 0; r < world(); ++r)
+    if (r / workers_per_dc != rank / workers_per_dc) out.push_back(r);
+  return out;
+}
+
+std::optional<int> take_over_dead_leader(Transport& net, const FaultGroups& g, int rank, std::vector<int>& dc_leaders,
+                                         const std::set<int>& dead, const std::vector<int>& group) {
+  if (g.world_group) return std::nullopt;
+  int& leader = dc_leaders[static_cast<size_t>(rank / g.workers_per_dc)];
+  if (!dead.count(leader)) return std::nullopt;
+  const int was = leader;
+  leader = group.front();
+  if (rank != leader) return std::nullopt;
+  net.take_over(was, g.other_dcs(rank));
+  return was;
+}
+
 void agree_on_group(Transport& net, int rank, const std::vector<int>& group, int step, const std::set<int>& dead) {
   std::vector<int64_t> mine = {step};
   for (int d : dead) mine.push_back(d);

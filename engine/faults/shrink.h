@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <set>
 #include <vector>
 
@@ -24,7 +25,24 @@ struct FaultGroups {
   /// The peers `rank` watches by heartbeats: its group's other members and, for a DC leader of
   /// per-DC groups, the other DCs' leaders.
   std::vector<int> watched_by(int rank) const;
+  /// Those of them outside its group (the other DCs' leaders): their deaths are recorded only.
+  std::set<int> watched_outside_group(int rank) const;
+  /// Every rank of the other data centers, ascending: whom a leader's successor tells.
+  std::vector<int> other_dcs(int rank) const;
 };
+
+/// How many of its last messages to each rank of another DC a rank keeps while a DC leader's
+/// kill is planned (Transport::take_over): an exchange round sends one message per peer leader,
+/// and a successor needs at most the round in flight and the one its peers may have sent since;
+/// 4 leaves a margin.
+inline constexpr size_t kKeptForSuccessor = 4;
+
+/// Per-DC groups (not `g.world_group`) whose leader is in `dead`, after the survivors of
+/// `group` agreed: the lowest survivor leads the DC from now on (dc_leaders updated on every
+/// survivor) and, on that rank, takes over the dead leader's address through `net`, telling
+/// every rank of the other DCs. Returns the dead leader if this rank took it over.
+std::optional<int> take_over_dead_leader(Transport& net, const FaultGroups& g, int rank, std::vector<int>& dc_leaders,
+                                         const std::set<int>& dead, const std::vector<int>& group);
 
 /// A list of integers as the fault agents' messages carry it (8 bytes each, host order: every
 /// rank of a run is the same build), and back.

@@ -50,10 +50,8 @@ std::vector<std::vector<uint8_t>> DcExchange::exchange(WorkerEnv& env, const std
     out.emplace_back(in.begin() + kHeader, in.end());
   }
   timing.finish(env.clock->now().count(), rec);
-  const int per_dc = env.world / env.num_dcs;
-  for (int m = env.dc * per_dc; m < (env.dc + 1) * per_dc; ++m)
-    if (m != env.rank)  // sends to a dead member are dropped
-      for (const auto& w : out) env.net->send(m, tag_forward, w);
+  for (int m : dc_ranks_but_self(env))
+    for (const auto& w : out) env.net->send(m, tag_forward, w);
   env.exchanges.push_back(rec);
   return out;
 }

@@ -163,14 +163,6 @@ class HierEfTopkInt8 final : public Strategy {
   /// The DC's leader: local rank 0, or the survivor that took over its address after its death
   /// (engine/faults/: the agent updates env.dc_leaders; the other DCs keep addressing local rank 0).
   static bool leader(const WorkerEnv& env) { return env.rank == env.dc_leaders[static_cast<size_t>(env.dc)]; }
-  /// Every other rank of the DC (sends to a dead one are dropped).
-  static std::vector<int> members(const WorkerEnv& env) {
-    const int per_dc = env.world / env.num_dcs;
-    std::vector<int> m;
-    for (int r = env.dc * per_dc; r < (env.dc + 1) * per_dc; ++r)
-      if (r != env.rank) m.push_back(r);
-    return m;
-  }
 
   /// Every worker takes a round's tags at the same point (each round, then the final exchange),
   /// so leaders and members agree on them.
@@ -286,7 +278,7 @@ class HierEfTopkInt8 final : public Strategy {
         std::unique_ptr<InFlight> adopted;
         if (!exchange) exchange = (adopted = launch(env, {}, tags, /*send_own=*/false)).get();
         a = exchange->join();
-        for (int m : members(env))
+        for (int m : dc_ranks_but_self(env))
           for (const auto& w : a.wires) env.net->send(m, tags.forward, w);
       } else {
         for (size_t i = 0; i < peers_.size(); ++i)

@@ -193,6 +193,11 @@ TEST(SocketRestart, ARevivedRankIsANewIncarnation) {
   auto a = std::make_unique<SocketTransport>(cfg_for(0));
   a->start({{"127.0.0.1", a->port()}, {"127.0.0.1", b->port()}});
   b->start({{"127.0.0.1", a->port()}, {"127.0.0.1", b->port()}});
+  auto incarnation = [&b] {  // rank 0 again, as a new process would be
+    auto t = std::make_unique<SocketTransport>(cfg_for(0));
+    t->start({{"127.0.0.1", t->port()}, {"127.0.0.1", b->port()}});
+    return t;
+  };
   EXPECT_THROW(b->revive(0, {"127.0.0.1", a->port()}), TransportError);  // not expected to restart
   b->expect_restarts({0});
   a->send(1, 1, {1});
@@ -202,8 +207,7 @@ TEST(SocketRestart, ARevivedRankIsANewIncarnation) {
   a->close();
   EXPECT_THROW(b->recv(0, 4), PeerDeadError);
   // Incarnation 2, revived by rank 1 first.
-  auto a2 = std::make_unique<SocketTransport>(cfg_for(0));
-  a2->start({{"127.0.0.1", a2->port()}, {"127.0.0.1", b->port()}});
+  auto a2 = incarnation();
   b->revive(0, {"127.0.0.1", a2->port()});
   b->send(0, 5, {5});
   EXPECT_EQ(a2->recv(1, 5), (std::vector<uint8_t>{5}));
@@ -212,8 +216,7 @@ TEST(SocketRestart, ARevivedRankIsANewIncarnation) {
   a2->close();
   EXPECT_THROW(b->recv(0, 7), PeerDeadError);
   // Incarnation 3 connects before rank 1 revives it.
-  auto a3 = std::make_unique<SocketTransport>(cfg_for(0));
-  a3->start({{"127.0.0.1", a3->port()}, {"127.0.0.1", b->port()}});
+  auto a3 = incarnation();
   ASSERT_TRUE(a3->await_streams(1, std::chrono::milliseconds(3000)));  // rank 1 accepted it
   a3->send(1, 8, {8});
   EXPECT_EQ(b->recv(0, 8), (std::vector<uint8_t>{8}));
