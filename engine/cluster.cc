@@ -16,6 +16,7 @@
 #include "engine/checkpoint/worker_state.h"
 #include "engine/collectives/transport_group.h"
 #include "engine/faults/agent.h"
+#include "engine/faults/rejoin.h"
 #include "engine/strategies/table.h"
 #include "engine/transport/emulated.h"
 #include "engine/worker_loop.h"
@@ -331,18 +332,7 @@ model::StrategyRun run_strategy(const ClusterSpec& cluster, const WorkloadSpec& 
           continue;
         }
         // Its own data: the group's state but for the sampler, which walks its shard afresh.
-        {
-          const BatchSampler fresh(shards[static_cast<size_t>(r)], work.seed, static_cast<uint64_t>(r + P * (j->steps + 1)));
-          const BatchSampler::Position pos = fresh.position();
-          for (StateBuffers::Entry& e : j->state.entries) {
-            auto put = [&e](const void* p, size_t n) {
-              e.bytes.assign(static_cast<const uint8_t*>(p), static_cast<const uint8_t*>(p) + n);
-            };
-            if (e.name == "sampler.order") put(pos.order.data(), pos.order.size() * sizeof(uint32_t));
-            if (e.name == "sampler.pos") put(&pos.pos, sizeof pos.pos);
-            if (e.name == "sampler.epoch") put(&pos.epoch, sizeof pos.epoch);
-          }
-        }
+        own_sampler(j->state, shards[static_cast<size_t>(r)], work.seed, r, P, j->steps);
         rejoin(j->state);
         hooks.checkpoint_due = nullptr;  // no checkpoints once a worker was dead (they cannot complete)
         const std::vector<double> own_loss = rec.loss, own_ends = rec.step_end_s;
@@ -351,12 +341,7 @@ model::StrategyRun run_strategy(const ClusterSpec& cluster, const WorkloadSpec& 
                                                                                       WorkerRecord& w) {
           e.times = spent;
           e.exchanges = logged;
-          for (int i = 0; i < back_at && i < static_cast<int>(w.loss.size()); ++i)
-            w.loss[static_cast<size_t>(i)] = i < killed_at && i < static_cast<int>(own_loss.size())
-                                                 ? own_loss[static_cast<size_t>(i)]
-                                                 : std::numeric_limits<double>::quiet_NaN();
-          for (int i = 0; i < back_at && i < static_cast<int>(w.step_end_s.size()); ++i)
-            w.step_end_s[static_cast<size_t>(i)] = i < static_cast<int>(own_ends.size()) ? own_ends[static_cast<size_t>(i)] : 0;
+          keep_own_series(w, own_loss, own_ends, killed_at, back_at);
         };
       }
     } catch (const WorkerKilled&) {

@@ -2,7 +2,9 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <cstring>
+#include <thread>
 #include <optional>
 #include <memory>
 #include <stdexcept>
@@ -13,6 +15,7 @@
 #include "engine/collectives/intra_dc.h"
 #include "engine/collectives/store.h"
 #include "engine/faults/process_agent.h"
+#include "engine/faults/rejoin.h"
 #include "engine/strategies/table.h"
 #include "engine/transport/counting.h"
 #include "engine/transport/socket/frame.h"
@@ -109,6 +112,11 @@ RankReport run_process_worker(const ProcessWorkerConfig& cfg, const StrategyConf
   // Node faults: the scenario's heartbeats; a peer silent for timeout + confirmation is dead.
   std::unique_ptr<ProcessFaultAgent> agent;
   const FaultGroups groups{M, N, !info.needs_intra_dc || info.one_group};
+  const bool restarted = faults.incarnation > 0;
+  if (restarted && (!faults.plan.active() || !faults.predecessor || !faults.predecessor->faults ||
+                    !faults.predecessor->faults->killed_at_step))
+    throw std::invalid_argument("GEOTB_INCARNATION: " + std::to_string(faults.incarnation) +
+                                ": a restarted rank needs the timeline's restart and its predecessor's rank file with its kill");
   if (faults.plan.active()) {
     auto ms = [](std::chrono::nanoseconds d) { return std::chrono::duration_cast<std::chrono::milliseconds>(d); };
     tc.heartbeat = ms(faults.plan.heartbeat.interval);
@@ -124,15 +132,45 @@ RankReport run_process_worker(const ProcessWorkerConfig& cfg, const StrategyConf
   tc.secret = cfg.secret;
   tc.connect_timeout = cfg.timeout;
   SocketTransport sock(tc);
-  store_set(*store, key + "addr/" + std::to_string(cfg.rank), bytes_of(cfg.bind_addr + ":" + std::to_string(sock.port())));
+  const std::string my_addr = cfg.bind_addr + ":" + std::to_string(sock.port());
+  // Restarts: incarnation n of a rank publishes under addr/<rank>/<n>, learns from the store which
+  // rank hands it over (rejoin/<rank>/<n>, rank + 1) and waits for that rank's message.
+  auto addr_key = [&](int r, int n) { return key + "addr/" + std::to_string(r) + (n ? "/" + std::to_string(n) : ""); };
+  auto rejoin_key = [&](int r, int n) { return key + "rejoin/" + std::to_string(r) + "/" + std::to_string(n); };
   std::vector<SocketEndpoint> peers;
-  for (int r = 0; r < P; ++r) peers.push_back(parse_endpoint(string_of(store_get(*store, key + "addr/" + std::to_string(r))), r));
+  std::optional<RejoinMessage> rejoin;
+  if (!restarted) {
+    store_set(*store, addr_key(cfg.rank, 0), bytes_of(my_addr));
+    for (int r = 0; r < P; ++r) peers.push_back(parse_endpoint(string_of(store_get(*store, addr_key(r, 0))), r));
+  } else {
+    store_set(*store, addr_key(cfg.rank, faults.incarnation), bytes_of(my_addr));
+    // Dead until the survivors reach the restart's boundary: as long as they take (the
+    // coordinator ends the run at its deadline). Polling the store's counter, not timing anything.
+    int64_t from = 0;
+    while ((from = store_add(*store, rejoin_key(cfg.rank, faults.incarnation), 0)) == 0)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    rejoin = decode_rejoin(sock.recv(static_cast<int>(from - 1), kRejoinTag));
+    if (rejoin->words.size() != static_cast<size_t>(P) + 1 || rejoin->members.empty())
+      throw RunError("rank " + std::to_string(cfg.rank) + ": the hand-over of rank " + std::to_string(from - 1) + " names " +
+                     std::to_string(rejoin->words.size()) + " words (expected the Gloo prefix and " + std::to_string(P) +
+                     " addresses)");
+    for (int r = 0; r < P; ++r)
+      peers.push_back(r == cfg.rank ? SocketEndpoint{cfg.bind_addr, sock.port()}
+                                    : parse_endpoint(rejoin->words[static_cast<size_t>(r) + 1], r));
+  }
   sock.start(peers);
   if (agent) {
     agent->attach(sock, tc.peer_timeout);
+    agent->set_endpoints(peers, RestartIo{
+        [&](int r, int n) { return parse_endpoint(string_of(store_get(*store, addr_key(r, n))), r); },
+        [&](int r, int n, int coordinator) { store_add(*store, rejoin_key(r, n), coordinator + 1); }});
+    if (rejoin) {
+      agent->started(std::chrono::nanoseconds(faults.predecessor->faults->start_ns));
+      agent->rejoined(*rejoin);
+    }
     // Every watched pair connected now, so that heartbeats flow and a death is seen on it.
     for (int p : groups.watched_by(cfg.rank))
-      if (!sock.await_streams(p, cfg.timeout))
+      if (!agent->recovered_from(p) && !sock.await_streams(p, cfg.timeout))
         throw PeerDeadError("rank " + std::to_string(cfg.rank) + ": streams to rank " + std::to_string(p) +
                             " not open within " + std::to_string(cfg.timeout.count()) + " ms");
   }
@@ -148,6 +186,7 @@ RankReport run_process_worker(const ProcessWorkerConfig& cfg, const StrategyConf
   env.num_dcs = M;
   for (int d = 0; d < M; ++d) env.dc_leaders.push_back(d * N);
   for (int r = 0; r < P; ++r) env.ring.push_back(r);
+  if (rejoin) env.ring = rejoin->ring;
   env.learner = learner.get();
   env.opt = &opt;
   AgentGuardedTransport guarded(net, agent.get());
@@ -167,12 +206,20 @@ RankReport run_process_worker(const ProcessWorkerConfig& cfg, const StrategyConf
       go.timeout = std::min(cfg.timeout, tc.peer_timeout + std::chrono::duration_cast<std::chrono::milliseconds>(
                                                                faults.plan.heartbeat.interval));
     const std::string base = info.one_group ? "all/" + scfg.name : "dc" + std::to_string(cfg.dc) + "/" + scfg.name;
-    intra = info.one_group ? make_gloo_group(store, base, cfg.rank, P, go) : make_gloo_group(store, base, cfg.local_rank, N, go);
+    // shrink and restarts rebuild it under a new prefix of the same store
+    ProcessFaultAgent::Regroup regroup = [store, base, go](const std::vector<int>& members, int index, const std::string& name) {
+      return make_gloo_group(store, base + "/" + name, index, static_cast<int>(members.size()), go);
+    };
+    if (rejoin) {  // the grown group its coordinator named
+      const auto at = std::find(rejoin->members.begin(), rejoin->members.end(), cfg.rank);
+      if (at == rejoin->members.end())
+        throw RunError("rank " + std::to_string(cfg.rank) + ": the hand-over's group does not include it");
+      intra = regroup(rejoin->members, static_cast<int>(at - rejoin->members.begin()), rejoin->words[0]);
+    } else {
+      intra = info.one_group ? make_gloo_group(store, base, cfg.rank, P, go) : make_gloo_group(store, base, cfg.local_rank, N, go);
+    }
     env.intra = intra.get();
-    if (agent)  // shrink rebuilds it under a new prefix of the same store
-      agent->adopt_group(std::move(intra), [store, base, go](const std::vector<int>& members, int index, const std::string& name) {
-        return make_gloo_group(store, base + "/" + name, index, static_cast<int>(members.size()), go);
-      });
+    if (agent) agent->adopt_group(std::move(intra), regroup);
   }
 
   std::chrono::nanoseconds t_start{0}, t_end{0};
@@ -195,8 +242,26 @@ RankReport run_process_worker(const ProcessWorkerConfig& cfg, const StrategyConf
   if (cfg.rank == rep) hooks.progress = progress;
   hooks.faults = agent.get();
   if (resume) hooks.resume = &resume->ranks[static_cast<size_t>(cfg.rank)];
+  if (rejoin) {
+    // From the group's state at the boundary, in its tag epoch, on its own shard; its own series,
+    // times and exchange log (its predecessor's) kept. No start barrier: the others passed it.
+    own_sampler(rejoin->state, shards[static_cast<size_t>(cfg.rank)], work.seed, cfg.rank, P, rejoin->steps);
+    hooks.resume = &rejoin->state;
+    hooks.tag_epoch = rejoin->tag_epoch;
+    hooks.start = [&] {
+      t_start = clock.now();
+      return t_start;
+    };
+    const RankReport& pr = *faults.predecessor;
+    const int killed_at = *pr.faults->killed_at_step, back_at = rejoin->steps;
+    hooks.after_resume = [&pr, killed_at, back_at](WorkerEnv& e, BatchSampler&, WorkerRecord& w) {
+      e.times = pr.times;
+      e.exchanges = pr.exchanges;
+      keep_own_series(w, pr.loss, pr.step_end_s, killed_at, back_at);
+    };
+  }
   std::unique_ptr<CheckpointRequestFile> requests;
-  if (!ckpt.dir.empty()) {
+  if (!ckpt.dir.empty() && !rejoin) {  // no checkpoints once a worker was dead (they cannot complete)
     if (!ckpt.requests_file.empty()) requests = std::make_unique<CheckpointRequestFile>(ckpt.requests_file, P);
     // A checkpoint after a kill cannot complete (every rank writes its file of it, and the dead
     // will not): it is not written, as in the embedded mode. The kills are at a step: every rank
@@ -253,8 +318,11 @@ RankReport run_process_worker(const ProcessWorkerConfig& cfg, const StrategyConf
     sock.drain(tc.peer_timeout);  // what it sent before its death arrives (as in the embedded fabric)
     // It counts as arrived at the end barrier and as left: the live ranks wait for nobody dead,
     // whether the timeline's kills fired or not (a kill at an instant past the end does not).
-    if (store_add(*store, key + "end", 1) == P) store_set(*store, key + "end/done", {1});
-    if (cfg.serve_store && store_add(*store, key + "left", 1) == P - 1) store_set(*store, key + "left/done", {1});
+    // A rank whose restart follows comes back to arrive and leave as its new process.
+    if (!agent->restarted_after(*agent->log().killed_at_step)) {
+      if (store_add(*store, key + "end", 1) == P) store_set(*store, key + "end/done", {1});
+      if (cfg.serve_store && store_add(*store, key + "left", 1) == P - 1) store_set(*store, key + "left/done", {1});
+    }
     RankReport rr;
     measured(rr);
     if (faults.killed) faults.killed(rr);
@@ -274,6 +342,21 @@ RankReport run_process_worker(const ProcessWorkerConfig& cfg, const StrategyConf
   // replicas differ.
   RankReport rr;
   measured(rr);
+  if (faults.predecessor) {  // a restarted rank: its predecessor's part of the run before its own
+    const RankReport& pr = *faults.predecessor;
+    rr.wan_sent.messages += pr.wan_sent.messages;
+    rr.wan_sent.payload_bytes += pr.wan_sent.payload_bytes;
+    rr.wan_sent.wire_bytes += pr.wan_sent.wire_bytes;
+    model::RankFaultLog l = *pr.faults;
+    const model::RankFaultLog& mine = *rr.faults;
+    l.detections.insert(l.detections.end(), mine.detections.begin(), mine.detections.end());
+    l.resumed.insert(l.resumed.end(), mine.resumed.begin(), mine.resumed.end());
+    l.slow.insert(l.slow.end(), mine.slow.begin(), mine.slow.end());
+    l.handed.insert(l.handed.end(), mine.handed.begin(), mine.handed.end());
+    l.rejoined_at_s = mine.rejoined_at_s;
+    l.heartbeats_sent += mine.heartbeats_sent;
+    rr.faults = l;
+  }
   const float* x = learner->params();
   const std::vector<uint8_t> my_hash = bytes_of(std::to_string(fnv1a64(x, n * sizeof(float))));
   const std::string rep_key = std::to_string(rep);

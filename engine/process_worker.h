@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -67,6 +68,11 @@ struct ProcessFaults {
   /// series, "faults" with the kill's step and instant); the caller writes it, then the process
   /// stops itself (SIGSTOP) for the coordinator to SIGKILL it. Never returns from there.
   std::function<void(const RankReport&)> killed;
+  /// Restarts: this process's incarnation (0: the rank's first process; n: its n-th restart,
+  /// GEOTB_INCARNATION) and, from 1 on, what its predecessor's rank file says (its series, times,
+  /// exchanges, WAN counters and fault log up to its kill), merged into this process's report.
+  int incarnation = 0;
+  std::optional<RankReport> predecessor;
 };
 
 /// Returns "" if consistent, else "field: value: why" (rank/dc/local_rank/world agree, ports, ...).

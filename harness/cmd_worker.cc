@@ -37,6 +37,7 @@ struct WorkerArgs {
   std::string checkpoint_dir;       ///< "" = the scenario's checkpoint.dir
   std::string checkpoint_requests;  ///< the coordinator's request file (geotb run --net process|dpdk)
   std::string resume;               ///< a checkpoint to continue from
+  std::string predecessor;          ///< a restarted rank: its previous process's rank file
 };
 
 std::optional<std::string> env(const char* name) {
@@ -189,6 +190,18 @@ int run_worker(const WorkerArgs& a) {
                  rr.faults && rr.faults->killed_at_step ? *rr.faults->killed_at_step : -1);
       std::fflush(stdout);
     };
+    // A restart's new process (geotb run spawns it again once it has reaped the killed one).
+    faults.incarnation = static_cast<int>(env_int("GEOTB_INCARNATION", 0, 1 << 20, 0));
+    if (faults.incarnation > 0) {
+      if (a.predecessor.empty())
+        throw engine::ConfigError(fmt::format("GEOTB_INCARNATION: {}: a restarted rank needs --predecessor (its "
+                                              "previous process's rank file)",
+                                              faults.incarnation));
+      faults.predecessor = model::load_rank_report(a.predecessor);
+      fmt::print("geotb worker: rank {} restarted (incarnation {}); its predecessor's report: {}\n", cfg.rank,
+                 faults.incarnation, a.predecessor);
+      std::fflush(stdout);
+    }
     const model::RankReport r =
         engine::run_process_worker(cfg, *scfg, sc.workload, data, progress, started, ckpt, faults);
     if (!a.out.empty()) model::save_rank_report(r, a.out);
@@ -207,7 +220,7 @@ void register_worker_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "worker",
       "Run one rank of a process-mode run (env: MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE, GEOTB_DC, "
-      "GEOTB_LOCAL_RANK, GEOTB_BIND_ADDR, GEOTB_SECRET; see README \"Real-network mode\")");
+      "GEOTB_LOCAL_RANK, GEOTB_BIND_ADDR, GEOTB_SECRET, GEOTB_INCARNATION; see README \"Real-network mode\")");
   cmd->add_option("scenario", args->scenario, "Scenario file")->required();
   cmd->add_option("--strategy", args->strategy, "Strategy of the scenario to train")->required();
   cmd->add_option("--out", args->out, "Write this rank's metrics (or its error) here as JSON");
@@ -218,6 +231,8 @@ void register_worker_command(CLI::App& app) {
   cmd->add_option("--checkpoint-requests", args->checkpoint_requests,
                   "The coordinator's checkpoint request file (geotb run forwards SIGUSR1 through it)");
   cmd->add_option("--resume", args->resume, "Continue from this checkpoint (README \"Checkpoints\")");
+  cmd->add_option("--predecessor", args->predecessor,
+                  "A restarted rank (GEOTB_INCARNATION > 0): the rank file its killed process wrote");
   cmd->callback([args]() {
     if (const int rc = run_worker(*args); rc != 0) throw CLI::RuntimeError(rc);
   });

@@ -137,22 +137,24 @@ model::StrategyRun run_strategy_processes(const Scenario& sc, const engine::Stra
     base_env.push_back("GEOTB_STORE_EXTERNAL=1");
   }
   std::vector<std::string> json_paths;
-  std::vector<RankSpec> specs;
-  for (int r = 0; r < P; ++r) {
+  for (int r = 0; r < P; ++r) json_paths.push_back(fmt::format("{}/rank-{}.json", opt.work_dir, r));
+  // Rank r's process; incarnation n > 0 is a restart's (node faults): the environment says which,
+  // and it reads what its killed predecessor wrote (its rank file, moved aside).
+  auto predecessor_path = [&](int r, int n) { return fmt::format("{}/rank-{}.inc{}.json", opt.work_dir, r, n - 1); };
+  auto spec_for = [&](int r, int n) {
     RankSpec w;
     w.rank = r;
     w.dc = r / N;
-    json_paths.push_back(fmt::format("{}/rank-{}.json", opt.work_dir, r));
-    w.log_path = fmt::format("{}/rank-{}.log", opt.work_dir, r);
-    std::filesystem::remove(json_paths.back());
+    w.log_path = n == 0 ? fmt::format("{}/rank-{}.log", opt.work_dir, r) : fmt::format("{}/rank-{}.inc{}.log", opt.work_dir, r, n);
     const DcPlacement& pl = place(w.dc);
     if (!pl.netns.empty()) w.argv = {"ip", "netns", "exec", pl.netns};
     if (!pl.cpus.empty()) w.argv.insert(w.argv.end(), {"taskset", "-c", pl.cpus});
-    w.argv.insert(w.argv.end(), {bin, "worker", opt.scenario_path, "--strategy", scfg.name, "--out", json_paths.back(),
-                                 "--timeout", timeout_arg});
+    w.argv.insert(w.argv.end(), {bin, "worker", opt.scenario_path, "--strategy", scfg.name, "--out",
+                                 json_paths[static_cast<size_t>(r)], "--timeout", timeout_arg});
     if (!opt.checkpoint_dir.empty()) w.argv.insert(w.argv.end(), {"--checkpoint-dir", opt.checkpoint_dir});
     if (requests) w.argv.insert(w.argv.end(), {"--checkpoint-requests", requests_path});
-    if (!opt.resume.empty()) w.argv.insert(w.argv.end(), {"--resume", opt.resume});
+    if (!opt.resume.empty() && n == 0) w.argv.insert(w.argv.end(), {"--resume", opt.resume});
+    if (n > 0) w.argv.insert(w.argv.end(), {"--predecessor", predecessor_path(r, n)});
     w.env = base_env;
     w.env.push_back("MASTER_ADDR=" + master);
     w.env.push_back("MASTER_PORT=" + std::to_string(port));
@@ -161,8 +163,14 @@ model::StrategyRun run_strategy_processes(const Scenario& sc, const engine::Stra
     w.env.push_back("GEOTB_DC=" + std::to_string(w.dc));
     w.env.push_back("GEOTB_LOCAL_RANK=" + std::to_string(r % N));
     w.env.push_back("GEOTB_BIND_ADDR=" + pl.address);
-    if (r == 0 && opt.timeline_pid > 0) w.env.push_back("GEOTB_TIMELINE_PID=" + std::to_string(opt.timeline_pid));
-    specs.push_back(std::move(w));
+    if (n > 0) w.env.push_back("GEOTB_INCARNATION=" + std::to_string(n));
+    if (r == 0 && opt.timeline_pid > 0 && n == 0) w.env.push_back("GEOTB_TIMELINE_PID=" + std::to_string(opt.timeline_pid));
+    return w;
+  };
+  std::vector<RankSpec> specs;
+  for (int r = 0; r < P; ++r) {
+    std::filesystem::remove(json_paths[static_cast<size_t>(r)]);
+    specs.push_back(spec_for(r, 0));
   }
 
   RankGroup group(std::move(specs));
@@ -191,14 +199,27 @@ model::StrategyRun run_strategy_processes(const Scenario& sc, const engine::Stra
   // written its rank file; the coordinator then SIGKILLs it (scope "process": its kernel closes
   // its connections) or leaves it stopped until every other rank has exited (scope "host": it
   // stays silent, its connections open, as a host that froze).
+  // A kill that a restart follows: once its process is reaped, it is spawned again at once (its
+  // new process waits for its group's boundary: scenario validation allows one restart per
+  // worker, after a kill of scope "process").
   struct Victim {
     int rank;
     bool host;
+    bool restart = false;
     bool stopped = false;
+    bool respawned = false;
   };
   std::vector<Victim> victims;
-  for (const model::FaultEvent& e : sc.faults.events)
-    if (e.kind == model::FaultEvent::Kind::kKill) victims.push_back({e.dc * N + e.worker, e.scope == "host"});
+  for (size_t i = 0; i < sc.faults.events.size(); ++i) {
+    const model::FaultEvent& e = sc.faults.events[i];
+    if (e.kind != model::FaultEvent::Kind::kKill) continue;
+    Victim v{e.dc * N + e.worker, e.scope == "host"};
+    for (size_t k = i + 1; k < sc.faults.events.size(); ++k)
+      if (sc.faults.events[k].kind == model::FaultEvent::Kind::kRestart && sc.faults.events[k].dc == e.dc &&
+          sc.faults.events[k].worker == e.worker)
+        v.restart = true;
+    victims.push_back(v);
+  }
   so.on_poll = [&] {
     bool others_done = true;
     for (const auto& w : group.ranks())
@@ -210,6 +231,12 @@ model::StrategyRun run_strategy_processes(const Scenario& sc, const engine::Stra
         if (!v.host) group.kill_planned(v.rank);
       }
       if (v.stopped && v.host && others_done) group.kill_planned(v.rank);
+      if (v.stopped && v.restart && !v.respawned && group.ranks()[static_cast<size_t>(v.rank)].child.pid() <= 0) {
+        v.respawned = true;
+        const int n = group.ranks()[static_cast<size_t>(v.rank)].incarnation + 1;
+        std::filesystem::rename(json_paths[static_cast<size_t>(v.rank)], predecessor_path(v.rank, n));
+        group.respawn(v.rank, spec_for(v.rank, n));
+      }
     }
     if (on_progress) on_progress();
   };

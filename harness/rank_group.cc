@@ -122,6 +122,21 @@ void RankGroup::kill_planned(int rank) {
   r.child.signal(SIGKILL);
 }
 
+void RankGroup::respawn(int rank, RankSpec spec) {
+  RankProcess& r = ranks_.at(static_cast<size_t>(rank));
+  if (r.child.pid() > 0) throw std::logic_error("respawn: rank " + std::to_string(rank) + " still runs");
+  common::ChildOptions child;
+  child.argv = std::move(spec.argv);
+  child.env = std::move(spec.env);
+  child.log_path = spec.log_path;
+  child.own_process_group = true;
+  r.child = common::ChildProcess(child);
+  r.log_path = spec.log_path;
+  r.killed_as_planned = false;
+  r.started = std::chrono::steady_clock::now();
+  ++r.incarnation;
+}
+
 void RankGroup::stop_all() {
   for (auto& r : ranks_)
     if (r.child.pid() > 0) {

@@ -56,6 +56,7 @@ struct RankProcess {
   common::ChildProcess child;
   bool stopped_by_us = false;  ///< the group stopped it (another rank failed, deadline, signal)
   bool killed_as_planned = false;  ///< kill_planned(): its death is the scenario's, not a failure
+  int incarnation = 0;             ///< respawn()s so far
   std::chrono::steady_clock::time_point started, ended;  ///< ended: when its exit was collected (20 ms polls)
   double wall_s() const { return std::chrono::duration<double>(ended - started).count(); }
 };
@@ -88,6 +89,9 @@ class RankGroup {
   bool is_stopped(int rank) const;
   /// SIGKILL to `rank`, whose death the scenario asks for (node faults): its exit is no failure.
   void kill_planned(int rank);
+  /// Starts `rank` again as `spec` says (node faults: a restart) once its previous process has
+  /// been reaped; it is then a running rank like the others. Throws common::SpawnError.
+  void respawn(int rank, RankSpec spec);
   /// SIGTERM to every running rank's group, up to 3 s to exit, then SIGKILL; all reaped.
   void stop_all();
 

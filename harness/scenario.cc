@@ -717,14 +717,30 @@ void check_faults_for_mode(const Scenario& sc) {
     return;
   }
   // The process and dpdk modes (engine/faults/process_agent.h): kills at a step, shrink.
+  // Restarts: the killed rank's process is reaped and spawned again; a frozen host's (scope
+  // "host") is not reaped before the end, and a restarted process that is killed again is not
+  // built yet.
+  std::map<std::pair<int, int>, size_t> killed;  // (dc, worker) -> its kill's index, while dead
+  std::set<std::pair<int, int>> restarted;
   for (size_t i = 0; i < sc.faults.events.size() && i < paths.size(); ++i) {
     const model::FaultEvent& e = sc.faults.events[i];
-    const std::string kind = model::to_string(e.kind);
-    const std::string not_yet =
-        fmt::format(" (the {} mode runs kills, with policy shrink, and slow workers)", sc.network);
-    if (e.kind == model::FaultEvent::Kind::kSlow) continue;
-    if (e.kind != model::FaultEvent::Kind::kKill)
-      fail(paths[i] + "." + kind, json(kind), "not implemented in the process and dpdk modes yet" + not_yet);
+    const auto who = std::make_pair(e.dc, e.worker);
+    if (e.kind == model::FaultEvent::Kind::kKill) {
+      if (restarted.count(who))
+        fail(paths[i] + ".kill", json(sc.cluster.dcs[static_cast<size_t>(e.dc)].name + "/" + std::to_string(e.worker)),
+             fmt::format("a second kill of a worker the timeline restarted is not implemented in the {} mode yet "
+                         "(the embedded mode runs it)",
+                         sc.network));
+      killed[who] = i;
+    } else if (e.kind == model::FaultEvent::Kind::kRestart) {
+      const auto it = killed.find(who);
+      if (it != killed.end() && sc.faults.events[it->second].scope == "host")
+        fail(paths[it->second] + ".kill.scope", json("host"),
+             fmt::format("a restart of a worker whose host froze is not implemented in the {} mode yet (its frozen "
+                         "process holds its address until the end); kill it with scope \"process\"",
+                         sc.network));
+      restarted.insert(who);
+    }
   }
   if (full_recovery_reachable(sc))
     fail("faults.full_recovery.above_fraction", json(sc.faults.full_recovery.above_fraction),

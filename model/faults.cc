@@ -216,9 +216,12 @@ void to_json(json& j, const RankFaultLog& l) {
                        {"coordinator", r.coordinator}});
     if (r.took_over) resumed.back()["took_over"] = *r.took_over;
   }
+  json handed = json::array();
+  for (const auto& h : l.handed)
+    handed.push_back({{"rank", h.rank}, {"step", h.step}, {"at_s", h.at_s}, {"group_size", h.group_size}});
   j = {{"start_ns", l.start_ns},       {"killed_at_step", opt(l.killed_at_step)}, {"killed_at_s", opt(l.killed_at_s)},
        {"detections", l.detections}, {"resumed", resumed},                      {"heartbeats_sent", l.heartbeats_sent},
-       {"slow", l.slow}};
+       {"slow", l.slow},             {"handed", handed},                        {"rejoined_at_s", opt(l.rejoined_at_s)}};
 }
 
 void from_json(const json& j, RankFaultLog& l) {
@@ -243,6 +246,18 @@ void from_json(const json& j, RankFaultLog& l) {
   }
   l.heartbeats_sent = f::count(j, "heartbeats_sent");
   l.slow = f::has(j, "slow") ? f::req(j, "slow").get<std::vector<FaultRecord>>() : std::vector<FaultRecord>{};
+  l.handed.clear();
+  if (f::has(j, "handed"))
+    for (const json& h : f::req(j, "handed")) {
+      RankFaultLog::Handover x;
+      x.rank = static_cast<int>(f::count(h, "rank"));
+      x.step = static_cast<int>(f::count(h, "step"));
+      x.at_s = f::nonneg(h, "at_s");
+      x.group_size = static_cast<int>(f::count(h, "group_size"));
+      l.handed.push_back(x);
+    }
+  l.rejoined_at_s.reset();
+  if (f::has(j, "rejoined_at_s") && !f::req(j, "rejoined_at_s").is_null()) l.rejoined_at_s = f::nonneg(j, "rejoined_at_s");
 }
 
 FaultsSection section_of(const FaultPlan& plan) {
@@ -318,6 +333,22 @@ FaultsSection merge_fault_logs(const FaultPlan& plan, int workers_per_dc, const 
         if (x.took_over == p) k.new_leader = static_cast<int>(r);
         if (k.detected_at_s) k.recovery_s = std::max(k.recovery_s.value_or(0.0), shift(r, x.at_s) - *k.detected_at_s);
       }
+  for (size_t r = 0; r < logs.size(); ++r)
+    for (const RankFaultLog::Handover& h : logs[r].handed) {
+      FaultRecord x;
+      x.event = "restart";
+      x.rank = h.rank;
+      x.dc = h.rank / workers_per_dc;
+      x.worker = h.rank % workers_per_dc;
+      x.at_s = shift(r, h.at_s);
+      x.step = h.step;
+      x.policy = "rejoin";
+      x.survivors = h.group_size;
+      const size_t back = static_cast<size_t>(h.rank);
+      if (back < logs.size() && logs[back].rejoined_at_s)
+        x.recovery_s = std::max(0.0, shift(back, *logs[back].rejoined_at_s) - x.at_s);
+      s.events.push_back(x);
+    }
   std::stable_sort(s.events.begin(), s.events.end(),
                    [](const FaultRecord& a, const FaultRecord& b) { return std::tie(a.at_s, a.rank) < std::tie(b.at_s, b.rank); });
   return s;

@@ -180,6 +180,17 @@ struct RankFaultLog {
     std::optional<int> took_over;  ///< the dead DC leader whose address this rank took over then
   };
   std::vector<Resume> resumed;
+  /// Restarts this rank coordinated (timeline `restart`): the restarted rank, the boundary, when
+  /// it sent the state, the grown group's size.
+  struct Handover {
+    int rank = 0;
+    int step = 0;
+    double at_s = 0;
+    int group_size = 0;
+  };
+  std::vector<Handover> handed;
+  /// This rank is a restarted worker's process: when it had the state its coordinator handed it.
+  std::optional<double> rejoined_at_s;
   std::vector<FaultRecord> slow;  ///< this rank's slow events as they happened ("slow" records)
   uint64_t heartbeats_sent = 0;
 };
@@ -190,7 +201,9 @@ void from_json(const json& j, RankFaultLog& l);
 /// and the layout for the records' dc and worker). Times are moved onto rank `origin`'s start (the
 /// reporting rank). A detection of a rank not killed before it is a false detection. Recovery of
 /// a kill: its first detection -> the last survivor that recovered from it resumed; steps lost:
-/// one per group that discarded its step in flight (its coordinator's resume).
+/// one per group that discarded its step in flight (its coordinator's resume). A restart: its
+/// coordinator's hand-over (when, the boundary, the grown group), recovered once the restarted
+/// rank had the state (its rejoined_at_s).
 FaultsSection merge_fault_logs(const FaultPlan& plan, int workers_per_dc, const std::vector<RankFaultLog>& logs,
                                int origin);
 

@@ -6,65 +6,13 @@
 #include <string>
 
 #include "engine/collectives/transport_group.h"
+#include "engine/faults/rejoin.h"
 #include "engine/faults/shrink.h"
 #include "engine/transport/transport.h"
 #include "engine/result.h"
 
 namespace geotb::engine {
 
-namespace {
-
-/// The restarted worker's state, from its group's coordinator: beside the heartbeats' tag.
-constexpr uint64_t kRejoinTag = (uint64_t{1} << 63) + 2;
-
-void put_u64(std::vector<uint8_t>& b, uint64_t v) {
-  const size_t at = b.size();
-  b.resize(at + 8);
-  std::memcpy(b.data() + at, &v, 8);
-}
-
-/// StateBuffers as bytes: count, then (name length, name, size, bytes) per entry.
-void append_state(const StateBuffers& s, std::vector<uint8_t>& b) {
-  put_u64(b, s.entries.size());
-  for (const auto& e : s.entries) {
-    put_u64(b, e.name.size());
-    b.insert(b.end(), e.name.begin(), e.name.end());
-    put_u64(b, e.bytes.size());
-    b.insert(b.end(), e.bytes.begin(), e.bytes.end());
-  }
-}
-
-/// The 8 bytes at `at` of the handed-over message (then past them).
-uint64_t read_u64(const std::vector<uint8_t>& b, size_t& at) {
-  if (at + 8 > b.size()) throw RunError("restart: the state handed over is truncated");
-  uint64_t v;
-  std::memcpy(&v, b.data() + at, 8);
-  at += 8;
-  return v;
-}
-
-void read_state(const std::vector<uint8_t>& b, size_t& at, StateBuffers& s) {
-  auto u64 = [&] { return read_u64(b, at); };
-  auto take = [&](uint64_t n) {
-    if (n > b.size() - at) throw RunError("restart: the state handed over is truncated");
-    const size_t from = at;
-    at += n;
-    return from;
-  };
-  const uint64_t count = u64();
-  for (uint64_t i = 0; i < count; ++i) {
-    StateBuffers::Entry e;
-    const uint64_t nl = u64();
-    const size_t np = take(nl);
-    e.name.assign(reinterpret_cast<const char*>(b.data() + np), nl);
-    const uint64_t bl = u64();
-    const size_t bp = take(bl);
-    e.bytes.assign(b.begin() + static_cast<std::ptrdiff_t>(bp), b.begin() + static_cast<std::ptrdiff_t>(bp + bl));
-    s.entries.push_back(std::move(e));
-  }
-}
-
-}  // namespace
 
 class FaultRuntime::Agent final : public FaultHooks {
  public:
@@ -272,14 +220,8 @@ class FaultRuntime::Agent final : public FaultHooks {
     return grown;
   }
 
-  /// The member of `group` that tells restarted worker `r` where to start: the lowest one in r's
-  /// data center not in `excluded` (r itself, the other restarted), else the lowest not in it.
   int coordinator_for(int r, const std::vector<int>& group, const std::set<int>& excluded) const {
-    for (int m : group)
-      if (!excluded.count(m) && m / rt_.N_ == r / rt_.N_) return m;
-    for (int m : group)
-      if (!excluded.count(m)) return m;
-    return -1;
+    return rejoin_coordinator(r, rt_.N_, group, excluded);
   }
 
   /// Where a restarted worker starts: the tag epoch, the tags its group had used, the boundary,
@@ -295,13 +237,14 @@ class FaultRuntime::Agent final : public FaultHooks {
   // then `state`), the report's restart record (`policy`), and the hand-off that wakes it at `at`.
   void hand_over(WorkerEnv& env, int r, const Start& where, const StateBuffers& state, Nanos at, const char* policy,
                  bool from_checkpoint) {
-    std::vector<int64_t> head = {static_cast<int64_t>(where.epoch), static_cast<int64_t>(where.group_tags), where.steps,
-                                 static_cast<int64_t>(where.group.size()), static_cast<int64_t>(where.ring.size())};
-    head.insert(head.end(), where.group.begin(), where.group.end());
-    head.insert(head.end(), where.ring.begin(), where.ring.end());
-    std::vector<uint8_t> msg = encode_ints(head);
-    append_state(state, msg);
-    env.net->send(r, kRejoinTag, std::move(msg));
+    RejoinMessage m;
+    m.tag_epoch = where.epoch;
+    m.group_tags = where.group_tags;
+    m.steps = where.steps;
+    m.members = where.group;
+    m.ring = where.ring;
+    m.state = state;
+    env.net->send(r, kRejoinTag, encode_rejoin(m));
     size_t record = 0;
     {
       std::lock_guard<std::mutex> lk(rt_.mu_);
@@ -394,17 +337,14 @@ class FaultRuntime::Agent final : public FaultHooks {
       return std::nullopt;
     }
     rt_.fabric_.clear_alarm(rank_);
-    std::vector<uint8_t> msg = env.net->recv(coordinator, kRejoinTag);
+    RejoinMessage m = decode_rejoin(env.net->recv(coordinator, kRejoinTag));
     Rejoin j;
-    size_t at = 0;
-    auto i64 = [&] { return static_cast<int64_t>(read_u64(msg, at)); };
-    j.tag_epoch = static_cast<uint64_t>(i64());
-    j.group_tags = static_cast<uint64_t>(i64());
-    j.steps = static_cast<int>(i64());
-    const auto ng = i64(), nr = i64();
-    for (int64_t i = 0; i < ng; ++i) j.members.push_back(static_cast<int>(i64()));
-    for (int64_t i = 0; i < nr; ++i) j.ring.push_back(static_cast<int>(i64()));
-    read_state(msg, at, j.state);
+    j.tag_epoch = m.tag_epoch;
+    j.group_tags = m.group_tags;
+    j.steps = m.steps;
+    j.members = std::move(m.members);
+    j.ring = std::move(m.ring);
+    j.state = std::move(m.state);
     const Nanos now = rt_.sched_.now(me);
     j.from_checkpoint = rt_.handoff_.at(rank_).from_checkpoint;  // written before the wait returned
     // Back: heartbeats again, the dead set here forgotten (it missed what happened meanwhile:

@@ -8,7 +8,118 @@
 namespace geotb::engine {
 
 ProcessFaultAgent::ProcessFaultAgent(ProcessFaultConfig cfg, const emu::Clock& clock)
-    : cfg_(std::move(cfg)), clock_(clock), shards_(cfg_.shards), slow_(cfg_.plan.events.size()) {}
+    : cfg_(std::move(cfg)), clock_(clock), shards_(cfg_.shards), slow_(cfg_.plan.events.size()) {
+  // Restarts are at a step (scenario validation): the same boundaries and epochs on every rank.
+  for (const model::FaultEvent& e : cfg_.plan.events)
+    if (e.kind == model::FaultEvent::Kind::kRestart && e.at_step)
+      restarts_at_[*e.at_step].push_back(e.dc * cfg_.groups.workers_per_dc + e.worker);
+  uint64_t next_epoch = 1;
+  for (const auto& [step, ranks] : restarts_at_) restart_epoch_[step] = next_epoch++;
+}
+
+int ProcessFaultAgent::incarnation_at(int rank, int steps) const {
+  int n = 0;
+  for (const auto& [step, ranks] : restarts_at_)
+    if (step <= steps) n += static_cast<int>(std::count(ranks.begin(), ranks.end(), rank));
+  return n;
+}
+
+bool ProcessFaultAgent::restarted_after(int step) const {
+  for (const auto& [at, ranks] : restarts_at_)
+    if (at > step && std::count(ranks.begin(), ranks.end(), cfg_.rank)) return true;
+  return false;
+}
+
+void ProcessFaultAgent::set_endpoints(std::vector<SocketEndpoint> endpoints, RestartIo io) {
+  endpoints_ = std::move(endpoints);
+  io_ = std::move(io);
+}
+
+std::optional<uint64_t> ProcessFaultAgent::reepoch_due(WorkerEnv&, int steps) {
+  const auto it = restart_epoch_.find(steps);
+  if (it == restart_epoch_.end()) return std::nullopt;
+  return it->second;
+}
+
+void ProcessFaultAgent::at_reepoch(WorkerEnv& env, int steps, const StateBuffers& state) {
+  const FaultGroups& g = cfg_.groups;
+  const std::vector<int>& back_all = restarts_at_.at(steps);
+  const std::set<int> restarted(back_all.begin(), back_all.end());
+  // Every rank: the restarted processes at their new addresses (each published it once it was up).
+  for (int r : back_all) {
+    if (r == cfg_.rank) continue;
+    const SocketEndpoint at = io_.address_of(r, incarnation_at(r, steps));
+    endpoints_[static_cast<size_t>(r)] = at;
+    sock_->revive(r, at);
+  }
+  // This rank's group takes back those of its members it had recovered from.
+  const std::vector<int> mine = g.group_of(cfg_.rank, {});
+  std::vector<int> back;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    for (int r : back_all)
+      if (r != cfg_.rank && handled_.count(r) && std::find(mine.begin(), mine.end(), r) != mine.end()) back.push_back(r);
+    for (int r : back) {
+      handled_.erase(r);
+      declared_.erase(r);
+      recovering_.erase(r);
+      // The members' notices about its death are over too: they must not interrupt anything now.
+      for (auto& [member, dead] : recovering_) dead.erase(r);
+    }
+    refresh_interrupt();
+  }
+  if (back.empty()) return;  // another group's restart: nothing changes here
+  std::vector<int> group, ring;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    group = g.group_of(cfg_.rank, handled_);
+    for (int x = 0; x < g.world(); ++x)
+      if (!handled_.count(x) && (std::find(env.ring.begin(), env.ring.end(), x) != env.ring.end() ||
+                                 std::find(back.begin(), back.end(), x) != back.end()))
+        ring.push_back(x);
+  }
+  env.ring = ring;
+  // The coordinator of each restarted rank tells it where it starts: the grown group meets in
+  // Gloo under `name`, which the restarted rank can join only once it has this message.
+  const std::string name = "rejoin-" + std::to_string(steps);
+  for (int r : back) {
+    if (rejoin_coordinator(r, g.workers_per_dc, group, restarted) != cfg_.rank) continue;
+    RejoinMessage m;
+    m.tag_epoch = restart_epoch_.at(steps);
+    m.steps = steps;
+    m.members = group;
+    m.ring = ring;
+    m.words.push_back(name);
+    for (const SocketEndpoint& e : endpoints_) m.words.push_back(e.host + ":" + std::to_string(e.port));
+    m.state = state;
+    io_.announce(r, incarnation_at(r, steps), cfg_.rank);
+    sock_->send(r, kRejoinTag, encode_rejoin(m));
+    std::lock_guard<std::mutex> lk(mu_);
+    log_.handed.push_back({r, steps, secs(clock_.now()), static_cast<int>(group.size())});
+  }
+  // Heartbeats again on the watched pairs, so that a second death is seen.
+  const std::vector<int> watched = g.watched_by(cfg_.rank);
+  for (int r : back)
+    if (std::find(watched.begin(), watched.end(), r) != watched.end() && !sock_->await_streams(r, peer_timeout_))
+      throw PeerDeadError("rank " + std::to_string(cfg_.rank) + ": streams to restarted rank " + std::to_string(r) +
+                          " not open within " + std::to_string(peer_timeout_.count()) + " ms");
+  if (group_) {
+    env.intra = nullptr;
+    group_.reset();
+    const int index = static_cast<int>(std::find(group.begin(), group.end(), cfg_.rank) - group.begin());
+    group_ = regroup_(group, index, name);
+    env.intra = group_.get();
+  }
+}
+
+void ProcessFaultAgent::rejoined(const RejoinMessage& m) {
+  std::lock_guard<std::mutex> lk(mu_);
+  handled_.clear();
+  declared_.clear();
+  for (int x : cfg_.groups.group_of(cfg_.rank, {}))
+    if (std::find(m.members.begin(), m.members.end(), x) == m.members.end()) handled_.insert(x), declared_.insert(x);
+  log_.rejoined_at_s = secs(clock_.now());
+}
 
 void ProcessFaultAgent::step_begins(WorkerEnv& env, int step) {
   const Nanos now = clock_.now();
@@ -51,6 +162,12 @@ void ProcessFaultAgent::attach(SocketTransport& sock, std::chrono::milliseconds 
   // have its address taken over; keep the last messages to each for its successor.
   if (!cfg_.groups.world_group && cfg_.plan.kills_a_dc_leader())
     sock.expect_successors(cfg_.groups.other_dcs(cfg_.rank), kKeptForSuccessor);
+  // Restarted ranks come back as new processes at new addresses.
+  std::vector<int> back;
+  for (const auto& [step, ranks] : restarts_at_)
+    for (int r : ranks)
+      if (r != cfg_.rank) back.push_back(r);
+  if (!back.empty()) sock.expect_restarts(back);
 }
 
 void ProcessFaultAgent::adopt_group(std::unique_ptr<IntraDc> group, Regroup regroup) {

@@ -41,7 +41,19 @@
 //    SocketTransport::expect_successors). The other DCs' leaders record the death only.
 //  * checkpoints: those after a kill cannot complete (the dead do not write theirs) and are not
 //    written, as in the embedded mode; --resume from one before it replays the kill.
-// Not in these modes yet (the scenario says so): restart, full recovery.
+//  * restart {dc, worker} at_step s: the coordinator (`geotb run`) spawns the killed rank's
+//    process again as soon as it has reaped it, with the same environment and
+//    GEOTB_INCARNATION=<n>. The new process loads what it needs, listens, publishes its address
+//    under the store key addr/<rank>/<n> and waits. At boundary s every rank moves to the
+//    restart's tag epoch (the same numbering as the embedded mode) and revives the rank in its
+//    transport at the new address (SocketTransport::expect_restarts, revive); the restarted
+//    rank's group takes it back (ring, heartbeats) and its coordinator (rejoin.h) announces
+//    itself under rejoin/<rank>/<n>, then sends it the group's state, the grown group, the Gloo
+//    prefix and every rank's address (RejoinMessage); the group then meets again in Gloo under
+//    that prefix, the restarted rank with it. The restarted rank walks its own shard afresh and
+//    keeps its own series, times and exchange log (its predecessor's rank file).
+// Not in these modes yet (the scenario says so): full recovery, a restart after a kill of scope
+// host (its frozen process is not reaped before the end), a second kill of a restarted worker.
 #pragma once
 
 #include <chrono>
@@ -56,6 +68,7 @@
 
 #include "emulator/link/clock.h"
 #include "engine/collectives/intra_dc.h"
+#include "engine/faults/rejoin.h"
 #include "engine/faults/shrink.h"
 #include "engine/transport/socket/socket_transport.h"
 #include "engine/worker_loop.h"
@@ -92,6 +105,14 @@ struct ProcessFaultConfig {
   uint64_t seed = 0;                          ///< the run's (the redistributed samplers' streams)
 };
 
+/// What restarts need from the run's store (process_worker.cc implements it).
+struct RestartIo {
+  /// The address incarnation `n` of `rank` published (blocks until it has, as a store get).
+  std::function<SocketEndpoint(int rank, int n)> address_of;
+  /// Tells incarnation `n` of `rank` which rank hands it over (before the hand-over is sent).
+  std::function<void(int rank, int n, int coordinator)> announce;
+};
+
 class ProcessFaultAgent final : public FaultHooks {
  public:
   using Nanos = std::chrono::nanoseconds;
@@ -111,8 +132,18 @@ class ProcessFaultAgent final : public FaultHooks {
   void attach(SocketTransport& sock, std::chrono::milliseconds peer_timeout);
   /// The intra-DC group the agent now owns (destroyed and rebuilt on shrink) and how to rebuild it.
   void adopt_group(std::unique_ptr<IntraDc> group, Regroup regroup);
-  /// At the start line, `t0` on the clock: detections count from then.
+  /// Every rank's transport address now (the start's; restarts update it).
+  void set_endpoints(std::vector<SocketEndpoint> endpoints, RestartIo io);
+  /// At the start line, `t0` on the clock: detections count from then (a restarted rank: its
+  /// predecessor's start).
   void started(Nanos t0);
+  /// A restarted rank, once its coordinator's message `m` arrived: its group and the dead in it
+  /// are the coordinator's view.
+  void rejoined(const RejoinMessage& m);
+  /// Whether a restart of this rank follows its kill at `step` (its process comes back).
+  bool restarted_after(int step) const;
+  /// The incarnation of `rank` alive after boundary `steps` (0: its first process).
+  int incarnation_at(int rank, int steps) const;
   /// What this rank saw (its rank file's "faults").
   model::RankFaultLog log() const;
 
@@ -122,8 +153,8 @@ class ProcessFaultAgent final : public FaultHooks {
   /// The reporting rank records (rank 0 or, when the timeline kills rank 0, the lowest rank it
   /// never kills; rank 0 records anyway).
   bool record_all() const override { return cfg_.rank == cfg_.plan.first_never_killed(cfg_.groups.workers_per_dc, cfg_.groups.world()); }
-  std::optional<uint64_t> reepoch_due(WorkerEnv&, int) override { return std::nullopt; }
-  void at_reepoch(WorkerEnv&, int, const StateBuffers&) override {}
+  std::optional<uint64_t> reepoch_due(WorkerEnv& env, int steps) override;
+  void at_reepoch(WorkerEnv& env, int steps, const StateBuffers& state) override;
   void before_rewind(WorkerEnv&, BatchSampler&) override {}
   void after_rewind(WorkerEnv&, BatchSampler&, uint64_t) override {}
   /// Training is over on this rank (also called when it arrives at the end barrier): peers that
@@ -153,6 +184,12 @@ class ProcessFaultAgent final : public FaultHooks {
   std::unique_ptr<IntraDc> group_;
   Regroup regroup_;
   std::vector<std::vector<uint32_t>> shards_;  // every rank's shard now
+  // Restarts: boundary -> the ranks restarted there; the epochs in boundary order (1, 2, ...),
+  // as the embedded mode numbers them.
+  std::map<int, std::vector<int>> restarts_at_;
+  std::map<int, uint64_t> restart_epoch_;
+  std::vector<SocketEndpoint> endpoints_;
+  RestartIo io_;
 
   mutable std::mutex mu_;  // the fields below
   std::condition_variable declared_cv_;

@@ -9,8 +9,10 @@ count, detected by the same workers, no false detection), within the detection b
 weights are bit-identical across the two modes (same SHA-256: the shrunk groups computed the
 same thing) and the live replicas identical. The real mode kills the process (its peers see its
 connections end); in the process mode it also freezes the worker's whole host ("scope": "host":
-its peers declare it after timeout + confirmation of silence, as the embedded heartbeats do). Then the process mode refuses what it does not run
-yet (a restart, full recovery) with exit 2 naming the field; kills at an instant run (one that
+its peers declare it after timeout + confirmation of silence, as the embedded heartbeats do). A kill then a restart (rank 4 back at step 60)
+ends with the restarted replica identical and the embedded mode's weights. Then the process mode
+refuses what it does not run yet (a restart of a frozen host, full recovery) with exit 2 naming
+the field; kills at an instant run (one that
 never comes holds nobody back); rank 0's kill (naive_ddp)
 runs with the store in a process of its own and rank 1 reporting, with the same weights as the
 embedded mode's; and a DC leader's kill (west's worker 0) under hier_ef_topk_int8 and local_sgd
@@ -143,6 +145,51 @@ with tempfile.TemporaryDirectory() as tmp:
             print(f"{name}, west's leader (rank 3) killed, --net {mode}: rank 4 leads west, accuracy "
                   f"{seen[mode][1]:.4f}, weights {seen[mode][0][:16]}, detected by {seen[mode][2]}")
         assert seen[real] == seen["embedded"], (name, seen)
+# Kill, then restart (west's worker 1, rank 4: killed at step 30, back at step 60): the coordinator
+# spawns its process again once it has reaped it; at step 60 its group's coordinator (rank 3 for
+# hier's DC group, rank 3 too for naive_ddp's world group: the lowest of its DC) hands it the
+# group's state and it trains on. Its replica ends identical to the reporting rank's, and the
+# weights are the embedded mode's, bit for bit.
+with tempfile.TemporaryDirectory() as tmp:
+    back = {}
+    for mode in (real, "embedded"):
+        out = Path(tmp) / mode
+        sc = json.loads(json.dumps(scenario))
+        sc["timeline"].append({"at_step": 60, "restart": {"dc": "west", "worker": 1}})
+        out.mkdir(parents=True)
+        path = out / "kill-dpdk-2x3.json"
+        path.write_text(json.dumps(sc))
+        extra = ["--net-prefix", prefix] if mode == "dpdk" else []
+        proc = subprocess.run([geotb, "run", str(path), "--net", mode, "--out", str(out), *extra], capture_output=True,
+                              text=True, timeout=400)
+        print(proc.stdout)
+        print(proc.stderr, file=sys.stderr)
+        assert proc.returncode == 0, f"restart --net {mode}: exit {proc.returncode}"
+        rep = json.loads(next(out.glob("kill-dpdk-2x3-2*.json")).read_text())
+        jsonschema.validate(rep, schema, cls=jsonschema.Draft202012Validator)
+        back[mode] = {x["name"]: x for x in rep["strategies"]}
+    for name, group in (("naive_ddp", 6), ("hier_ef_topk_int8", 3)):
+        seen = {}
+        for mode, by in back.items():
+            s = by[name]
+            f, m = s["faults"], s["metrics"]
+            # The kill is in the restarted rank's file: its new process merged its predecessor's.
+            kills = [e for e in f["events"] if e["event"] == "kill"]
+            restarts = [e for e in f["events"] if e["event"] == "restart"]
+            assert len(kills) == 1 and (kills[0]["rank"], kills[0]["step"], kills[0]["steps_lost"]) == (4, 30, 1), \
+                (mode, name, kills)
+            assert len(restarts) == 1, (mode, name, f["events"])
+            r = restarts[0]
+            assert (r["rank"], r["step"], r["policy"], r["survivors"]) == (4, 60, "rejoin", group), (mode, name, r)
+            assert r["recovery_s"] is not None and r["recovery_s"] >= 0, (mode, name, r)
+            assert r["at_s"] > kills[0]["at_s"], (mode, name, r, kills)
+            assert f["false_detections"] == 0, (mode, name, f["detections"])
+            assert m["replica_max_abs_diff"] == 0.0, (mode, name, m["replica_max_abs_diff"])
+            seen[mode] = (s["final_weights_sha256"], m["final_test_accuracy"])
+            print(f"{name}, rank 4 killed at 30 and restarted at 60, --net {mode}: rejoined {r['recovery_s']:.3f} s "
+                  f"after its hand-over, group of {r['survivors']}, replica diff 0, accuracy "
+                  f"{m['final_test_accuracy']:.4f}, weights {s['final_weights_sha256'][:16]}")
+        assert seen[real] == seen["embedded"], (name, seen)
 if real == "dpdk":
     sys.exit(0)  # what follows is the same in both real modes
 
@@ -186,8 +233,11 @@ with tempfile.TemporaryDirectory() as tmp:
 
 # What the process mode does not run yet is refused before anything starts, naming the field.
 with tempfile.TemporaryDirectory() as tmp:
-    for edit, field in [(lambda s: s["timeline"].append({"at_step": 60, "restart": {"dc": "west", "worker": 1}}),
-                         "timeline[1].restart"),
+    def frozen_then_restarted(s):
+        s["timeline"][0]["kill"]["scope"] = "host"
+        s["timeline"].append({"at_step": 60, "restart": {"dc": "west", "worker": 1}})
+
+    for edit, field in [(frozen_then_restarted, "timeline[0].kill.scope"),
                         (lambda s: s["timeline"].append({"at_step": 40, "kill": {"dc": "east", "worker": 1}}),
                          "faults.full_recovery.above_fraction")]:
         bad = json.loads(json.dumps(scenario))

@@ -591,6 +591,46 @@ TEST(FaultLogs, MergedOntoTheOriginsClockWithFirstDetectionRecoveryAndFalseOnes)
   }
 }
 
+// A restart in the process modes: its coordinator's hand-over (rank 3, at 6.0 s of its clock) and
+// the restarted rank's rejoin (rank 4's new process, at 6.25 s of its predecessor's clock, which it
+// keeps) give the "restart" record, on the origin's clock, after the kill.
+TEST(FaultLogs, ARestartIsItsCoordinatorsHandOverRecoveredWhenTheRankHadTheState) {
+  FaultPlan plan;
+  std::vector<RankFaultLog> logs(6);
+  for (int r = 0; r < 6; ++r) logs[static_cast<size_t>(r)].start_ns = 1'000'000'000 + 1'000'000 * r;
+  logs[4].killed_at_step = 30;
+  logs[4].killed_at_s = 2.0;
+  logs[4].rejoined_at_s = 6.25;  // 6.254 on rank 0's clock
+  logs[3].handed = {{4, 60, 6.0, 3}};  // 6.003
+  logs[3].resumed = {{{4}, 2.1, 30, 2, true}};
+  const FaultsSection s = merge_fault_logs(plan, 3, logs, 0);
+  ASSERT_EQ(s.events.size(), 2u);
+  EXPECT_EQ(s.events[0].event, "kill");
+  const FaultRecord& r = s.events[1];
+  EXPECT_EQ(r.event, "restart");
+  EXPECT_EQ(std::make_tuple(r.rank, r.dc, r.worker, r.step, r.survivors), std::make_tuple(4, 1, 1, 60, 3));
+  EXPECT_EQ(r.policy, "rejoin");
+  EXPECT_NEAR(r.at_s, 6.003, 1e-12);
+  ASSERT_TRUE(r.recovery_s);
+  EXPECT_NEAR(*r.recovery_s, 6.254 - 6.003, 1e-12);
+  EXPECT_EQ(s.false_detections, 0);
+  // Without the restarted rank's rejoin (it never had the state): no recovery time.
+  logs[4].rejoined_at_s.reset();
+  EXPECT_FALSE(merge_fault_logs(plan, 3, logs, 0).events[1].recovery_s.has_value());
+  // The rank file carries both.
+  logs[4].rejoined_at_s = 6.25;
+  RankReport rr;
+  rr.faults = logs[3];
+  const RankReport a = json::parse(json(rr).dump()).get<RankReport>();
+  ASSERT_EQ(a.faults->handed.size(), 1u);
+  EXPECT_EQ(std::make_tuple(a.faults->handed[0].rank, a.faults->handed[0].step, a.faults->handed[0].group_size),
+            std::make_tuple(4, 60, 3));
+  EXPECT_DOUBLE_EQ(a.faults->handed[0].at_s, 6.0);
+  EXPECT_FALSE(a.faults->rejoined_at_s.has_value());
+  rr.faults = logs[4];
+  EXPECT_DOUBLE_EQ(*json::parse(json(rr).dump()).get<RankReport>().faults->rejoined_at_s, 6.25);
+}
+
 TEST(ReportModel, ExchangeRoundTripsWrittenOnlyWhenRecorded) {
   ExchangeRecord e{3, 7687770, 0.3, 0.0765, 0.03};
   const json j = e;

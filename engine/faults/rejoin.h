@@ -1,0 +1,57 @@
+// A restarted worker's way back into its group (timeline `restart` at a step boundary), the part
+// both modes share: the message its group's coordinator sends it (where it starts, the state it
+// starts from), who that coordinator is, and what of the handed state stays its own (its data,
+// its series). The embedded agent (agent.h) hands it over the fabric, the process modes' agent
+// (process_agent.h) over the socket transport to the worker's new process. No libtorch here.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "engine/checkpoint/state.h"
+
+namespace geotb::engine {
+
+struct WorkerRecord;
+
+/// The tag of the hand-over message: outside every range a Transport user takes, beside the
+/// heartbeats' (heartbeat.h) and the recovering notices' (process_agent.h).
+inline constexpr uint64_t kRejoinTag = (uint64_t{1} << 63) + 2;
+
+/// What the coordinator tells a restarted worker.
+struct RejoinMessage {
+  uint64_t tag_epoch = 0;     ///< the tag epoch every rank moved to at the boundary
+  uint64_t group_tags = 0;    ///< tags the intra-DC group had used (embedded: join_transport_group)
+  int steps = 0;              ///< the boundary (steps done)
+  std::vector<int> members;   ///< the grown group, ascending
+  std::vector<int> ring;      ///< the live ranks' ring (naive_ddp)
+  /// Process modes: the grown Gloo group's store prefix, then every rank's transport address
+  /// ("host:port", the current incarnation's). Empty in the embedded mode.
+  std::vector<std::string> words;
+  StateBuffers state;         ///< the coordinator's worker state at the boundary (empty: none)
+};
+
+/// As bytes, and back (RunError "restart: the state handed over is truncated" on a short message).
+std::vector<uint8_t> encode_rejoin(const RejoinMessage& m);
+RejoinMessage decode_rejoin(const std::vector<uint8_t>& bytes);
+
+/// The member of `group` that tells restarted worker `r` where to start: the lowest one in r's
+/// data center not in `excluded` (r itself, the others restarted at the same boundary), else the
+/// lowest not in it; -1 if none.
+int rejoin_coordinator(int r, int workers_per_dc, const std::vector<int>& group, const std::set<int>& excluded);
+
+/// The restarted worker walks its own shard afresh (not the coordinator's position): `state`'s
+/// sampler entries replaced by a new BatchSampler over `shard` on the stream rank + world *
+/// (steps + 1).
+void own_sampler(StateBuffers& state, const std::vector<uint32_t>& shard, uint64_t seed, int rank, int world, int steps);
+
+/// A restarted worker's series: its own loss up to its kill (`own_loss`), NaN from the kill to
+/// the boundary `back_at`, then what it trains; its own step-end times (`own_ends`) before the
+/// boundary. Applied to the record the handed state restored.
+void keep_own_series(WorkerRecord& w, const std::vector<double>& own_loss, const std::vector<double>& own_ends,
+                     int killed_at, int back_at);
+
+}  // namespace geotb::engine
