@@ -728,17 +728,15 @@ void check_faults_for_mode(const Scenario& sc) {
     if (e.kind == model::FaultEvent::Kind::kKill) {
       if (restarted.count(who))
         fail(paths[i] + ".kill", json(sc.cluster.dcs[static_cast<size_t>(e.dc)].name + "/" + std::to_string(e.worker)),
-             fmt::format("a second kill of a worker the timeline restarted is not implemented in the {} mode yet "
-                         "(the embedded mode runs it)",
-                         sc.network));
+             "a second kill of a worker the timeline restarted is not implemented in the process and dpdk modes yet "
+             "(the embedded mode runs it)");
       killed[who] = i;
     } else if (e.kind == model::FaultEvent::Kind::kRestart) {
       const auto it = killed.find(who);
       if (it != killed.end() && sc.faults.events[it->second].scope == "host")
         fail(paths[it->second] + ".kill.scope", json("host"),
-             fmt::format("a restart of a worker whose host froze is not implemented in the {} mode yet (its frozen "
-                         "process holds its address until the end); kill it with scope \"process\"",
-                         sc.network));
+             "a restart of a worker whose host froze is not implemented in the process and dpdk modes yet (its "
+             "frozen process holds its address until the end); kill it with scope \"process\"");
       restarted.insert(who);
     }
   }

@@ -523,15 +523,16 @@ INSTANTIATE_TEST_SUITE_P(
               j["network"] = "dpdk";
               j["timeline"][1]["kill"]["scope"] = "host";
             },
-            "timeline[1].kill.scope: \"host\": a restart of a worker whose host froze is not implemented in the dpdk "
-            "mode yet (its frozen process holds its address until the end); kill it with scope \"process\""},
+            "timeline[1].kill.scope: \"host\": a restart of a worker whose host froze is not implemented in the "
+            "process and dpdk modes yet (its frozen process holds its address until the end); kill it with scope "
+            "\"process\""},
         Bad{"a restarted worker killed again in process mode",
             [](json& j) {
               j["network"] = "process";
               j["timeline"].push_back({{"at_step", 80}, {"kill", {{"dc", "b"}, {"worker", 1}}}});
             },
             "timeline[4].kill: \"b/1\": a second kill of a worker the timeline restarted is not implemented in the "
-            "process mode yet (the embedded mode runs it)"},
+            "process and dpdk modes yet (the embedded mode runs it)"},
         Bad{"full recovery in process mode",
             [](json& j) {
               j["network"] = "process";
