@@ -237,13 +237,7 @@ class FaultRuntime::Agent final : public FaultHooks {
   // then `state`), the report's restart record (`policy`), and the hand-off that wakes it at `at`.
   void hand_over(WorkerEnv& env, int r, const Start& where, const StateBuffers& state, Nanos at, const char* policy,
                  bool from_checkpoint) {
-    RejoinMessage m;
-    m.tag_epoch = where.epoch;
-    m.group_tags = where.group_tags;
-    m.steps = where.steps;
-    m.members = where.group;
-    m.ring = where.ring;
-    m.state = state;
+    const RejoinMessage m{where.epoch, where.group_tags, where.steps, where.group, where.ring, {}, state};
     env.net->send(r, kRejoinTag, encode_rejoin(m));
     size_t record = 0;
     {
