@@ -295,6 +295,17 @@ bool ProcessFaultAgent::recover(WorkerEnv& env, int step, BatchSampler& sampler)
                        "between data centers (policy shrink recovers inside a group only)");
     fresh_all.insert(fresh_all.end(), fresh.begin(), fresh.end());
     group = g.group_of(rank, dead);
+    // The old Gloo group goes now, before the agreement: a member blocked in a collective on this
+    // rank cannot be interrupted (e.g. the group's lowest rank, the agreement's coordinator,
+    // waiting in the ring for a chunk this rank will not send now that it failed on the dead);
+    // on this rank's closed connections it fails and comes here too, instead of at Gloo's
+    // timeout. A member still finishing the step before is not harmed: this rank finished that
+    // step, so nothing of theirs is unread on its connection to them, and its close delivers
+    // what it sent them first.
+    if (group_) {
+      env.intra = nullptr;
+      group_.reset();
+    }
     // Tell the group: a member blocked on this rank stops waiting for it and recovers too.
     const std::vector<uint8_t> notice = encode_ints(std::vector<int64_t>(dead.begin(), dead.end()));
     for (int m : group)
@@ -307,15 +318,12 @@ bool ProcessFaultAgent::recover(WorkerEnv& env, int step, BatchSampler& sampler)
     }
   }
   ++epoch_;
-  // Rebuild: the ring of every live rank, the Gloo group without the dead (a new rendezvous; the
-  // old group goes first, so that a member still waiting in it fails and comes here too).
+  // Rebuild: the ring of every live rank, the Gloo group without the dead (a new rendezvous).
   std::vector<int> ring;
   for (int r : env.ring)
     if (!dead.count(r)) ring.push_back(r);
   env.ring = ring;
-  if (group_) {
-    env.intra = nullptr;
-    group_.reset();
+  if (regroup_) {
     std::string name = "shrink";
     for (int d : dead) name += "-" + std::to_string(d);
     const int index = static_cast<int>(std::find(group.begin(), group.end(), rank) - group.begin());

@@ -145,7 +145,8 @@ with tempfile.TemporaryDirectory() as tmp:
             print(f"{name}, west's leader (rank 3) killed, --net {mode}: rank 4 leads west, accuracy "
                   f"{seen[mode][1]:.4f}, weights {seen[mode][0][:16]}, detected by {seen[mode][2]}")
         assert seen[real] == seen["embedded"], (name, seen)
-# Kill, then restart (west's worker 1, rank 4: killed at step 30, back at step 60): the coordinator
+# Kill, then restart (scenarios/kill-dpdk-2x3-restart.json: west's worker 1, rank 4, killed at step
+# 30, back at step 60): the coordinator
 # spawns its process again once it has reaped it; at step 60 its group's coordinator (rank 3 for
 # hier's DC group, rank 3 too for naive_ddp's world group: the lowest of its DC) hands it the
 # group's state and it trains on. Its replica ends identical to the reporting rank's, and the
@@ -154,18 +155,15 @@ with tempfile.TemporaryDirectory() as tmp:
     back = {}
     for mode in (real, "embedded"):
         out = Path(tmp) / mode
-        sc = json.loads(json.dumps(scenario))
-        sc["timeline"].append({"at_step": 60, "restart": {"dc": "west", "worker": 1}})
         out.mkdir(parents=True)
-        path = out / "kill-dpdk-2x3.json"
-        path.write_text(json.dumps(sc))
+        path = source_root / "scenarios/kill-dpdk-2x3-restart.json"  # kill-dpdk-2x3 + the restart
         extra = ["--net-prefix", prefix] if mode == "dpdk" else []
         proc = subprocess.run([geotb, "run", str(path), "--net", mode, "--out", str(out), *extra], capture_output=True,
                               text=True, timeout=400)
         print(proc.stdout)
         print(proc.stderr, file=sys.stderr)
         assert proc.returncode == 0, f"restart --net {mode}: exit {proc.returncode}"
-        rep = json.loads(next(out.glob("kill-dpdk-2x3-2*.json")).read_text())
+        rep = json.loads(next(out.glob("kill-dpdk-2x3-restart-2*.json")).read_text())
         jsonschema.validate(rep, schema, cls=jsonschema.Draft202012Validator)
         back[mode] = {x["name"]: x for x in rep["strategies"]}
     for name, group in (("naive_ddp", 6), ("hier_ef_topk_int8", 3)):
