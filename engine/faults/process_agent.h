@@ -25,8 +25,8 @@
 //    declare seconds after the kill, when nobody is still in the step before. The survivors
 //    agree on the step in flight and the dead set (agree_on_group, the same as the embedded
 //    mode), drop it from env.ring, rebuild their Gloo group without it under a new store prefix
-//    (a new rendezvous: the old group is destroyed first, which fails whatever member still
-//    waits in it), renormalise by the participants (the mean is over the new group), and
+//    (a new rendezvous: the old group is destroyed as soon as the survivor recovers, before the
+//    agreement, which fails whatever member still waits in it on this one), renormalise by the participants (the mean is over the new group), and
 //    discard the step in flight. The dead worker's shard is dropped or split among its DC's
 //    survivors (faults.shard), exactly as in the embedded mode.
 //  * slow {dc, worker, factor, steps | duration}: after each step's compute the worker waits
