@@ -205,9 +205,8 @@ model::StrategyRun run_strategy_processes(const Scenario& sc, const engine::Stra
   struct Victim {
     int rank;
     bool host;
-    bool restart = false;
+    bool restart = false;  // a restart follows (cleared once it is spawned again)
     bool stopped = false;
-    bool respawned = false;
   };
   std::vector<Victim> victims;
   for (size_t i = 0; i < sc.faults.events.size(); ++i) {
@@ -231,8 +230,8 @@ model::StrategyRun run_strategy_processes(const Scenario& sc, const engine::Stra
         if (!v.host) group.kill_planned(v.rank);
       }
       if (v.stopped && v.host && others_done) group.kill_planned(v.rank);
-      if (v.stopped && v.restart && !v.respawned && group.ranks()[static_cast<size_t>(v.rank)].child.pid() <= 0) {
-        v.respawned = true;
+      if (v.stopped && v.restart && group.ranks()[static_cast<size_t>(v.rank)].child.pid() <= 0) {
+        v.restart = false;
         const int n = group.ranks()[static_cast<size_t>(v.rank)].incarnation + 1;
         std::filesystem::rename(json_paths[static_cast<size_t>(v.rank)], predecessor_path(v.rank, n));
         group.respawn(v.rank, spec_for(v.rank, n));

@@ -212,12 +212,7 @@ class FaultRuntime::Agent final : public FaultHooks {
 
   /// `ring` with the ranks of `back` again, in rank order; those still declared dead left out.
   std::vector<int> ring_with(const std::vector<int>& ring, const std::vector<int>& back) const {
-    std::vector<int> grown;
-    for (int x = 0; x < rt_.P_; ++x)
-      if (!handled_.count(x) && (std::find(ring.begin(), ring.end(), x) != ring.end() ||
-                                 std::find(back.begin(), back.end(), x) != back.end()))
-        grown.push_back(x);
-    return grown;
+    return engine::ring_with(ring, back, handled_, rt_.P_);
   }
 
   int coordinator_for(int r, const std::vector<int>& group, const std::set<int>& excluded) const {
@@ -395,17 +390,15 @@ FaultRuntime::FaultRuntime(const model::FaultPlan& plan, const StrategyInfo& inf
   if (plan_.has_kills() && !info.survives_kills)
     throw RunError("node kills: this strategy does not survive them (its descriptor: survives_kills)");
   for (const model::FaultEvent& e : plan_.events)
-    if (e.kind == model::FaultEvent::Kind::kRestart) {
-      if (!e.at_step)
-        throw RunError("timeline: restart of dc " + std::to_string(e.dc) + " worker " + std::to_string(e.worker) +
-                       ": a restart is timed by \"at_step\" (its group's step boundary), not by \"at\"");
-      restarts_at_[*e.at_step].push_back(e.dc * workers_per_dc + e.worker);
-    }
+    if (e.kind == model::FaultEvent::Kind::kRestart && !e.at_step)
+      throw RunError("timeline: restart of dc " + std::to_string(e.dc) + " worker " + std::to_string(e.worker) +
+                     ": a restart is timed by \"at_step\" (its group's step boundary), not by \"at\"");
+  const RestartSchedule restarts = restart_schedule(plan_, workers_per_dc);
+  restarts_at_ = restarts.ranks_at;
+  restart_epoch_ = restarts.epoch_at;
   if (!restarts_at_.empty() && full_recovery_possible())
     throw RunError("timeline: restarts together with full recovery (faults.full_recovery) are not supported yet: "
                    "set faults.full_recovery.above_fraction to 1");
-  uint64_t next_epoch = 1;
-  for (const auto& [step, ranks] : restarts_at_) restart_epoch_[step] = next_epoch++;
   // A DC leader's kill with per-DC groups: every endpoint keeps its last messages to each endpoint
   // of another site, for the dead leader's successor (Fabric::take_over).
   if (!world_group_ && plan_.kills_a_dc_leader()) fabric_.retain_cross_site(kKeptForSuccessor);

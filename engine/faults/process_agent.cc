@@ -8,24 +8,29 @@
 namespace geotb::engine {
 
 ProcessFaultAgent::ProcessFaultAgent(ProcessFaultConfig cfg, const emu::Clock& clock)
-    : cfg_(std::move(cfg)), clock_(clock), shards_(cfg_.shards), slow_(cfg_.plan.events.size()) {
-  // Restarts are at a step (scenario validation): the same boundaries and epochs on every rank.
-  for (const model::FaultEvent& e : cfg_.plan.events)
-    if (e.kind == model::FaultEvent::Kind::kRestart && e.at_step)
-      restarts_at_[*e.at_step].push_back(e.dc * cfg_.groups.workers_per_dc + e.worker);
-  uint64_t next_epoch = 1;
-  for (const auto& [step, ranks] : restarts_at_) restart_epoch_[step] = next_epoch++;
+    : cfg_(std::move(cfg)),
+      clock_(clock),
+      shards_(cfg_.shards),
+      restarts_(restart_schedule(cfg_.plan, cfg_.groups.workers_per_dc)),
+      slow_(cfg_.plan.events.size()) {}
+
+void ProcessFaultAgent::regroup(WorkerEnv& env, const std::vector<int>& group, const std::string& name) {
+  env.intra = nullptr;
+  group_.reset();
+  const int index = static_cast<int>(std::find(group.begin(), group.end(), cfg_.rank) - group.begin());
+  group_ = regroup_(group, index, name);
+  env.intra = group_.get();
 }
 
 int ProcessFaultAgent::incarnation_at(int rank, int steps) const {
   int n = 0;
-  for (const auto& [step, ranks] : restarts_at_)
+  for (const auto& [step, ranks] : restarts_.ranks_at)
     if (step <= steps) n += static_cast<int>(std::count(ranks.begin(), ranks.end(), rank));
   return n;
 }
 
 bool ProcessFaultAgent::restarted_after(int step) const {
-  for (const auto& [at, ranks] : restarts_at_)
+  for (const auto& [at, ranks] : restarts_.ranks_at)
     if (at > step && std::count(ranks.begin(), ranks.end(), cfg_.rank)) return true;
   return false;
 }
@@ -36,14 +41,14 @@ void ProcessFaultAgent::set_endpoints(std::vector<SocketEndpoint> endpoints, Res
 }
 
 std::optional<uint64_t> ProcessFaultAgent::reepoch_due(WorkerEnv&, int steps) {
-  const auto it = restart_epoch_.find(steps);
-  if (it == restart_epoch_.end()) return std::nullopt;
+  const auto it = restarts_.epoch_at.find(steps);
+  if (it == restarts_.epoch_at.end()) return std::nullopt;
   return it->second;
 }
 
 void ProcessFaultAgent::at_reepoch(WorkerEnv& env, int steps, const StateBuffers& state) {
   const FaultGroups& g = cfg_.groups;
-  const std::vector<int>& back_all = restarts_at_.at(steps);
+  const std::vector<int>& back_all = restarts_.ranks_at.at(steps);
   const std::set<int> restarted(back_all.begin(), back_all.end());
   // Every rank: the restarted processes at their new addresses (each published it once it was up).
   for (int r : back_all) {
@@ -54,7 +59,7 @@ void ProcessFaultAgent::at_reepoch(WorkerEnv& env, int steps, const StateBuffers
   }
   // This rank's group takes back those of its members it had recovered from.
   const std::vector<int> mine = g.group_of(cfg_.rank, {});
-  std::vector<int> back;
+  std::vector<int> back, group, ring;
   {
     std::lock_guard<std::mutex> lk(mu_);
     for (int r : back_all)
@@ -67,17 +72,10 @@ void ProcessFaultAgent::at_reepoch(WorkerEnv& env, int steps, const StateBuffers
       for (auto& [member, dead] : recovering_) dead.erase(r);
     }
     refresh_interrupt();
+    group = g.group_of(cfg_.rank, handled_);
+    ring = ring_with(env.ring, back, handled_, g.world());
   }
   if (back.empty()) return;  // another group's restart: nothing changes here
-  std::vector<int> group, ring;
-  {
-    std::lock_guard<std::mutex> lk(mu_);
-    group = g.group_of(cfg_.rank, handled_);
-    for (int x = 0; x < g.world(); ++x)
-      if (!handled_.count(x) && (std::find(env.ring.begin(), env.ring.end(), x) != env.ring.end() ||
-                                 std::find(back.begin(), back.end(), x) != back.end()))
-        ring.push_back(x);
-  }
   env.ring = ring;
   // The coordinator of each restarted rank tells it where it starts: the grown group meets in
   // Gloo under `name`, which the restarted rank can join only once it has this message.
@@ -85,7 +83,7 @@ void ProcessFaultAgent::at_reepoch(WorkerEnv& env, int steps, const StateBuffers
   for (int r : back) {
     if (rejoin_coordinator(r, g.workers_per_dc, group, restarted) != cfg_.rank) continue;
     RejoinMessage m;
-    m.tag_epoch = restart_epoch_.at(steps);
+    m.tag_epoch = restarts_.epoch_at.at(steps);
     m.steps = steps;
     m.members = group;
     m.ring = ring;
@@ -103,13 +101,7 @@ void ProcessFaultAgent::at_reepoch(WorkerEnv& env, int steps, const StateBuffers
     if (std::find(watched.begin(), watched.end(), r) != watched.end() && !sock_->await_streams(r, peer_timeout_))
       throw PeerDeadError("rank " + std::to_string(cfg_.rank) + ": streams to restarted rank " + std::to_string(r) +
                           " not open within " + std::to_string(peer_timeout_.count()) + " ms");
-  if (group_) {
-    env.intra = nullptr;
-    group_.reset();
-    const int index = static_cast<int>(std::find(group.begin(), group.end(), cfg_.rank) - group.begin());
-    group_ = regroup_(group, index, name);
-    env.intra = group_.get();
-  }
+  if (regroup_) regroup(env, group, name);
 }
 
 void ProcessFaultAgent::rejoined(const RejoinMessage& m) {
@@ -164,7 +156,7 @@ void ProcessFaultAgent::attach(SocketTransport& sock, std::chrono::milliseconds 
     sock.expect_successors(cfg_.groups.other_dcs(cfg_.rank), kKeptForSuccessor);
   // Restarted ranks come back as new processes at new addresses.
   std::vector<int> back;
-  for (const auto& [step, ranks] : restarts_at_)
+  for (const auto& [step, ranks] : restarts_.ranks_at)
     for (int r : ranks)
       if (r != cfg_.rank) back.push_back(r);
   if (!back.empty()) sock.expect_restarts(back);
@@ -326,9 +318,7 @@ bool ProcessFaultAgent::recover(WorkerEnv& env, int step, BatchSampler& sampler)
   if (regroup_) {
     std::string name = "shrink";
     for (int d : dead) name += "-" + std::to_string(d);
-    const int index = static_cast<int>(std::find(group.begin(), group.end(), rank) - group.begin());
-    group_ = regroup_(group, index, name);
-    env.intra = group_.get();
+    regroup(env, group, name);
   }
   // Per-DC groups whose leader died: the lowest survivor leads the DC now and takes over the dead
   // leader's address, so that the other DCs' exchange reaches it unchanged.

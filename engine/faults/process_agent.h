@@ -175,6 +175,9 @@ class ProcessFaultAgent final : public FaultHooks {
   void killed(int step);  // the log's kill record
   bool await_declaration();  // a death declared here and not yet recovered from (bounded wait)
   void refresh_interrupt();  // under mu_: receives from members recovering from what is not handled here
+  // The Gloo group rebuilt as `group` (this rank in it) under the store prefix `name`; the old
+  // one destroyed first if it is still there.
+  void regroup(WorkerEnv& env, const std::vector<int>& group, const std::string& name);
   double secs(Nanos t) const { return std::chrono::duration<double>(t - t0_).count(); }
 
   const ProcessFaultConfig cfg_;
@@ -184,10 +187,7 @@ class ProcessFaultAgent final : public FaultHooks {
   std::unique_ptr<IntraDc> group_;
   Regroup regroup_;
   std::vector<std::vector<uint32_t>> shards_;  // every rank's shard now
-  // Restarts: boundary -> the ranks restarted there; the epochs in boundary order (1, 2, ...),
-  // as the embedded mode numbers them.
-  std::map<int, std::vector<int>> restarts_at_;
-  std::map<int, uint64_t> restart_epoch_;
+  const RestartSchedule restarts_;  // as the embedded mode numbers them (rejoin.h)
   std::vector<SocketEndpoint> endpoints_;
   RestartIo io_;
 

@@ -1,5 +1,6 @@
 #include "engine/faults/rejoin.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "engine/data/fashion_mnist.h"
@@ -93,6 +94,26 @@ RejoinMessage decode_rejoin(const std::vector<uint8_t>& bytes) {
   }
   if (r.at != bytes.size()) throw RunError("restart: " + std::to_string(bytes.size() - r.at) + " bytes past the state handed over");
   return m;
+}
+
+RestartSchedule restart_schedule(const model::FaultPlan& plan, int workers_per_dc) {
+  RestartSchedule s;
+  for (const model::FaultEvent& e : plan.events)
+    if (e.kind == model::FaultEvent::Kind::kRestart && e.at_step)
+      s.ranks_at[*e.at_step].push_back(e.dc * workers_per_dc + e.worker);
+  uint64_t next_epoch = 1;
+  for (const auto& [step, ranks] : s.ranks_at) s.epoch_at[step] = next_epoch++;
+  return s;
+}
+
+std::vector<int> ring_with(const std::vector<int>& ring, const std::vector<int>& back, const std::set<int>& dead,
+                           int world) {
+  std::vector<int> grown;
+  for (int x = 0; x < world; ++x)
+    if (!dead.count(x) && (std::find(ring.begin(), ring.end(), x) != ring.end() ||
+                           std::find(back.begin(), back.end(), x) != back.end()))
+      grown.push_back(x);
+  return grown;
 }
 
 int rejoin_coordinator(int r, int workers_per_dc, const std::vector<int>& group, const std::set<int>& excluded) {

@@ -7,11 +7,13 @@
 
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "engine/checkpoint/state.h"
+#include "model/faults.h"
 
 namespace geotb::engine {
 
@@ -37,6 +39,19 @@ struct RejoinMessage {
 /// As bytes, and back (RunError "restart: the state handed over is truncated" on a short message).
 std::vector<uint8_t> encode_rejoin(const RejoinMessage& m);
 RejoinMessage decode_rejoin(const std::vector<uint8_t>& bytes);
+
+/// The timeline's restarts as every rank sees them (they are at a step: scenario validation):
+/// boundary -> the ranks restarted there, and the tag epoch every rank moves to at each
+/// boundary, 1, 2, ... in boundary order.
+struct RestartSchedule {
+  std::map<int, std::vector<int>> ranks_at;
+  std::map<int, uint64_t> epoch_at;
+};
+RestartSchedule restart_schedule(const model::FaultPlan& plan, int workers_per_dc);
+
+/// `ring` grown by the ranks of `back`, in rank order, without those in `dead` (ranks [0, world)).
+std::vector<int> ring_with(const std::vector<int>& ring, const std::vector<int>& back, const std::set<int>& dead,
+                           int world);
 
 /// The member of `group` that tells restarted worker `r` where to start: the lowest one in r's
 /// data center not in `excluded` (r itself, the others restarted at the same boundary), else the

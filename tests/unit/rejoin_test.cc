@@ -81,13 +81,19 @@ TEST(Rejoin, OwnSamplerAndOwnSeriesReplaceOnlyWhatIsTheWorkersOwn) {
   const BatchSampler expect(shard, 42, 4 + 6 * 61);
   const BatchSampler::Position p = expect.position();
   for (const auto& e : s.entries) {
-    if (e.name == "model.params") EXPECT_EQ(e.bytes, (std::vector<uint8_t>{1, 2, 3, 4}));  // the group's model
+    if (e.name == "model.params") {
+      EXPECT_EQ(e.bytes, (std::vector<uint8_t>{1, 2, 3, 4}));  // the group's model
+    }
     if (e.name == "sampler.order") {
       ASSERT_EQ(e.bytes.size(), p.order.size() * sizeof(uint32_t));
       EXPECT_EQ(std::memcmp(e.bytes.data(), p.order.data(), e.bytes.size()), 0);
     }
-    if (e.name == "sampler.pos") EXPECT_EQ(e.bytes, std::vector<uint8_t>(8, 0));
-    if (e.name == "sampler.epoch") EXPECT_EQ(e.bytes.size(), 8u);
+    if (e.name == "sampler.pos") {
+      EXPECT_EQ(e.bytes, std::vector<uint8_t>(8, 0));
+    }
+    if (e.name == "sampler.epoch") {
+      EXPECT_EQ(e.bytes.size(), 8u);
+    }
   }
   WorkerRecord w;
   w.loss = {9, 9, 9, 9, 9, 9};  // the coordinator's series, as restored
