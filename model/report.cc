@@ -310,15 +310,30 @@ void from_json(const json& j, WorkloadSummary& w) {
 }
 
 void to_json(json& j, const CheckTolerances& t) {
-  j = {{"throughput_ratio_tolerance", t.throughput_ratio},
-       {"accuracy_tolerance", t.accuracy},
-       {"wan_bytes_ratio_tolerance", t.wan_bytes_ratio}};
+  j = {{"throughput_ratio_tolerance", t.throughput_ratio}, {"wan_bytes_ratio_tolerance", t.wan_bytes_ratio}};
+  if (t.accuracy) j["accuracy_tolerance"] = *t.accuracy;
+  if (t.timing) j["timing_tolerance"] = *t.timing;
+  if (t.bytes) j["bytes_tolerance"] = *t.bytes;
 }
 
 void from_json(const json& j, CheckTolerances& t) {
   t.throughput_ratio = f::nonneg(j, "throughput_ratio_tolerance");
-  t.accuracy = f::nonneg(j, "accuracy_tolerance");
   t.wan_bytes_ratio = f::nonneg(j, "wan_bytes_ratio_tolerance");
+  auto opt = [&](const char* key) { return f::has(j, key) ? std::optional<double>(f::nonneg(j, key)) : std::nullopt; };
+  t.accuracy = opt("accuracy_tolerance");
+  t.timing = opt("timing_tolerance");
+  t.bytes = opt("bytes_tolerance");
+}
+
+void to_json(json& j, const BaselineRecord& b) {
+  j = {{"reason", b.reason}, {"updated_at", b.updated_at}, {"from", b.from}};
+}
+
+void from_json(const json& j, BaselineRecord& b) {
+  b.reason = f::str(j, "reason");
+  if (b.reason.empty()) f::fail("reason", "must not be empty");
+  b.updated_at = f::str(j, "updated_at");
+  b.from = f::str(j, "from");
 }
 
 void to_json(json& j, const ScenarioSummary& s) {
@@ -477,6 +492,7 @@ void to_json(json& j, const RunReport& r) {
        {"strategies", r.strategies},
        {"comparison", r.comparison},
        {"failures", r.failures}};
+  if (r.baseline) j["baseline"] = *r.baseline;
 }
 
 void from_json(const json& j, RunReport& r) {
@@ -496,6 +512,12 @@ void from_json(const json& j, RunReport& r) {
   if (f::has(j, "comparison")) f::get(j, "comparison", r.comparison);
   r.failures.clear();
   if (f::has(j, "failures")) f::list(j, "failures", r.failures);
+  r.baseline.reset();
+  if (f::has(j, "baseline")) {
+    BaselineRecord b;
+    f::get(j, "baseline", b);
+    r.baseline = std::move(b);
+  }
 }
 
 RunReport parse_report(const json& j, const std::string& source) {

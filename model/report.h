@@ -221,9 +221,19 @@ void from_json(const json& j, WorkloadSummary& w);
 /// Tolerances of `geotb check` (the scenario's "check"); the defaults are those of README
 /// "Scenario files".
 struct CheckTolerances {
+  // Ratio gating (a baseline whose compute figures move with the host: measured CPU or wall clock).
   double throughput_ratio = 0.15;  ///< relative: 0.15 allows a ratio down to 85 % of the baseline's
-  double accuracy = 0.01;          ///< absolute, in accuracy units (0.01 = one percentage point)
   double wan_bytes_ratio = 0.05;   ///< relative: 0.05 allows a WAN ratio up to 105 % of the baseline's
+  /// Absolute, in accuracy units (0.01 = one percentage point), both modes. Absent: the mode's
+  /// default (kRatioAccuracy; kAbsoluteAccuracy, i.e. identical to 4 decimals).
+  std::optional<double> accuracy;
+  // Absolute gating (a baseline on the virtual clock with a declared compute profile).
+  std::optional<double> timing;  ///< relative, samples/s and exposed comm per step; absent: kAbsoluteTiming
+  std::optional<double> bytes;   ///< relative, WAN payload bytes; absent: kAbsoluteBytes
+  static constexpr double kRatioAccuracy = 0.01;
+  static constexpr double kAbsoluteAccuracy = 0.0;
+  static constexpr double kAbsoluteTiming = 0.005;
+  static constexpr double kAbsoluteBytes = 0.005;
 };
 void to_json(json& j, const CheckTolerances& t);
 void from_json(const json& j, CheckTolerances& t);
@@ -242,6 +252,16 @@ struct ScenarioSummary {
 };
 void to_json(json& j, const ScenarioSummary& s);
 void from_json(const json& j, ScenarioSummary& s);
+
+/// Why a report is a committed baseline (`geotb check --update --reason`): "baseline" at the top
+/// of a baseline file; absent in a plain run report.
+struct BaselineRecord {
+  std::string reason;      ///< the --reason given, non-empty
+  std::string updated_at;  ///< UTC, ISO 8601
+  std::string from;        ///< the run report it was made from (path as given)
+};
+void to_json(json& j, const BaselineRecord& b);
+void from_json(const json& j, BaselineRecord& b);
 
 /// The report's "context": where and how it ran.
 struct ReportContext {
@@ -302,6 +322,7 @@ struct RunReport {
   std::vector<StrategyRun> strategies;  ///< names unique
   Comparison comparison;
   std::vector<Failure> failures;
+  std::optional<BaselineRecord> baseline;  ///< only in a baseline file
 
   const StrategyRun* find(std::string_view strategy) const;
   const Failure* failure_of(std::string_view strategy) const;

@@ -1,21 +1,29 @@
 #!/usr/bin/env python3
-"""`geotb check` on the committed baseline of scenarios/us-east-us-west.json:
-- the baseline against itself passes (exit 0) and prints the table;
-- a copy with hier_ef_topk_int8's throughput halved fails (exit 1) naming the strategy, the figure,
-  both values and the allowed range;
-- a copy without that strategy fails (exit 1) saying it is missing;
-- a copy whose hier_ef_topk_int8 WAN bytes doubled fails on the WAN-bytes ratio;
-- unreadable input and a baseline of another scenario exit 2 with a message naming the file;
-- --update replaces the baseline through a rename (a copy here, never the committed file)."""
+"""`geotb check` on the committed baselines (reports/baselines/*.json):
+- every baseline is of a clean commit, on the virtual clock with a compute profile (so gated on
+  absolute figures), says why it is one, and passes against itself (exit 0);
+- on us-east-us-west's baseline, each of these crafted copies fails (exit 1) with a line naming the
+  strategy, the figure, both values and the allowed range: naive_ddp 3 % slower (which ratio gating
+  reads as hier getting better), hier_ef_topk_int8 1 % slower, every strategy 1.5x slower,
+  hier_ef_topk_int8's WAN bytes 1 % higher, naive_ddp's exposed comm 1 % higher, one exchange
+  more, accuracy 0.002 lower, a missing strategy; a copy that claims a loose tolerance for itself
+  still fails (tolerances come from the baseline);
+- a baseline whose clock is unrecorded is gated on ratios and says so: there naive_ddp 10 % slower
+  passes and hier 10 % slower fails;
+- a baseline made from a dirty tree fails; unreadable input and a baseline of another scenario
+  exit 2 with a message naming the file;
+- --update needs --reason, refuses a report of a dirty tree, and otherwise replaces the baseline
+  through a rename (a copy here, never the committed file), recording the reason."""
+import copy
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 geotb, root = sys.argv[1], Path(sys.argv[2])
+baselines = sorted((root / "reports/baselines").glob("*.json"))
 baseline = root / "reports/baselines/us-east-us-west.json"
 base = json.loads(baseline.read_text())
 
@@ -32,86 +40,120 @@ def strategy(rep, name):
     return next(s for s in rep["strategies"] if s["name"] == name)
 
 
+assert len(baselines) >= 3, f"expected the gated baselines, found {baselines}"
+for b in baselines:
+    rep = json.loads(b.read_text())
+    assert not rep["context"]["git_revision"].endswith("-dirty"), f"{b.name}: a baseline must be of a clean commit"
+    assert rep["context"]["clock"] == "virtual" and "compute_profile" in rep["context"], f"{b.name}: not absolute"
+    assert rep["baseline"]["reason"], f"{b.name}: says why it is the baseline"
+    p = check(b, b)
+    assert p.returncode == 0, f"{b.name} must pass against itself"
+    assert "absolute figures of every strategy" in p.stdout and "naive_ddp            samples/s" in p.stdout
+    assert f"scenario hash {rep['scenario']['hash'][:12]}" in p.stdout
+    assert f"baseline: git {rep['context']['git_revision']}," in p.stdout
+
 with tempfile.TemporaryDirectory() as tmp:
     tmp = Path(tmp)
 
-    p = check(baseline, baseline)
-    assert p.returncode == 0, "the baseline must pass against itself"
-    assert "PASS" in p.stdout and "hier_ef_topk_int8" in p.stdout and "throughput ratio" in p.stdout
+    def crafted(name, edit):
+        rep = copy.deepcopy(base)
+        edit(rep)
+        path = tmp / f"{name}.json"
+        path.write_text(json.dumps(rep))
+        return path
 
-    slow = json.loads(json.dumps(base))
-    h = strategy(slow, "hier_ef_topk_int8")["metrics"]
-    h["samples_per_s"] /= 2
-    (tmp / "slow.json").write_text(json.dumps(slow))
-    p = check(tmp / "slow.json", baseline)
-    assert p.returncode == 1, f"halved throughput must fail with exit 1, got {p.returncode}"
-    ratio = strategy(base, "hier_ef_topk_int8")["metrics"]["samples_per_s"] / \
-        strategy(base, "naive_ddp")["metrics"]["samples_per_s"]
-    expected = f"hier_ef_topk_int8: throughput ratio {ratio:.3f}x -> {ratio / 2:.3f}x (allowed >= "
-    assert expected in p.stdout, f"expected {expected!r} in the output"
-    assert "fell 50% below the baseline" in p.stdout
-    assert "FAIL: 1 of" in p.stdout
+    def metrics(rep, name):
+        return strategy(rep, name)["metrics"]
 
-    # The gate's own scenario is deterministic (virtual clock + compute profile): its baseline
-    # allows 2 %, so one strategy 10 % slower fails, and the report under test cannot loosen that
-    # with its own scenario.check (tolerances come from the baseline).
-    tol = base["scenario"]["check"]["throughput_ratio_tolerance"]
-    assert tol <= 0.02, f"the committed gate should be tight, has {tol}"
-    slower = json.loads(json.dumps(base))
-    strategy(slower, "hier_ef_topk_int8")["metrics"]["samples_per_s"] *= 0.9
-    slower["scenario"]["check"]["throughput_ratio_tolerance"] = 0.5
-    (tmp / "slower.json").write_text(json.dumps(slower))
-    p = check(tmp / "slower.json", baseline)
-    assert p.returncode == 1, f"10% slower must fail with exit 1, got {p.returncode}\n{p.stdout}"
-    assert "fell 10% below the baseline" in p.stdout, p.stdout
+    def fails(name, edit, *lines):
+        p = check(crafted(name, edit), baseline)
+        assert p.returncode == 1, f"{name}: must fail with exit 1, got {p.returncode}"
+        for line in lines:
+            assert line in p.stdout, f"{name}: expected {line!r} in the output"
+        return p
 
-    gone = json.loads(json.dumps(base))
-    gone["strategies"] = [s for s in gone["strategies"] if s["name"] != "hier_ef_topk_int8"]
-    (tmp / "gone.json").write_text(json.dumps(gone))
-    p = check(tmp / "gone.json", baseline)
-    assert p.returncode == 1
-    assert "hier_ef_topk_int8: present: in the baseline but missing from this run" in p.stdout
+    n_sps = metrics(base, "naive_ddp")["samples_per_s"]
+    h_sps = metrics(base, "hier_ef_topk_int8")["samples_per_s"]
+    fails("naive-3pct", lambda r: metrics(r, "naive_ddp").update(samples_per_s=n_sps * 0.97),
+          f"naive_ddp: samples/s {n_sps:.2f} -> {n_sps * 0.97:.2f} (allowed >= {n_sps * 0.995:.2f}): fell 3% below",
+          "FAIL: 1 of")
+    fails("hier-1pct", lambda r: metrics(r, "hier_ef_topk_int8").update(samples_per_s=h_sps * 0.99),
+          f"hier_ef_topk_int8: samples/s {h_sps:.2f} -> {h_sps * 0.99:.2f}", "fell 1% below the baseline (tolerance 0.5%)")
 
-    fat = json.loads(json.dumps(base))
-    strategy(fat, "hier_ef_topk_int8")["metrics"]["wan_payload_bytes"] *= 2
-    (tmp / "fat.json").write_text(json.dumps(fat))
-    p = check(tmp / "fat.json", baseline)
-    assert p.returncode == 1
-    assert "hier_ef_topk_int8: WAN bytes ratio" in p.stdout and "rose 100% above the baseline" in p.stdout
+    def all_slower(r):
+        for s in r["strategies"]:
+            s["metrics"]["samples_per_s"] /= 1.5
+    fails("all-1.5x", all_slower, "FAIL: 2 of")
 
-    # A looser tolerance from the command line lets the same halving pass, and says where it came from.
-    p = check(tmp / "slow.json", baseline, "--throughput-tolerance", "0.6")
-    assert p.returncode == 0 and "tolerances (command line): throughput ratio -60%" in p.stdout
+    w = metrics(base, "hier_ef_topk_int8")["wan_payload_bytes"]
+    fails("wan-1pct", lambda r: metrics(r, "hier_ef_topk_int8").update(wan_payload_bytes=round(w * 1.01)),
+          f"hier_ef_topk_int8: WAN bytes {w} -> {round(w * 1.01)}", "rose 1% above the baseline")
+    c = metrics(base, "naive_ddp")["exposed_comm_s_per_step"]
+    fails("comm-1pct", lambda r: metrics(r, "naive_ddp").update(exposed_comm_s_per_step=c * 1.01),
+          "naive_ddp: exposed comm/step")
+    x = metrics(base, "hier_ef_topk_int8")["exchanges"]
+    fails("exchanges", lambda r: metrics(r, "hier_ef_topk_int8").update(exchanges=x + 1),
+          f"hier_ef_topk_int8: exchanges {x} -> {x + 1} (allowed = {x}): changed from {x} to {x + 1} (must be equal)")
+    a = metrics(base, "naive_ddp")["final_test_accuracy"]
+    fails("acc-0.002", lambda r: metrics(r, "naive_ddp").update(final_test_accuracy=a - 0.002),
+          f"naive_ddp: final accuracy {a:.4f} -> {a - 0.002:.4f} (allowed >= {a:.4f})")
+    fails("gone", lambda r: r.update(strategies=[s for s in r["strategies"] if s["name"] != "hier_ef_topk_int8"]),
+          "hier_ef_topk_int8: present: in the baseline but missing from this run")
+
+    def loosened(r):
+        metrics(r, "hier_ef_topk_int8")["samples_per_s"] *= 0.9
+        r["scenario"]["check"] = {"throughput_ratio_tolerance": 0.5, "wan_bytes_ratio_tolerance": 0.5,
+                                  "timing_tolerance": 0.5}
+    fails("loosened", loosened, "fell 10% below the baseline (tolerance 0.5%)")
+
+    # A looser tolerance from the command line lets a 1 % slowdown pass, and says where it came from.
+    p = check(tmp / "hier-1pct.json", baseline, "--timing-tolerance", "0.02")
+    assert p.returncode == 0 and "tolerances (command line): samples/s and exposed comm/step 2%" in p.stdout
+
+    # Ratio gating for a baseline whose clock is not recorded (or measured): it says so.
+    def unclocked(r):
+        del r["context"]["clock"]
+    ratio_base = crafted("ratio-base", unclocked)
+    p = check(crafted("ratio-naive-10pct", lambda r: (unclocked(r), metrics(r, "naive_ddp").update(
+        samples_per_s=n_sps * 0.9))), ratio_base)
+    assert p.returncode == 0 and "ratios of each strategy to naive_ddp in the same run" in p.stdout
+    p = check(crafted("ratio-hier-10pct", lambda r: (unclocked(r), metrics(r, "hier_ef_topk_int8").update(
+        samples_per_s=h_sps * 0.9))), ratio_base)
+    assert p.returncode == 1 and "hier_ef_topk_int8: throughput ratio" in p.stdout
+
+    dirty = crafted("dirty", lambda r: r["context"].update(git_revision=r["context"]["git_revision"] + "-dirty"))
+    p = check(baseline, dirty)
+    assert p.returncode == 1 and "-: baseline: the baseline was made by geotb built from git" in p.stdout
 
     (tmp / "broken.json").write_text("{ not json")
     p = check(tmp / "broken.json", baseline)
     assert p.returncode == 2 and "broken.json: not valid JSON" in p.stderr
-
-    bad = json.loads(json.dumps(base))
-    strategy(bad, "naive_ddp")["metrics"]["samples_per_s"] = "fast"
-    (tmp / "bad.json").write_text(json.dumps(bad))
-    p = check(tmp / "bad.json", baseline)
+    p = check(crafted("bad", lambda r: metrics(r, "naive_ddp").update(samples_per_s="fast")), baseline)
     assert p.returncode == 2
     assert 'bad.json: strategies[0].metrics.samples_per_s: expected a number, got "fast"' in p.stderr
-
-    other = json.loads(json.dumps(base))
-    other["scenario"]["name"] = "tiny"
-    (tmp / "other.json").write_text(json.dumps(other))
-    p = check(tmp / "other.json", baseline)
+    p = check(crafted("other", lambda r: r["scenario"].update(name="tiny")), baseline)
     assert p.returncode == 2 and 'is a run of scenario "tiny"' in p.stderr
-
     p = check(baseline, tmp / "absent.json")
     assert p.returncode == 2 and "no such baseline" in p.stderr
 
-    copy = tmp / "baseline-copy.json"
-    shutil.copy(baseline, copy)
-    inode = os.stat(copy).st_ino
-    p = check(tmp / "slow.json", copy, "--update")
+    copy_path = tmp / "baseline-copy.json"
+    copy_path.write_text(baseline.read_text())
+    inode = os.stat(copy_path).st_ino
+    p = check(tmp / "hier-1pct.json", copy_path, "--update")
+    assert p.returncode == 2 and "--update needs --reason" in p.stderr
+    p = check(dirty, copy_path, "--update", "--reason", "test")
+    assert p.returncode == 2 and "refusing to make a run of geotb built from git" in p.stderr
+    assert os.stat(copy_path).st_ino == inode, "a refused --update leaves the baseline alone"
+    p = check(tmp / "hier-1pct.json", copy_path, "--update", "--reason", "hier is 1% slower on purpose")
     assert p.returncode == 0, "--update is deliberate: it replaces even a failing baseline"
-    assert json.loads(copy.read_text()) == slow
-    assert os.stat(copy).st_ino != inode, "--update must write a new file and rename it over the old one"
+    updated = json.loads(copy_path.read_text())
+    assert updated["baseline"]["reason"] == "hier is 1% slower on purpose"
+    assert updated["baseline"]["from"].endswith("hier-1pct.json")
+    assert updated["strategies"] == json.loads((tmp / "hier-1pct.json").read_text())["strategies"]
+    assert os.stat(copy_path).st_ino != inode, "--update must write a new file and rename it over the old one"
     assert not list(tmp.glob("*.tmp*")), "no temporary file may be left behind"
-    p = check(tmp / "slow.json", copy)
-    assert p.returncode == 0
+    p = check(tmp / "hier-1pct.json", copy_path)
+    assert p.returncode == 0 and "because: hier is 1% slower on purpose" in p.stdout
 
-print("check_regression: regressions fail with readable messages, bad input exits 2, --update replaces")
+print(f"check_regression: {len(baselines)} baselines pass against themselves; 8 crafted regressions fail; "
+      "ratio gating only for unclocked baselines; bad input exits 2; --update needs a reason and a clean tree")

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 
 #include <nlohmann/json.hpp>
 
@@ -166,7 +167,7 @@ TEST(Check, TolerancesComeFromTheBaselineNotFromTheReportUnderTest) {
 TEST(Check, CommandLineTolerancesOverride) {
   auto halved = report({{"naive_ddp", 100, 1024, 0.75}, {"hier", 200, 256, 0.75}}, kTol);
   CheckOptions opt;
-  opt.tolerances = CheckTolerances{0.5, 0.125, 0.5};
+  opt.tolerances = CheckTolerances{.throughput_ratio = 0.5, .wan_bytes_ratio = 0.5, .accuracy = 0.125};
   const CheckResult r = check_report(halved, baseline(), opt);
   EXPECT_TRUE(r.passed());  // 2 >= 4 * 0.5
   EXPECT_EQ(r.tolerances_from, "command line");
@@ -211,6 +212,146 @@ TEST(Check, ChangedScenarioHashFails) {
   const CheckResult r = check_report(cur, baseline());
   EXPECT_FALSE(r.passed());
   EXPECT_NE(row(r, "-", "scenario").note.find("scenario file changed"), std::string::npos);
+}
+
+// ---- Absolute gating: a baseline on the virtual clock with a declared compute profile. ----
+
+/// `j` as a virtual-clock run with a 12 ms compute profile (what makes the gate absolute).
+json virtual_clock(json j) {
+  j["context"]["clock"] = "virtual";
+  j["context"]["compute_profile"] = {{"step_time_s", 0.012}, {"reduce_ns_per_element", 0.5},
+                                     {"compress_ns_per_element", 2.0}};
+  return j;
+}
+
+RunReport vreport(const std::vector<Strat>& s, json check = nullptr) {
+  return parse_report(virtual_clock(report_json(s, std::move(check))), "vcur.json");
+}
+
+/// The absolute baseline: no scenario.check (the defaults: 0.5 % timing and bytes, accuracy
+/// identical to 4 decimals).
+RunReport vbaseline() {
+  return parse_report(virtual_clock(report_json({{"naive_ddp", 100, 1024, 0.75}, {"hier", 400, 256, 0.75}})),
+                      "vbase.json");
+}
+
+/// vbaseline() with `edit` applied to strategy `name`'s metrics.
+RunReport vedited(const std::string& name, const std::function<void(json&)>& edit) {
+  json j = virtual_clock(report_json({{"naive_ddp", 100, 1024, 0.75}, {"hier", 400, 256, 0.75}}));
+  for (json& s : j["strategies"])
+    if (s["name"] == name) edit(s["metrics"]);
+  return parse_report(j, "vcur.json");
+}
+
+TEST(CheckAbsolute, ModeFollowsTheBaselinesClockAndProfile) {
+  EXPECT_EQ(gate_mode_of(vbaseline()), GateMode::kAbsolute);
+  EXPECT_EQ(gate_mode_of(baseline()), GateMode::kRatio);  // no clock recorded
+  json measured = report_json({{"naive_ddp", 100, 1024, 0.75}});
+  measured["context"]["clock"] = "virtual";  // measured CPU time: no profile
+  EXPECT_EQ(gate_mode_of(parse_report(measured, "m.json")), GateMode::kRatio);
+  json per_dc = report_json({{"naive_ddp", 100, 1024, 0.75}});
+  per_dc["context"]["clock"] = "virtual";
+  per_dc["context"]["compute_profile_by_dc"] = {
+      {"a", {{"step_time_s", 0.01}, {"reduce_ns_per_element", 0.5}, {"compress_ns_per_element", 2.0}}}};
+  EXPECT_EQ(gate_mode_of(parse_report(per_dc, "d.json")), GateMode::kAbsolute);
+}
+
+TEST(CheckAbsolute, IdenticalRunPassesWithEveryFigureOfEveryStrategy) {
+  const CheckResult r = check_report(vbaseline(), vbaseline());
+  EXPECT_TRUE(r.passed());
+  EXPECT_EQ(r.mode, GateMode::kAbsolute);
+  EXPECT_EQ(r.rows.size(), 10u);  // 5 figures x 2 strategies, naive_ddp included
+  for (const char* fig : {"samples/s", "exposed comm/step", "WAN bytes", "exchanges", "final accuracy"}) {
+    EXPECT_EQ(row(r, "naive_ddp", fig).verdict, Verdict::kPass) << fig;
+    EXPECT_EQ(row(r, "hier", fig).verdict, Verdict::kPass) << fig;
+  }
+  EXPECT_EQ(r.tolerances.timing, 0.005);
+  EXPECT_EQ(r.tolerances.bytes, 0.005);
+  EXPECT_EQ(r.tolerances.accuracy, 0.0);
+  EXPECT_EQ(*row(r, "naive_ddp", "samples/s").allowed_lo, 100 * (1 - 0.005));
+  const std::string table = format_check_table(r, vbaseline(), vbaseline());
+  EXPECT_NE(table.find("absolute figures of every strategy"), std::string::npos) << table;
+  EXPECT_NE(table.find("baseline: git abc, scenario hash aaaaaaaaaaaa"), std::string::npos) << table;
+}
+
+TEST(CheckAbsolute, ReferenceSlowerFailsThoughRatiosWouldPass) {
+  // naive_ddp 3 % slower: hier's ratio to it rises, which the ratio gate reads as better.
+  const RunReport cur = vedited("naive_ddp", [](json& m) { m["samples_per_s"] = 97.0; });
+  const CheckResult r = check_report(cur, vbaseline());
+  EXPECT_FALSE(r.passed());
+  EXPECT_EQ(row(r, "naive_ddp", "samples/s").verdict, Verdict::kFail);
+  EXPECT_EQ(r.count(Verdict::kFail), 1);
+  // Every strategy 1.5x slower fails twice.
+  json j = virtual_clock(report_json({{"naive_ddp", 100 / 1.5, 1024, 0.75}, {"hier", 400 / 1.5, 256, 0.75}}));
+  const CheckResult both = check_report(parse_report(j, "both.json"), vbaseline());
+  EXPECT_EQ(both.count(Verdict::kFail), 2);
+}
+
+TEST(CheckAbsolute, OnePercentSlowerFailsHalfAPercentPasses) {
+  EXPECT_EQ(row(check_report(vedited("hier", [](json& m) { m["samples_per_s"] = 396.0; }), vbaseline()), "hier",
+                "samples/s")
+                .verdict,
+            Verdict::kFail);
+  EXPECT_TRUE(check_report(vedited("hier", [](json& m) { m["samples_per_s"] = 398.5; }), vbaseline()).passed());
+}
+
+TEST(CheckAbsolute, BoundsAreInclusiveWithTheBaselinesOwnTolerances) {
+  // timing 0.25, bytes 0.5, accuracy 0.125: exact in binary.
+  const json tol = {{"throughput_ratio_tolerance", 0.15}, {"wan_bytes_ratio_tolerance", 0.05},
+                    {"timing_tolerance", 0.25}, {"bytes_tolerance", 0.5}, {"accuracy_tolerance", 0.125}};
+  const RunReport base = vreport({{"naive_ddp", 100, 1024, 0.75}, {"hier", 400, 256, 0.75}}, tol);
+  EXPECT_TRUE(check_report(vreport({{"naive_ddp", 75, 1536, 0.625}, {"hier", 300, 384, 0.625}}), base).passed());
+  const CheckResult r = check_report(
+      vreport({{"naive_ddp", std::nextafter(75.0, 0.0), 1537, 0.6249}, {"hier", 300, 384, 0.625}}), base);
+  EXPECT_EQ(row(r, "naive_ddp", "samples/s").verdict, Verdict::kFail);
+  EXPECT_EQ(row(r, "naive_ddp", "WAN bytes").verdict, Verdict::kFail);
+  EXPECT_EQ(row(r, "naive_ddp", "final accuracy").verdict, Verdict::kFail);
+  EXPECT_EQ(r.count(Verdict::kFail), 3);
+  EXPECT_EQ(r.tolerances_from, "scenario.check of vcur.json");
+}
+
+TEST(CheckAbsolute, ExposedCommWanBytesExchangesAndAccuracy) {
+  auto fails_only = [](const RunReport& cur, const std::string& strategy, const std::string& figure) {
+    const CheckResult r = check_report(cur, vbaseline());
+    EXPECT_EQ(r.count(Verdict::kFail), 1) << format_check_table(r, cur, vbaseline());
+    EXPECT_EQ(row(r, strategy, figure).verdict, Verdict::kFail) << figure;
+  };
+  fails_only(vedited("hier", [](json& m) { m["exposed_comm_s_per_step"] = 0.002 * 1.01; }), "hier", "exposed comm/step");
+  fails_only(vedited("hier", [](json& m) { m["wan_payload_bytes"] = 259; }), "hier", "WAN bytes");  // +1.2 %
+  fails_only(vedited("naive_ddp", [](json& m) { m["wan_payload_bytes"] = 1035; }), "naive_ddp", "WAN bytes");
+  fails_only(vedited("hier", [](json& m) { m["exchanges"] = 5; }), "hier", "exchanges");
+  fails_only(vedited("hier", [](json& m) { m["exchanges"] = 3; }), "hier", "exchanges");
+  fails_only(vedited("naive_ddp", [](json& m) { m["final_test_accuracy"] = 0.748; }), "naive_ddp", "final accuracy");
+  // Identical to 4 decimals: a difference in the fifth passes.
+  EXPECT_TRUE(check_report(vedited("hier", [](json& m) { m["final_test_accuracy"] = 0.75004; }), vbaseline()).passed());
+  EXPECT_TRUE(check_report(vedited("hier", [](json& m) { m["wan_payload_bytes"] = 257; }), vbaseline()).passed());
+}
+
+TEST(CheckAbsolute, MissingStrategyFailsEvenTheReference) {
+  const RunReport cur = vreport({{"hier", 400, 256, 0.75}});
+  const CheckResult r = check_report(cur, vbaseline());
+  EXPECT_EQ(row(r, "naive_ddp", "present").verdict, Verdict::kFail);
+  EXPECT_EQ(r.count(Verdict::kFail), 1);
+  EXPECT_NO_THROW(check_report(cur, parse_report(virtual_clock(report_json({{"hier", 400, 256, 0.75}})), "b.json")));
+}
+
+TEST(CheckAbsolute, DirtyBaselineAndAnotherClockFail) {
+  json dirty = virtual_clock(report_json({{"naive_ddp", 100, 1024, 0.75}, {"hier", 400, 256, 0.75}}));
+  dirty["context"]["git_revision"] = "abc-dirty";
+  const CheckResult r = check_report(vbaseline(), parse_report(dirty, "dirty.json"));
+  EXPECT_EQ(row(r, "-", "baseline").verdict, Verdict::kFail);
+  EXPECT_NE(row(r, "-", "baseline").note.find("abc-dirty"), std::string::npos);
+  EXPECT_EQ(r.count(Verdict::kFail), 1);
+  EXPECT_TRUE(clean_revision("ac777cc"));
+  EXPECT_FALSE(clean_revision("ac777cc-dirty"));
+  EXPECT_FALSE(clean_revision("unknown"));
+
+  json wall = report_json({{"naive_ddp", 100, 1024, 0.75}, {"hier", 400, 256, 0.75}});
+  wall["context"]["clock"] = "wall";
+  const CheckResult w = check_report(parse_report(wall, "wall.json"), vbaseline());
+  EXPECT_EQ(row(w, "-", "clock").verdict, Verdict::kFail);
+  EXPECT_NE(row(w, "-", "clock").note.find("this run on wall without a compute profile"), std::string::npos)
+      << row(w, "-", "clock").note;
 }
 
 TEST(Check, DifferentScenarioOrBaselineWithoutReferenceIsAUsageError) {

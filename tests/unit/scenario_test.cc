@@ -1,6 +1,8 @@
 // Scenario validation: good files load, bad ones fail with a message naming field and value.
 #include "harness/scenario.h"
 
+#include <filesystem>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -157,12 +159,31 @@ TEST(Scenario, CheckpointBlockParsesAndStaysOutOfTheTrainingHash) {
 }
 
 TEST(Scenario, ShippedScenariosLoad) {
-  for (const char* f : {"beijing-ningxia.json", "beijing-ningxia-profiled.json", "tiny.json", "us-east-us-west.json",
-                        "strategy-bakeoff.json", "kill-2x4.json", "kill-2x4-none.json", "kill-2x4-leader.json",
-                        "kill-2x4-redistribute.json", "slow-2x4.json", "heartbeat-lossy.json"}) {
-    SCOPED_TRACE(f);
-    EXPECT_NO_THROW(geotb::harness::load_scenario(std::string(GEOTB_SOURCE_DIR "/scenarios/") + f));
+  int n = 0;
+  for (const auto& e : std::filesystem::directory_iterator(GEOTB_SOURCE_DIR "/scenarios")) {
+    if (e.path().extension() != ".json") continue;
+    SCOPED_TRACE(e.path().string());
+    EXPECT_NO_THROW(geotb::harness::load_scenario(e.path().string()));
+    ++n;
   }
+  EXPECT_GE(n, 25);
+}
+
+// The gate's tolerances: the ratio ones always have a value; accuracy, timing and bytes only when
+// the file sets them (absent: the gate's default for the baseline's mode, harness/check.h).
+TEST(Scenario, CheckBlockParsesWithModeDefaultsLeftAbsent) {
+  json j = good();
+  const auto plain = parse_scenario(j, "s.json");
+  EXPECT_EQ(plain.check.throughput_ratio, 0.15);
+  EXPECT_FALSE(plain.check.accuracy.has_value());
+  EXPECT_FALSE(plain.check.timing.has_value());
+  EXPECT_FALSE(plain.check.bytes.has_value());
+  j["check"] = {{"timing_tolerance", 0.01}, {"bytes_tolerance", 0.02}, {"accuracy_tolerance", 0.001}};
+  const auto with = parse_scenario(j, "s.json");
+  EXPECT_EQ(with.check.timing, 0.01);
+  EXPECT_EQ(with.check.bytes, 0.02);
+  EXPECT_EQ(with.check.accuracy, 0.001);
+  EXPECT_EQ(with.check.wan_bytes_ratio, 0.05);
 }
 
 struct Bad {
@@ -194,6 +215,11 @@ INSTANTIATE_TEST_SUITE_P(
         Bad{"empty checkpoint dir", [](json& j) { j["checkpoint"] = {{"dir", ""}}; }, "checkpoint.dir: \"\": must not be empty"},
         Bad{"unknown checkpoint key", [](json& j) { j["checkpoint"] = {{"dir", "c"}, {"every", 5}}; },
             "checkpoint.every: unknown key"},
+        Bad{"negative timing tolerance", [](json& j) { j["check"] = {{"timing_tolerance", -0.01}}; },
+            "check.timing_tolerance: -0.01: must be in [0, 10]"},
+        Bad{"accuracy tolerance above 1", [](json& j) { j["check"] = {{"accuracy_tolerance", 2}}; },
+            "check.accuracy_tolerance: 2: must be in [0, 1]"},
+        Bad{"unknown check key", [](json& j) { j["check"] = {{"timing", 0.01}}; }, "check.timing: unknown key"},
         Bad{"unknown top-level key", [](json& j) { j["strategy"] = json::array(); }, "s.json: strategy: unknown key"},
         Bad{"missing field", [](json& j) { j["workload"].erase("steps"); }, "workload.steps: missing (required)"},
         Bad{"negative workers", [](json& j) { j["datacenters"][1]["workers"] = -3; },
