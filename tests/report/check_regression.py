@@ -9,7 +9,7 @@
   more, accuracy 0.002 lower, a missing strategy; a copy that claims a loose tolerance for itself
   still fails (tolerances come from the baseline);
 - a baseline whose clock is unrecorded is gated on ratios and says so: there naive_ddp 10 % slower
-  passes and hier 10 % slower fails;
+  passes and hier 20 % slower fails (default ratio tolerance 15 %);
 - a baseline made from a dirty tree fails; unreadable input and a baseline of another scenario
   exit 2 with a message naming the file;
 - --update needs --reason, refuses a report of a dirty tree, and otherwise replaces the baseline
@@ -117,8 +117,8 @@ with tempfile.TemporaryDirectory() as tmp:
     p = check(crafted("ratio-naive-10pct", lambda r: (unclocked(r), metrics(r, "naive_ddp").update(
         samples_per_s=n_sps * 0.9))), ratio_base)
     assert p.returncode == 0 and "ratios of each strategy to naive_ddp in the same run" in p.stdout
-    p = check(crafted("ratio-hier-10pct", lambda r: (unclocked(r), metrics(r, "hier_ef_topk_int8").update(
-        samples_per_s=h_sps * 0.9))), ratio_base)
+    p = check(crafted("ratio-hier-20pct", lambda r: (unclocked(r), metrics(r, "hier_ef_topk_int8").update(
+        samples_per_s=h_sps * 0.8))), ratio_base)
     assert p.returncode == 1 and "hier_ef_topk_int8: throughput ratio" in p.stdout
 
     dirty = crafted("dirty", lambda r: r["context"].update(git_revision=r["context"]["git_revision"] + "-dirty"))
