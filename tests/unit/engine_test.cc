@@ -262,11 +262,20 @@ double median_step_comm_s(const geotb::model::StrategyRun& r, double step_time_s
   return d[d.size() / 2] - step_time_s;
 }
 
-// Every strategy pays the LAN: on the virtual clock with a compute profile, a step of lan (4 ranks
-// in one DC) and of hier (2 ranks per DC) waits for the ring time above plus the mean's division
-// (n floats at the profile's per-element reduction cost), within 5 %, at the default LAN and at
-// 1 Gbit/s / 1 ms (0.5 ms one way); and with the WAN equal to the LAN, naive_ddp's ring over both DCs costs
-// what lan's does (within 5 %).
+// How much longer the first step is than the median one, spread over the run's steps.
+double first_step_excess_s(const geotb::model::StrategyRun& r, double step_time_s) {
+  const double first = r.series.step_end_s.at(0) - step_time_s;
+  return (first - median_step_comm_s(r, step_time_s)) / static_cast<double>(r.series.step_end_s.size());
+}
+
+// Every strategy pays the LAN: on the virtual clock with a compute profile, a steady step of lan
+// (4 ranks in one DC) and of hier (2 ranks per DC) waits for the ring time above plus the mean's
+// division (n floats at the profile's per-element reduction cost), within 0.5 %, at the default
+// LAN and at 1 Gbit/s / 1 ms (0.5 ms one way); and with the WAN equal to the LAN, naive_ddp's ring
+// over both DCs costs what lan's does (within 0.5 %). The first step is longer (the TCP model's
+// slow start: +18 us at 100 Gbit/s, +891 us at 1 Gbit/s, where a 25 kB ring chunk outgrows the
+// initial window and needs one more round trip), so the mean exposed comm per step is the steady
+// ring plus that excess spread over the run: it is asserted as such, also within 0.5 %.
 TEST(VirtualClock, EveryStrategyPaysTheLanAsGloosRingProtocolSays) {
   RunOptions opt;
   opt.clock = ClockMode::kVirtual;
@@ -290,28 +299,32 @@ TEST(VirtualClock, EveryStrategyPaysTheLanAsGloosRingProtocolSays) {
     const double want4 = gloo_ring_time_s(n, 4, lan.rate_bps, d, opt.compute[0].reduce_ns_per_element) + division_s;
     const double want2 = gloo_ring_time_s(n, 2, lan.rate_bps, d, opt.compute[0].reduce_ns_per_element) + division_s;
     const auto l = run_strategy(c, small_work(), StrategyConfig{"lan"}, small_data(), opt);
-    EXPECT_NEAR(l.metrics.exposed_comm_s_per_step, want4, 0.05 * want4) << "lan";
-    EXPECT_NEAR(median_step_comm_s(l, step_s), want4, 0.05 * want4) << "lan";
+    EXPECT_NEAR(median_step_comm_s(l, step_s), want4, 0.005 * want4) << "lan";
+    EXPECT_NEAR(l.metrics.exposed_comm_s_per_step, want4 + first_step_excess_s(l, step_s), 0.005 * want4) << "lan";
     StrategyConfig hier{"hier_ef_topk_int8"};
     hier.K = 5;
     const auto h = run_strategy(c, small_work(), hier, small_data(), opt);
-    EXPECT_NEAR(median_step_comm_s(h, step_s), want2, 0.05 * want2) << "hier";
+    EXPECT_NEAR(median_step_comm_s(h, step_s), want2, 0.005 * want2) << "hier";
     // naive_ddp with the WAN equal to the LAN: the same ring of 4 as lan's (its mean's division is
     // counted as compute, after the allreduce: compare whole steps).
     c.wan[0].a_to_b = c.wan[0].b_to_a = c.lan;
     const auto nv = run_strategy(c, small_work(), StrategyConfig{"naive_ddp"}, small_data(), opt);
-    EXPECT_NEAR(nv.metrics.exposed_comm_s_per_step, want4 - division_s, 0.05 * want4) << "naive_ddp";
-    EXPECT_NEAR(median_step_comm_s(nv, step_s), median_step_comm_s(l, step_s), 0.05 * want4) << "naive_ddp vs lan";
-    std::printf("LAN %.0f bit/s, %.0f us one way: model ring of 4 + division %.1f us: lan %.1f, naive_ddp with "
-                "WAN = LAN %.1f (step %.1f); model ring of 2 + division %.1f us: hier's median step %.1f\n",
-                lan.rate_bps, d * 1e6, want4 * 1e6, l.metrics.exposed_comm_s_per_step * 1e6,
-                nv.metrics.exposed_comm_s_per_step * 1e6, median_step_comm_s(nv, step_s) * 1e6, want2 * 1e6,
+    EXPECT_NEAR(nv.metrics.exposed_comm_s_per_step, want4 - division_s + first_step_excess_s(nv, step_s),
+                0.005 * want4)
+        << "naive_ddp";
+    EXPECT_NEAR(median_step_comm_s(nv, step_s), median_step_comm_s(l, step_s), 0.005 * want4) << "naive_ddp vs lan";
+    std::printf("LAN %.0f bit/s, %.0f us one way: model ring of 4 + division %.3f us: lan's median step %.3f "
+                "(mean %.3f, first step's excess %.3f per step); naive_ddp with WAN = LAN: median %.3f, mean %.3f; "
+                "model ring of 2 + division %.3f us: hier's median step %.3f\n",
+                lan.rate_bps, d * 1e6, want4 * 1e6, median_step_comm_s(l, step_s) * 1e6,
+                l.metrics.exposed_comm_s_per_step * 1e6, first_step_excess_s(l, step_s) * 1e6,
+                median_step_comm_s(nv, step_s) * 1e6, nv.metrics.exposed_comm_s_per_step * 1e6, want2 * 1e6,
                 median_step_comm_s(h, step_s) * 1e6);
   }
 }
 
 // A compute profile per data center: naive_ddp's synchronous steps run at the slower DC's pace
-// (the same steps as with the slow profile everywhere, within 5 %), while the mean compute per
+// (the same steps as with the slow profile everywhere, within 0.5 %), while the mean compute per
 // worker is the two profiles' mean; and the run is exactly repeatable.
 TEST(VirtualClock, PerDataCenterProfilesChargeEachDcItsOwnStepTime) {
   RunOptions opt;
@@ -325,7 +338,8 @@ TEST(VirtualClock, PerDataCenterProfilesChargeEachDcItsOwnStepTime) {
   const auto all_slow = run_strategy(fast_cluster(), small_work(), StrategyConfig{"naive_ddp"}, small_data(), slow);
   const double step_mixed = median_step_comm_s(mixed, 0), step_slow = median_step_comm_s(all_slow, 0);
   EXPECT_GT(step_mixed, 0.030);
-  EXPECT_NEAR(step_mixed, step_slow, 0.05 * step_slow);
+  std::printf("median step: 10 ms + 30 ms profiles %.6f s, 30 ms everywhere %.6f s\n", step_mixed, step_slow);
+  EXPECT_NEAR(step_mixed, step_slow, 0.005 * step_slow);
   const double division_s = static_cast<double>(784 * 32 + 32 + 32 * 10 + 10) * 0.5e-9;  // naive's mean
   EXPECT_NEAR(mixed.metrics.compute_s_per_step, 0.020 + division_s, 1e-9);
   EXPECT_NEAR(all_slow.metrics.compute_s_per_step, 0.030 + division_s, 1e-9);

@@ -234,13 +234,14 @@ TEST(NodeFaults, NoFaultNoDetectionAndASlowWorkerCostsOnlyTime) {
   p.events = {s};
   const auto slow = run_strategy(two_by(2), work(12), StrategyConfig{"naive_ddp"}, data(), options(p));
   EXPECT_EQ(slow.series.loss, plain.series.loss);
-  // 4 steps of 100 ms compute charged 500 ms: 1.6 s more, give or take how the ring's waits
-  // shift around the late worker (its neighbours' messages are there when it arrives): at most
-  // one ring per step.
+  // 4 steps of 100 ms compute charged 500 ms: 1.6 s more, never more, and less only by how the
+  // ring's waits shift around the late worker (its neighbours' messages are there when it
+  // arrives): measured 1.5993 s, so within 0.5 %.
   const double cost = slow.metrics.wall_s - plain.metrics.wall_s;
   std::printf("slow worker x5 for 4 steps of 100 ms: %.4f s more (ring %.4f s per step)\n", cost,
               plain.metrics.exposed_comm_s_per_step);
-  EXPECT_NEAR(cost, 1.6, 4 * plain.metrics.exposed_comm_s_per_step);
+  EXPECT_LE(cost, 1.6 + 1e-9);
+  EXPECT_NEAR(cost, 1.6, 0.005 * 1.6);
   ASSERT_EQ(slow.faults->events.size(), 1u);
   EXPECT_EQ(slow.faults->events[0].event, "slow");
   EXPECT_EQ(slow.faults->events[0].step, 3);
