@@ -17,9 +17,17 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 
-def suites_of(entry: dict) -> set:
-    # testlog.json names suites "project:suite" (or "suite" for the main project).
-    return {s.split(":")[-1] for s in entry.get("suite", [])}
+def split_name(entry: dict) -> tuple:
+    """(test name, suites) of a testlog.json entry. Meson 1.0 writes the name as
+    "project:suite / test" ("project:suite1+suite2 / test" for several suites) and no suite key;
+    later versions add "suite": ["project:suite", ...]."""
+    name = entry.get("name", "?")
+    suites = {s.split(":")[-1] for s in entry.get("suite", [])}
+    if " / " in name:
+        head, name = name.split(" / ", 1)
+        if not suites:
+            suites = set(head.split(":", 1)[-1].split("+"))
+    return name, suites
 
 
 def last_line(text: str) -> str:
@@ -51,14 +59,15 @@ def find_skips(build: Path, allowed: set) -> list:
         if not line.strip():
             continue
         entry = json.loads(line)
-        if suites_of(entry) & allowed:
+        name, suites = split_name(entry)
+        if suites & allowed:
             continue
-        name = entry.get("name", "?")
+        where = f"{name} ({', '.join(sorted(suites))})"
         if entry.get("result") == "SKIP":
-            found.append(f"{name} ({', '.join(sorted(suites_of(entry)))}): skipped: {last_line(entry.get('stdout'))}")
-        elif entry.get("protocol") == "gtest" or (build / f"{name}.xml").exists():
+            found.append(f"{where}: skipped: {last_line(entry.get('stdout'))}")
+        elif (build / f"{name}.xml").exists():  # protocol gtest: meson leaves its JUnit XML here
             for case in gtest_skips(build / f"{name}.xml"):
-                found.append(f"{name} ({', '.join(sorted(suites_of(entry)))}): case {case}")
+                found.append(f"{where}: case {case}")
     return found
 
 

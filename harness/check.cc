@@ -276,8 +276,9 @@ std::string mode_line(const CheckResult& r) {
     return fmt::format(
         "  absolute figures of every strategy (the baseline ran on the virtual clock with a declared compute "
         "profile: every figure is a function of the scenario); tolerances ({}): samples/s and exposed comm/step "
-        "{} (relative), WAN bytes {} (relative), exchanges equal, final accuracy -{:.4f} at 4 decimals\n",
-        r.tolerances_from, pct(t.timing), pct(t.bytes), t.accuracy);
+        "{} (relative), WAN bytes {} (relative), exchanges equal, final accuracy {} at 4 decimals\n",
+        r.tolerances_from, pct(t.timing), pct(t.bytes),
+        t.accuracy == 0 ? std::string("identical") : fmt::format("-{:.4f}", t.accuracy));
   return fmt::format(
       "  ratios of each strategy to {} in the same run (the baseline's compute figures are measured, so they move "
       "with the host: absolute figures are not gated); tolerances ({}): throughput ratio -{} (relative), WAN bytes "

@@ -17,9 +17,16 @@ def run(build: Path, *extra: str) -> subprocess.CompletedProcess:
     return p
 
 
-def entry(name: str, suite: str, result: str, stdout: str = "", protocol: str = "exitcode") -> str:
-    return json.dumps({"name": name, "suite": [f"geotb:{suite}"], "result": result, "stdout": stdout,
-                       "protocol": protocol, "returncode": 77 if result == "SKIP" else 0})
+def entry(name: str, suite: str, result: str, stdout: str = "") -> str:
+    # The form meson 1.0 writes: "project:suite / test", no suite key.
+    return json.dumps({"name": f"geotb:{suite} / {name}", "result": result, "stdout": stdout,
+                       "returncode": 77 if result == "SKIP" else 0, "duration": 0.1})
+
+
+def entry_new(name: str, suite: str, result: str, stdout: str = "") -> str:
+    # Later meson versions: a suite list beside the name.
+    return json.dumps({"name": f"geotb:{suite} / {name}", "suite": [f"geotb:{suite}"], "result": result,
+                       "stdout": stdout, "returncode": 77 if result == "SKIP" else 0, "duration": 0.1})
 
 
 GTEST_XML = """<?xml version="1.0" encoding="UTF-8"?>
@@ -40,12 +47,12 @@ with tempfile.TemporaryDirectory() as tmp:
 
     assert run(build).returncode == 2, "no log: exit 2"
 
-    log.write_text("\n".join([entry("engine_unit_tests", "unit", "OK", protocol="gtest"),
+    log.write_text("\n".join([entry("engine_unit_tests", "unit", "OK"),
                               entry("kernels_gpu_tests", "gpu", "SKIP", "no CUDA device: skipped")]) + "\n")
     p = run(build)
     assert p.returncode == 0 and "no test skipped outside gpu" in p.stdout, "a gpu skip is allowed"
 
-    log.write_text("\n".join([entry("engine_unit_tests", "unit", "OK", protocol="gtest"),
+    log.write_text("\n".join([entry("engine_unit_tests", "unit", "OK"),
                               entry("exec_dpdk", "dpdk", "SKIP", "starting\niperf3 missing: skipped\n"),
                               entry("compare_chromium", "e2e", "SKIP", "chromium is not installed: skipping"),
                               entry("kernels_gpu_tests", "gpu", "SKIP", "no device")]) + "\n")
@@ -55,8 +62,12 @@ with tempfile.TemporaryDirectory() as tmp:
     assert "compare_chromium (e2e): skipped: chromium is not installed: skipping" in p.stderr, p.stderr
     assert "2 test(s) skipped" in p.stderr and "kernels_gpu_tests" not in p.stderr
     assert run(build, "--allow-suite", "gpu", "--allow-suite", "dpdk", "--allow-suite", "e2e").returncode == 0
+    log.write_text("\n".join([entry_new("exec_dpdk", "dpdk", "SKIP", "iperf3 missing: skipped"),
+                              entry_new("kernels_gpu_tests", "gpu", "SKIP", "no device")]) + "\n")
+    p = run(build)
+    assert p.returncode == 1 and "exec_dpdk (dpdk): skipped: iperf3 missing: skipped" in p.stderr, p.stderr
 
-    log.write_text(entry("dpdk_cpu_shield", "dpdk", "OK", protocol="gtest") + "\n")
+    log.write_text(entry("dpdk_cpu_shield", "dpdk", "OK") + "\n")
     (build / "dpdk_cpu_shield.xml").write_text(GTEST_XML)
     p = run(build)
     assert p.returncode == 1, "a GTEST_SKIP case must fail"

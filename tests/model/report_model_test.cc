@@ -53,7 +53,11 @@ TEST(ReportModel, BaselineReadsTyped) {
   ASSERT_EQ(r.scenario.wan.size(), 1u);
   EXPECT_EQ(r.scenario.wan[0].rtt_s, 0.07);
   ASSERT_TRUE(r.scenario.check.has_value());
-  EXPECT_EQ(r.scenario.check->throughput_ratio, 0.02);
+  EXPECT_EQ(r.scenario.check->throughput_ratio, 0.15);  // the default: the file has no check block
+  EXPECT_FALSE(r.scenario.check->timing.has_value());     // absent: the gate's 0.5 %
+  EXPECT_FALSE(r.scenario.check->accuracy.has_value());   // absent: identical to 4 decimals
+  ASSERT_TRUE(r.baseline.has_value());
+  EXPECT_NE(r.baseline->reason.find("absolute gating"), std::string::npos) << r.baseline->reason;
   EXPECT_EQ(r.context.clock, "virtual");
   ASSERT_TRUE(r.context.compute_profile.has_value());
   EXPECT_EQ(r.context.compute_profile->step_time_s, 0.012);
