@@ -18,6 +18,9 @@ namespace {
 
 using namespace std::chrono_literals;
 
+// A script whose sleep must be the child itself says `exec sleep`: /bin/sh may fork the command
+// instead of exec'ing it, and a killed shell then leaves an orphan sleep holding the test's stdout,
+// which kept meson waiting 30 s for its end in 9 of 30 runs.
 ChildOptions sh(const std::string& script) {
   ChildOptions o;
   o.argv = {"/bin/sh", "-c", script};
@@ -83,7 +86,7 @@ TEST(ChildProcess, SignalsStartAtDefaultEvenWhenIgnoredHere) {
   struct sigaction ign {}, old_sa {};
   ign.sa_handler = SIG_IGN;
   sigaction(SIGTERM, &ign, &old_sa);
-  ChildProcess c(sh("sleep 30"));
+  ChildProcess c(sh("exec sleep 30"));
   sigaction(SIGTERM, &old_sa, nullptr);
   c.signal(SIGTERM);
   EXPECT_EQ(c.wait_for(5s).value_or(-1), 128 + SIGTERM);
@@ -122,14 +125,14 @@ TEST(ChildProcess, OwnProcessGroupIsSignalledAsAGroup) {
 TEST(ChildProcess, DestructorKillsAndReapsUnlessReleased) {
   pid_t pid = 0;
   {
-    ChildProcess c(sh("sleep 30"));
+    ChildProcess c(sh("exec sleep 30"));
     pid = c.pid();
     EXPECT_TRUE(alive(pid));
   }
   EXPECT_FALSE(alive(pid));  // killed and reaped: not even a zombie
   pid_t kept = 0;
   {
-    ChildProcess c(sh("sleep 30"));
+    ChildProcess c(sh("exec sleep 30"));
     kept = c.release();
   }
   EXPECT_TRUE(alive(kept));
