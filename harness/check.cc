@@ -274,15 +274,17 @@ std::string mode_line(const CheckResult& r) {
   const Tolerances& t = r.tolerances;
   if (r.mode == GateMode::kAbsolute)
     return fmt::format(
-        "  absolute figures of every strategy (the baseline ran on the virtual clock with a declared compute "
-        "profile: every figure is a function of the scenario); tolerances ({}): samples/s and exposed comm/step "
-        "{} (relative), WAN bytes {} (relative), exchanges equal, final accuracy {} at 4 decimals\n",
+        "  gated: absolute figures of every strategy (the baseline ran on the virtual clock with a compute "
+        "profile: every figure is a function of the scenario)\n"
+        "  tolerances ({}): samples/s and exposed comm/step {}, WAN bytes {} (relative), exchanges equal, "
+        "final accuracy {} at 4 decimals\n",
         r.tolerances_from, pct(t.timing), pct(t.bytes),
         t.accuracy == 0 ? std::string("identical") : fmt::format("-{:.4f}", t.accuracy));
   return fmt::format(
-      "  ratios of each strategy to {} in the same run (the baseline's compute figures are measured, so they move "
-      "with the host: absolute figures are not gated); tolerances ({}): throughput ratio -{} (relative), WAN bytes "
-      "ratio +{} (relative), final accuracy -{:.4f} (absolute)\n",
+      "  gated: ratios of each strategy to {} in the same run (the baseline's compute was measured, so its "
+      "absolute figures move with the host)\n"
+      "  tolerances ({}): throughput ratio -{}, WAN bytes ratio +{} (relative), final accuracy -{:.4f} "
+      "(absolute)\n",
       r.reference, r.tolerances_from, pct(t.throughput_ratio), pct(t.wan_bytes_ratio), t.accuracy);
 }
 
@@ -291,11 +293,10 @@ std::string mode_line(const CheckResult& r) {
 std::string format_check_table(const CheckResult& r, const RunReport& cur, const RunReport& base) {
   std::string out =
       fmt::format("geotb check: {} ({}) against the baseline {}\n", cur.source, cur.scenario.name, base.source);
-  out += fmt::format("  baseline: git {}, scenario hash {}, {} on {}{}\n", base.context.git_revision,
-                     base.scenario.hash.substr(0, 12), base.context.started_at, base.context.host,
-                     base.baseline ? fmt::format("; made the baseline {} because: {}", base.baseline->updated_at,
-                                                 base.baseline->reason)
-                                   : std::string());
+  out += fmt::format("  baseline: git {}, scenario hash {}, {} on {}\n", base.context.git_revision,
+                     base.scenario.hash.substr(0, 12), base.context.started_at, base.context.host);
+  if (base.baseline)
+    out += fmt::format("  baseline since {} because: {}\n", base.baseline->updated_at, base.baseline->reason);
   out += fmt::format("  current:  git {}, scenario hash {}, {} on {}\n", cur.context.git_revision,
                      cur.scenario.hash.substr(0, 12), cur.context.started_at, cur.context.host);
   out += mode_line(r) + "\n";

@@ -124,6 +124,7 @@ int run(const RunArgs& a) {
   if (sc.clock == engine::ClockMode::kWall) {  // wall time: compute is what it takes
     sc.compute.clear();
     sc.compute_default.reset();
+    sc.compute_derived.clear();
   }
   if (a.seeds < 1 || a.seeds > 100) {
     fmt::print(stderr, "geotb: error: --seeds: {}: must be in [1, 100]\n", a.seeds);

@@ -137,7 +137,7 @@ std::string header_html(const std::vector<model::RunReport>& reports) {
     h += "</dl>\n";
   }
   h += "<h2>Runs</h2>\n<table>\n<tr><th>run</th><th>report</th><th>date (UTC)</th><th>git revision</th>"
-       "<th>build</th><th>host</th><th>threads</th><th>libraries</th><th>strategies</th></tr>\n";
+       "<th>build</th><th>host</th><th>threads</th><th>libraries</th><th>strategies</th><th>clock and compute</th></tr>\n";
   for (size_t i = 0; i < reports.size(); ++i) {
     const model::RunReport& r = reports[i];
     std::string libs, names;
@@ -147,10 +147,10 @@ std::string header_html(const std::vector<model::RunReport>& reports) {
         r.context.hardware_threads ? std::to_string(*r.context.hardware_threads) : std::string("?");
     h += fmt::format(
         "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td><td>{}</td>"
-        "<td>{}</td></tr>\n",
+        "<td>{}</td><td>{}</td></tr>\n",
         i + 1, xml_escape(r.source), xml_escape(r.context.started_at), xml_escape(r.context.git_revision),
         xml_escape(r.context.build_type), xml_escape(r.context.host), xml_escape(threads), xml_escape(libs),
-        xml_escape(names));
+        xml_escape(names), xml_escape(model::describe_clock(r.context)));
   }
   h += "</table>\n";
   for (const model::RunReport& r : reports)

@@ -48,10 +48,11 @@ std::string render_markdown_report(const std::vector<model::RunReport>& reports,
                         l.rtt_s * 1e3, l.loss_rate * 100);
     md += "\n";
   }
-  md += "| run | report | date (UTC) | git | host |\n|---|---|---|---|---|\n";
+  md += "| run | report | date (UTC) | git | host | clock and compute |\n|---|---|---|---|---|---|\n";
   for (size_t i = 0; i < reports.size(); ++i)
-    md += fmt::format("| {} | `{}` | {} | `{}` | {} |\n", i + 1, cell(reports[i].source),
-                      reports[i].context.started_at, reports[i].context.git_revision, cell(reports[i].context.host));
+    md += fmt::format("| {} | `{}` | {} | `{}` | {} | {} |\n", i + 1, cell(reports[i].source),
+                      reports[i].context.started_at, reports[i].context.git_revision, cell(reports[i].context.host),
+                      cell(model::describe_clock(reports[i].context)));
   md += "\n";
 
   md += fmt::format(

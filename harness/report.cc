@@ -53,18 +53,27 @@ void describe_clock(const Scenario& sc, model::ReportContext& c) {
   const bool virt = sc.network == "embedded" && sc.clock == engine::ClockMode::kVirtual;
   c.clock = virt ? "virtual" : "wall";
   if (!virt || sc.compute.empty()) return;
-  auto profile = [](const engine::ComputeProfile& p) {
-    return model::ReportContext::ComputeProfile{std::chrono::duration<double>(p.step_time).count(),
-                                                p.reduce_ns_per_element, p.compress_ns_per_element};
+  auto profile = [&](size_t i) {
+    const engine::ComputeProfile& p = sc.compute[i];
+    return model::ReportContext::ComputeProfile{
+        std::chrono::duration<double>(p.step_time).count(), p.reduce_ns_per_element, p.compress_ns_per_element,
+        i < sc.compute_derived.size() ? sc.compute_derived[i] : std::nullopt};
   };
-  const bool uniform = std::all_of(sc.compute.begin(), sc.compute.end(), [&](const engine::ComputeProfile& p) {
-    return p.step_time == sc.compute[0].step_time && p.reduce_ns_per_element == sc.compute[0].reduce_ns_per_element &&
-           p.compress_ns_per_element == sc.compute[0].compress_ns_per_element;
-  });
+  auto derived_json = [&](size_t i) {
+    const auto d = profile(i).derived;
+    return d ? nlohmann::json(*d) : nlohmann::json();
+  };
+  bool uniform = true;
+  for (size_t i = 1; i < sc.compute.size(); ++i) {
+    const engine::ComputeProfile& p = sc.compute[i];
+    uniform = uniform && p.step_time == sc.compute[0].step_time &&
+              p.reduce_ns_per_element == sc.compute[0].reduce_ns_per_element &&
+              p.compress_ns_per_element == sc.compute[0].compress_ns_per_element && derived_json(i) == derived_json(0);
+  }
   if (uniform) {
-    c.compute_profile = profile(sc.compute[0]);
+    c.compute_profile = profile(0);
   } else {
-    for (size_t i = 0; i < sc.compute.size(); ++i) c.compute_profile_by_dc[sc.cluster.dcs[i].name] = profile(sc.compute[i]);
+    for (size_t i = 0; i < sc.compute.size(); ++i) c.compute_profile_by_dc[sc.cluster.dcs[i].name] = profile(i);
   }
 }
 
@@ -189,6 +198,11 @@ std::string summary_table(const model::RunReport& rep) {
                        rep.context.profiled() ? "compute from the scenario's compute profile"
                                               : "compute: measured thread CPU time, minimum of the last 32",
                        host, seeds ? " for the first seed's runs" : "");
+    if (rep.context.compute_profile ? rep.context.compute_profile->derived.has_value()
+                                    : std::any_of(rep.context.compute_profile_by_dc.begin(),
+                                                  rep.context.compute_profile_by_dc.end(),
+                                                  [](const auto& kv) { return kv.second.derived.has_value(); }))
+      out += model::describe_clock(rep.context) + " (context.compute_profile)\n";
   }
   return out;
 }

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <openssl/evp.h>
 
+#include <cmath>
 #include <fstream>
 #include <map>
 #include <set>
@@ -11,6 +12,7 @@
 
 #include "common/units.h"
 #include "engine/strategies/table.h"
+#include "model/hardware.h"
 
 namespace geotb::harness {
 
@@ -498,28 +500,102 @@ Scenario parse_scenario(const json& j, const std::string& origin) {
            "profile; \"wall\": the host's clock)");
     }
     // Compute profile: `compute` for every DC, `datacenters[i].compute` overriding it per DC.
-    auto read_profile = [&](const json& j, const std::string& path, const engine::ComputeProfile* base) {
+    // Declared ({"step_time", ...}) or derived from the hardware ({"gpu", "mfu", "params",
+    // "tokens_per_worker_per_step"}, model/hardware.h); a DC override of a derived profile may
+    // change any of the derivation's inputs.
+    struct Read {
+      engine::ComputeProfile prof;
+      std::optional<model::ComputeDerivation> derived;
+    };
+    auto read_profile = [&](const json& j, const std::string& path, const Read* base) {
       Obj c(j, path);
-      engine::ComputeProfile prof = base ? *base : engine::ComputeProfile{};
-      const auto no_step = std::chrono::nanoseconds{0};
-      prof.step_time = duration(c, "step_time", std::chrono::hours(1), base ? &prof.step_time : nullptr);
-      if (prof.step_time <= no_step) fail(c.field("step_time"), c.req("step_time"), "must be > 0");
-      prof.reduce_ns_per_element = get_number(c, "reduce_ns_per_element", 0, 1e6, prof.reduce_ns_per_element);
-      prof.compress_ns_per_element = get_number(c, "compress_ns_per_element", 0, 1e6, prof.compress_ns_per_element);
+      Read r = base ? *base : Read{};
+      const bool derive = c.has("gpu") || c.has("mfu") || c.has("params") || c.has("tokens_per_worker_per_step");
+      if (derive && c.has("step_time"))
+        fail(c.field("step_time"), c.req("step_time"),
+             "a profile derived from the hardware (\"gpu\", \"mfu\", \"params\", \"tokens_per_worker_per_step\") "
+             "computes its step_time: give one or the other");
+      if (derive || (r.derived && !c.has("step_time"))) {
+        const model::ComputeDerivation* b = r.derived ? &*r.derived : nullptr;
+        const std::string gpu_name = b && !c.has("gpu") ? b->gpu : get_string(c, "gpu");
+        const model::GpuSpec* gpu = model::find_gpu(gpu_name);
+        if (!gpu) fail(c.field("gpu"), c.req("gpu"), fmt::format("unknown GPU (the catalog has: {})", model::gpu_names()));
+        double mfu = b ? b->mfu : 0;
+        if (!b || c.has("mfu")) {
+          const json& v = c.req("mfu");
+          if (!v.is_number() || !(v.get<double>() > 0 && v.get<double>() <= 1))
+            fail(c.field("mfu"), v, "must be a number in (0, 1] (model FLOPs utilisation, e.g. 0.4)");
+          mfu = v.get<double>();
+        }
+        auto count = [&](const char* key, double inherited) {
+          if (b && !c.has(key)) return inherited;
+          const json& v = c.req(key);
+          std::string why;
+          std::optional<double> x;
+          if (v.is_number()) {
+            x = v.get<double>();
+            if (!(*x > 0)) {
+              x.reset();
+              why = "must be > 0";
+            }
+          } else if (v.is_string()) {
+            x = model::parse_count(v.get<std::string>(), &why);
+          } else {
+            why = "expected a number or a string like \"70B\"";
+          }
+          if (!x) fail(c.field(key), v, why);
+          return *x;
+        };
+        const double params = count("params", b ? b->params : 0);
+        const double tokens = count("tokens_per_worker_per_step", b ? b->tokens_per_worker_per_step : 0);
+        r.derived = model::derive_compute(*gpu, mfu, params, tokens);
+        r.prof.step_time = std::chrono::nanoseconds(static_cast<int64_t>(std::llround(r.derived->step_time_s * 1e9)));
+        if (r.prof.step_time <= std::chrono::nanoseconds{0} || r.prof.step_time > std::chrono::hours(1))
+          fail(path, j, fmt::format("derives a step time of {:g} s: must be in (0, 1 h]", r.derived->step_time_s));
+        r.prof.reduce_ns_per_element = r.derived->reduce_ns_per_element;
+        r.prof.compress_ns_per_element = r.derived->compress_ns_per_element;
+      } else {
+        r.derived.reset();
+        const auto no_step = std::chrono::nanoseconds{0};
+        r.prof.step_time = duration(c, "step_time", std::chrono::hours(1), base ? &r.prof.step_time : nullptr);
+        if (r.prof.step_time <= no_step) fail(c.field("step_time"), c.req("step_time"), "must be > 0");
+      }
+      // Explicit per-element charges override the catalog's (the derivation then records them).
+      if (c.has("reduce_ns_per_element")) {
+        r.prof.reduce_ns_per_element = get_number(c, "reduce_ns_per_element", 0, 1e6, 0);
+        if (r.derived) {
+          r.derived->reduce_ns_per_element = r.prof.reduce_ns_per_element;
+          r.derived->reduce_source = "declared in the scenario";
+        }
+      }
+      if (c.has("compress_ns_per_element")) {
+        r.prof.compress_ns_per_element = get_number(c, "compress_ns_per_element", 0, 1e6, 0);
+        if (r.derived) {
+          r.derived->compress_ns_per_element = r.prof.compress_ns_per_element;
+          r.derived->compress_source = "declared in the scenario";
+        }
+      }
       c.done();
       if (sc.clock != engine::ClockMode::kVirtual)
         fail(path, j, "a compute profile needs \"clock\": \"virtual\" (in wall time compute is what it takes)");
-      return prof;
+      return r;
     };
-    if (const json* cp = root.opt("compute")) sc.compute_default = read_profile(*cp, "compute", nullptr);
+    std::optional<Read> top;
+    if (const json* cp = root.opt("compute")) {
+      top = read_profile(*cp, "compute", nullptr);
+      sc.compute_default = top->prof;
+    }
     const bool any_dc = std::any_of(dc_compute.begin(), dc_compute.end(), [](const auto& p) { return p.first; });
-    if (sc.compute_default || any_dc) {
+    if (top || any_dc) {
       for (size_t i = 0; i < dc_compute.size(); ++i) {
         const auto& [j, path] = dc_compute[i];
         if (j) {
-          sc.compute.push_back(read_profile(*j, path, sc.compute_default ? &*sc.compute_default : nullptr));
-        } else if (sc.compute_default) {
-          sc.compute.push_back(*sc.compute_default);
+          const Read r = read_profile(*j, path, top ? &*top : nullptr);
+          sc.compute.push_back(r.prof);
+          sc.compute_derived.push_back(r.derived);
+        } else if (top) {
+          sc.compute.push_back(top->prof);
+          sc.compute_derived.push_back(top->derived);
         } else {
           throw ScenarioError(fmt::format(
               "{}: missing: another data center declares a compute profile, so every one needs a step_time "

@@ -372,9 +372,11 @@ void to_json(json& j, const ReportContext& c) {
   if (c.dc_tcp_congestion_control) j["dc_tcp_congestion_control"] = *c.dc_tcp_congestion_control;
   if (c.clock) j["clock"] = *c.clock;
   auto profile = [](const ReportContext::ComputeProfile& p) {
-    return json{{"step_time_s", p.step_time_s},
-                {"reduce_ns_per_element", p.reduce_ns_per_element},
-                {"compress_ns_per_element", p.compress_ns_per_element}};
+    json o{{"step_time_s", p.step_time_s},
+           {"reduce_ns_per_element", p.reduce_ns_per_element},
+           {"compress_ns_per_element", p.compress_ns_per_element}};
+    if (p.derived) o["derived"] = *p.derived;
+    return o;
   };
   if (c.compute_profile) j["compute_profile"] = profile(*c.compute_profile);
   if (!c.compute_profile_by_dc.empty()) {
@@ -411,8 +413,14 @@ void from_json(const json& j, ReportContext& c) {
       f::fail("clock", fmt::format("expected \"virtual\" or \"wall\", got {}", f::shown(j.at("clock"))));
   }
   auto profile = [](const json& p) {
-    return ReportContext::ComputeProfile{f::nonneg(p, "step_time_s"), f::nonneg(p, "reduce_ns_per_element"),
-                                         f::nonneg(p, "compress_ns_per_element")};
+    ReportContext::ComputeProfile r{f::nonneg(p, "step_time_s"), f::nonneg(p, "reduce_ns_per_element"),
+                                    f::nonneg(p, "compress_ns_per_element"), std::nullopt};
+    if (f::has(p, "derived")) {
+      ComputeDerivation d;
+      f::get(p, "derived", d);
+      r.derived = std::move(d);
+    }
+    return r;
   };
   c.compute_profile.reset();
   if (f::has(j, "compute_profile")) c.compute_profile = profile(f::object(j, "compute_profile"));
@@ -423,6 +431,31 @@ void from_json(const json& j, ReportContext& c) {
   }
   if (c.compute_profile && !c.compute_profile_by_dc.empty())
     f::fail("compute_profile_by_dc", "present beside compute_profile (a report has one or the other)");
+}
+
+std::string describe_clock(const ReportContext& c) {
+  if (!c.clock) return "clock not recorded (a report older than the virtual clock)";
+  if (*c.clock == "wall") return "wall clock: the host's, so the time figures move with the host and its load";
+  auto profile = [](const ReportContext::ComputeProfile& p) {
+    if (p.derived) {
+      const ComputeDerivation& d = *p.derived;
+      return fmt::format(
+          "compute derived from the hardware: 6 x {:.4g} params x {:.6g} tokens / ({:.4g} TFLOP/s dense BF16 ({}) x "
+          "MFU {:.3g}) = {:.4g} ms per step, reduce {:.3g} ns/element, compress {:.3g} ns/element",
+          d.params, d.tokens_per_worker_per_step, d.peak_dense_bf16_flops / 1e12, d.gpu, d.mfu, p.step_time_s * 1e3,
+          p.reduce_ns_per_element, p.compress_ns_per_element);
+    }
+    return fmt::format("declared compute: step {:.4g} ms, reduce {:.3g} ns/element, compress {:.3g} ns/element",
+                       p.step_time_s * 1e3, p.reduce_ns_per_element, p.compress_ns_per_element);
+  };
+  if (c.compute_profile) return "virtual clock, " + profile(*c.compute_profile);
+  if (!c.compute_profile_by_dc.empty()) {
+    std::string out = "virtual clock, per data center:";
+    for (const auto& [dc, p] : c.compute_profile_by_dc) out += fmt::format(" {}: {};", dc, profile(p));
+    out.pop_back();
+    return out;
+  }
+  return "virtual clock, compute = measured thread CPU time (minimum of the last 32 of each region)";
 }
 
 // ---- comparison, failures, the report ----

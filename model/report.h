@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/faults.h"
+#include "model/hardware.h"
 #include "model/measurements.h"
 #include "model/report_error.h"
 
@@ -281,6 +282,9 @@ struct ReportContext {
     double step_time_s = 0;
     double reduce_ns_per_element = 0;
     double compress_ns_per_element = 0;
+    /// When the profile was derived from the hardware (scenario `compute.gpu`, model/hardware.h):
+    /// the formula and every input. Absent for a declared step_time.
+    std::optional<ComputeDerivation> derived;
   };
   std::optional<ComputeProfile> compute_profile;
   /// When the data centers ran different profiles (scenario `datacenters[i].compute`): each DC's,
@@ -291,6 +295,13 @@ struct ReportContext {
 };
 void to_json(json& j, const ReportContext& c);
 void from_json(const json& j, ReportContext& c);
+
+/// Which clock produced a report's time figures and what its compute was, in words (the summary
+/// table, `geotb compare`'s Markdown and HTML): "wall clock ...", "virtual clock, compute =
+/// measured thread CPU time ...", "virtual clock, declared compute: step 12 ms, ..." or "virtual
+/// clock, compute derived from the hardware: 6 x ... = 497 ms per step, ...", per DC when the DCs
+/// differ.
+std::string describe_clock(const ReportContext& c);
 
 /// One strategy against the baseline strategy and the `lan` reference of the same run
 /// (metrics::compare()). A figure is absent when its reference did not run.

@@ -95,6 +95,49 @@ TEST(ReportModel, PerDataCenterComputeProfilesRoundTrip) {
   }
 }
 
+// A derived compute profile: the catalog's entries, the formula on exact inputs, the count
+// parser, and the derivation read and written back inside the report's compute profile.
+TEST(Hardware, CatalogFormulaAndCounts) {
+  const GpuSpec* h100 = find_gpu("H100-SXM");
+  ASSERT_NE(h100, nullptr);
+  EXPECT_EQ(h100->peak_dense_bf16_flops, 989e12);
+  EXPECT_EQ(find_gpu("h800"), nullptr);
+  for (const GpuSpec& g : gpu_catalog()) EXPECT_FALSE(g.source.empty()) << g.name;
+  // 6 * 1e9 * 1000 / (1e15 * 0.5) = 0.012 s on a crafted GPU with round figures.
+  const GpuSpec round{"round", "Round", 1e15, 4.8e12, "test"};
+  const ComputeDerivation d = derive_compute(round, 0.5, 1e9, 1000);
+  EXPECT_DOUBLE_EQ(d.step_time_s, 0.012);
+  EXPECT_DOUBLE_EQ(d.reduce_ns_per_element, 0.0025);        // 12 B / 4.8 TB/s
+  EXPECT_DOUBLE_EQ(d.compress_ns_per_element, 1 / 11.91);   // the H200's own bandwidth: no scaling
+  std::string why;
+  EXPECT_EQ(parse_count("70B", &why), 70e9);
+  EXPECT_EQ(parse_count("1.5B", &why), 1.5e9);
+  EXPECT_EQ(parse_count("124M", &why), 124e6);
+  EXPECT_EQ(parse_count("8.03e9", &why), 8.03e9);
+  EXPECT_EQ(parse_count("2T", &why), 2e12);
+  EXPECT_FALSE(parse_count("8X", &why).has_value());
+  EXPECT_NE(why.find("expected a count"), std::string::npos);
+  EXPECT_FALSE(parse_count("0", &why).has_value());
+  EXPECT_EQ(why, "must be > 0");
+  EXPECT_FALSE(parse_count("", &why).has_value());
+
+  json j = read_json_file((kSource / "reports/baselines/us-east-us-west.json").string());
+  EXPECT_EQ(describe_clock(parse_report(j, "b.json").context),
+            "virtual clock, declared compute: step 12 ms, reduce 0.5 ns/element, compress 2 ns/element");
+  const ComputeDerivation h = derive_compute(*h100, 0.4, 8e9, 4096);
+  j["context"]["compute_profile"] = {{"step_time_s", h.step_time_s}, {"reduce_ns_per_element", h.reduce_ns_per_element},
+                                     {"compress_ns_per_element", h.compress_ns_per_element}, {"derived", h}};
+  const RunReport r = parse_report(j, "derived.json");
+  EXPECT_EQ(describe_clock(r.context),
+            "virtual clock, compute derived from the hardware: 6 x 8e+09 params x 4096 tokens / (989 TFLOP/s dense "
+            "BF16 (h100-sxm) x MFU 0.4) = 497 ms per step, reduce 0.00358 ns/element, compress 0.12 ns/element");
+  ASSERT_TRUE(r.context.compute_profile->derived.has_value());
+  EXPECT_EQ(r.context.compute_profile->derived->gpu, "h100-sxm");
+  EXPECT_EQ(json(r), j);
+  j["context"]["compute_profile"]["derived"]["mfu"] = 1.5;
+  EXPECT_THROW(parse_report(j, "bad.json"), ReportError);
+}
+
 TEST(ReportModel, ErrorsNameTheFileTheFieldAndTheValue) {
   const json base = read_json_file((kSource / "reports/baselines/us-east-us-west.json").string());
   auto message = [](const json& j) {

@@ -186,6 +186,39 @@ TEST(Scenario, CheckBlockParsesWithModeDefaultsLeftAbsent) {
   EXPECT_EQ(with.check.wan_bytes_ratio, 0.05);
 }
 
+// A profile derived from the hardware: step_time = 6 N T / (peak x MFU) from the GPU catalog,
+// per-element charges from the GPU's memory bandwidth; a DC may change any input; exclusive with
+// step_time; bad input names the field and the value.
+TEST(Scenario, ComputeDerivedFromTheHardware) {
+  json j = good();
+  j["compute"] = {{"gpu", "H100-SXM"}, {"mfu", 0.4}, {"params", "8B"}, {"tokens_per_worker_per_step", 4096}};
+  auto sc = parse_scenario(j, "s.json");
+  ASSERT_EQ(sc.compute.size(), 2u);
+  ASSERT_EQ(sc.compute_derived.size(), 2u);
+  ASSERT_TRUE(sc.compute_derived[0].has_value());
+  // 6 * 8e9 * 4096 / (989e12 * 0.4) = 1.96608e14 / 3.956e14 s.
+  EXPECT_NEAR(sc.compute_derived[0]->step_time_s, 0.49698685540950455, 1e-12);
+  EXPECT_EQ(sc.compute[0].step_time, std::chrono::nanoseconds(496986855));
+  EXPECT_EQ(sc.compute_derived[0]->gpu, "h100-sxm");
+  EXPECT_DOUBLE_EQ(sc.compute[0].reduce_ns_per_element, 12 / 3.35e12 * 1e9);
+  EXPECT_DOUBLE_EQ(sc.compute[0].compress_ns_per_element, 1e9 / 11.91e9 * (4.8 / 3.35));
+  // A slower site: another GPU, the rest inherited.
+  j["datacenters"][1]["compute"] = {{"gpu", "a100-sxm-80gb"}};
+  sc = parse_scenario(j, "s.json");
+  EXPECT_NEAR(sc.compute_derived[1]->step_time_s, 6 * 8e9 * 4096 / (312e12 * 0.4), 1e-12);
+  EXPECT_EQ(sc.compute_derived[1]->params, 8e9);
+  // A declared step time in a DC replaces the derivation there; explicit charges are recorded.
+  j["datacenters"][1]["compute"] = {{"step_time", "900ms"}};
+  sc = parse_scenario(j, "s.json");
+  EXPECT_FALSE(sc.compute_derived[1].has_value());
+  EXPECT_EQ(sc.compute[1].step_time, std::chrono::milliseconds(900));
+  j["datacenters"][1].erase("compute");
+  j["compute"]["compress_ns_per_element"] = 0.25;
+  sc = parse_scenario(j, "s.json");
+  EXPECT_EQ(sc.compute[0].compress_ns_per_element, 0.25);
+  EXPECT_EQ(sc.compute_derived[0]->compress_source, "declared in the scenario");
+}
+
 struct Bad {
   const char* what;
   std::function<void(json&)> edit;
@@ -220,6 +253,24 @@ INSTANTIATE_TEST_SUITE_P(
         Bad{"accuracy tolerance above 1", [](json& j) { j["check"] = {{"accuracy_tolerance", 2}}; },
             "check.accuracy_tolerance: 2: must be in [0, 1]"},
         Bad{"unknown check key", [](json& j) { j["check"] = {{"timing", 0.01}}; }, "check.timing: unknown key"},
+        Bad{"unknown GPU", [](json& j) { j["compute"] = {{"gpu", "h900"}, {"mfu", 0.4}, {"params", 1e9}, {"tokens_per_worker_per_step", 1}}; },
+            "compute.gpu: \"h900\": unknown GPU (the catalog has: a100-sxm-80gb, h100-pcie, h100-sxm, h200-sxm, mi300x)"},
+        Bad{"MFU zero", [](json& j) { j["compute"] = {{"gpu", "h100-sxm"}, {"mfu", 0}, {"params", 1e9}, {"tokens_per_worker_per_step", 1}}; },
+            "compute.mfu: 0: must be a number in (0, 1]"},
+        Bad{"MFU above one", [](json& j) { j["compute"] = {{"gpu", "h100-sxm"}, {"mfu", 1.5}, {"params", 1e9}, {"tokens_per_worker_per_step", 1}}; },
+            "compute.mfu: 1.5: must be a number in (0, 1]"},
+        Bad{"zero params", [](json& j) { j["compute"] = {{"gpu", "h100-sxm"}, {"mfu", 0.4}, {"params", 0}, {"tokens_per_worker_per_step", 1}}; },
+            "compute.params: 0: must be > 0"},
+        Bad{"negative params", [](json& j) { j["compute"] = {{"gpu", "h100-sxm"}, {"mfu", 0.4}, {"params", "-8B"}, {"tokens_per_worker_per_step", 1}}; },
+            "compute.params: \"-8B\": must be > 0"},
+        Bad{"params with a bad suffix", [](json& j) { j["compute"] = {{"gpu", "h100-sxm"}, {"mfu", 0.4}, {"params", "8X"}, {"tokens_per_worker_per_step", 1}}; },
+            "compute.params: \"8X\": expected a count"},
+        Bad{"missing tokens", [](json& j) { j["compute"] = {{"gpu", "h100-sxm"}, {"mfu", 0.4}, {"params", "8B"}}; },
+            "compute.tokens_per_worker_per_step: missing (required)"},
+        Bad{"step time beside the GPU", [](json& j) { j["compute"] = {{"gpu", "h100-sxm"}, {"mfu", 0.4}, {"params", "8B"}, {"tokens_per_worker_per_step", 1}, {"step_time", "1s"}}; },
+            "compute.step_time: \"1s\": a profile derived from the hardware"},
+        Bad{"derived step above an hour", [](json& j) { j["compute"] = {{"gpu", "h100-sxm"}, {"mfu", 0.01}, {"params", "405B"}, {"tokens_per_worker_per_step", 1e6}}; },
+            "must be in (0, 1 h]"},
         Bad{"unknown top-level key", [](json& j) { j["strategy"] = json::array(); }, "s.json: strategy: unknown key"},
         Bad{"missing field", [](json& j) { j["workload"].erase("steps"); }, "workload.steps: missing (required)"},
         Bad{"negative workers", [](json& j) { j["datacenters"][1]["workers"] = -3; },
