@@ -20,9 +20,11 @@ for arg in "$@"; do
 done
 t0=$EPOCHREALTIME
 stage_times=()
-stage() {  # stage NAME: records the seconds since the previous stage ended
-  local now=$EPOCHREALTIME
-  stage_times+=("$1 $(awk -v a="$t0" -v b="$now" 'BEGIN { printf "%.0f", b - a }')")
+stage() {  # stage NAME: prints and records the seconds since the previous stage ended
+  local now=$EPOCHREALTIME secs
+  secs=$(awk -v a="$t0" -v b="$now" 'BEGIN { printf "%.0f", b - a }')
+  echo "test.sh: stage $1 took $secs s"
+  stage_times+=("$1 $secs")
   t0=$now
 }
 

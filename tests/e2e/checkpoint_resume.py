@@ -130,8 +130,12 @@ with tempfile.TemporaryDirectory(prefix="geotb-ckpt-e2e-") as t:
     print("SIGUSR1")
     d = tmp / "ckpt-usr1"
     sc = scenario(tmp, "ck-usr1", True, d, every=0)
+    # stdbuf line-buffers geotb's stdout through LD_PRELOAD, which an ASan build (ci/sanitizers.sh)
+    # refuses unless told that its runtime need not come first.
+    env = dict(os.environ, ASAN_OPTIONS=":".join(filter(None, [os.environ.get("ASAN_OPTIONS", ""),
+                                                               "verify_asan_link_order=0"])))
     proc = subprocess.Popen(["stdbuf", "-oL", geotb, "run", str(sc), "--out", str(tmp / "usr1")], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+                            stderr=subprocess.STDOUT, text=True, env=env)
     for line in proc.stdout:  # the handler is in place once the scenario line is out
         if line.startswith("geotb: scenario"):
             break
