@@ -61,15 +61,28 @@ try:
                               "--out", str(Path(out) / "emb")], capture_output=True, text=True, timeout=300)
         assert emb.returncode == 0, emb.stdout + emb.stderr
         emb_rep = json.loads(next((Path(out) / "emb").glob("dpdk-2x2-2*.json")).read_text())
-        proc = subprocess.run([geotb, "run", str(scen_path), "--net", "dpdk",
-                               "--net-prefix", prefix, "--out", out], capture_output=True, text=True, timeout=480)
-        print(proc.stdout)
-        print(proc.stderr, file=sys.stderr)
-        assert proc.returncode == 0, f"geotb run --net dpdk exited {proc.returncode}"
-        assert namespaces() == [], f"namespaces left after the run: {namespaces()}"
-        rep = json.loads(next(Path(out).glob("dpdk-2x2-2*.json")).read_text())
-        origins = re.findall(r"timeline started (-?[0-9.]+) s after the data plane \(the first step\), (\d+) of (\d+)",
-                             proc.stdout)
+        # The timing comparisons below are of the emulator only when its data plane had its CPU:
+        # a run whose naive strategies saw the data plane stalled over 1 % of the time (the
+        # hypervisor or another poller took the CPU: README "A CPU for the data plane"; 13 % in
+        # one fresh-clone run on 2026-12-02, which put dpdk 27 % above embedded) is run once more.
+        for attempt in (1, 2):
+            run_out = Path(out) / f"dpdk-{attempt}"
+            proc = subprocess.run([geotb, "run", str(scen_path), "--net", "dpdk",
+                                   "--net-prefix", prefix, "--out", str(run_out)], capture_output=True, text=True,
+                                  timeout=480)
+            print(proc.stdout)
+            print(proc.stderr, file=sys.stderr)
+            assert proc.returncode == 0, f"geotb run --net dpdk exited {proc.returncode}"
+            assert namespaces() == [], f"namespaces left after the run: {namespaces()}"
+            rep = json.loads(next(run_out.glob("dpdk-2x2-2*.json")).read_text())
+            origins = re.findall(r"timeline started (-?[0-9.]+) s after the data plane \(the first step\), (\d+) of (\d+)",
+                                 proc.stdout)
+            shares = {s["name"]: s["dataplane"]["stall_share"] for s in rep["strategies"]
+                      if s["name"] in ("naive_ddp", "naive_ddp_c10d")}
+            if max(shares.values()) <= 0.01:
+                break
+            print(f"attempt {attempt}: the data plane stalled {shares} of the time (over 1 %): "
+                  + ("once more" if attempt == 1 else "the comparisons below run on this one"))
     jsonschema.validate(rep, schema, cls=jsonschema.Draft202012Validator)
     assert rep["scenario"]["network"] == "dpdk", rep["scenario"]["network"]
     assert rep["failures"] == []
@@ -106,7 +119,8 @@ try:
     emb_c = emb_rep["strategies"][0]["metrics"]["exposed_comm_s_per_step"]
     print(f"naive_ddp exposed comm: embedded {1e3 * emb_c:.1f} ms/step, dpdk ({cc}) {1e3 * model:.1f} ms/step, "
           f"ratio {model / emb_c:.3f}")
-    assert abs(model / emb_c - 1) <= 0.25, f"dpdk {model:.4f} vs embedded {emb_c:.4f} s/step"
+    assert abs(model / emb_c - 1) <= 0.25, (f"dpdk {model:.4f} vs embedded {emb_c:.4f} s/step "
+                                            f"(data plane stalled: {stalled})")
     # The timeline started at each strategy's first step (a worker start takes seconds), not with
     # the emulator; the naive strategies (~19 s) saw both changes in both directions (hier
     # finishes in about a second, before the outage).
