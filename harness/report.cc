@@ -49,7 +49,7 @@ model::ReportContext report_context(const RunContext& ctx) {
 namespace {
 
 /// Which clock produced the time figures, and the compute profile it charged, if any.
-void describe_clock(const Scenario& sc, model::ReportContext& c) {
+void record_clock(const Scenario& sc, model::ReportContext& c) {
   const bool virt = sc.network == "embedded" && sc.clock == engine::ClockMode::kVirtual;
   c.clock = virt ? "virtual" : "wall";
   if (!virt || sc.compute.empty()) return;
@@ -59,17 +59,8 @@ void describe_clock(const Scenario& sc, model::ReportContext& c) {
         std::chrono::duration<double>(p.step_time).count(), p.reduce_ns_per_element, p.compress_ns_per_element,
         i < sc.compute_derived.size() ? sc.compute_derived[i] : std::nullopt};
   };
-  auto derived_json = [&](size_t i) {
-    const auto d = profile(i).derived;
-    return d ? nlohmann::json(*d) : nlohmann::json();
-  };
   bool uniform = true;
-  for (size_t i = 1; i < sc.compute.size(); ++i) {
-    const engine::ComputeProfile& p = sc.compute[i];
-    uniform = uniform && p.step_time == sc.compute[0].step_time &&
-              p.reduce_ns_per_element == sc.compute[0].reduce_ns_per_element &&
-              p.compress_ns_per_element == sc.compute[0].compress_ns_per_element && derived_json(i) == derived_json(0);
-  }
+  for (size_t i = 1; i < sc.compute.size(); ++i) uniform = uniform && profile(i) == profile(0);
   if (uniform) {
     c.compute_profile = profile(0);
   } else {
@@ -112,7 +103,7 @@ model::RunReport make_report(const Scenario& sc, std::vector<model::StrategyRun>
   model::RunReport r;
   r.scenario = scenario_summary(sc, ctx);
   r.context = report_context(ctx);
-  describe_clock(sc, r.context);
+  record_clock(sc, r.context);
   for (auto& run : runs) {
     const engine::StrategyConfig* cfg = nullptr;
     for (const auto& c : sc.strategies)
@@ -198,11 +189,7 @@ std::string summary_table(const model::RunReport& rep) {
                        rep.context.profiled() ? "compute from the scenario's compute profile"
                                               : "compute: measured thread CPU time, minimum of the last 32",
                        host, seeds ? " for the first seed's runs" : "");
-    if (rep.context.compute_profile ? rep.context.compute_profile->derived.has_value()
-                                    : std::any_of(rep.context.compute_profile_by_dc.begin(),
-                                                  rep.context.compute_profile_by_dc.end(),
-                                                  [](const auto& kv) { return kv.second.derived.has_value(); }))
-      out += model::describe_clock(rep.context) + " (context.compute_profile)\n";
+    if (rep.context.derived()) out += model::describe_clock(rep.context) + " (context.compute_profile)\n";
   }
   return out;
 }

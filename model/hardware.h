@@ -57,6 +57,8 @@ struct ComputeDerivation {
   std::string reduce_source;
   double compress_ns_per_element = 0;
   std::string compress_source;
+
+  bool operator==(const ComputeDerivation&) const = default;
 };
 void to_json(nlohmann::json& j, const ComputeDerivation& d);
 void from_json(const nlohmann::json& j, ComputeDerivation& d);

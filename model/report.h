@@ -285,6 +285,8 @@ struct ReportContext {
     /// When the profile was derived from the hardware (scenario `compute.gpu`, model/hardware.h):
     /// the formula and every input. Absent for a declared step_time.
     std::optional<ComputeDerivation> derived;
+
+    bool operator==(const ComputeProfile&) const = default;
   };
   std::optional<ComputeProfile> compute_profile;
   /// When the data centers ran different profiles (scenario `datacenters[i].compute`): each DC's,
@@ -292,6 +294,13 @@ struct ReportContext {
   std::map<std::string, ComputeProfile> compute_profile_by_dc;
   /// Whether a compute profile (common or per DC) produced the compute figures.
   bool profiled() const { return compute_profile.has_value() || !compute_profile_by_dc.empty(); }
+  /// Whether a profile (common or of some DC) was derived from the hardware.
+  bool derived() const {
+    if (compute_profile) return compute_profile->derived.has_value();
+    for (const auto& [dc, p] : compute_profile_by_dc)
+      if (p.derived) return true;
+    return false;
+  }
 };
 void to_json(json& j, const ReportContext& c);
 void from_json(const json& j, ReportContext& c);
