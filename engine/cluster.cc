@@ -37,6 +37,9 @@ model::StrategyRun run_strategy(const ClusterSpec& cluster, const WorkloadSpec& 
                    "its c10d Gloo traffic would bypass the emulated WAN");
 
   const bool virt = opt.clock == ClockMode::kVirtual;
+  if (opt.represent_scale != 1.0 && (!virt || opt.compute.empty()))
+    throw RunError("a represented model needs the virtual clock and a compute profile (README \"Represented models\")");
+  if (!(opt.represent_scale > 0)) throw RunError("represent_scale must be > 0");
   if (!opt.compute.empty() && opt.compute.size() != 1 && opt.compute.size() != static_cast<size_t>(M))
     throw RunError("compute: " + std::to_string(opt.compute.size()) + " profiles for " + std::to_string(M) +
                    " data centers (give one for all or one per data center)");
@@ -83,12 +86,20 @@ model::StrategyRun run_strategy(const ClusterSpec& cluster, const WorkloadSpec& 
   for (int d = 0; d < M; ++d) leaders.push_back(d * N);
   for (int r = 0; r < P; ++r) ring.push_back(r);
 
+  // A represented model's messages take its time (hundreds of virtual seconds for a 70B model's
+  // gradient over a WAN): the timeout for a message never sent grows with it, up to 30 days.
+  const std::chrono::nanoseconds transport_timeout =
+      opt.represent_scale > 1
+          ? std::chrono::nanoseconds(static_cast<int64_t>(std::min(
+                2.592e15, static_cast<double>(std::chrono::nanoseconds(opt.transport_timeout).count()) * opt.represent_scale)))
+          : std::chrono::nanoseconds(opt.transport_timeout);
   std::vector<std::unique_ptr<Sgd>> opts;
   std::vector<std::unique_ptr<EmulatedTransport>> nets;
   std::vector<WorkerEnv> envs(static_cast<size_t>(P));
   for (int r = 0; r < P; ++r) {
     opts.push_back(std::make_unique<Sgd>(work.optimizer, n));
-    nets.push_back(std::make_unique<EmulatedTransport>(fabric, r, opt.transport_timeout, sched.get()));
+    nets.push_back(
+        std::make_unique<EmulatedTransport>(fabric, r, transport_timeout, sched.get(), opt.represent_scale));
     WorkerEnv& e = envs[static_cast<size_t>(r)];
     e.rank = r;
     e.dc = r / N;
@@ -207,9 +218,12 @@ model::StrategyRun run_strategy(const ClusterSpec& cluster, const WorkloadSpec& 
         return f ? std::chrono::nanoseconds(std::llround(static_cast<double>(d.count()) * f->compute_factor(r))) : d;
       };
       if (!opt.compute.empty())
-        set_thread_compute_charge([s = sched.get(), profile = compute_profile(env.dc), scaled](Work w, uint64_t n) {
-          s->charge(s->current(), scaled(profile.cost(w, n)));
-        });
+        set_thread_compute_charge(
+            [s = sched.get(), profile = compute_profile(env.dc), scaled, k = opt.represent_scale](Work w, uint64_t n) {
+              // Per-element work is the represented model's (a step is charged whole).
+              if (k != 1.0 && w != Work::kStep) n = static_cast<uint64_t>(std::llround(static_cast<double>(n) * k));
+              s->charge(s->current(), scaled(profile.cost(w, n)));
+            });
       else
         set_thread_measured_charge(
             [s = sched.get(), scaled](std::chrono::nanoseconds d) { s->charge(s->current(), scaled(d)); });

@@ -58,6 +58,10 @@ struct RunOptions {
   CheckpointOptions checkpoint;
   /// Node faults (timeline kill/slow, heartbeats; engine/faults/agent.h). kVirtual only.
   model::FaultPlan faults;
+  /// Represented / trained parameters (README "Represented models"): every tensor message
+  /// (Transport::send_data) occupies the network, and every per-element compute charge is taken,
+  /// at this scale. 1: the trained model is what is represented. kVirtual with `compute` only.
+  double represent_scale = 1.0;
 };
 
 /// Runs one strategy from the same initial weights and data order as every other strategy with

@@ -18,7 +18,7 @@ double max_abs_diff(const float* a, const float* b, size_t n) {
 std::vector<AccuracyPoint> accuracy_curve(Learner& learner, const WorkerRecord& rec, const WorkloadSpec& work,
                                           int world, const Dataset& test) {
   const size_t n = learner.num_params();
-  const uint64_t per_step = static_cast<uint64_t>(work.batch_per_worker) * static_cast<uint64_t>(world);
+  const uint64_t per_step = work.step_samples() * static_cast<uint64_t>(world);
   const double final_acc = learner.accuracy(test);
   std::vector<AccuracyPoint> out;
   std::vector<float> final_x(learner.params(), learner.params() + n);
@@ -49,7 +49,7 @@ model::StrategyRun merge_rank_reports(const std::string& strategy, const std::ve
     throw RunError(strategy + ": rank 0 reported " + std::to_string(r0.step_end_s.size()) + " step times and " +
                    std::to_string(r0.accuracy_curve.size()) + " accuracy points");
   const StrategyInfo& info = find_strategy(strategy).needs;
-  const uint64_t B = static_cast<uint64_t>(work.batch_per_worker);
+  const uint64_t B = work.step_samples();
   namespace mx = model::metrics;
 
   model::StrategyRun res;

@@ -117,6 +117,7 @@ int run(const RunArgs& a) {
   }
   try {
     check_faults_for_mode(sc);
+    check_represented_for_mode(sc);
   } catch (const ScenarioError& e) {
     fmt::print(stderr, "geotb: error: {}: {}\n", a.scenario, e.what());
     return 2;
@@ -243,7 +244,7 @@ int run(const RunArgs& a) {
 
   std::vector<model::StrategyRun> results;
   std::vector<model::Failure> failures;
-  const size_t samples_per_step = static_cast<size_t>(sc.workload.batch_per_worker) * static_cast<size_t>(workers);
+  const size_t samples_per_step = static_cast<size_t>(sc.workload.step_samples()) * static_cast<size_t>(workers);
   if (sc.network == "embedded") {
     for (const auto& c : chosen) {
       // Seed sc.seed is the strategy's run in the report (series, exchanges, the CI gate's
@@ -259,6 +260,7 @@ int run(const RunArgs& a) {
         opt.clock = sc.clock;
         opt.compute = sc.compute;
         opt.faults = sc.faults;
+        opt.represent_scale = sc.represented ? sc.represented->scale() : 1.0;
         opt.progress = [&prog](int done, int total, double t) { prog.update(done, total, t); };
         opt.checkpoint.dir = checkpoint_dir;
         opt.checkpoint.every_steps = sc.checkpoint.every_steps;

@@ -150,7 +150,7 @@ std::string header_html(const std::vector<model::RunReport>& reports) {
         "<td>{}</td><td>{}</td></tr>\n",
         i + 1, xml_escape(r.source), xml_escape(r.context.started_at), xml_escape(r.context.git_revision),
         xml_escape(r.context.build_type), xml_escape(r.context.host), xml_escape(threads), xml_escape(libs),
-        xml_escape(names), xml_escape(model::describe_clock(r.context)));
+        xml_escape(names), xml_escape(model::describe_figures(r.context)));
   }
   h += "</table>\n";
   for (const model::RunReport& r : reports)

@@ -52,7 +52,7 @@ std::string render_markdown_report(const std::vector<model::RunReport>& reports,
   for (size_t i = 0; i < reports.size(); ++i)
     md += fmt::format("| {} | `{}` | {} | `{}` | {} | {} |\n", i + 1, cell(reports[i].source),
                       reports[i].context.started_at, reports[i].context.git_revision, cell(reports[i].context.host),
-                      cell(model::describe_clock(reports[i].context)));
+                      cell(model::describe_figures(reports[i].context)));
   md += "\n";
 
   md += fmt::format(

@@ -52,6 +52,7 @@ namespace {
 void record_clock(const Scenario& sc, model::ReportContext& c) {
   const bool virt = sc.network == "embedded" && sc.clock == engine::ClockMode::kVirtual;
   c.clock = virt ? "virtual" : "wall";
+  if (sc.represented) c.represented_model = sc.represented;
   if (!virt || sc.compute.empty()) return;
   auto profile = [&](size_t i) {
     const engine::ComputeProfile& p = sc.compute[i];
@@ -133,9 +134,12 @@ std::string summary_table(const model::RunReport& rep) {
   bool seeds = false;
   for (const auto& s : rep.strategies) seeds = seeds || !s.seeds.empty();
   const bool tta = rep.scenario.workload.target_accuracy.has_value();
+  // A represented model: its samples (a language model's sequences) and tokens; the proxy's accuracy.
+  const auto& rm = rep.context.represented_model;
+  const bool lm = rm && rm->sequence_length > 0;
   std::string out = fmt::format("{:<18} {:>10} {:>8} {:>7} {:>9} {:>9} {:>9} {:>9} {:>11} {:>6} {:>8} {:>8} {:>8}",
                                 "strategy", "samples/s", "x base", "of lan", "compute", "compress", "exp.comm",
-                                "comm/cp", "WAN bytes", "exch", "per exch", "test acc", "wall");
+                                "comm/cp", "WAN bytes", "exch", "per exch", rm ? "proxy acc" : "test acc", "wall");
   std::string units = fmt::format("{:<18} {:>10} {:>8} {:>7} {:>9} {:>9} {:>9} {:>9} {:>11} {:>6} {:>8} {:>8} {:>8}", "",
                                   "", "", "", "ms/step", "ms/step", "ms/step", "", "", "", "s", "", "s");
   if (seeds) {
@@ -145,6 +149,10 @@ std::string summary_table(const model::RunReport& rep) {
   if (tta) {
     out += fmt::format(" {:>10} {:>10}", "TTA", "TTA");
     units += fmt::format(" {:>10} {:>10}", "s", "samples");
+  }
+  if (lm) {
+    out += fmt::format(" {:>10}", "tokens/s");
+    units += fmt::format(" {:>10}", "");
   }
   out += "\n" + units + "\n";
   std::string alarms;
@@ -158,8 +166,8 @@ std::string summary_table(const model::RunReport& rep) {
     const bool alarm = model::metrics::comm_compute_alarm(m.comm_compute_ratio);
     if (alarm) alarms += fmt::format("{}{} {:.3g}", alarms.empty() ? "" : ", ", s.name, m.comm_compute_ratio);
     out += fmt::format(
-        "{:<18} {:>10.0f} {:>8} {:>7} {:>9.2f} {:>9.2f} {:>9.2f} {:>8.3f}{} {:>11} {:>6} {:>8} {:>8.4f} {:>8.1f}", s.name,
-        m.samples_per_s, opt(c.throughput_ratio, "{:.2f}x"), opt(c.fraction_of_lan_throughput, "{:.2f}"),
+        "{:<18} {:>10} {:>8} {:>7} {:>9.2f} {:>9.2f} {:>9.2f} {:>8.3f}{} {:>11} {:>6} {:>8} {:>8.4f} {:>8.1f}", s.name,
+        m.samples_per_s >= 100 ? fmt::format("{:.0f}", m.samples_per_s) : fmt::format("{:.3g}", m.samples_per_s), opt(c.throughput_ratio, "{:.2f}x"), opt(c.fraction_of_lan_throughput, "{:.2f}"),
         1e3 * m.compute_s_per_step, 1e3 * m.compress_s_per_step, 1e3 * m.exposed_comm_s_per_step, m.comm_compute_ratio,
         alarm ? "!" : " ", common::format_bytes(static_cast<double>(m.wan_payload_bytes)), m.exchanges,
         opt(m.exchange_seconds_mean.value_or(std::nullopt), "{:.3g}"), m.final_test_accuracy, m.wall_s);
@@ -174,6 +182,7 @@ std::string summary_table(const model::RunReport& rep) {
       out += fmt::format(" {:>10} {:>10}", t && t->seconds ? fmt::format("{:.2f}", *t->seconds) : "not reached",
                          t && t->samples ? fmt::format("{}", *t->samples) : "-");
     }
+    if (lm) out += fmt::format(" {:>10.4g}", m.samples_per_s * static_cast<double>(rm->sequence_length));
     out += "\n";
   }
   if (!alarms.empty())
@@ -191,6 +200,7 @@ std::string summary_table(const model::RunReport& rep) {
                        host, seeds ? " for the first seed's runs" : "");
     if (rep.context.derived()) out += model::describe_clock(rep.context) + " (context.compute_profile)\n";
   }
+  if (rm) out += model::describe_represented(rep.context) + " (context.represented_model)\n";
   return out;
 }
 

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "common/units.h"
+#include "engine/collectives/gloo_ring.h"
 #include "engine/strategies/table.h"
 #include "model/hardware.h"
 
@@ -73,6 +74,8 @@ class Obj {
 [[noreturn]] void fail(const std::string& field, const json& v, const std::string& why) {
   throw ScenarioError(fmt::format("{}: {}: {}", field, show(v), why));
 }
+
+
 
 template <typename F>
 auto with_field(const std::string& field, const json& v, F&& f) -> decltype(f(v)) {
@@ -226,6 +229,80 @@ std::string sha256_hex(const std::string& s) {
 }
 
 }  // namespace
+
+// workload.represents: a catalog name, or {"model": name} / {"name", "params"} / {"name",
+// "tensors"}, each with an optional "sequence_length" (model/represented.h).
+static model::RepresentedModel read_represented(const json& j, const std::string& path, const engine::ModelConfig& trained) {
+  model::RepresentedModel r;
+  r.trained_params = engine::param_count(trained);
+  auto from_catalog = [&](const json& v, const std::string& field) {
+    if (!v.is_string()) fail(field, v, "expected a catalog name (" + model::represented_names() + ")");
+    const model::RepresentedEntry* e = model::find_represented(v.get<std::string>());
+    if (!e) fail(field, v, "unknown model (the catalog has: " + model::represented_names() + ")");
+    r.name = std::string(e->name);
+    r.params = model::transformer_params(e->shape);
+    r.how = "catalog layer formula";
+    r.source = std::string(e->source);
+    r.sequence_length = e->sequence_length;
+  };
+  if (j.is_string()) {
+    from_catalog(j, path);
+    return r;
+  }
+  Obj o(j, path);
+  const int ways = (o.has("model") ? 1 : 0) + (o.has("params") ? 1 : 0) + (o.has("tensors") ? 1 : 0);
+  if (ways != 1)
+    fail(path, j, "give one of \"model\" (a catalog name), \"params\" (a count) or \"tensors\" (shapes)");
+  if (o.has("model")) {
+    from_catalog(o.req("model"), o.field("model"));
+  } else {
+    const std::string def;
+    r.name = get_string(o, "name", &def);
+    if (r.name.empty()) fail(o.field("name"), o.has("name") ? o.req("name") : json(nullptr), "required for a declared model");
+    if (o.has("params")) {
+      const json& v = o.req("params");
+      std::string why;
+      std::optional<double> x;
+      if (v.is_number()) {
+        x = v.get<double>();
+        if (!(*x >= 1)) {
+          x.reset();
+          why = "must be >= 1";
+        }
+      } else if (v.is_string()) {
+        x = model::parse_count(v.get<std::string>(), &why);
+      } else {
+        why = "expected a number or a string like \"70B\"";
+      }
+      if (!x || *x > 1e15) fail(o.field("params"), v, x ? "must be at most 1e15" : why);
+      r.params = static_cast<uint64_t>(std::llround(*x));
+      r.how = "declared count";
+      r.source = "the scenario";
+    } else {
+      const json& t = o.req("tensors");
+      if (!t.is_array() || t.empty()) fail(o.field("tensors"), t, "expected a non-empty list of shapes, e.g. [[4096, 4096], [4096]]");
+      std::vector<std::vector<int64_t>> shapes;
+      for (size_t i = 0; i < t.size(); ++i) {
+        const std::string f = fmt::format("{}[{}]", o.field("tensors"), i);
+        if (!t[i].is_array() || t[i].empty()) fail(f, t[i], "expected a shape: a non-empty list of dimensions");
+        std::vector<int64_t> s;
+        for (size_t k = 0; k < t[i].size(); ++k) {
+          if (!t[i][k].is_number_integer() || t[i][k].get<int64_t>() <= 0)
+            fail(fmt::format("{}[{}]", f, k), t[i][k], "expected a dimension: an integer > 0");
+          s.push_back(t[i][k].get<int64_t>());
+        }
+        shapes.push_back(std::move(s));
+      }
+      r.params = model::tensor_params(shapes);
+      r.how = "declared tensors";
+      r.source = fmt::format("the scenario ({} tensors)", shapes.size());
+    }
+  }
+  const int64_t seq_def = static_cast<int64_t>(r.sequence_length);
+  r.sequence_length = static_cast<uint64_t>(get_int(o, "sequence_length", 0, 10000000, &seq_def));
+  o.done();
+  return r;
+}
 
 Scenario parse_scenario(const json& j, const std::string& origin) {
   try {
@@ -393,6 +470,7 @@ Scenario parse_scenario(const json& j, const std::string& origin) {
       }
       if (auto e = engine::validate(sc.workload.model); !e.empty())
         throw ScenarioError("workload." + e);
+      if (const json* r = w.opt("represents")) sc.represented = read_represented(*r, w.field("represents"), sc.workload.model);
       const std::string fm = "fashion-mnist", iid = "iid";
       sc.dataset = get_string(w, "dataset", &fm);
       if (sc.dataset != "fashion-mnist") fail("workload.dataset", json(sc.dataset), "unknown dataset (fashion-mnist)");
@@ -510,7 +588,8 @@ Scenario parse_scenario(const json& j, const std::string& origin) {
     auto read_profile = [&](const json& j, const std::string& path, const Read* base) {
       Obj c(j, path);
       Read r = base ? *base : Read{};
-      const bool derive = c.has("gpu") || c.has("mfu") || c.has("params") || c.has("tokens_per_worker_per_step");
+      const bool derive = c.has("gpu") || c.has("mfu") || c.has("params") || c.has("tokens_per_worker_per_step") ||
+                          c.has("gpus_per_worker");
       if (derive && c.has("step_time"))
         fail(c.field("step_time"), c.req("step_time"),
              "a profile derived from the hardware (\"gpu\", \"mfu\", \"params\", \"tokens_per_worker_per_step\") "
@@ -546,9 +625,13 @@ Scenario parse_scenario(const json& j, const std::string& origin) {
           if (!x) fail(c.field(key), v, why);
           return *x;
         };
-        const double params = count("params", b ? b->params : 0);
+        // The represented model's parameters unless the profile names its own count.
+        const double params = !b && !c.has("params") && sc.represented ? static_cast<double>(sc.represented->params)
+                                                                          : count("params", b ? b->params : 0);
         const double tokens = count("tokens_per_worker_per_step", b ? b->tokens_per_worker_per_step : 0);
-        r.derived = model::derive_compute(*gpu, mfu, params, tokens);
+        const int64_t one = b ? b->gpus_per_worker : 1;
+        const int gpus = static_cast<int>(get_int(c, "gpus_per_worker", 1, 1024, &one));
+        r.derived = model::derive_compute(*gpu, mfu, params, tokens, gpus);
         r.prof.step_time = std::chrono::nanoseconds(static_cast<int64_t>(std::llround(r.derived->step_time_s * 1e9)));
         if (r.prof.step_time <= std::chrono::nanoseconds{0} || r.prof.step_time > std::chrono::hours(1))
           fail(path, j, fmt::format("derives a step time of {:g} s: must be in (0, 1 h]", r.derived->step_time_s));
@@ -679,6 +762,21 @@ Scenario parse_scenario(const json& j, const std::string& origin) {
     if (!sc.faults.events.empty()) sc.faults.heartbeats = true;
     sc.raw = j;
     check_faults_for_mode(sc);
+    check_represented_for_mode(sc);
+    // A represented language model counts its sequences: tokens per worker and step / sequence length.
+    if (sc.represented && sc.represented->sequence_length > 0 && !sc.compute_derived.empty() && sc.compute_derived[0]) {
+      const double tokens = sc.compute_derived[0]->tokens_per_worker_per_step;
+      for (const auto& d : sc.compute_derived)
+        if (!d || d->tokens_per_worker_per_step != tokens)
+          fail("compute.tokens_per_worker_per_step", json(tokens),
+               "a represented language model needs the same tokens per worker and step in every data center");
+      const double seqs = tokens / static_cast<double>(sc.represented->sequence_length);
+      if (seqs < 1 || seqs != std::floor(seqs))
+        fail("compute.tokens_per_worker_per_step", json(tokens),
+             fmt::format("must be a whole number of sequences of workload.represents.sequence_length {}",
+                         sc.represented->sequence_length));
+      sc.workload.samples_per_worker_per_step = static_cast<uint64_t>(seqs);
+    }
     {
       const int W = sc.cluster.dcs[0].workers;
       std::map<std::pair<int, int>, const model::FaultEvent*> dead;  // (dc, worker) -> its kill, while dead
@@ -828,6 +926,34 @@ void check_faults_for_mode(const Scenario& sc) {
          fmt::format("{} kills of {} workers would cross it, and full recovery is not implemented in the process and "
                      "dpdk modes yet (set it to 1)",
                      sc.faults.kills(), total_workers(sc)));
+}
+
+void check_represented_for_mode(const Scenario& sc) {
+  if (!sc.represented || sc.represented->scale() == 1.0) return;
+  const std::string field = "workload.represents";
+  const json name(sc.represented->name);
+  if (sc.network != "embedded")
+    fail(field, name,
+         fmt::format("a represented model runs in the embedded mode only (the {} mode sends real bytes: the trained "
+                     "model's)",
+                     sc.network));
+  if (sc.clock != engine::ClockMode::kVirtual)
+    fail(field, name, "a represented model needs the virtual clock (its compute and transfers are the model's, not the host's)");
+  if (sc.compute.empty())
+    fail(field, name,
+         "a represented model needs a compute profile (\"compute\": {\"gpu\", \"mfu\", "
+         "\"tokens_per_worker_per_step\"} or a step_time): the trained model's measured compute is not its");
+  int workers = 0;
+  for (const auto& d : sc.cluster.dcs) workers += d.workers;
+  const size_t n = sc.represented->trained_params;
+  for (size_t i = 0; i < sc.strategies.size(); ++i)
+    if (sc.strategies[i].name == "naive_ddp" && sc.strategies[i].collective == "gloo_ring" &&
+        !engine::gloo_ring_represents(n, sc.represented->scale(), static_cast<size_t>(workers)))
+      fail(fmt::format("strategies[{}].collective", i), json("gloo_ring"),
+           fmt::format("Gloo's ring cuts {} float32 gradients into more segments of at most 1 MiB than the trained "
+                       "model's, each with its rendezvous: not representable by scaling; use \"collective\": "
+                       "\"eager_ring\" (NCCL-like)",
+                       sc.represented->params));
 }
 
 void validate_tcp_congestion_control(const std::string& field, const std::string& v) {

@@ -14,6 +14,7 @@
 #include "engine/cluster.h"
 #include "model/faults.h"
 #include "model/report.h"
+#include "model/represented.h"
 #include "engine/errors.h"
 #include "engine/strategy.h"
 
@@ -39,6 +40,9 @@ struct Scenario {
   /// workload.target_accuracy: the test accuracy whose first crossing is the time to accuracy
   /// (model::TimeToAccuracy); absent: not measured.
   std::optional<double> target_accuracy;
+  /// workload.represents (README "Represented models"): the model whose communication and compute
+  /// the timing stands for; absent: the trained model itself.
+  std::optional<model::RepresentedModel> represented;
   std::vector<engine::StrategyConfig> strategies;
   std::string network = "embedded";  ///< "embedded" | "process" | "dpdk" (README "Real-network mode")
   /// The embedded mode's clock (README "Clocks"): virtual (default) or wall; the process modes
@@ -83,6 +87,10 @@ emu::CcAlgorithm model_congestion_control(const std::string& v);
 /// mode and clock (sc.network, sc.clock: `geotb run --net/--clock` may change them after parsing):
 /// the embedded mode on the virtual clock; the process and dpdk modes kills at a step only.
 void check_faults_for_mode(const Scenario& sc);
+/// Throws ScenarioError naming the field unless the scenario's represented model (if it differs
+/// from the trained one) runs in its mode: embedded, virtual clock, a compute profile, and no
+/// naive_ddp on Gloo's ring (its per-MiB rendezvous count grows with the model: eager_ring).
+void check_represented_for_mode(const Scenario& sc);
 
 /// Reads and validates a scenario file. Throws ScenarioError("<path>: <field>: <value>: <why>").
 Scenario load_scenario(const std::string& path);

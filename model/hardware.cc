@@ -20,19 +20,25 @@ const std::vector<GpuSpec>& gpu_catalog() {
   static const std::vector<GpuSpec> catalog = {
       {"a100-sxm-80gb", "NVIDIA A100 SXM4 80GB", 312e12, 2.039e12,
        "NVIDIA A100 Tensor Core GPU datasheet (2021): BF16 Tensor Core 312 TFLOPS (624 with sparsity), "
-       "GPU memory bandwidth 2,039 GB/s (80GB SXM)"},
+       "GPU memory bandwidth 2,039 GB/s (80GB SXM)",
+       300e9, "NVIDIA A100 datasheet: NVLink 600 GB/s (bidirectional), 300 GB/s per direction"},
       {"h100-pcie", "NVIDIA H100 PCIe 80GB", 756e12, 2.0e12,
        "NVIDIA H100 Tensor Core GPU datasheet (2023): BF16 Tensor Core 1,513 TFLOPS with sparsity (756 "
-       "dense), GPU memory bandwidth 2 TB/s (H100 PCIe)"},
+       "dense), GPU memory bandwidth 2 TB/s (H100 PCIe)",
+       300e9, "NVIDIA H100 datasheet: NVLink bridge 600 GB/s (H100 PCIe, bidirectional), 300 GB/s per direction"},
       {"h100-sxm", "NVIDIA H100 SXM5 80GB", 989e12, 3.35e12,
        "NVIDIA H100 Tensor Core GPU datasheet (2023): BF16 Tensor Core 1,979 TFLOPS with sparsity (989 "
-       "dense), GPU memory bandwidth 3.35 TB/s (H100 SXM)"},
+       "dense), GPU memory bandwidth 3.35 TB/s (H100 SXM)",
+       450e9, "NVIDIA H100 datasheet: NVLink 900 GB/s (H100 SXM, bidirectional), 450 GB/s per direction"},
       {"h200-sxm", "NVIDIA H200 SXM 141GB", 989e12, 4.8e12,
        "NVIDIA H200 Tensor Core GPU datasheet (2024): BF16 Tensor Core 1,979 TFLOPS with sparsity (989 "
-       "dense), GPU memory bandwidth 4.8 TB/s (H200 SXM)"},
+       "dense), GPU memory bandwidth 4.8 TB/s (H200 SXM)",
+       450e9, "NVIDIA H200 datasheet: NVLink 900 GB/s (bidirectional), 450 GB/s per direction"},
       {"mi300x", "AMD Instinct MI300X", 1307.4e12, 5.3e12,
        "AMD Instinct MI300X accelerator data sheet (2023): peak BF16 1307.4 TFLOPS dense (2614.9 with "
-       "sparsity), peak memory bandwidth 5.3 TB/s"},
+       "sparsity), peak memory bandwidth 5.3 TB/s",
+       448e9, "AMD Instinct MI300X data sheet: peak Infinity Fabric link bandwidth 896 GB/s (7 links, "
+       "bidirectional), 448 GB/s per direction"},
   };
   return catalog;
 }
@@ -58,7 +64,7 @@ std::string gpu_names() {
   return out;
 }
 
-ComputeDerivation derive_compute(const GpuSpec& gpu, double mfu, double params, double tokens) {
+ComputeDerivation derive_compute(const GpuSpec& gpu, double mfu, double params, double tokens, int gpus_per_worker) {
   ComputeDerivation d;
   d.gpu = std::string(gpu.name);
   d.peak_dense_bf16_flops = gpu.peak_dense_bf16_flops;
@@ -66,7 +72,15 @@ ComputeDerivation derive_compute(const GpuSpec& gpu, double mfu, double params, 
   d.mfu = mfu;
   d.params = params;
   d.tokens_per_worker_per_step = tokens;
-  d.step_time_s = 6 * params * tokens / (gpu.peak_dense_bf16_flops * mfu);
+  d.gpus_per_worker = gpus_per_worker;
+  d.compute_s = 6 * params * tokens / (gpus_per_worker * gpu.peak_dense_bf16_flops * mfu);
+  if (gpus_per_worker > 1 && gpu.interconnect_bytes_per_s > 0) {
+    d.shard_comm_s = 3.0 * (gpus_per_worker - 1) / gpus_per_worker * 2 * params / gpu.interconnect_bytes_per_s;
+    d.shard_source = fmt::format("FSDP over {} GPUs: 3 x ({} - 1) / {} x 2 bytes x params per GPU at {:g} GB/s ({})",
+                                 gpus_per_worker, gpus_per_worker, gpus_per_worker, gpu.interconnect_bytes_per_s / 1e9,
+                                 gpu.interconnect_source);
+  }
+  d.step_time_s = std::max(d.compute_s, d.shard_comm_s);
   d.reduce_ns_per_element = 12 / gpu.memory_bytes_per_s * 1e9;
   d.reduce_source = fmt::format("12 bytes per element (two float32 read, one written) at the memory bandwidth, {:g} "
                                 "GB/s ({})",
@@ -115,6 +129,10 @@ void to_json(nlohmann::json& j, const ComputeDerivation& d) {
        {"mfu", d.mfu},
        {"params", d.params},
        {"tokens_per_worker_per_step", d.tokens_per_worker_per_step},
+       {"gpus_per_worker", d.gpus_per_worker},
+       {"compute_s", d.compute_s},
+       {"shard_comm_s", d.shard_comm_s},
+       {"shard_source", d.shard_source},
        {"step_time_s", d.step_time_s},
        {"reduce_ns_per_element", d.reduce_ns_per_element},
        {"reduce_source", d.reduce_source},
@@ -131,6 +149,12 @@ void from_json(const nlohmann::json& j, ComputeDerivation& d) {
   d.params = f::nonneg(j, "params");
   d.tokens_per_worker_per_step = f::nonneg(j, "tokens_per_worker_per_step");
   d.step_time_s = f::nonneg(j, "step_time_s");
+  // Reports written before workers of several GPUs: one GPU, the step all compute.
+  d.gpus_per_worker = f::has(j, "gpus_per_worker") ? static_cast<int>(f::integer(j, "gpus_per_worker")) : 1;
+  if (d.gpus_per_worker < 1) f::fail("gpus_per_worker", fmt::format("must be >= 1, got {}", d.gpus_per_worker));
+  d.compute_s = f::has(j, "compute_s") ? f::nonneg(j, "compute_s") : d.step_time_s;
+  d.shard_comm_s = f::has(j, "shard_comm_s") ? f::nonneg(j, "shard_comm_s") : 0;
+  d.shard_source = f::has(j, "shard_source") ? f::str(j, "shard_source") : "";
   d.reduce_ns_per_element = f::nonneg(j, "reduce_ns_per_element");
   d.reduce_source = f::str(j, "reduce_source");
   d.compress_ns_per_element = f::nonneg(j, "compress_ns_per_element");

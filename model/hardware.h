@@ -29,6 +29,10 @@ struct GpuSpec {
   double peak_dense_bf16_flops;    ///< FLOP/s, dense BF16 tensor throughput (no structured sparsity)
   double memory_bytes_per_s;       ///< HBM bandwidth, bytes per second
   std::string_view source;         ///< the datasheet both figures are from
+  /// GPU-to-GPU bandwidth inside a server (NVLink, Infinity Fabric), bytes per second per
+  /// direction per GPU: what a worker of several GPUs shards its model over.
+  double interconnect_bytes_per_s = 0;
+  std::string_view interconnect_source;
 };
 
 /// Every accelerator geotb can derive compute for.
@@ -52,7 +56,16 @@ struct ComputeDerivation {
   double mfu = 0;                      ///< model FLOPs utilisation, (0, 1]
   double params = 0;                   ///< parameters of the model whose compute is charged
   double tokens_per_worker_per_step = 0;
-  double step_time_s = 0;              ///< the formula's result
+  /// GPUs one worker stands for (README "Represented models"): they hold one replica, sharded
+  /// FSDP-style over the server's interconnect, and share its tokens.
+  int gpus_per_worker = 1;
+  double compute_s = 0;                ///< 6 N T / (gpus * peak * mfu)
+  /// gpus_per_worker > 1: the sharding traffic per GPU and step (bf16 parameters all-gathered for
+  /// the forward and the backward pass, gradients reduce-scattered: 3 (g - 1) / g * 2 N bytes)
+  /// over the interconnect; FSDP prefetches it behind the compute, so a step takes the longer.
+  double shard_comm_s = 0;
+  std::string shard_source;
+  double step_time_s = 0;              ///< max(compute_s, shard_comm_s)
   double reduce_ns_per_element = 0;
   std::string reduce_source;
   double compress_ns_per_element = 0;
@@ -64,10 +77,13 @@ void to_json(nlohmann::json& j, const ComputeDerivation& d);
 void from_json(const nlohmann::json& j, ComputeDerivation& d);
 
 inline constexpr const char* kStepTimeFormula =
-    "6 * params * tokens_per_worker_per_step / (peak_dense_bf16_flops * mfu)";
+    "max(6 * params * tokens_per_worker_per_step / (gpus_per_worker * peak_dense_bf16_flops * mfu), "
+    "3 * (gpus_per_worker - 1) / gpus_per_worker * 2 * params / interconnect_bytes_per_s)";
 
-/// The derivation for `gpu` (inputs already validated: mfu in (0, 1], params > 0, tokens > 0).
-ComputeDerivation derive_compute(const GpuSpec& gpu, double mfu, double params, double tokens_per_worker_per_step);
+/// The derivation for `gpu` (inputs already validated: mfu in (0, 1], params > 0, tokens > 0,
+/// gpus_per_worker >= 1).
+ComputeDerivation derive_compute(const GpuSpec& gpu, double mfu, double params, double tokens_per_worker_per_step,
+                                 int gpus_per_worker = 1);
 
 /// "8.03e9", "70B", "1.5B", "124M", "7K" or a JSON number as a count (K, M, B, T: powers of
 /// 1000); nullopt and `why` for anything else.

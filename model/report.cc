@@ -383,6 +383,9 @@ void to_json(json& j, const ReportContext& c) {
     json& by = j["compute_profile_by_dc"] = json::object();
     for (const auto& [dc, p] : c.compute_profile_by_dc) by[dc] = profile(p);
   }
+  if (c.represented_model) {
+    j["represented_model"] = *c.represented_model;
+  }
 }
 
 void from_json(const json& j, ReportContext& c) {
@@ -431,6 +434,27 @@ void from_json(const json& j, ReportContext& c) {
   }
   if (c.compute_profile && !c.compute_profile_by_dc.empty())
     f::fail("compute_profile_by_dc", "present beside compute_profile (a report has one or the other)");
+  c.represented_model.reset();
+  if (f::has(j, "represented_model")) {
+    RepresentedModel r;
+    f::get(j, "represented_model", r);
+    c.represented_model = std::move(r);
+  }
+}
+
+std::string describe_figures(const ReportContext& c) {
+  const std::string r = describe_represented(c);
+  return describe_clock(c) + (r.empty() ? "" : "; " + r);
+}
+
+std::string describe_represented(const ReportContext& c) {
+  if (!c.represented_model) return "";
+  const RepresentedModel& r = *c.represented_model;
+  return fmt::format(
+      "represents {} ({:.4g} G parameters, {}; {:.4g} x the trained model): time, WAN bytes and samples are its{}; "
+      "accuracy is the trained proxy's ({} parameters)",
+      r.name, static_cast<double>(r.params) / 1e9, r.how, r.scale(),
+      r.sequence_length ? fmt::format(" (a sample = {} tokens)", r.sequence_length) : "", r.trained_params);
 }
 
 std::string describe_clock(const ReportContext& c) {
@@ -439,11 +463,14 @@ std::string describe_clock(const ReportContext& c) {
   auto profile = [](const ReportContext::ComputeProfile& p) {
     if (p.derived) {
       const ComputeDerivation& d = *p.derived;
+      const std::string gpus = d.gpus_per_worker > 1 ? fmt::format("{} x ", d.gpus_per_worker) : "";
+      const std::string shard =
+          d.gpus_per_worker > 1 ? fmt::format(" (sharding traffic {:.4g} ms on the interconnect, overlapped)", d.shard_comm_s * 1e3) : "";
       return fmt::format(
-          "compute derived from the hardware: 6 x {:.4g} params x {:.6g} tokens / ({:.4g} TFLOP/s dense BF16 ({}) x "
-          "MFU {:.3g}) = {:.4g} ms per step, reduce {:.3g} ns/element, compress {:.3g} ns/element",
-          d.params, d.tokens_per_worker_per_step, d.peak_dense_bf16_flops / 1e12, d.gpu, d.mfu, p.step_time_s * 1e3,
-          p.reduce_ns_per_element, p.compress_ns_per_element);
+          "compute derived from the hardware: 6 x {:.4g} params x {:.6g} tokens / ({}{:.4g} TFLOP/s dense BF16 ({}) x "
+          "MFU {:.3g}) = {:.4g} ms per step{}, reduce {:.3g} ns/element, compress {:.3g} ns/element",
+          d.params, d.tokens_per_worker_per_step, gpus, d.peak_dense_bf16_flops / 1e12, d.gpu, d.mfu,
+          p.step_time_s * 1e3, shard, p.reduce_ns_per_element, p.compress_ns_per_element);
     }
     return fmt::format("declared compute: step {:.4g} ms, reduce {:.3g} ns/element, compress {:.3g} ns/element",
                        p.step_time_s * 1e3, p.reduce_ns_per_element, p.compress_ns_per_element);

@@ -19,6 +19,7 @@
 
 #include "model/faults.h"
 #include "model/hardware.h"
+#include "model/represented.h"
 #include "model/measurements.h"
 #include "model/report_error.h"
 
@@ -292,6 +293,10 @@ struct ReportContext {
   /// When the data centers ran different profiles (scenario `datacenters[i].compute`): each DC's,
   /// by name, and `compute_profile` is absent.
   std::map<std::string, ComputeProfile> compute_profile_by_dc;
+  /// The represented model (scenario workload.represents, README "Represented models"): the
+  /// timing, WAN bytes and samples are its; the accuracy is the trained proxy's. Absent: the
+  /// trained model is what the figures describe.
+  std::optional<RepresentedModel> represented_model;
   /// Whether a compute profile (common or per DC) produced the compute figures.
   bool profiled() const { return compute_profile.has_value() || !compute_profile_by_dc.empty(); }
   /// Whether a profile (common or of some DC) was derived from the hardware.
@@ -311,6 +316,12 @@ void from_json(const json& j, ReportContext& c);
 /// clock, compute derived from the hardware: 6 x ... = 497 ms per step, ...", per DC when the DCs
 /// differ.
 std::string describe_clock(const ReportContext& c);
+/// What the figures describe, in words: "represents llama3-70b (70.55 G parameters, ...): timing,
+/// WAN bytes and samples are its; accuracy is the trained proxy's (50,890 parameters)", or "" when
+/// the trained model is what is represented.
+std::string describe_represented(const ReportContext& c);
+/// describe_clock, then describe_represented if there is a represented model ("; " between).
+std::string describe_figures(const ReportContext& c);
 
 /// One strategy against the baseline strategy and the `lan` reference of the same run
 /// (metrics::compare()). A figure is absent when its reference did not run.

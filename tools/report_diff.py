@@ -1,16 +1,24 @@
 #!/usr/bin/env python3
 """Diffs two `geotb run` reports on the figures that must not change when only the code's shape
 changes (seeded runs): per strategy the per-step loss series, the test-accuracy curve and the final
-accuracy, WAN payload bytes, exchange count and replica_max_abs_diff. Timing figures are not
-compared (they depend on the clock).
+accuracy, WAN payload bytes, exchange count and replica_max_abs_diff. With --timing also every
+figure of the virtual clock (wall_s, samples/s, compute, compress and exposed/overlapped
+communication per step, the exchanges' seconds and efficiency, WAN wire bytes, messages and
+retransmissions, the per-step end times): identical when both reports ran on the virtual clock
+with a compute profile (README "Clocks"); they move with the host otherwise.
 
-  tools/report_diff.py BEFORE.json AFTER.json      exit 0: identical, 1: differences, 2: unreadable
+  tools/report_diff.py [--timing] BEFORE.json AFTER.json   exit 0: identical, 1: differences, 2: unreadable
 """
 import json
 import sys
 
 
-def strategies(report):
+TIMING = ("wall_s", "samples_per_s", "compute_s_per_step", "compress_s_per_step", "exposed_comm_s_per_step",
+          "overlapped_comm_s_per_step", "comm_compute_ratio", "exchange_seconds_mean", "exchange_efficiency_mean",
+          "wan_wire_bytes", "wan_messages", "wan_retransmissions", "samples")
+
+
+def strategies(report, timing=False):
     out = {}
     for s in report["strategies"]:
         m = s["metrics"]
@@ -22,15 +30,20 @@ def strategies(report):
             "exchanges": m["exchanges"],
             "replica_max_abs_diff": m["replica_max_abs_diff"],
         }
+        if timing:
+            out[s["name"]].update({k: m.get(k) for k in TIMING})
+            out[s["name"]]["step_end_s"] = s["series"].get("step_end_s")
     return out
 
 
 def main(argv):
+    timing = "--timing" in argv[1:]
+    argv = [a for a in argv if a != "--timing"]
     if len(argv) != 3:
         print(__doc__.strip(), file=sys.stderr)
         return 2
     try:
-        a, b = (strategies(json.load(open(p))) for p in argv[1:3])
+        a, b = (strategies(json.load(open(p)), timing) for p in argv[1:3])
     except (OSError, ValueError, KeyError) as e:
         print(f"report_diff: {e}", file=sys.stderr)
         return 2

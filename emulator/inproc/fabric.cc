@@ -135,10 +135,11 @@ void Fabric::act_now(const std::function<void(Nanos)>& fn) {
   }
 }
 
-void Fabric::send(int src, int dst, uint64_t tag, std::vector<uint8_t> payload) {
+void Fabric::send(int src, int dst, uint64_t tag, std::vector<uint8_t> payload, std::optional<uint64_t> network_bytes) {
   if (src < 0 || dst < 0 || src >= size() || dst >= size() || src == dst)
     throw FabricError("fabric: bad endpoints " + std::to_string(src) + " -> " + std::to_string(dst));
-  act_now([&](Nanos t) { send_at(t, src, dst, tag, payload); });
+  const uint64_t bytes = network_bytes.value_or(payload.size());
+  act_now([&](Nanos t) { send_at(t, src, dst, tag, payload, bytes); });
 }
 
 Fabric::Conn& Fabric::connection(int src, int dst) {
@@ -185,13 +186,13 @@ void Fabric::settle(int src, int dst, uint64_t id, const MessageVerdict& mv) {
   boxes_[static_cast<size_t>(dst)]->cv.notify_all();
 }
 
-void Fabric::send_at(Nanos now, int src, int dst, uint64_t tag, std::vector<uint8_t>& payload) {
+void Fabric::send_at(Nanos now, int src, int dst, uint64_t tag, std::vector<uint8_t>& payload, uint64_t size) {
   if (closed_) return;
   if (const auto& succ = successor_[static_cast<size_t>(src)]; !succ.empty())
     if (auto it = succ.find(dst); it != succ.end()) dst = it->second;  // a taken-over address
   if (retain_n_ > 0 && tag != kTakeoverTag && site_of(src) != site_of(dst)) {
     auto& kept = retained_[{src, dst}];
-    kept.emplace_back(tag, payload);
+    kept.push_back({tag, payload, size});
     if (kept.size() > retain_n_) kept.pop_front();
   }
   if (dead_[static_cast<size_t>(src)] || dead_[static_cast<size_t>(dst)]) return;  // a killed worker's sockets
@@ -204,8 +205,7 @@ void Fabric::send_at(Nanos now, int src, int dst, uint64_t tag, std::vector<uint
   const int sa = site_of(src), sb = site_of(dst);
   TrafficStats& st = stats_[{sa, sb}];
   st.messages += 1;
-  st.payload_bytes += payload.size();
-  const uint64_t size = payload.size();
+  st.payload_bytes += size;
   auto p = std::make_shared<Pending>();
   p->payload = std::move(payload);
   Mailbox& box = *boxes_[static_cast<size_t>(dst)];
@@ -512,7 +512,7 @@ void Fabric::take_over(int successor, int dead, const std::vector<int>& tell) {
       std::vector<uint8_t> notice(sizeof(uint64_t));
       const uint64_t d = static_cast<uint64_t>(dead);
       std::memcpy(notice.data(), &d, sizeof d);
-      send_at(t, successor, p, kTakeoverTag, notice);
+      send_at(t, successor, p, kTakeoverTag, notice, notice.size());
     }
   });
 }
@@ -535,14 +535,14 @@ void Fabric::on_takeover(Nanos at, int dst, int successor, int dead) {
     if (to == dead) to = successor;  // a chain: whoever `dead` had taken over
   succ[dead] = successor;
   // What dst had sent to the dead (and may not have been received) goes to its successor now.
-  std::deque<std::pair<uint64_t, std::vector<uint8_t>>> kept;
+  std::deque<Retained> kept;
   if (auto it = retained_.find({dst, dead}); it != retained_.end()) {
     kept = std::move(it->second);
     retained_.erase(it);
   }
-  for (auto& [tag, bytes] : kept) {
+  for (auto& [tag, bytes, size] : kept) {
     std::vector<uint8_t> copy = bytes;
-    send_at(at, dst, successor, tag, copy);
+    send_at(at, dst, successor, tag, copy, size);
   }
   delivered_ = true;  // recvs at dst may be ready now
   boxes_[static_cast<size_t>(dst)]->cv.notify_all();

@@ -98,7 +98,11 @@ class Fabric {
   /// link model delivers it. Throws FabricError if an earlier message on this connection was
   /// undeliverable (link down past every retransmission; the window-less model: this one) — the
   /// caller's "peer unreachable".
-  void send(int src, int dst, uint64_t tag, std::vector<uint8_t> payload);
+  /// `network_bytes`: the message's size on the network, what the link model carries and the traffic
+  /// counts; default the payload's. A represented model's tensor (README "Represented models")
+  /// is larger than the payload that stands for it.
+  void send(int src, int dst, uint64_t tag, std::vector<uint8_t> payload,
+            std::optional<uint64_t> network_bytes = std::nullopt);
 
   /// Blocks until the message (src -> dst, tag) has been delivered, then returns it. Messages
   /// with the same (src, dst, tag) are received in send order. Returns nullopt after `timeout`
@@ -210,7 +214,7 @@ class Fabric {
   /// Runs fn(now) under mu_ at the caller's instant: in virtual time through the scheduler's
   /// act() (ordered across actors), on the real clock after running the network up to now.
   void act_now(const std::function<void(Nanos)>& fn);
-  void send_at(Nanos now, int src, int dst, uint64_t tag, std::vector<uint8_t>& payload);  // mu_ held
+  void send_at(Nanos now, int src, int dst, uint64_t tag, std::vector<uint8_t>& payload, uint64_t size);  // mu_ held
   std::optional<std::vector<uint8_t>> take(int dst, int src, uint64_t tag);               // mu_ held
   std::optional<std::vector<uint8_t>> recv_virtual(int dst, int src, uint64_t tag, Nanos timeout);
   bool interrupted(int dst, int src) const;  // mu_ held
@@ -253,7 +257,12 @@ class Fabric {
   // Successors (take_over): per endpoint, the endpoints it knows were taken over -> by whom.
   std::vector<std::map<int, int>> successor_;
   size_t retain_n_ = 0;  // retain_cross_site
-  std::map<std::pair<int, int>, std::deque<std::pair<uint64_t, std::vector<uint8_t>>>> retained_;  // (src, dst)
+  struct Retained {
+    uint64_t tag;
+    std::vector<uint8_t> payload;
+    uint64_t size;
+  };
+  std::map<std::pair<int, int>, std::deque<Retained>> retained_;  // (src, dst)
   Takeovers takeovers_{*this};
 };
 

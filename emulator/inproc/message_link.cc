@@ -1,6 +1,8 @@
 #include "emulator/inproc/message_link.h"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <stdexcept>
 #include <vector>
 
@@ -10,6 +12,19 @@ MessageVerdict MessageLink::send_windowless(Nanos now, uint64_t payload_bytes) {
   MessageVerdict mv;
   const uint64_t nseg = std::max<uint64_t>(1, (payload_bytes + seg_.mss_bytes - 1) / seg_.mss_bytes);
   mv.segments = nseg;
+  if (payload_bytes > seg_.fluid_above_bytes) {  // a bulk transfer: every segment at once, fluid
+    ++stats_.bulk_transfers;
+    const LinkModel::Bulk b =
+        link_.offer_bulk(now, nseg, payload_bytes + nseg * seg_.header_bytes, 0, seg_.min_rto, seg_.max_attempts);
+    mv.transmissions = b.transmissions;
+    mv.wire_bytes = b.wire_bytes;
+    mv.delivered = b.delivered;
+    if (b.delivered) {
+      mv.deliver_at = std::max(b.release, last_delivery_);
+      last_delivery_ = mv.deliver_at;
+    }
+    return mv;
+  }
   const uint32_t overhead = link_.config().overhead_bytes;
 
   struct Retry { Nanos at; uint32_t bytes; uint32_t attempts; };
@@ -117,6 +132,8 @@ void MessageLink::reset() {
   rcv_ooo_.clear();
   ack_pending_.clear();
   acks_.clear();
+  deferred_.clear();
+  bulk_.reset();
   // The receiver (Linux tcp_init_buffer_space, tcp_select_initial_window): sk_rcvbuf =
   // tcp_rmem[1]; window_clamp = tcp_win_from_space() of it (scaling_ratio 128/256); the SYN's
   // window is that rounded down to whole MSS, at most 65535 (not yet scaled); rcv_ssthresh = it;
@@ -185,16 +202,7 @@ void MessageLink::on_arrive(Nanos t, uint64_t tx, uint64_t seg) {
     }
   }
   if (seg_.receive_window) receive_window_update(t, advanced);
-  // Every message whose last segment is now in order is delivered (byte stream: in send order).
-  while (!msgs_.empty() && rcv_.rcv_nxt >= msgs_.front().end_seg) {
-    Msg m = std::move(msgs_.front());
-    msgs_.pop_front();
-    m.mv.delivered = true;
-    m.mv.deliver_at = std::max(t, last_delivery_);
-    last_delivery_ = m.mv.deliver_at;
-    if (on_done_) on_done_(m.id, m.mv);
-    else if (!m.returned) settled_.emplace(m.id, m.mv);
-  }
+  deliver_ready(t);
   // The ACK (cumulative, SACK): it carries rcv_nxt and the window (__tcp_select_window:
   // rcv_ssthresh, the receive queue being empty); the right edge never moves left.
   ack_pending_.push_back(tx);
@@ -323,6 +331,7 @@ void MessageLink::transmit(Nanos t, uint64_t seg, uint32_t frame, uint32_t attem
 }
 
 void MessageLink::try_send(Nanos t, bool force_one) {
+  refill_bulk(t);
   bool sent = false, limited = false;
   while (!rtx_.empty() || !unsent_.empty()) {
     if (!force_one && out_.size() >= w_.cwnd) {
@@ -445,6 +454,7 @@ void MessageLink::on_event(Nanos at, uint32_t kind, uint64_t a, uint64_t b) {
     case kArrive: on_arrive(at, a, b); break;
     case kAck: on_ack_frame(at, a); break;
     case kTimeout: on_timeout(at, a); break;
+    case kBulkDone: on_bulk_done(at, a); break;
     default: break;
   }
   if (failed_) fail_all(at);
@@ -455,6 +465,7 @@ void MessageLink::fail_all(Nanos t) {
   // not yet delivered on it is undeliverable, and the connection starts afresh.
   std::deque<Msg> dead;
   dead.swap(msgs_);
+  for (const Deferred& d : deferred_) dead.push_back(Msg{.id = d.id});
   reset();
   for (Msg& m : dead) {
     m.mv.delivered = false;
@@ -467,10 +478,22 @@ void MessageLink::fail_all(Nanos t) {
 uint64_t MessageLink::enqueue(Nanos now, uint64_t payload_bytes) {
   if (!seg_.tcp) throw std::logic_error("MessageLink::enqueue: the window-less model settles messages in send()");
   now = std::max(now, q_->now());
+  const uint64_t id = next_msg_id_++;
+  if (bulk_ || !deferred_.empty() || payload_bytes > seg_.fluid_above_bytes) {
+    deferred_.push_back({id, payload_bytes});
+    pump(now);
+  } else {
+    enqueue_segments(now, id, payload_bytes);
+  }
+  if (failed_) fail_all(now);
+  return id;
+}
+
+void MessageLink::enqueue_segments(Nanos now, uint64_t id, uint64_t payload_bytes) {
   if (seg_.slow_start_after_idle && out_.empty() && sent_any_ && now - last_sent_ > rto_)
     restart_after_idle(now - last_sent_);
   Msg m;
-  m.id = next_msg_id_++;
+  m.id = id;
   m.mv.segments = std::max<uint64_t>(1, (payload_bytes + seg_.mss_bytes - 1) / seg_.mss_bytes);
   m.first_seg = next_seg_ + unsent_.size();
   m.end_seg = m.first_seg + m.mv.segments;
@@ -482,11 +505,208 @@ uint64_t MessageLink::enqueue(Nanos now, uint64_t payload_bytes) {
     left -= pay;
     unsent_.push_back(pay + seg_.header_bytes);
   }
-  const uint64_t id = m.id;
   msgs_.push_back(std::move(m));
   try_send(now, false);
-  if (failed_) fail_all(now);
-  return id;
+}
+
+void MessageLink::pump(Nanos t) {
+  while (!bulk_ && !deferred_.empty() && !failed_) {
+    const Deferred d = deferred_.front();
+    deferred_.pop_front();
+    if (d.bytes > seg_.fluid_above_bytes)
+      start_bulk(t, d.id, d.bytes);
+    else
+      enqueue_segments(t, d.id, d.bytes);
+  }
+}
+
+void MessageLink::deliver_ready(Nanos t) {
+  // Every message whose last segment is now in order is delivered (byte stream: in send order);
+  // a bulk transfer also needs its tail arrived.
+  bool bulk_done = false;
+  while (!msgs_.empty() && rcv_.rcv_nxt >= msgs_.front().end_seg) {
+    const bool is_bulk = bulk_ && msgs_.front().id == bulk_->id;
+    if (is_bulk && (!bulk_->tail_started || bulk_->tail_release > t)) break;  // on_bulk_done comes back
+    Msg m = std::move(msgs_.front());
+    msgs_.pop_front();
+    m.mv.delivered = true;
+    m.mv.deliver_at = std::max(t, last_delivery_);
+    last_delivery_ = m.mv.deliver_at;
+    if (is_bulk) {
+      bulk_.reset();
+      bulk_done = true;
+    }
+    if (on_done_) on_done_(m.id, m.mv);
+    else if (!m.returned) settled_.emplace(m.id, m.mv);
+  }
+  if (bulk_done) pump(t);
+}
+
+double MessageLink::steady_window(bool with_loss) const {
+  const LinkConfig& lc = link_.config();
+  const double mss = seg_.mss_bytes;
+  const double rtt_s = std::chrono::duration<double>(lc.delay + ack_delay()).count();
+  const double wire_seg = mss + seg_.header_bytes + lc.overhead_bytes;
+  double w = seg_.receive_window ? std::floor(static_cast<double>(seg_.rmem_max_bytes / 2) / mss)
+                                 : std::numeric_limits<double>::infinity();
+  if (lc.rate_bps > 0 && rtt_s > 0) w = std::min(w, std::ceil(lc.rate_bps * rtt_s / 8 / wire_seg));
+  const double q = lc.loss.kind == LossConfig::Kind::kNone ? 0.0 : lc.loss.stationary_loss();
+  if (with_loss && q > 0) {
+    // The congestion control's response to the loss rate (RFC 9438 section 5.1, C = 0.4,
+    // beta = 0.7; Reno sqrt(3 / (2 q)), Mathis et al. 1997; CUBIC's Reno-friendly region): where
+    // the head measured nothing better.
+    const double reno = std::sqrt(1.5 / q);
+    const double cubic = 1.054 * std::pow(rtt_s, 0.75) / std::pow(q, 0.75);
+    w = std::min(w, seg_.cc == CcAlgorithm::kReno ? reno : std::max(reno, cubic));
+  }
+  return std::max(w, 1.0);
+}
+
+void MessageLink::start_bulk(Nanos t, uint64_t id, uint64_t payload_bytes) {
+  ++stats_.bulk_transfers;
+  if (seg_.slow_start_after_idle && out_.empty() && sent_any_ && t - last_sent_ > rto_)
+    restart_after_idle(t - last_sent_);
+  Msg m;
+  m.id = id;
+  m.first_seg = m.end_seg = next_seg_ + unsent_.size();
+  msgs_.push_back(std::move(m));
+  Bulk b;
+  b.id = id;
+  b.remaining = payload_bytes;
+  bulk_ = b;
+  refill_bulk(t);
+  try_send(t, false);
+}
+
+void MessageLink::refill_bulk(Nanos t) {
+  // Keeps the head's segments ahead of the window (1 MiB at a time) until the window is steady or
+  // the head is fluid_head_max_bytes long; then the rest goes to the tail.
+  if (!bulk_ || bulk_->tail_started) return;
+  const uint64_t mss = seg_.mss_bytes;
+  const uint64_t chunk = std::max<uint64_t>(1, (uint64_t{1} << 20) / mss) * mss;
+  const uint64_t low = std::max<uint64_t>(1024, 2 * uint64_t{w_.cwnd});
+  while (bulk_->remaining > 0 && unsent_.size() < low) {
+    const double w = steady_window(true);
+    const double rwnd = seg_.receive_window ? static_cast<double>(rcv_.rcv_ssthresh / mss) : w;
+    const bool steady = state_ == State::kOpen && std::min<double>(w_.cwnd, rwnd) >= 0.95 * w;
+    if (steady || bulk_->head_bytes >= seg_.fluid_head_max_bytes) {
+      bulk_tail(t);
+      return;
+    }
+    const uint64_t c = std::min(bulk_->remaining, chunk);
+    const uint64_t nseg = (c + mss - 1) / mss;
+    Msg& m = msgs_.back();
+    uint64_t left = c;
+    for (uint64_t i = 0; i < nseg; ++i) {
+      const uint32_t pay = static_cast<uint32_t>(std::min<uint64_t>(left, mss));
+      left -= pay;
+      unsent_.push_back(pay + seg_.header_bytes);
+    }
+    m.end_seg += nseg;
+    m.mv.segments += nseg;
+    m.released.resize(m.released.size() + nseg, false);
+    m.unreleased += nseg;
+    bulk_->remaining -= c;
+    bulk_->head_bytes += c;
+  }
+  if (bulk_->remaining == 0) bulk_->tail_started = true;  // all of it went segment by segment
+}
+
+void MessageLink::bulk_tail(Nanos t) {
+  Bulk& b = *bulk_;
+  Msg& m = msgs_.back();
+  b.tail_started = true;
+  const uint64_t mss = seg_.mss_bytes;
+  // The head's segments not sent yet join the tail (they are the last of unsent_: later messages
+  // wait for the bulk), so that nothing is serialized beside the tail that it does not account for.
+  while (!unsent_.empty() && m.end_seg > std::max(m.first_seg, next_seg_)) {
+    b.remaining += unsent_.back() - seg_.header_bytes;
+    b.head_bytes -= unsent_.back() - seg_.header_bytes;
+    unsent_.pop_back();
+    --m.end_seg;
+    --m.mv.segments;
+    m.released.pop_back();
+    --m.unreleased;
+  }
+  const LinkConfig& lc = link_.config();
+  const Nanos rtt = lc.delay + ack_delay();
+  const double rtt_s = std::max(1e-9, std::chrono::duration<double>(rtt).count());
+  const double wire_seg = static_cast<double>(mss + seg_.header_bytes + lc.overhead_bytes);
+  const double w_end = steady_window(true);
+  const double rwnd = seg_.receive_window ? static_cast<double>(rcv_.rcv_ssthresh / mss) : w_end;
+  double w = std::min({static_cast<double>(w_.cwnd), rwnd, w_end});
+  // The window's growth to W: slow start (doubling per RTT) below ssthresh, then CUBIC
+  // W - C (K - tau)^3 with K = cbrt((W - w_ss) / C) (it meets W at tau = K) or Reno one segment
+  // per RTT, in steps of 100 ms.
+  const double C = 0.4;
+  const double ssthresh = std::min<double>(w_.ssthresh, w_end);
+  double K = -1;  // set when congestion avoidance starts
+  uint64_t left_segs = (b.remaining + mss - 1) / mss;
+  const uint64_t tail_segs = left_segs;
+  const uint64_t last_pay = b.remaining - (tail_segs - 1) * mss;
+  double tau = 0;
+  LinkModel::Bulk last;
+  last.delivered = true;
+  while (left_segs > 0) {
+    double next_w = w_end, dur = 0, win = w_end;
+    uint64_t segs = left_segs;
+    if (w < w_end * 0.999) {
+      double w1, step_s;
+      if (w < ssthresh * 0.999) {  // slow start: one RTT carries the window, which then doubles
+        step_s = rtt_s;
+        w1 = std::min(ssthresh, 2 * w);
+        win = w;
+      } else {
+        step_s = std::max(rtt_s, 0.1);
+        if (K < 0) {
+          K = std::cbrt(std::max(0.0, w_end - w) / C);
+          tau = 0;
+        }
+        w1 = seg_.cc == CcAlgorithm::kReno ? std::min(w_end, w + step_s / rtt_s)
+                                           : std::min(w_end, w_end - C * std::pow(std::max(0.0, K - tau - step_s), 3));
+        win = 0.5 * (w + w1);
+      }
+      segs = std::min<uint64_t>(left_segs, std::max<uint64_t>(1, static_cast<uint64_t>(win * step_s / rtt_s)));
+      next_w = w1;
+      dur = step_s;
+    }
+    const double cap = win * wire_seg * 8 / rtt_s;
+    const uint64_t bytes = (segs == left_segs ? (segs - 1) * mss + last_pay : segs * mss) + segs * seg_.header_bytes;
+    last = link_.offer_bulk(t, segs, bytes, cap, rto_, seg_.max_attempts);
+    m.mv.transmissions += last.transmissions;
+    m.mv.wire_bytes += last.wire_bytes;
+    if (!last.delivered) break;
+    left_segs -= segs;
+    w = next_w;
+    tau += dur;
+  }
+  if (reverse_) (void)reverse_->offer_bulk(t, tail_segs, tail_segs * seg_.header_bytes, 0, rto_, seg_.max_attempts);
+  m.mv.segments += tail_segs;
+  stats_.acked_segments += tail_segs;
+  stats_.fluid_segments += tail_segs;
+  b.remaining = 0;
+  b.tail_ok = last.delivered;
+  b.tail_release = last.delivered ? last.release : last.depart;
+  if (last.delivered) {
+    // The connection after it: the window where the growth left it, the receive buffer grown.
+    w_.cwnd = std::max(w_.cwnd, static_cast<uint32_t>(std::min(w, 1e9)));
+    if (seg_.receive_window && rcv_.rcv_ssthresh < static_cast<uint64_t>(w) * mss) {
+      rcv_.rcvbuf = std::max(rcv_.rcvbuf, std::min(seg_.rmem_max_bytes, 2 * static_cast<uint64_t>(w) * mss));
+      rcv_.window_clamp = std::max(rcv_.window_clamp, rcv_.rcvbuf / 2);
+      rcv_.rcv_ssthresh = rcv_.window_clamp;
+    }
+    last_sent_ = std::max(last_sent_, last.depart);
+  }
+  push(b.tail_release, kBulkDone, b.id);
+}
+
+void MessageLink::on_bulk_done(Nanos t, uint64_t id) {
+  if (!bulk_ || bulk_->id != id) return;
+  if (!bulk_->tail_ok) {  // the link stayed down through every retransmission
+    failed_ = true;
+    return;
+  }
+  deliver_ready(t);
 }
 
 MessageVerdict MessageLink::send(Nanos now, uint64_t payload_bytes) {
@@ -495,7 +715,7 @@ MessageVerdict MessageLink::send(Nanos now, uint64_t payload_bytes) {
   const uint64_t id = enqueue(now, payload_bytes);
   auto released = [&]() -> Msg* {
     for (Msg& m : msgs_)
-      if (m.id == id) return m.unreleased == 0 ? &m : nullptr;
+      if (m.id == id) return m.unreleased == 0 && !(bulk_ && bulk_->id == id) ? &m : nullptr;
     return nullptr;
   };
   for (;;) {

@@ -62,6 +62,26 @@
 //    plane drops frames from its delay line at the cut;
 //  * the connection delivers in order: a message is delivered when its last segment is, and never
 //    before the previous message on the same connection (head-of-line blocking).
+//  * a message larger than SegmentConfig::fluid_above_bytes (a represented model's tensors,
+//    README "Represented models") is a bulk transfer, whose cost must not grow with its bytes: it
+//    follows the messages before it on the stream and goes segment by segment (the model above)
+//    while the window grows, until the window is steady, min(cwnd, advertised) >= 95 % of
+//    W = min(receive window at tcp_rmem[2] / 2, the path's BDP, the congestion control's long-run
+//    response to the loss rate q: CUBIC 1.054 (RTT^3 / q^3)^(1/4) segments, RFC 9438 section 5.1
+//    with C = 0.4, beta = 0.7; Reno sqrt(3 / (2 q)), Mathis et al. 1997; the larger of the two for
+//    CUBIC's Reno-friendly region), or until fluid_head_max_bytes have gone that way. A transfer
+//    with few loss events is not in that long run: the segment model's goodput then depends on
+//    where its losses fall (docs/measurements/represented-models.md). The rest (the tail) is a fluid:
+//    the window grows from where it is to W as the congestion control grows it (slow start
+//    doubling per RTT below ssthresh, then CUBIC's W - C (K - t)^3 or Reno's one segment per
+//    RTT), in steps of one RTT (100 ms above ssthresh), then stays at W; each step is serialized
+//    at min(link rate, window / RTT)
+//    (LinkModel::offer_bulk: rate changes, outages paused through the RTO backoff, expected
+//    retransmissions serialized), its ACKs occupy the reverse serializer. The message is
+//    delivered when its last head segment is in order and the tail's last frame has arrived;
+//    later messages on the connection wait for it. Not modelled inside the tail: jitter, queue
+//    limits, losses' individual recoveries (docs/measurements/represented-models.md compares the
+//    two models where both run);
 // SegmentConfig::tcp = false keeps the window-less model: every segment offered at once, a lost
 // segment retransmitted one RTT after it left, a segment offered while the link is down after
 // min_rto doubling per attempt.
@@ -83,6 +103,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <queue>
 #include <set>
 #include <vector>
@@ -115,6 +136,11 @@ struct SegmentConfig {
   uint64_t rmem_initial_bytes = 131072;
   /// net.ipv4.tcp_rmem[2]: autotuning's ceiling (Linux 6.16+: 33554432; 6291456 before).
   uint64_t rmem_max_bytes = 33554432;
+  /// Messages above this many payload bytes are bulk transfers (the fluid model above). The
+  /// default, 64 MiB, is above every message of a model that trains for real here.
+  uint64_t fluid_above_bytes = uint64_t{64} << 20;
+  /// A bulk transfer's head (segment by segment) ends here even if the window is not steady.
+  uint64_t fluid_head_max_bytes = uint64_t{64} << 20;
 };
 
 struct MessageVerdict {
@@ -134,6 +160,8 @@ struct TcpStats {
   uint64_t acked_segments = 0;
   uint64_t rwnd_limited = 0;      ///< times new data waited for the receiver's window
   uint64_t rcvbuf_grows = 0;      ///< receive buffer autotuning steps (tcp_rcvbuf_grow)
+  uint64_t bulk_transfers = 0;    ///< messages carried by the fluid model
+  uint64_t fluid_segments = 0;    ///< of their segments, those in the fluid tails (not simulated one by one)
 };
 
 /// The receiver's side of the connection (Linux names), bytes.
@@ -190,9 +218,17 @@ class MessageLink final : private EventQueue::Handler {
   uint64_t send_window_end() const { return snd_wnd_end_; }
 
  private:
-  enum Kind : uint32_t { kArrive = 0, kAck = 1, kTimeout = 2 };
+  enum Kind : uint32_t { kArrive = 0, kAck = 1, kTimeout = 2, kBulkDone = 3 };
   void on_event(Nanos at, uint32_t kind, uint64_t a, uint64_t b) override;
   MessageVerdict send_windowless(Nanos now, uint64_t payload_bytes);
+  void enqueue_segments(Nanos now, uint64_t id, uint64_t payload_bytes);
+  void pump(Nanos t);
+  void start_bulk(Nanos t, uint64_t id, uint64_t payload_bytes);
+  void refill_bulk(Nanos t);
+  void bulk_tail(Nanos t);
+  double steady_window(bool with_loss) const;  // W, segments
+  void deliver_ready(Nanos t);
+  void on_bulk_done(Nanos t, uint64_t id);
   Nanos ack_delay() const;
   void reset();
   void rtt_sample(Nanos m);
@@ -283,6 +319,21 @@ class MessageLink final : private EventQueue::Handler {
   std::map<uint64_t, AckFrame> acks_;   // ACK frames on the way, by id
   uint64_t next_ack_id_ = 0;
   uint64_t snd_wnd_end_ = 0;            // sender's view: rcv_nxt + window of the latest ACK, segments
+  // bulk transfers (the fluid model)
+  struct Deferred {
+    uint64_t id;
+    uint64_t bytes;
+  };
+  std::deque<Deferred> deferred_;       // messages behind a bulk transfer, in stream order
+  struct Bulk {
+    uint64_t id = 0;
+    uint64_t remaining = 0;             // payload bytes neither segmented nor in the tail yet
+    uint64_t head_bytes = 0;            // payload bytes sent segment by segment
+    bool tail_started = false;          // remaining went to the fluid tail (or there was none)
+    bool tail_ok = true;
+    Nanos tail_release{0};              // the tail's last frame arrives (0: no tail)
+  };
+  std::optional<Bulk> bulk_;            // the bulk transfer in progress
 };
 
 }  // namespace geotb::emu

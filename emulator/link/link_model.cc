@@ -258,6 +258,26 @@ Verdict LinkModel::offer(Nanos now, uint32_t bytes) {
     ++stats_.drops[static_cast<int>(v.fate)];
     return v;
   }
+  if (now < bulk_until_) {
+    // Interleaved with a bulk transfer (offer_bulk): a lane of its own, at the link's rate.
+    const long double bits = 8.0L * (static_cast<long double>(bytes) + cfg_.overhead_bytes);
+    const Nanos tx{cfg_.rate_bps > 0 ? static_cast<int64_t>(std::llround(bits * 1e9L / static_cast<long double>(cfg_.rate_bps))) : 0};
+    lane_depart_ = std::max(now, lane_depart_) + tx;
+    v.depart = lane_depart_;
+    if (lose()) {
+      v.fate = Fate::kDropLoss;
+      ++stats_.drops[static_cast<int>(v.fate)];
+      return v;
+    }
+    v.release = std::max(v.depart, v.depart + cfg_.delay + jitter());
+    v.duplicate = cfg_.duplicate_p > 0 && rng_.bernoulli(cfg_.duplicate_p);
+    v.corrupt = cfg_.corrupt_p > 0 && rng_.bernoulli(cfg_.corrupt_p);
+    ++stats_.delivered;
+    stats_.delivered_bytes += bytes;
+    stats_.duplicated += v.duplicate;
+    stats_.corrupted += v.corrupt;
+    return v;
+  }
   // Serializer in ns + ps so per-frame rounding never accumulates into a rate error.
   if (now > last_depart_ || (now == last_depart_ && last_depart_ps_ == 0)) {
     last_depart_ = now;
@@ -291,6 +311,92 @@ Verdict LinkModel::offer(Nanos now, uint32_t bytes) {
   stats_.duplicated += v.duplicate;
   stats_.corrupted += v.corrupt;
   return v;
+}
+
+LinkModel::Bulk LinkModel::offer_bulk(Nanos now, uint64_t frames, uint64_t bytes, double max_rate_bps, Nanos rto,
+                                      uint32_t max_attempts) {
+  now = std::max(now, last_now_);
+  advance(now);
+  Bulk b;
+  const double q = cfg_.loss.kind == LossConfig::Kind::kNone ? 0.0 : cfg_.loss.stationary_loss();
+  if (q >= 1) {
+    b.depart = b.release = now;
+    return b;
+  }
+  const uint64_t extra = q > 0 ? static_cast<uint64_t>(std::llround(static_cast<double>(frames) * q / (1 - q))) : 0;
+  const uint64_t per_frame_avg = frames ? bytes / frames : 0;
+  b.transmissions = frames + extra;
+  b.wire_bytes = bytes + extra * per_frame_avg + b.transmissions * cfg_.overhead_bytes;
+  // Walk the pending changes on a copy of the state: the link's own time stays at `now`.
+  double rate = cfg_.rate_bps;
+  bool up = cfg_.up;
+  Nanos delay = cfg_.delay;
+  size_t i = next_pending_;
+  auto apply_until = [&](Nanos t) {
+    while (i < pending_.size() && pending_[i].at <= t) {
+      const LinkChange& c = pending_[i++];
+      if (c.rate_bps) rate = *c.rate_bps;
+      if (c.delay) delay = *c.delay;
+      if (c.up) up = *c.up;
+    }
+  };
+  Nanos t = std::max(now, busy_until());
+  b.begin = t;
+  long double bits = 8.0L * static_cast<long double>(b.wire_bytes);
+  for (;;) {
+    apply_until(t);
+    if (!up) {
+      // The sender retries at down + rto * (2^k - 1), k = 1..max_attempts; it resumes at the
+      // first retry after the link is back, or gives up.
+      const Nanos down = t;
+      std::optional<Nanos> back;
+      for (size_t j = i; j < pending_.size(); ++j)
+        if (pending_[j].up && *pending_[j].up) {
+          back = pending_[j].at;
+          break;
+        }
+      Nanos retry = down, step = rto;
+      uint32_t k = 0;
+      for (; k < max_attempts; ++k) {
+        retry += step;
+        step *= 2;
+        if (back && retry >= *back) break;
+      }
+      if (!back || k == max_attempts) {
+        b.depart = b.release = retry;
+        return b;
+      }
+      t = retry;
+      continue;
+    }
+    const double r = rate > 0 ? (max_rate_bps > 0 ? std::min(rate, max_rate_bps) : rate) : max_rate_bps;
+    const std::optional<Nanos> next = i < pending_.size() ? std::optional<Nanos>(pending_[i].at) : std::nullopt;
+    if (!(r > 0)) {  // unlimited: no serialization time
+      bits = 0;
+      break;
+    }
+    const long double need_ns = bits * 1e9L / static_cast<long double>(r);
+    if (next && static_cast<long double>((*next - t).count()) < need_ns) {
+      bits -= static_cast<long double>((*next - t).count()) * static_cast<long double>(r) / 1e9L;
+      t = *next;
+      continue;
+    }
+    t += Nanos{static_cast<int64_t>(std::llround(need_ns))};
+    break;
+  }
+  b.delivered = true;
+  b.depart = t;
+  b.release = t + delay;
+  last_depart_ = t;
+  last_depart_ps_ = 0;
+  bulk_until_ = std::max(bulk_until_, t);
+  last_release_ = std::max(last_release_, b.release);
+  stats_.offered += b.transmissions;
+  stats_.offered_bytes += bytes + extra * per_frame_avg;
+  stats_.delivered += frames;
+  stats_.delivered_bytes += bytes;
+  stats_.drops[static_cast<int>(Fate::kDropLoss)] += extra;
+  return b;
 }
 
 }  // namespace geotb::emu

@@ -144,6 +144,30 @@ class LinkModel {
   /// never runs backwards; callers sharing one direction need not agree to the nanosecond).
   Verdict offer(Nanos now, uint32_t bytes);
 
+  /// A bulk transfer (the fluid model of a large message, MessageLink): `frames` frames of
+  /// `bytes` L2 bytes in all (without the wire overhead), offered back to back from `now` after
+  /// whatever the serializer holds. They are serialized at min(the link's rate, `max_rate_bps`)
+  /// (a window-limited sender), following the scheduled rate changes; an outage pauses the transfer
+  /// until the sender's first retransmission after the link is back (RTO `rto` from the outage's
+  /// start, doubling per attempt, at most `max_attempts`: past them the transfer fails). Loss adds
+  /// the expected retransmissions, frames * q / (1 - q) at the loss rate q in force at the start
+  /// (Gilbert-Elliott: its stationary rate), to what is serialized. No jitter, no queue limits, no
+  /// random draws: the link's random stream is left where it was. The serializer is busy until
+  /// the last frame has left; the link's own time does not move. A frame offered while a bulk
+  /// transfer holds the serializer (an ACK, another connection's segment) is interleaved with it:
+  /// it is serialized at once, on a lane of its own, instead of after the whole transfer (the
+  /// transfer is not delayed by it: frames are small against it). A bulk transfer offered then
+  /// queues behind it. The scheduled changes are read, not applied.
+  struct Bulk {
+    bool delivered = false;
+    Nanos begin{0};             ///< the first frame's start of serialization
+    Nanos depart{0};            ///< the last frame's end of serialization (failure: when it was given up)
+    Nanos release{0};           ///< depart + the delay in force then
+    uint64_t transmissions = 0; ///< frames serialized, expected retransmissions included
+    uint64_t wire_bytes = 0;    ///< their bytes with the per-frame overhead
+  };
+  Bulk offer_bulk(Nanos now, uint64_t frames, uint64_t bytes, double max_rate_bps, Nanos rto, uint32_t max_attempts);
+
   /// Schedule a change; changes may be added in any order and are applied in time order
   /// (ties in insertion order). Throws std::invalid_argument if it makes the config invalid.
   void schedule(const LinkChange& change);
@@ -193,6 +217,8 @@ class LinkModel {
   Nanos last_depart_{0};      // serializer busy-until, whole nanoseconds ...
   int64_t last_depart_ps_ = 0;  // ... plus picoseconds [0, 1000)
   Nanos last_release_{0};
+  Nanos bulk_until_{0};          // a bulk transfer holds the serializer until then (offer_bulk)
+  Nanos lane_depart_{0};         // frames interleaved with it: their own serializer
   struct Queued { Nanos depart; uint32_t bytes; };
   // FIFO of frames not yet fully serialized: a power-of-two ring that only ever grows.
   std::vector<Queued> ring_;

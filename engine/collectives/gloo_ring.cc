@@ -1,7 +1,9 @@
 #include "engine/collectives/gloo_ring.h"
+
 #include "engine/compute_charge.h"
 
 #include <algorithm>
+#include <cmath>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
@@ -24,7 +26,7 @@ size_t round_up(size_t x, size_t m) { return (x + m - 1) / m * m; }
 // virtual time the device thread is an actor and a send leaves at max(posted, ready arrived).
 class RendezvousSender {
  public:
-  RendezvousSender(Transport& t, int dst) : t_(t), dst_(dst), sync_(t.make_sync()) {
+  RendezvousSender(Transport& t, int dst, size_t header_bytes) : t_(t), dst_(dst), header_(header_bytes), sync_(t.make_sync()) {
     th_ = sync_->spawn("gloo ring device thread of rank " + std::to_string(t.rank()), [this] { run(); });
   }
   ~RendezvousSender() { stop(); }
@@ -86,7 +88,7 @@ class RendezvousSender {
         });
         if (stop) return;
         (void)t_.recv(dst_, it.ready_tag);  // the receiver has posted its receive
-        t_.send(dst_, it.data_tag, std::move(it.msg));
+        t_.send_data(dst_, it.data_tag, std::move(it.msg), header_);  // preamble + segment
       } catch (...) {
         const std::exception_ptr e = std::current_exception();
         sync_->update([&](Sync::Nanos) { err_ = e; });
@@ -99,6 +101,7 @@ class RendezvousSender {
 
   Transport& t_;
   const int dst_;
+  const size_t header_;
   std::unique_ptr<Sync> sync_;
   std::deque<Item> q_;
   std::vector<Sync::Nanos> written_at_;  ///< instant each send was written, in post order
@@ -124,6 +127,13 @@ GlooRingLayout gloo_ring_layout(size_t total_bytes, size_t ranks, const GlooRing
   L.segments_per_rank = L.num_segments / ranks;
   L.iterations_per_phase = L.num_segments - L.segments_per_rank + 2;
   return L;
+}
+
+bool gloo_ring_represents(size_t n, double scale, size_t ranks, const GlooRingOptions& o) {
+  if (scale == 1.0 || ranks < 2) return true;
+  const auto rep = static_cast<size_t>(std::llround(static_cast<double>(n) * scale));
+  return gloo_ring_layout(n * sizeof(float), ranks, o).num_segments ==
+         gloo_ring_layout(rep * sizeof(float), ranks, o).num_segments;
 }
 
 uint64_t gloo_ring_tag_count(size_t n, size_t ranks, const GlooRingOptions& o) {
@@ -164,7 +174,7 @@ void gloo_ring_allreduce_sum(Transport& t, const std::vector<int>& ring, float* 
   auto* bytes = reinterpret_cast<uint8_t*>(data);
   const size_t pre = o.preamble_bytes;
 
-  RendezvousSender sender(t, send_to);
+  RendezvousSender sender(t, send_to, pre);
   try {
     size_t sends_posted = 0;
     for (uint64_t phase = 0; phase < 2; ++phase) {

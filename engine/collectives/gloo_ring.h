@@ -40,6 +40,12 @@ struct GlooRingLayout {
 };
 GlooRingLayout gloo_ring_layout(size_t total_bytes, size_t ranks, const GlooRingOptions& o = {});
 
+/// Whether Gloo's ring on n floats, scaled to a represented model `scale` times larger (README
+/// "Represented models"), is still Gloo's: its layout for the represented size has the same
+/// segment count as for n (every segment below max_segment_bytes), so that scaling each segment
+/// message is exact. Otherwise Gloo would send more, smaller segments, each with its rendezvous.
+bool gloo_ring_represents(size_t n, double scale, size_t ranks, const GlooRingOptions& o = {});
+
 /// Tags one gloo_ring_allreduce_sum of n floats over `ranks` ranks uses: one receiver-ready and
 /// one data message per sending iteration (the first S - S/P of each phase), 4 (S - S/P) in all,
 /// laid out [ready: reduce-scatter, allgather][data: reduce-scatter, allgather].

@@ -34,7 +34,7 @@ void ring_allreduce_sum(Transport& t, const std::vector<int>& ring, float* data,
   for (size_t s = 0; s + 1 < p; ++s) {
     const size_t send_c = (pos + p - s) % p;
     const size_t recv_c = (pos + p - s - 1) % p;
-    t.send(next, tags.tag(s), pack(data + lo(send_c), len(send_c)));
+    t.send_data(next, tags.tag(s), pack(data + lo(send_c), len(send_c)));
     const std::vector<uint8_t> in = t.recv(prev, tags.tag(s));
     if (in.size() != len(recv_c) * sizeof(float))
       throw TransportError("ring_allreduce: chunk of " + std::to_string(in.size()) + " bytes, expected " +
@@ -48,7 +48,7 @@ void ring_allreduce_sum(Transport& t, const std::vector<int>& ring, float* data,
   for (size_t s = 0; s + 1 < p; ++s) {
     const size_t send_c = (pos + 1 + p - s) % p;
     const size_t recv_c = (pos + p - s) % p;
-    t.send(next, tags.tag(p - 1 + s), pack(data + lo(send_c), len(send_c)));
+    t.send_data(next, tags.tag(p - 1 + s), pack(data + lo(send_c), len(send_c)));
     const std::vector<uint8_t> in = t.recv(prev, tags.tag(p - 1 + s));
     if (in.size() != len(recv_c) * sizeof(float))
       throw TransportError("ring_allreduce: chunk of " + std::to_string(in.size()) + " bytes, expected " +

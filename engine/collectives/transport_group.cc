@@ -4,6 +4,7 @@
 #include <string>
 
 #include "engine/collectives/gloo_ring.h"
+#include "engine/collectives/ring_allreduce.h"
 #include "engine/compute_charge.h"
 #include "engine/transport/tags.h"
 
@@ -27,9 +28,16 @@ class TransportGroup final : public IntraDc {
 
   void allreduce_mean(float* data, size_t n) override {
     if (members_.size() < 2) return;
-    const TagRange r = tags_.take("intra_dc.allreduce", gloo_ring_tag_count(n, members_.size()));
+    // A represented model too large for Gloo's layout to scale (README "Represented models"):
+    // the eager ring, NCCL-like, as a GPU site runs.
+    const bool eager = !gloo_ring_represents(n, t_.represent_scale(), members_.size());
+    const TagRange r = tags_.take("intra_dc.allreduce", eager ? ring_allreduce_tag_count(members_.size())
+                                                             : gloo_ring_tag_count(n, members_.size()));
     try {
-      gloo_ring_allreduce_sum(t_, members_, data, n, r);
+      if (eager)
+        ring_allreduce_sum(t_, members_, data, n, r);
+      else
+        gloo_ring_allreduce_sum(t_, members_, data, n, r);
     } catch (const TransportError& e) {
       throw CollectiveError(std::string("intra-DC allreduce: ") + e.what());
     }
@@ -46,7 +54,7 @@ class TransportGroup final : public IntraDc {
         std::vector<uint8_t> bytes(n * sizeof(float));
         std::memcpy(bytes.data(), data, bytes.size());
         for (size_t i = 0; i < members_.size(); ++i)
-          if (static_cast<int>(i) != root) t_.send(members_[i], r.tag(0), bytes);
+          if (static_cast<int>(i) != root) t_.send_data(members_[i], r.tag(0), bytes);
       } else {
         const std::vector<uint8_t> in = t_.recv(root_rank, r.tag(0));
         if (in.size() != n * sizeof(float))

@@ -22,6 +22,8 @@ struct ModelConfig {
 
 /// Returns an empty string if valid, else "field: value: why".
 std::string validate(const ModelConfig& m);
+/// The parameters make_learner(m) has (m valid), without building it.
+size_t param_count(const ModelConfig& m);
 
 class Learner {
  public:

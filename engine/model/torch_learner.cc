@@ -9,6 +9,17 @@
 
 namespace geotb::engine {
 
+size_t param_count(const ModelConfig& m) {
+  if (m.name == "cnn")  // conv1 1->16 5x5, conv2 16->32 5x5, fc 32*7*7 -> classes, with biases
+    return (1 * 16 * 25 + 16) + (16 * 32 * 25 + 32) + (32 * 7 * 7 * static_cast<size_t>(m.classes) + m.classes);
+  size_t total = 0, in = static_cast<size_t>(m.inputs);
+  for (int h : m.hidden) {
+    total += in * static_cast<size_t>(h) + static_cast<size_t>(h);
+    in = static_cast<size_t>(h);
+  }
+  return total + in * static_cast<size_t>(m.classes) + static_cast<size_t>(m.classes);
+}
+
 std::string validate(const ModelConfig& m) {
   if (m.name != "mlp" && m.name != "cnn") return "model: \"" + m.name + "\": unknown (mlp, cnn)";
   if (m.inputs != 784) return "model.inputs: " + std::to_string(m.inputs) + ": Fashion-MNIST has 784";

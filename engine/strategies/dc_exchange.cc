@@ -21,7 +21,7 @@ DcExchange::DcExchange(const WorkerEnv& env) {
 }
 
 std::vector<std::vector<uint8_t>> DcExchange::exchange(WorkerEnv& env, const std::vector<uint8_t>& own, int step,
-                                                       std::string_view name) {
+                                                       std::string_view name, uint64_t own_fixed_bytes) {
   const TagRange tags = tags_.take(name, 2);
   const uint64_t tag_exchange = tags.tag(0), tag_forward = tags.tag(1);
   std::vector<std::vector<uint8_t>> out;
@@ -36,22 +36,23 @@ std::vector<std::vector<uint8_t>> DcExchange::exchange(WorkerEnv& env, const std
   const int64_t t0 = env.clock->now().count();
   std::memcpy(msg.data(), &t0, kHeader);
   if (!own.empty()) std::memcpy(msg.data() + kHeader, own.data(), own.size());
-  for (int p : peers_) env.net->send(p, tag_exchange, msg);
+  const uint64_t fixed = kHeader + own_fixed_bytes;
+  for (int p : peers_) env.net->send_data(p, tag_exchange, msg, fixed);
   ExchangeRecord rec;
   rec.step = step;
-  rec.bytes_sent = msg.size();
+  rec.bytes_sent = env.net->represented_size(msg.size(), fixed);
   ExchangeTiming timing(t0);
   for (size_t k = 0; k < peers_.size(); ++k) {
     std::vector<uint8_t> in = env.net->recv(peers_[k], tag_exchange);
     if (in.size() < kHeader) throw TransportError("DC exchange: message of " + std::to_string(in.size()) + " bytes");
     int64_t sent_at;
     std::memcpy(&sent_at, in.data(), kHeader);
-    timing.arrived(sent_at, in.size(), peer_links_[k]);
+    timing.arrived(sent_at, env.net->represented_size(in.size(), fixed), peer_links_[k]);
     out.emplace_back(in.begin() + kHeader, in.end());
   }
   timing.finish(env.clock->now().count(), rec);
   for (int m : dc_ranks_but_self(env))
-    for (const auto& w : out) env.net->send(m, tag_forward, w);
+    for (const auto& w : out) env.net->send_data(m, tag_forward, w, own_fixed_bytes);
   env.exchanges.push_back(rec);
   return out;
 }

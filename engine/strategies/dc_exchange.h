@@ -25,8 +25,10 @@ class DcExchange {
 
   /// `step`: the step the exchange follows (-1: the final synchronisation after the last step),
   /// as recorded in the leader's exchange log. `name`: the tag range's name (a string literal).
+  /// `own_fixed_bytes`: the headers of `own` that do not grow with the model (0 for a float
+  /// tensor; Transport::send_data).
   std::vector<std::vector<uint8_t>> exchange(WorkerEnv& env, const std::vector<uint8_t>& own, int step,
-                                             std::string_view name);
+                                             std::string_view name, uint64_t own_fixed_bytes = 0);
 
  private:
   std::vector<int> peers_;               // other DCs' leaders, in DC order

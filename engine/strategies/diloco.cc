@@ -24,6 +24,7 @@
 #include "engine/strategies/dc_exchange.h"
 #include "engine/strategies/descriptor.h"
 #include "kernels/compress.h"
+#include "kernels/wire_format.h"
 
 namespace geotb::engine {
 
@@ -103,7 +104,7 @@ class Diloco final : public Strategy {
         own = float_bytes(delta_.data(), n);
       }
     }
-    const auto peers = xc_.exchange(env, own, step, "diloco.outer");
+    const auto peers = xc_.exchange(env, own, step, "diloco.outer", int8_ ? kernels::kWireHeaderBytes : 0);
     ScopedTimer t(*env.clock, env.times.compute_ns);
     // The sums (an INT8 peer's decompression included), the mean and the outer step.
     const ComputeRegion region(Work::kReduce, static_cast<uint64_t>(env.num_dcs + 4) * n);

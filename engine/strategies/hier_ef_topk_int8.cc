@@ -34,12 +34,16 @@
 #include "engine/strategies/descriptor.h"
 #include "engine/transport/tags.h"
 #include "kernels/compress.h"
+#include "kernels/wire_format.h"
 
 namespace geotb::engine {
 
 namespace {
 
 constexpr size_t kHeader = sizeof(int64_t);  // sender's clock at hand-off, ns
+// Headers of an exchange message that do not grow with the model (README "Represented models"):
+// the hand-off clock and the compressed tensor's wire header.
+constexpr size_t kFixed = kHeader + kernels::kWireHeaderBytes;
 
 /// The tags of one round (and of the final dense exchange): leader <-> leaders, leader -> members.
 struct RoundTags {
@@ -235,8 +239,8 @@ class HierEfTopkInt8 final : public Strategy {
         std::memcpy(msg.data(), &t0, kHeader);
         if (!w.empty()) std::memcpy(msg.data() + kHeader, w.data(), w.size());  // empty: receive only
         if (send_own) {
-          for (int p : peers) net->send(p, tag, msg);
-          a.bytes_sent = a.bytes_max = msg.size();
+          for (int p : peers) net->send_data(p, tag, msg, kFixed);
+          a.bytes_sent = a.bytes_max = net->represented_size(msg.size(), kFixed);
         }
         ExchangeTiming timing(t0);
         for (size_t k = 0; k < peers.size(); ++k) {
@@ -245,8 +249,9 @@ class HierEfTopkInt8 final : public Strategy {
           if (in.size() < kHeader) throw TransportError("exchange: message of " + std::to_string(in.size()) + " bytes");
           int64_t sent_at;
           std::memcpy(&sent_at, in.data(), kHeader);
-          a.bytes_max = std::max<uint64_t>(a.bytes_max, in.size());
-          timing.arrived(sent_at, in.size(), links[k]);
+          const uint64_t size = net->represented_size(in.size(), kFixed);
+          a.bytes_max = std::max<uint64_t>(a.bytes_max, size);
+          timing.arrived(sent_at, size, links[k]);
           a.wires.emplace_back(in.begin() + kHeader, in.end());
         }
         const int64_t all_here = clock->now().count();
@@ -279,7 +284,7 @@ class HierEfTopkInt8 final : public Strategy {
         if (!exchange) exchange = (adopted = launch(env, {}, tags, /*send_own=*/false)).get();
         a = exchange->join();
         for (int m : dc_ranks_but_self(env))
-          for (const auto& w : a.wires) env.net->send(m, tags.forward, w);
+          for (const auto& w : a.wires) env.net->send_data(m, tags.forward, w, kernels::kWireHeaderBytes);
       } else {
         for (size_t i = 0; i < peers_.size(); ++i)
           a.wires.push_back(env.net->recv(env.dc_leaders[static_cast<size_t>(env.dc)], tags.forward));

@@ -22,14 +22,17 @@ class CountingTransport final : public Transport {
   int rank() const override { return inner_.rank(); }
   int size() const override { return inner_.size(); }
   void send(int dst, uint64_t tag, std::vector<uint8_t> bytes) override {
-    if (dc_of_.at(static_cast<size_t>(dst)) != dc_of_.at(static_cast<size_t>(inner_.rank()))) {
-      wan_messages_.fetch_add(1, std::memory_order_relaxed);
-      wan_bytes_.fetch_add(bytes.size(), std::memory_order_relaxed);
-      const uint64_t frames = chunk_ ? std::max<uint64_t>(1, (bytes.size() + chunk_ - 1) / chunk_) : 0;
-      wan_wire_.fetch_add(bytes.size() + frames * header_, std::memory_order_relaxed);
-    }
+    count(dst, bytes.size());
     inner_.send(dst, tag, std::move(bytes));
   }
+  void send_data(int dst, uint64_t tag, std::vector<uint8_t> bytes, uint64_t fixed_bytes = 0) override {
+    count(dst, inner_.represented_size(bytes.size(), fixed_bytes));
+    inner_.send_data(dst, tag, std::move(bytes), fixed_bytes);
+  }
+  uint64_t represented_size(uint64_t bytes, uint64_t fixed_bytes = 0) const override {
+    return inner_.represented_size(bytes, fixed_bytes);
+  }
+  double represent_scale() const override { return inner_.represent_scale(); }
   std::vector<uint8_t> recv(int src, uint64_t tag) override { return inner_.recv(src, tag); }
   void close() override { inner_.close(); }
   void take_over(int dead, const std::vector<int>& tell) override { inner_.take_over(dead, tell); }
@@ -39,6 +42,15 @@ class CountingTransport final : public Transport {
   uint64_t wan_wire_bytes() const { return wan_wire_.load(); }      ///< payload + frame headers (estimate)
 
  private:
+  void count(int dst, uint64_t size) {
+    if (dc_of_.at(static_cast<size_t>(dst)) != dc_of_.at(static_cast<size_t>(inner_.rank()))) {
+      wan_messages_.fetch_add(1, std::memory_order_relaxed);
+      wan_bytes_.fetch_add(size, std::memory_order_relaxed);
+      const uint64_t frames = chunk_ ? std::max<uint64_t>(1, (size + chunk_ - 1) / chunk_) : 0;
+      wan_wire_.fetch_add(size + frames * header_, std::memory_order_relaxed);
+    }
+  }
+
   Transport& inner_;
   std::vector<int> dc_of_;
   uint64_t chunk_, header_;

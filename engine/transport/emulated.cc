@@ -1,5 +1,7 @@
 #include "engine/transport/emulated.h"
 
+#include <cmath>
+
 #include <string>
 
 #include "engine/compute_charge.h"
@@ -64,6 +66,20 @@ void EmulatedTransport::send(int dst, uint64_t tag, std::vector<uint8_t> bytes) 
   } catch (const emu::FabricError& e) {
     throw TransportError(e.what());
   }
+}
+
+void EmulatedTransport::send_data(int dst, uint64_t tag, std::vector<uint8_t> bytes, uint64_t fixed_bytes) {
+  const uint64_t size = represented_size(bytes.size(), fixed_bytes);
+  try {
+    fabric_.send(rank_, dst, tag, std::move(bytes), size);
+  } catch (const emu::FabricError& e) {
+    throw TransportError(e.what());
+  }
+}
+
+uint64_t EmulatedTransport::represented_size(uint64_t bytes, uint64_t fixed_bytes) const {
+  if (scale_ == 1.0 || bytes <= fixed_bytes) return bytes;
+  return fixed_bytes + static_cast<uint64_t>(std::llround(static_cast<double>(bytes - fixed_bytes) * scale_));
 }
 
 static_assert(kTakeoverTag == emu::Fabric::kTakeoverTag, "one takeover tag for every backend");

@@ -13,12 +13,17 @@ class EmulatedTransport final : public Transport {
  public:
   /// Real time, or virtual time when `sched` is the fabric's scheduler (then every thread that
   /// uses this endpoint must be an actor of it, and make_sync() hands off in virtual time).
+  /// `scale`: represented / trained parameters (README "Represented models"): every send_data
+  /// message occupies the network as represented_size() bytes. 1: what is sent is what is carried.
   EmulatedTransport(emu::Fabric& fabric, int rank, std::chrono::nanoseconds timeout,
-                    emu::VirtualScheduler* sched = nullptr)
-      : fabric_(fabric), rank_(rank), timeout_(timeout), sched_(sched) {}
+                    emu::VirtualScheduler* sched = nullptr, double scale = 1.0)
+      : fabric_(fabric), rank_(rank), timeout_(timeout), sched_(sched), scale_(scale) {}
   int rank() const override { return rank_; }
   int size() const override { return fabric_.size(); }
   void send(int dst, uint64_t tag, std::vector<uint8_t> bytes) override;
+  void send_data(int dst, uint64_t tag, std::vector<uint8_t> bytes, uint64_t fixed_bytes = 0) override;
+  uint64_t represented_size(uint64_t bytes, uint64_t fixed_bytes = 0) const override;
+  double represent_scale() const override { return scale_; }
   std::vector<uint8_t> recv(int src, uint64_t tag) override;
   /// Closes the whole fabric: in embedded mode one failed rank ends the run for every rank.
   /// Except while this rank's alarm is raised (a peer declared dead, engine/faults/): its recvs
@@ -36,6 +41,7 @@ class EmulatedTransport final : public Transport {
   int rank_;
   std::chrono::nanoseconds timeout_;
   emu::VirtualScheduler* sched_;
+  double scale_;
 };
 
 }  // namespace geotb::engine

@@ -33,6 +33,13 @@ class TagEpochTransport final : public Transport {
   int rank() const override { return inner_.rank(); }
   int size() const override { return inner_.size(); }
   void send(int dst, uint64_t tag, std::vector<uint8_t> bytes) override { inner_.send(dst, map(tag), std::move(bytes)); }
+  void send_data(int dst, uint64_t tag, std::vector<uint8_t> bytes, uint64_t fixed_bytes = 0) override {
+    inner_.send_data(dst, map(tag), std::move(bytes), fixed_bytes);
+  }
+  uint64_t represented_size(uint64_t bytes, uint64_t fixed_bytes = 0) const override {
+    return inner_.represented_size(bytes, fixed_bytes);
+  }
+  double represent_scale() const override { return inner_.represent_scale(); }
   std::vector<uint8_t> recv(int src, uint64_t tag) override { return inner_.recv(src, map(tag)); }
   void close() override { inner_.close(); }
   std::unique_ptr<Sync> make_sync() override { return inner_.make_sync(); }

@@ -41,6 +41,22 @@ class Transport {
   /// Non-blocking send of `bytes` to `dst`, matched by (this rank, tag) on the receiver.
   /// Throws TransportError if the network says it can never be delivered.
   virtual void send(int dst, uint64_t tag, std::vector<uint8_t> bytes) = 0;
+  /// send() of a message that carries a tensor of the trained model (a ring chunk, a compressed
+  /// exchange, a model average), its first `fixed_bytes` headers. A transport that represents a
+  /// larger model (README "Represented models": the embedded mode's, given a scale) puts it on the
+  /// network as represented_size(bytes.size(), fixed_bytes) bytes; the payload is what arrives.
+  virtual void send_data(int dst, uint64_t tag, std::vector<uint8_t> bytes, uint64_t fixed_bytes = 0) {
+    (void)fixed_bytes;
+    send(dst, tag, std::move(bytes));
+  }
+  /// The network size of a tensor message of `bytes`, `fixed_bytes` of them headers:
+  /// fixed + round((bytes - fixed) * scale) on a representing transport, else `bytes`.
+  virtual uint64_t represented_size(uint64_t bytes, uint64_t fixed_bytes = 0) const {
+    (void)fixed_bytes;
+    return bytes;
+  }
+  /// Represented / trained parameters this transport scales tensor messages by (1: none).
+  virtual double represent_scale() const { return 1.0; }
   /// Blocks until the message (src, tag) has arrived and returns it.
   /// Throws TransportError after the transport's timeout.
   virtual std::vector<uint8_t> recv(int src, uint64_t tag) = 0;

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <tuple>
 
 #include <nlohmann/json.hpp>
@@ -719,6 +720,42 @@ TEST(Metrics, ComparisonAgainstTheBaselineAndLan) {
   EXPECT_FALSE(none.strategies.at("hier").throughput_ratio.has_value());
   EXPECT_TRUE(none.strategies.at("hier").fraction_of_lan_throughput.has_value());
   EXPECT_EQ(json(none).at("baseline"), nullptr);
+}
+
+
+// The represented-model catalog: each layer formula gives the count its model card states, to the
+// parameter; declared tensors sum their shapes; the report's context carries the model.
+TEST(Represented, CatalogCountsMatchTheModelCards) {
+  const std::map<std::string, uint64_t> cards = {
+      {"gpt2-124m", 124439808u},         {"gpt2-1.5b", 1557611200u},       {"tinyllama-1.1b", 1100048384u},
+      {"llama3-8b", 8030261248u},        {"llama3-70b", 70553706496u},     {"llama3.1-405b", 405853388800u}};
+  EXPECT_EQ(represented_catalog().size(), cards.size());
+  for (const RepresentedEntry& e : represented_catalog()) {
+    ASSERT_TRUE(cards.count(std::string(e.name))) << e.name;
+    EXPECT_EQ(transformer_params(e.shape), cards.at(std::string(e.name))) << e.name;
+    EXPECT_FALSE(e.source.empty()) << e.name;
+    EXPECT_GT(e.sequence_length, 0u) << e.name;
+  }
+  EXPECT_EQ(find_represented("LLAMA3-70B"), find_represented("llama3-70b"));
+  EXPECT_EQ(find_represented("llama3-700b"), nullptr);
+  EXPECT_EQ(tensor_params({{4096, 4096}, {4096}, {2, 3, 5}}), 4096u * 4096 + 4096 + 30);
+  EXPECT_THROW(tensor_params({{4, 0}}), std::invalid_argument);
+  EXPECT_THROW(tensor_params({{}}), std::invalid_argument);
+
+  json j = read_json_file((kSource / "reports/baselines/us-east-us-west.json").string());
+  RepresentedModel r{"llama3-70b", 70553706496u, "catalog layer formula", "card", 8192, 50890};
+  EXPECT_DOUBLE_EQ(r.scale(), 70553706496.0 / 50890);
+  j["context"]["represented_model"] = r;
+  const RunReport rep = parse_report(j, "r.json");
+  ASSERT_TRUE(rep.context.represented_model.has_value());
+  EXPECT_EQ(*rep.context.represented_model, r);
+  EXPECT_EQ(json(rep), j);
+  EXPECT_EQ(describe_represented(rep.context),
+            "represents llama3-70b (70.55 G parameters, catalog layer formula; 1.386e+06 x the trained model): "
+            "time, WAN bytes and samples are its (a sample = 8192 tokens); accuracy is the trained proxy's (50890 "
+            "parameters)");
+  j["context"]["represented_model"]["params"] = 0;
+  EXPECT_THROW(parse_report(j, "bad.json"), ReportError);
 }
 
 }  // namespace

@@ -219,6 +219,78 @@ TEST(Scenario, ComputeDerivedFromTheHardware) {
   EXPECT_EQ(sc.compute_derived[0]->compress_source, "declared in the scenario");
 }
 
+// workload.represents: a catalog entry or a declared model; the compute's params default to it;
+// a language model's samples are its sequences.
+TEST(Scenario, RepresentedModelParsesAndDrivesTheDerivation) {
+  json j = good();
+  j["strategies"][0]["collective"] = "eager_ring";
+  j["workload"]["represents"] = "llama3-70b";
+  j["compute"] = {{"gpu", "h100-sxm"}, {"mfu", 0.4}, {"gpus_per_worker", 4}, {"tokens_per_worker_per_step", 4 * 8192}};
+  auto sc = parse_scenario(j, "s.json");
+  ASSERT_TRUE(sc.represented.has_value());
+  EXPECT_EQ(sc.represented->params, 70553706496u);
+  EXPECT_EQ(sc.represented->trained_params, 784u * 128 + 128 + 128 * 64 + 64 + 64 * 10 + 10);
+  EXPECT_EQ(sc.represented->sequence_length, 8192u);
+  EXPECT_EQ(sc.compute_derived[0]->params, 70553706496.0);
+  EXPECT_EQ(sc.compute_derived[0]->gpus_per_worker, 4);
+  // 6 N T / (4 x 989e12 x 0.4); sharding 3 x 3/4 x 2 N / 450e9 is shorter: the step is the compute.
+  EXPECT_NEAR(sc.compute_derived[0]->compute_s, 6 * 70553706496.0 * 32768 / (4 * 989e12 * 0.4), 1e-9);
+  EXPECT_NEAR(sc.compute_derived[0]->shard_comm_s, 4.5 * 70553706496.0 / 450e9, 1e-9);
+  EXPECT_EQ(sc.compute_derived[0]->step_time_s, sc.compute_derived[0]->compute_s);
+  EXPECT_EQ(sc.workload.samples_per_worker_per_step, 4u);  // 32768 tokens / 8192
+  // Declared: a count, or tensor shapes.
+  j["workload"]["represents"] = {{"name", "mine"}, {"params", "1.5B"}};
+  sc = parse_scenario(j, "s.json");
+  EXPECT_EQ(sc.represented->params, 1500000000u);
+  EXPECT_EQ(sc.represented->sequence_length, 0u);
+  EXPECT_EQ(sc.workload.samples_per_worker_per_step, 0u);  // not a language model: the trained batch
+  j["workload"]["represents"] = {{"name", "two"}, {"tensors", {{4096, 4096}, {4096}}}};
+  sc = parse_scenario(j, "s.json");
+  EXPECT_EQ(sc.represented->params, 4096u * 4096 + 4096);
+  EXPECT_EQ(sc.represented->how, "declared tensors");
+}
+
+TEST(Scenario, RepresentedModelErrorsNameFieldAndValue) {
+  json j = good();
+  j["strategies"][0]["collective"] = "eager_ring";
+  j["compute"] = {{"gpu", "h100-sxm"}, {"mfu", 0.4}, {"tokens_per_worker_per_step", 8192}};
+  auto with = [&](json r) {
+    json k = j;
+    k["workload"]["represents"] = std::move(r);
+    return error_of(k);
+  };
+  EXPECT_THAT(with("llama9-1t"), HasSubstr("workload.represents: \"llama9-1t\": unknown model (the catalog has: gpt2-124m"));
+  EXPECT_THAT(with(json{{"name", "x"}, {"params", 0}}), HasSubstr("workload.represents.params: 0: must be >= 1"));
+  EXPECT_THAT(with(json{{"name", "x"}, {"params", -5}}), HasSubstr("workload.represents.params: -5: must be >= 1"));
+  EXPECT_THAT(with(json{{"name", "x"}, {"params", "-5B"}}), HasSubstr("workload.represents.params: \"-5B\""));
+  EXPECT_THAT(with(json{{"name", "x"}, {"tensors", {{4096, 0}}}}),
+              HasSubstr("workload.represents.tensors[0][1]: 0: expected a dimension: an integer > 0"));
+  EXPECT_THAT(with(json{{"params", "1B"}}), HasSubstr("workload.represents.name: null: required for a declared model"));
+  EXPECT_THAT(with(json{{"model", "gpt2-124m"}, {"params", "1B"}}), HasSubstr("give one of"));
+  // The mode: Gloo's ring, no compute profile, wall clock, another network.
+  json k = j;
+  k["workload"]["represents"] = "gpt2-124m";
+  k["strategies"][0].erase("collective");
+  EXPECT_THAT(error_of(k), HasSubstr("strategies[0].collective: \"gloo_ring\": Gloo's ring cuts 124439808 float32 gradients"));
+  k = j;
+  k["workload"]["represents"] = "gpt2-124m";
+  k.erase("compute");
+  EXPECT_THAT(error_of(k), HasSubstr("workload.represents: \"gpt2-124m\": a represented model needs a compute profile"));
+  k = j;
+  k["workload"]["represents"] = "gpt2-124m";
+  k["compute"]["tokens_per_worker_per_step"] = 1000;
+  EXPECT_THAT(error_of(k), HasSubstr("compute.tokens_per_worker_per_step: 1000.0: must be a whole number of sequences"));
+  k["compute"]["mfu"] = 1.5;
+  EXPECT_THAT(error_of(k), HasSubstr("compute.mfu: 1.5: must be a number in (0, 1]"));
+  k["compute"]["mfu"] = 0.4;
+  k["compute"]["gpus_per_worker"] = 0;
+  EXPECT_THAT(error_of(k), HasSubstr("compute.gpus_per_worker: 0"));
+  // Represented = trained (scale 1) runs wherever the trained model does.
+  k = good();
+  k["workload"]["represents"] = {{"name", "self"}, {"params", 784 * 128 + 128 + 128 * 64 + 64 + 64 * 10 + 10}};
+  EXPECT_EQ(error_of(k), "(no error)");
+}
+
 struct Bad {
   const char* what;
   std::function<void(json&)> edit;
