@@ -230,6 +230,20 @@ std::string sha256_hex(const std::string& s) {
 
 }  // namespace
 
+// A count > 0: a JSON number or a string like "70B" (model::parse_count); nullopt and `why` else.
+static std::optional<double> positive_count(const json& v, std::string* why) {
+  if (v.is_string()) return model::parse_count(v.get<std::string>(), why);
+  if (!v.is_number()) {
+    *why = "expected a number or a string like \"70B\"";
+    return std::nullopt;
+  }
+  if (!(v.get<double>() > 0)) {
+    *why = "must be > 0";
+    return std::nullopt;
+  }
+  return v.get<double>();
+}
+
 // workload.represents: a catalog name, or {"model": name} / {"name", "params"} / {"name",
 // "tensors"}, each with an optional "sequence_length" (model/represented.h).
 static model::RepresentedModel read_represented(const json& j, const std::string& path, const engine::ModelConfig& trained) {
@@ -262,19 +276,9 @@ static model::RepresentedModel read_represented(const json& j, const std::string
     if (o.has("params")) {
       const json& v = o.req("params");
       std::string why;
-      std::optional<double> x;
-      if (v.is_number()) {
-        x = v.get<double>();
-        if (!(*x >= 1)) {
-          x.reset();
-          why = "must be >= 1";
-        }
-      } else if (v.is_string()) {
-        x = model::parse_count(v.get<std::string>(), &why);
-      } else {
-        why = "expected a number or a string like \"70B\"";
-      }
-      if (!x || *x > 1e15) fail(o.field("params"), v, x ? "must be at most 1e15" : why);
+      const std::optional<double> x = positive_count(v, &why);
+      if (!x) fail(o.field("params"), v, why);
+      if (*x < 1 || *x > 1e15) fail(o.field("params"), v, "must be in [1, 1e15]");
       r.params = static_cast<uint64_t>(std::llround(*x));
       r.how = "declared count";
       r.source = "the scenario";
@@ -610,18 +614,7 @@ Scenario parse_scenario(const json& j, const std::string& origin) {
           if (b && !c.has(key)) return inherited;
           const json& v = c.req(key);
           std::string why;
-          std::optional<double> x;
-          if (v.is_number()) {
-            x = v.get<double>();
-            if (!(*x > 0)) {
-              x.reset();
-              why = "must be > 0";
-            }
-          } else if (v.is_string()) {
-            x = model::parse_count(v.get<std::string>(), &why);
-          } else {
-            why = "expected a number or a string like \"70B\"";
-          }
+          const std::optional<double> x = positive_count(v, &why);
           if (!x) fail(c.field(key), v, why);
           return *x;
         };

@@ -7,6 +7,7 @@
 #include <charconv>
 #include <cmath>
 
+#include "model/catalog.h"
 #include "model/json_fields.h"
 
 namespace geotb::model {
@@ -43,26 +44,9 @@ const std::vector<GpuSpec>& gpu_catalog() {
   return catalog;
 }
 
-namespace {
-std::string lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
-  return out;
-}
-}  // namespace
+const GpuSpec* find_gpu(std::string_view name) { return find_in_catalog(gpu_catalog(), name); }
 
-const GpuSpec* find_gpu(std::string_view name) {
-  const std::string key = lower(name);
-  for (const GpuSpec& g : gpu_catalog())
-    if (g.name == key) return &g;
-  return nullptr;
-}
-
-std::string gpu_names() {
-  std::string out;
-  for (const GpuSpec& g : gpu_catalog()) out += (out.empty() ? "" : ", ") + std::string(g.name);
-  return out;
-}
+std::string gpu_names() { return catalog_names(gpu_catalog()); }
 
 ComputeDerivation derive_compute(const GpuSpec& gpu, double mfu, double params, double tokens, int gpus_per_worker) {
   ComputeDerivation d;

@@ -2,10 +2,9 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
-#include <cctype>
 #include <stdexcept>
 
+#include "model/catalog.h"
 #include "model/json_fields.h"
 
 namespace geotb::model {
@@ -50,19 +49,9 @@ const std::vector<RepresentedEntry>& represented_catalog() {
   return catalog;
 }
 
-const RepresentedEntry* find_represented(std::string_view name) {
-  std::string key(name);
-  std::transform(key.begin(), key.end(), key.begin(), [](unsigned char c) { return std::tolower(c); });
-  for (const RepresentedEntry& e : represented_catalog())
-    if (e.name == key) return &e;
-  return nullptr;
-}
+const RepresentedEntry* find_represented(std::string_view name) { return find_in_catalog(represented_catalog(), name); }
 
-std::string represented_names() {
-  std::string out;
-  for (const RepresentedEntry& e : represented_catalog()) out += (out.empty() ? "" : ", ") + std::string(e.name);
-  return out;
-}
+std::string represented_names() { return catalog_names(represented_catalog()); }
 
 uint64_t tensor_params(const std::vector<std::vector<int64_t>>& shapes) {
   uint64_t total = 0;

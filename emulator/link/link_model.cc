@@ -258,41 +258,32 @@ Verdict LinkModel::offer(Nanos now, uint32_t bytes) {
     ++stats_.drops[static_cast<int>(v.fate)];
     return v;
   }
-  if (now < bulk_until_) {
-    // Interleaved with a bulk transfer (offer_bulk): a lane of its own, at the link's rate.
+  // A frame offered while a bulk transfer holds the serializer (offer_bulk) is interleaved with
+  // it: a lane of its own at the link's rate, outside the no-reordering clamp (the transfer's
+  // release is far ahead).
+  const bool lane = now < bulk_until_;
+  if (lane) {
     const long double bits = 8.0L * (static_cast<long double>(bytes) + cfg_.overhead_bytes);
-    const Nanos tx{cfg_.rate_bps > 0 ? static_cast<int64_t>(std::llround(bits * 1e9L / static_cast<long double>(cfg_.rate_bps))) : 0};
-    lane_depart_ = std::max(now, lane_depart_) + tx;
+    lane_depart_ = std::max(now, lane_depart_) +
+                   Nanos{cfg_.rate_bps > 0 ? std::llround(bits * 1e9L / static_cast<long double>(cfg_.rate_bps)) : 0};
     v.depart = lane_depart_;
-    if (lose()) {
-      v.fate = Fate::kDropLoss;
-      ++stats_.drops[static_cast<int>(v.fate)];
-      return v;
+  } else {
+    // Serializer in ns + ps so per-frame rounding never accumulates into a rate error.
+    if (now > last_depart_ || (now == last_depart_ && last_depart_ps_ == 0)) {
+      last_depart_ = now;
+      last_depart_ps_ = 0;
     }
-    v.release = std::max(v.depart, v.depart + cfg_.delay + jitter());
-    v.duplicate = cfg_.duplicate_p > 0 && rng_.bernoulli(cfg_.duplicate_p);
-    v.corrupt = cfg_.corrupt_p > 0 && rng_.bernoulli(cfg_.corrupt_p);
-    ++stats_.delivered;
-    stats_.delivered_bytes += bytes;
-    stats_.duplicated += v.duplicate;
-    stats_.corrupted += v.corrupt;
-    return v;
+    if (cfg_.rate_bps > 0) {
+      const long double bits = 8.0L * (static_cast<long double>(bytes) + cfg_.overhead_bytes);
+      const int64_t tx_ps = std::llround(bits * 1e12L / static_cast<long double>(cfg_.rate_bps));
+      const int64_t ps = last_depart_ps_ + tx_ps;
+      last_depart_ += Nanos{ps / 1000};
+      last_depart_ps_ = ps % 1000;
+    }
+    v.depart = busy_until();
+    push({v.depart, bytes});
+    queue_bytes_ += bytes;
   }
-  // Serializer in ns + ps so per-frame rounding never accumulates into a rate error.
-  if (now > last_depart_ || (now == last_depart_ && last_depart_ps_ == 0)) {
-    last_depart_ = now;
-    last_depart_ps_ = 0;
-  }
-  if (cfg_.rate_bps > 0) {
-    const long double bits = 8.0L * (static_cast<long double>(bytes) + cfg_.overhead_bytes);
-    const int64_t tx_ps = std::llround(bits * 1e12L / static_cast<long double>(cfg_.rate_bps));
-    const int64_t ps = last_depart_ps_ + tx_ps;
-    last_depart_ += Nanos{ps / 1000};
-    last_depart_ps_ = ps % 1000;
-  }
-  v.depart = busy_until();
-  push({v.depart, bytes});
-  queue_bytes_ += bytes;
 
   if (lose()) {
     v.fate = Fate::kDropLoss;
@@ -301,8 +292,10 @@ Verdict LinkModel::offer(Nanos now, uint32_t bytes) {
   }
   Nanos release = v.depart + cfg_.delay + jitter();
   if (release < v.depart) release = v.depart;  // jitter never makes a frame arrive before it left
-  if (!cfg_.reorder && release < last_release_) release = last_release_;
-  last_release_ = std::max(last_release_, release);
+  if (!lane) {
+    if (!cfg_.reorder && release < last_release_) release = last_release_;
+    last_release_ = std::max(last_release_, release);
+  }
   v.release = release;
   v.duplicate = cfg_.duplicate_p > 0 && rng_.bernoulli(cfg_.duplicate_p);
   v.corrupt = cfg_.corrupt_p > 0 && rng_.bernoulli(cfg_.corrupt_p);

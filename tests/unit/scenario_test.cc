@@ -260,9 +260,11 @@ TEST(Scenario, RepresentedModelErrorsNameFieldAndValue) {
     return error_of(k);
   };
   EXPECT_THAT(with("llama9-1t"), HasSubstr("workload.represents: \"llama9-1t\": unknown model (the catalog has: gpt2-124m"));
-  EXPECT_THAT(with(json{{"name", "x"}, {"params", 0}}), HasSubstr("workload.represents.params: 0: must be >= 1"));
-  EXPECT_THAT(with(json{{"name", "x"}, {"params", -5}}), HasSubstr("workload.represents.params: -5: must be >= 1"));
+  EXPECT_THAT(with(json{{"name", "x"}, {"params", 0}}), HasSubstr("workload.represents.params: 0: must be > 0"));
+  EXPECT_THAT(with(json{{"name", "x"}, {"params", -5}}), HasSubstr("workload.represents.params: -5: must be > 0"));
   EXPECT_THAT(with(json{{"name", "x"}, {"params", "-5B"}}), HasSubstr("workload.represents.params: \"-5B\""));
+  EXPECT_THAT(with(json{{"name", "x"}, {"params", "0.5"}}),
+              HasSubstr("workload.represents.params: \"0.5\": must be in [1, 1e15]"));
   EXPECT_THAT(with(json{{"name", "x"}, {"tensors", {{4096, 0}}}}),
               HasSubstr("workload.represents.tensors[0][1]: 0: expected a dimension: an integer > 0"));
   EXPECT_THAT(with(json{{"params", "1B"}}), HasSubstr("workload.represents.name: null: required for a declared model"));
