@@ -181,13 +181,14 @@ std::string metrics_table(const std::vector<ComparedRun>& runs, const std::strin
       dacc = fmt::format("{:+.2f}", 100 * mx::accuracy_delta(s, b));
     }
     t += fmt::format(
-        "<tr><td><span class=\"swatch\" style=\"background:{}\"></span>{}</td><td class=\"num\">{:.0f}</td>"
+        "<tr><td><span class=\"swatch\" style=\"background:{}\"></span>{}</td><td class=\"num\">{}</td>"
         "<td class=\"num\">{}</td><td class=\"num\">{:.2f}</td><td class=\"num\">{:.2f}</td><td class=\"num\">{:.2f}</td>"
         "<td class=\"num{}\">{:.3f}{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
-        "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{:.4f}</td>"
+        "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{:.4f}{}</td>"
         "<td class=\"num\">{}</td>"
         "<td class=\"num\">{:.1f} s</td>",
-        c.color, xml_escape(c.label), s.samples_per_s, speedup, 1e3 * s.compute_s_per_step,
+        c.color, xml_escape(c.label), xml_escape(model::throughput_text(c.report->context, s.samples_per_s)), speedup,
+        1e3 * s.compute_s_per_step,
         1e3 * s.exposed_comm_s_per_step, 1e3 * s.overlapped_comm_s_per_step,
         mx::comm_compute_alarm(s.comm_compute_ratio) ? " alarm" : "", s.comm_compute_ratio,
         mx::comm_compute_alarm(s.comm_compute_ratio) ? " ⚠" : "",
@@ -198,7 +199,7 @@ std::string metrics_table(const std::vector<ComparedRun>& runs, const std::strin
         plot::format_si(static_cast<double>(s.wan_wire_bytes), "B"), wan_ratio, s.exchanges,
         s.exchange_efficiency_mean ? fmt::format("{:.3g}", *s.exchange_efficiency_mean) : std::string("–"),
         exch_s ? fmt::format("{:.3g}", *exch_s) : std::string("–"),
-        s.final_test_accuracy, dacc, s.wall_s);
+        s.final_test_accuracy, xml_escape(model::accuracy_note(c.report->context)), dacc, s.wall_s);
     t += "</tr>\n";
   }
   t += "</table>\n";

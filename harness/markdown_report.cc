@@ -71,9 +71,10 @@ std::string render_markdown_report(const std::vector<model::RunReport>& reports,
       dacc = fmt::format("{:+.2f}", 100 * mx::accuracy_delta(s, b));
     }
     const std::optional<double> exch_s = s.exchange_seconds_mean.value_or(std::nullopt);
-    md += fmt::format("| {} | {:.0f} | {} | {:.2f} | {:.2f} | {:.2f} | {} | {} | {} | {} | {} | {:.4f} | {} | {:.1f} | "
+    md += fmt::format("| {} | {} | {} | {:.2f} | {:.2f} | {:.2f} | {} | {} | {} | {} | {} | {:.4f}{} | {} | {:.1f} | "
                       "{:.3g}{} | {} | {} |\n",
-                      cell(c.label), s.samples_per_s, speed, 1e3 * s.compute_s_per_step,
+                      cell(c.label), model::throughput_text(c.report->context, s.samples_per_s), speed,
+                      1e3 * s.compute_s_per_step,
                       1e3 * s.exposed_comm_s_per_step, 1e3 * s.overlapped_comm_s_per_step,
                       bytes(s.wan_payload_bytes) +
                           (s.wan_final_sync_bytes && *s.wan_final_sync_bytes > 0
@@ -82,7 +83,8 @@ std::string render_markdown_report(const std::vector<model::RunReport>& reports,
                       wan, s.exchanges,
                       s.exchange_efficiency_mean ? fmt::format("{:.3g}", *s.exchange_efficiency_mean) : "–",
                       exch_s ? fmt::format("{:.3g}", *exch_s) : "–",
-                      s.final_test_accuracy, dacc, s.wall_s, s.comm_compute_ratio,
+                      s.final_test_accuracy, model::accuracy_note(c.report->context), dacc, s.wall_s,
+                      s.comm_compute_ratio,
                       mx::comm_compute_alarm(s.comm_compute_ratio) ? " ⚠" : "", seed_accuracy_text(*c.run),
                       time_to_accuracy_text(*c.run));
   }

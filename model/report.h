@@ -320,6 +320,12 @@ std::string describe_clock(const ReportContext& c);
 /// WAN bytes and samples are its; accuracy is the trained proxy's (50,890 parameters)", or "" when
 /// the trained model is what is represented.
 std::string describe_represented(const ReportContext& c);
+/// samples/s as the compare tables print it: whole numbers from 100 on, 3 significant digits
+/// below (a represented 70B model does well under one sample per second), then, for a represented
+/// language model, its tokens/s: "0.47 (3854 tokens/s)".
+std::string throughput_text(const ReportContext& c, double samples_per_s);
+/// " (proxy)" after an accuracy when a represented model's run produced it, else "".
+inline std::string accuracy_note(const ReportContext& c) { return c.represented_model ? " (proxy)" : ""; }
 /// describe_clock, then describe_represented if there is a represented model ("; " between).
 std::string describe_figures(const ReportContext& c);
 

@@ -8,6 +8,8 @@
 //   every H steps Δ_d = x̄ - x_d                        the DC's pseudo-gradient
 //                 wire "int8": Δ_d <- deq(Q8(Δ_d))     per-block INT8 on the WAN (as INTELLECT-1),
 //                                                       every DC uses the dequantised value
+//                 wire "bf16": Δ_d <- bf16(Δ_d)        bfloat16, round to nearest even (as the
+//                                                       DiLoCo papers' bf16 training sends it)
 //                 Δ = (1/M) sum_{d'} Δ_{d'}            (every DC leader sends Δ_d to the others)
 //                 v <- μ v + Δ;  x̄ <- x̄ - η (Δ + μ v)  outer Nesterov SGD (PyTorch's rule), η = outer_lr,
 //                                                       μ = outer_momentum
@@ -23,6 +25,7 @@
 #include "engine/compute_charge.h"
 #include "engine/strategies/dc_exchange.h"
 #include "engine/strategies/descriptor.h"
+#include "kernels/bf16.h"
 #include "kernels/compress.h"
 #include "kernels/wire_format.h"
 
@@ -30,9 +33,13 @@ namespace geotb::engine {
 
 namespace {
 
+using kernels::from_bf16;
+using kernels::to_bf16;
+
 class Diloco final : public Strategy {
  public:
-  Diloco(const StrategyConfig& cfg, const WorkerEnv& env) : cfg_(cfg), xc_(env), int8_(cfg.wire == "int8") {
+  Diloco(const StrategyConfig& cfg, const WorkerEnv& env)
+      : cfg_(cfg), xc_(env), int8_(cfg.wire == "int8"), bf16_(cfg.wire == "bf16") {
     const size_t n = env.learner->num_params();
     const float* x = env.learner->params();
     outer_x_.assign(x, x + n);
@@ -87,7 +94,7 @@ class Diloco final : public Strategy {
     float* x = env.learner->params();
     std::vector<uint8_t> own;
     {
-      ScopedTimer t(*env.clock, int8_ ? env.times.compress_ns : env.times.compute_ns);
+      ScopedTimer t(*env.clock, int8_ || bf16_ ? env.times.compress_ns : env.times.compute_ns);
       {
         const ComputeRegion region(Work::kReduce, n);
         for (size_t i = 0; i < n; ++i) delta_[i] = outer_x_[i] - x[i];
@@ -100,6 +107,15 @@ class Diloco final : public Strategy {
         kernels::compress_ef(delta_.data(), resid_.data(), n, kcfg_, own);
         std::fill(delta_.begin(), delta_.end(), 0.0f);
         kernels::decompress_add(own.data(), own.size(), delta_.data(), n, 1.0f);
+      } else if (bf16_) {
+        // Every DC uses the rounded Δ_d, its own included, as with INT8.
+        const ComputeRegion region(Work::kCompress, n);
+        own.resize(2 * n);
+        for (size_t i = 0; i < n; ++i) {
+          const uint16_t h = to_bf16(delta_[i]);
+          delta_[i] = from_bf16(h);
+          std::memcpy(own.data() + 2 * i, &h, 2);
+        }
       } else {
         own = float_bytes(delta_.data(), n);
       }
@@ -118,6 +134,15 @@ class Diloco final : public Strategy {
       const auto& w = peers[static_cast<size_t>(k++)];
       if (int8_) {
         kernels::decompress_add(w.data(), w.size(), sum_.data(), n, 1.0f);
+      } else if (bf16_) {
+        if (w.size() != 2 * n)
+          throw TransportError("diloco: a bfloat16 pseudo-gradient of " + std::to_string(w.size()) + " bytes, expected " +
+                               std::to_string(2 * n));
+        for (size_t i = 0; i < n; ++i) {
+          uint16_t h;
+          std::memcpy(&h, w.data() + 2 * i, 2);
+          sum_[i] += from_bf16(h);
+        }
       } else {
         peer_.resize(n);
         floats_from(w, 0, peer_.data(), n);
@@ -137,7 +162,7 @@ class Diloco final : public Strategy {
 
   StrategyConfig cfg_;
   DcExchange xc_;
-  bool int8_;
+  bool int8_, bf16_;
   kernels::CompressConfig kcfg_;
   int since_ = 0;  // inner steps since the last outer step
   std::vector<float> outer_x_, outer_v_, delta_, resid_, sum_, peer_;
@@ -191,8 +216,9 @@ constexpr StrategyKey kWire{
     .set = [](StrategyConfig& c, const KeyValue& v) { c.wire = std::get<std::string>(v); },
     .get = [](const StrategyConfig& c) { return KeyValue{c.wire}; },
     .check = [](const StrategyConfig& c) {
-      return c.wire != "float32" && c.wire != "int8" ? "wire: \"" + c.wire + "\": unknown (float32 or int8)"
-                                                     : std::string();
+      return c.wire != "float32" && c.wire != "int8" && c.wire != "bf16"
+                 ? "wire: \"" + c.wire + "\": unknown (float32, bf16 or int8)"
+                 : std::string();
     },
 };
 
@@ -214,7 +240,7 @@ extern const StrategyDescriptor kDiloco;
 constexpr StrategyDescriptor kDiloco{
     .name = "diloco",
     .description = "Gloo allreduce inside each DC; every H inner steps an outer Nesterov step on the DC-averaged "
-                   "pseudo-gradient (float32 or INT8 on the WAN)",
+                   "pseudo-gradient (float32, bfloat16 or INT8 on the WAN)",
     .needs = {.needs_intra_dc = true, .one_group = false, .exchanges_every_step = false, .survives_kills = true},
     .keys = kKeys,
     .reported = kReported,

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <string>
 
+#include "kernels/bf16.h"
 #include "kernels/compress.h"
 #include "kernels/index_coding.h"
 #include "kernels/wire_format.h"
@@ -216,3 +217,19 @@ TEST(IndexCoding, ChoosesTheSmallerAndRoundTrips) {
 
 }  // namespace
 }  // namespace geotb::kernels
+
+// bfloat16: round to nearest, ties to even, on crafted values (1 + 2^-8 is halfway between 1 and
+// 1 + 2^-7: ties to the even 1; 1 + 3 * 2^-9 is above the half: up; 1 + 2^-7 + 2^-8 is halfway
+// with an odd lower neighbour: up to 1 + 2^-6), and the special values.
+TEST(Bf16, RoundsToNearestEven) {
+  using geotb::kernels::from_bf16;
+  using geotb::kernels::to_bf16;
+  EXPECT_EQ(from_bf16(to_bf16(1.0f + 0x1p-8f)), 1.0f);
+  EXPECT_EQ(from_bf16(to_bf16(1.0f + 3 * 0x1p-9f)), 1.0f + 0x1p-7f);
+  EXPECT_EQ(from_bf16(to_bf16(1.0f + 0x1p-7f + 0x1p-8f)), 1.0f + 0x1p-6f);
+  EXPECT_EQ(from_bf16(to_bf16(-2.5f)), -2.5f);
+  EXPECT_EQ(to_bf16(1.0f), 0x3f80);
+  EXPECT_TRUE(std::isinf(from_bf16(to_bf16(INFINITY))));
+  EXPECT_TRUE(std::isnan(from_bf16(to_bf16(NAN))));
+  EXPECT_EQ(from_bf16(to_bf16(3.4e38f)), INFINITY);  // above bfloat16's largest finite value: rounds up to inf
+}

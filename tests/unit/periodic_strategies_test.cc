@@ -225,4 +225,19 @@ TEST(Diloco, Int8WireQuantisesTheDeltaIdenticallyEverywhere) {
   for (int r = 1; r < 4; ++r) EXPECT_EQ(out[static_cast<size_t>(r)].x, out[0].x) << "rank " << r;
 }
 
+
+TEST(Diloco, Bf16WireSendsTwoBytesPerValue) {
+  // Δ_0 = [2, .5, 1.25] and Δ_1 = [.5, 1.5, .25] are exact in bfloat16: the outer step is the
+  // float32 one, bit for bit, and each leader sends 8 + 3 x 2 bytes.
+  StrategyConfig c{"diloco"};
+  c.H = 2;
+  c.outer_lr = 1.0;
+  c.outer_momentum = 0.0;
+  c.wire = "bf16";
+  const auto out = run(c, 2);
+  for (int r = 0; r < 4; ++r) EXPECT_EQ(out[static_cast<size_t>(r)].x, kMeanAfter2) << "rank " << r;
+  ASSERT_EQ(out[0].exchanges.size(), 1u);
+  EXPECT_EQ(out[0].exchanges[0].bytes_sent, 8u + 3 * 2);
+}
+
 }  // namespace
