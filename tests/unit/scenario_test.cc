@@ -396,7 +396,7 @@ INSTANTIATE_TEST_SUITE_P(
             "strategies[1].outer_momentum: 1: must be in [0, 1)"},
         Bad{"unknown wire",
             [](json& j) { j["strategies"][1] = {{"name", "diloco"}, {"wire", "int4"}}; },
-            "strategies[1].wire: \"int4\": unknown (float32 or int8)"},
+            "strategies[1].wire: \"int4\": unknown (float32, bf16 or int8)"},
         Bad{"target accuracy above 1", [](json& j) { j["workload"]["target_accuracy"] = 1.2; },
             "workload.target_accuracy: 1.2: a probability must be in [0, 1]"},
         Bad{"zero target accuracy", [](json& j) { j["workload"]["target_accuracy"] = 0; },

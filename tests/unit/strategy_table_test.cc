@@ -140,7 +140,7 @@ TEST(StrategyTable, ValidationMessagesNameKeyAndValue) {
   EXPECT_EQ(dl.validate(c), "outer_momentum: 1: must be in [0, 1)");
   c = config("diloco");
   c.wire = "int4";
-  EXPECT_EQ(dl.validate(c), "wire: \"int4\": unknown (float32 or int8)");
+  EXPECT_EQ(dl.validate(c), "wire: \"int4\": unknown (float32, bf16 or int8)");
 }
 
 TEST(StrategyTable, PeriodicStrategiesDefaultsAreTheStatedOnes) {
