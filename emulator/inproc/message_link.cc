@@ -465,7 +465,11 @@ void MessageLink::fail_all(Nanos t) {
   // not yet delivered on it is undeliverable, and the connection starts afresh.
   std::deque<Msg> dead;
   dead.swap(msgs_);
-  for (const Deferred& d : deferred_) dead.push_back(Msg{.id = d.id});
+  for (const Deferred& d : deferred_) {
+    Msg m;
+    m.id = d.id;
+    dead.push_back(std::move(m));
+  }
   reset();
   for (Msg& m : dead) {
     m.mv.delivered = false;

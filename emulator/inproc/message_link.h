@@ -269,8 +269,8 @@ class MessageLink final : private EventQueue::Handler {
     uint32_t attempt;
   };
   struct Msg {
-    uint64_t id;
-    uint64_t first_seg, end_seg;
+    uint64_t id = 0;
+    uint64_t first_seg = 0, end_seg = 0;
     MessageVerdict mv;
     std::vector<bool> released;  // per segment: a transmission of it is on its way (not lost)
     uint64_t unreleased = 0;
