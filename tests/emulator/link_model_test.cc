@@ -490,5 +490,46 @@ TEST(LinkModel, ValidationNamesFieldAndValue) {
   EXPECT_THROW(m.schedule(ch), std::invalid_argument);
 }
 
+// A bulk transfer (offer_bulk) holds the serializer: 1000 frames of 1462 bytes are 12 ms at
+// 1 Gbit/s, from the busy serializer's end. A frame offered meanwhile is interleaved on its own
+// lane (departs 12 us after its offer, released one delay later, not behind the bulk's release);
+// a second bulk transfer queues behind the first; after it, frames use the serializer again.
+TEST(LinkModel, BulkHoldsTheSerializerFramesInterleave) {
+  LinkModel m(gig(), RandomStream(1, 0));
+  const Verdict first = m.offer(Nanos{0}, kFrame);
+  EXPECT_EQ(first.depart, kTx);
+  const LinkModel::Bulk b = m.offer_bulk(Nanos{0}, 1000, 1000 * uint64_t{kFrame}, 0, milliseconds(200), 12);
+  ASSERT_TRUE(b.delivered);
+  EXPECT_EQ(b.begin, kTx);
+  EXPECT_EQ(b.depart, 1001 * kTx);
+  EXPECT_EQ(b.release, 1001 * kTx + kDelay);
+  EXPECT_EQ(b.transmissions, 1000u);
+  EXPECT_EQ(b.wire_bytes, 1000u * 1500);
+  const Verdict ack = m.offer(milliseconds(1), 52);  // 90 wire bytes = 720 ns
+  ASSERT_EQ(ack.fate, Fate::kDelivered);
+  EXPECT_EQ(ack.depart, milliseconds(1) + Nanos{720});
+  EXPECT_EQ(ack.release, milliseconds(1) + Nanos{720} + kDelay);
+  const LinkModel::Bulk second = m.offer_bulk(milliseconds(2), 10, 10 * uint64_t{kFrame}, 0, milliseconds(200), 12);
+  EXPECT_EQ(second.begin, 1001 * kTx);
+  EXPECT_EQ(second.depart, 1011 * kTx);
+  const Verdict after = m.offer(milliseconds(20), kFrame);
+  EXPECT_EQ(after.depart, milliseconds(20) + kTx);
+  EXPECT_EQ(m.stats().delivered, 1u + 1000 + 1 + 10 + 1);
+}
+
+// A window-limited sender: the bulk is serialized at max_rate_bps (half the link: 24 ms), and
+// Bernoulli loss 1 % adds round(1000 * 0.01 / 0.99) = 10 expected retransmissions, serialized too.
+TEST(LinkModel, BulkAtTheSendersRateWithExpectedRetransmissions) {
+  LinkModel m(gig(), RandomStream(1, 0));
+  EXPECT_EQ(m.offer_bulk(Nanos{0}, 1000, 1000 * uint64_t{kFrame}, 0.5e9, milliseconds(200), 12).depart, 2000 * kTx);
+  LinkConfig c = gig();
+  c.loss = LossConfig{LossConfig::Kind::kBernoulli, 0.01};
+  LinkModel lossy(c, RandomStream(1, 0));
+  const LinkModel::Bulk b = lossy.offer_bulk(Nanos{0}, 1000, 1000 * uint64_t{kFrame}, 0, milliseconds(200), 12);
+  EXPECT_EQ(b.transmissions, 1010u);
+  EXPECT_EQ(b.depart, 1010 * kTx);
+  EXPECT_EQ(lossy.stats().drops[static_cast<int>(Fate::kDropLoss)], 10u);
+}
+
 }  // namespace
 }  // namespace geotb::emu
