@@ -197,12 +197,18 @@ TEST(Diloco, TwoRoundsOfOuterNesterovMatchTheHandComputedModel) {
   EXPECT_EQ(two[0].exchanges[1].bytes_sent, 8u + 3 * 4);  // Δ in float32
 }
 
-TEST(Diloco, OuterLrOneWithoutMomentumIsTheMeanOfTheDcModels) {
+/// diloco with H = 2, outer lr 1 and no outer momentum (the outer step is then the DCs' mean), on `wire`.
+std::vector<WorkerOut> diloco_mean(const std::string& wire) {
   StrategyConfig c{"diloco"};
   c.H = 2;
   c.outer_lr = 1.0;
   c.outer_momentum = 0.0;
-  const auto out = run(c, 2);
+  c.wire = wire;
+  return run(c, 2);
+}
+
+TEST(Diloco, OuterLrOneWithoutMomentumIsTheMeanOfTheDcModels) {
+  const auto out = diloco_mean("float32");
   for (int r = 0; r < 4; ++r) EXPECT_EQ(out[static_cast<size_t>(r)].x, kMeanAfter2) << "rank " << r;
 }
 
@@ -211,12 +217,7 @@ TEST(Diloco, Int8WireQuantisesTheDeltaIdenticallyEverywhere) {
   // multiple; Δ_0 = [2,.5,1.25] -> scale 2/127, Δ_1 = [.5,1.5,.25] -> scale 1.5/127. The outer step
   // with lr 1, no momentum: x̄ = x0 - mean(deq(Δ_d)), within (scale_0 + scale_1) / 4 of the float32
   // result and bit-identical on every replica.
-  StrategyConfig c{"diloco"};
-  c.H = 2;
-  c.outer_lr = 1.0;
-  c.outer_momentum = 0.0;
-  c.wire = "int8";
-  const auto out = run(c, 2);
+  const auto out = diloco_mean("int8");
   const double bound = (2.0 / 127 + 1.5 / 127) / 4 + 1e-6;
   for (size_t i = 0; i < kN; ++i) EXPECT_NEAR(out[0].x[i], kMeanAfter2[i], bound) << i;
   bool any_diff = false;
@@ -225,16 +226,10 @@ TEST(Diloco, Int8WireQuantisesTheDeltaIdenticallyEverywhere) {
   for (int r = 1; r < 4; ++r) EXPECT_EQ(out[static_cast<size_t>(r)].x, out[0].x) << "rank " << r;
 }
 
-
 TEST(Diloco, Bf16WireSendsTwoBytesPerValue) {
   // Δ_0 = [2, .5, 1.25] and Δ_1 = [.5, 1.5, .25] are exact in bfloat16: the outer step is the
   // float32 one, bit for bit, and each leader sends 8 + 3 x 2 bytes.
-  StrategyConfig c{"diloco"};
-  c.H = 2;
-  c.outer_lr = 1.0;
-  c.outer_momentum = 0.0;
-  c.wire = "bf16";
-  const auto out = run(c, 2);
+  const auto out = diloco_mean("bf16");
   for (int r = 0; r < 4; ++r) EXPECT_EQ(out[static_cast<size_t>(r)].x, kMeanAfter2) << "rank " << r;
   ASSERT_EQ(out[0].exchanges.size(), 1u);
   EXPECT_EQ(out[0].exchanges[0].bytes_sent, 8u + 3 * 2);
