@@ -67,7 +67,7 @@ run_asan() {
   meson test -C build-asan --no-rebuild --print-errorlogs --num-processes 1 --timeout-multiplier 3 \
     kernels_unit_tests emulator_unit_tests virtual_time_tests transport_unit_tests engine_unit_tests \
     engine_core_unit_tests model_unit_tests common_unit_tests report_unit_tests report_schema check_regression \
-    replay_tiny seeds_tiny kill_tiny represented_tiny checkpoint_resume process_loopback compare_chromium
+    replay_tiny seeds_tiny kill_tiny represented_tiny represented_identity checkpoint_resume process_loopback compare_chromium
 }
 
 start=$(date +%s)

@@ -15,6 +15,9 @@ scenario with ./build/harness/geotb and comparing their reports.
       samples/s, exposed communication per step and WAN payload bytes must agree within the
       tolerance (relative).
 
+OUTDIR "-": a temporary directory, removed afterwards. GEOTB (environment): the geotb binary
+(default ./build/harness/geotb).
+
 Exit 0: the check holds; 1: it does not; 2: a run failed or bad usage.
 """
 import copy
@@ -23,9 +26,10 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-GEOTB = os.path.join(ROOT, "build", "harness", "geotb")
+GEOTB = os.environ.get("GEOTB", os.path.join(ROOT, "build", "harness", "geotb"))
 
 
 def mlp_params(hidden):
@@ -107,6 +111,9 @@ def main(argv):
     if len(argv) < 4 or argv[1] not in ("identity", "proportional"):
         print(__doc__.strip(), file=sys.stderr)
         return 2
+    if argv[3] == "-":
+        with tempfile.TemporaryDirectory() as out:
+            return main(argv[:3] + [out] + argv[4:])
     os.makedirs(argv[3], exist_ok=True)
     if argv[1] == "identity":
         return identity(argv[2], argv[3])
