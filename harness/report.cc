@@ -167,7 +167,7 @@ std::string summary_table(const model::RunReport& rep) {
     if (alarm) alarms += fmt::format("{}{} {:.3g}", alarms.empty() ? "" : ", ", s.name, m.comm_compute_ratio);
     out += fmt::format(
         "{:<18} {:>10} {:>8} {:>7} {:>9.2f} {:>9.2f} {:>9.2f} {:>8.3f}{} {:>11} {:>6} {:>8} {:>8.4f} {:>8.1f}", s.name,
-        m.samples_per_s >= 100 ? fmt::format("{:.0f}", m.samples_per_s) : fmt::format("{:.3g}", m.samples_per_s), opt(c.throughput_ratio, "{:.2f}x"), opt(c.fraction_of_lan_throughput, "{:.2f}"),
+        model::format_rate(m.samples_per_s), opt(c.throughput_ratio, "{:.2f}x"), opt(c.fraction_of_lan_throughput, "{:.2f}"),
         1e3 * m.compute_s_per_step, 1e3 * m.compress_s_per_step, 1e3 * m.exposed_comm_s_per_step, m.comm_compute_ratio,
         alarm ? "!" : " ", common::format_bytes(static_cast<double>(m.wan_payload_bytes)), m.exchanges,
         opt(m.exchange_seconds_mean.value_or(std::nullopt), "{:.3g}"), m.final_test_accuracy, m.wall_s);

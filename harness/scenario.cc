@@ -936,12 +936,10 @@ void check_represented_for_mode(const Scenario& sc) {
     fail(field, name,
          "a represented model needs a compute profile (\"compute\": {\"gpu\", \"mfu\", "
          "\"tokens_per_worker_per_step\"} or a step_time): the trained model's measured compute is not its");
-  int workers = 0;
-  for (const auto& d : sc.cluster.dcs) workers += d.workers;
   const size_t n = sc.represented->trained_params;
   for (size_t i = 0; i < sc.strategies.size(); ++i)
     if (sc.strategies[i].name == "naive_ddp" && sc.strategies[i].collective == "gloo_ring" &&
-        !engine::gloo_ring_represents(n, sc.represented->scale(), static_cast<size_t>(workers)))
+        !engine::gloo_ring_represents(n, sc.represented->scale(), static_cast<size_t>(total_workers(sc))))
       fail(fmt::format("strategies[{}].collective", i), json("gloo_ring"),
            fmt::format("Gloo's ring cuts {} float32 gradients into more segments of at most 1 MiB than the trained "
                        "model's, each with its rendezvous: not representable by scaling; use \"collective\": "

@@ -442,8 +442,12 @@ void from_json(const json& j, ReportContext& c) {
   }
 }
 
+std::string format_rate(double samples_per_s) {
+  return samples_per_s >= 100 ? fmt::format("{:.0f}", samples_per_s) : fmt::format("{:.3g}", samples_per_s);
+}
+
 std::string throughput_text(const ReportContext& c, double samples_per_s) {
-  std::string out = samples_per_s >= 100 ? fmt::format("{:.0f}", samples_per_s) : fmt::format("{:.3g}", samples_per_s);
+  std::string out = format_rate(samples_per_s);
   if (c.represented_model && c.represented_model->sequence_length > 0)
     out += fmt::format(" ({:.4g} tokens/s)", samples_per_s * static_cast<double>(c.represented_model->sequence_length));
   return out;

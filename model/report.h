@@ -324,6 +324,8 @@ std::string describe_represented(const ReportContext& c);
 /// below (a represented 70B model does well under one sample per second), then, for a represented
 /// language model, its tokens/s: "0.47 (3854 tokens/s)".
 std::string throughput_text(const ReportContext& c, double samples_per_s);
+/// A samples/s figure alone, as throughput_text starts: "{:.0f}" from 100 on, else "{:.3g}".
+std::string format_rate(double samples_per_s);
 /// " (proxy)" after an accuracy when a represented model's run produced it, else "".
 inline std::string accuracy_note(const ReportContext& c) { return c.represented_model ? " (proxy)" : ""; }
 /// describe_clock, then describe_represented if there is a represented model ("; " between).

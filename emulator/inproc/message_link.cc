@@ -493,22 +493,32 @@ uint64_t MessageLink::enqueue(Nanos now, uint64_t payload_bytes) {
   return id;
 }
 
-void MessageLink::enqueue_segments(Nanos now, uint64_t id, uint64_t payload_bytes) {
+void MessageLink::restart_if_idle(Nanos now) {
   if (seg_.slow_start_after_idle && out_.empty() && sent_any_ && now - last_sent_ > rto_)
     restart_after_idle(now - last_sent_);
-  Msg m;
-  m.id = id;
-  m.mv.segments = std::max<uint64_t>(1, (payload_bytes + seg_.mss_bytes - 1) / seg_.mss_bytes);
-  m.first_seg = next_seg_ + unsent_.size();
-  m.end_seg = m.first_seg + m.mv.segments;
-  m.released.assign(m.mv.segments, false);
-  m.unreleased = m.mv.segments;
+}
+
+uint64_t MessageLink::append_segments(uint64_t payload_bytes) {
+  // ceil(S / mss) segments, at least one (an empty message is one header-only segment).
+  const uint64_t nseg = std::max<uint64_t>(1, (payload_bytes + seg_.mss_bytes - 1) / seg_.mss_bytes);
   uint64_t left = payload_bytes;
-  for (uint64_t i = 0; i < m.mv.segments; ++i) {
+  for (uint64_t i = 0; i < nseg; ++i) {
     const uint32_t pay = static_cast<uint32_t>(std::min<uint64_t>(left, seg_.mss_bytes));
     left -= pay;
     unsent_.push_back(pay + seg_.header_bytes);
   }
+  return nseg;
+}
+
+void MessageLink::enqueue_segments(Nanos now, uint64_t id, uint64_t payload_bytes) {
+  restart_if_idle(now);
+  Msg m;
+  m.id = id;
+  m.first_seg = next_seg_ + unsent_.size();
+  m.mv.segments = append_segments(payload_bytes);
+  m.end_seg = m.first_seg + m.mv.segments;
+  m.released.assign(m.mv.segments, false);
+  m.unreleased = m.mv.segments;
   msgs_.push_back(std::move(m));
   try_send(now, false);
 }
@@ -546,7 +556,7 @@ void MessageLink::deliver_ready(Nanos t) {
   if (bulk_done) pump(t);
 }
 
-double MessageLink::steady_window(bool with_loss) const {
+double MessageLink::steady_window() const {
   const LinkConfig& lc = link_.config();
   const double mss = seg_.mss_bytes;
   const double rtt_s = std::chrono::duration<double>(lc.delay + ack_delay()).count();
@@ -555,10 +565,9 @@ double MessageLink::steady_window(bool with_loss) const {
                                  : std::numeric_limits<double>::infinity();
   if (lc.rate_bps > 0 && rtt_s > 0) w = std::min(w, std::ceil(lc.rate_bps * rtt_s / 8 / wire_seg));
   const double q = lc.loss.kind == LossConfig::Kind::kNone ? 0.0 : lc.loss.stationary_loss();
-  if (with_loss && q > 0) {
-    // The congestion control's response to the loss rate (RFC 9438 section 5.1, C = 0.4,
-    // beta = 0.7; Reno sqrt(3 / (2 q)), Mathis et al. 1997; CUBIC's Reno-friendly region): where
-    // the head measured nothing better.
+  if (q > 0) {
+    // The congestion control's long-run response to the loss rate (RFC 9438 section 5.1, C = 0.4,
+    // beta = 0.7; Reno sqrt(3 / (2 q)), Mathis et al. 1997; CUBIC's Reno-friendly region).
     const double reno = std::sqrt(1.5 / q);
     const double cubic = 1.054 * std::pow(rtt_s, 0.75) / std::pow(q, 0.75);
     w = std::min(w, seg_.cc == CcAlgorithm::kReno ? reno : std::max(reno, cubic));
@@ -568,8 +577,7 @@ double MessageLink::steady_window(bool with_loss) const {
 
 void MessageLink::start_bulk(Nanos t, uint64_t id, uint64_t payload_bytes) {
   ++stats_.bulk_transfers;
-  if (seg_.slow_start_after_idle && out_.empty() && sent_any_ && t - last_sent_ > rto_)
-    restart_after_idle(t - last_sent_);
+  restart_if_idle(t);
   Msg m;
   m.id = id;
   m.first_seg = m.end_seg = next_seg_ + unsent_.size();
@@ -590,7 +598,7 @@ void MessageLink::refill_bulk(Nanos t) {
   const uint64_t chunk = std::max<uint64_t>(1, (uint64_t{1} << 20) / mss) * mss;
   const uint64_t low = std::max<uint64_t>(1024, 2 * uint64_t{w_.cwnd});
   while (bulk_->remaining > 0 && unsent_.size() < low) {
-    const double w = steady_window(true);
+    const double w = steady_window();
     const double rwnd = seg_.receive_window ? static_cast<double>(rcv_.rcv_ssthresh / mss) : w;
     const bool steady = state_ == State::kOpen && std::min<double>(w_.cwnd, rwnd) >= 0.95 * w;
     if (steady || bulk_->head_bytes >= seg_.fluid_head_max_bytes) {
@@ -598,14 +606,8 @@ void MessageLink::refill_bulk(Nanos t) {
       return;
     }
     const uint64_t c = std::min(bulk_->remaining, chunk);
-    const uint64_t nseg = (c + mss - 1) / mss;
+    const uint64_t nseg = append_segments(c);
     Msg& m = msgs_.back();
-    uint64_t left = c;
-    for (uint64_t i = 0; i < nseg; ++i) {
-      const uint32_t pay = static_cast<uint32_t>(std::min<uint64_t>(left, mss));
-      left -= pay;
-      unsent_.push_back(pay + seg_.header_bytes);
-    }
     m.end_seg += nseg;
     m.mv.segments += nseg;
     m.released.resize(m.released.size() + nseg, false);
@@ -636,7 +638,7 @@ void MessageLink::bulk_tail(Nanos t) {
   const Nanos rtt = lc.delay + ack_delay();
   const double rtt_s = std::max(1e-9, std::chrono::duration<double>(rtt).count());
   const double wire_seg = static_cast<double>(mss + seg_.header_bytes + lc.overhead_bytes);
-  const double w_end = steady_window(true);
+  const double w_end = steady_window();
   const double rwnd = seg_.receive_window ? static_cast<double>(rcv_.rcv_ssthresh / mss) : w_end;
   double w = std::min({static_cast<double>(w_.cwnd), rwnd, w_end});
   // The window's growth to W: slow start (doubling per RTT) below ssthresh, then CUBIC

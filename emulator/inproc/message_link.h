@@ -222,11 +222,13 @@ class MessageLink final : private EventQueue::Handler {
   void on_event(Nanos at, uint32_t kind, uint64_t a, uint64_t b) override;
   MessageVerdict send_windowless(Nanos now, uint64_t payload_bytes);
   void enqueue_segments(Nanos now, uint64_t id, uint64_t payload_bytes);
+  uint64_t append_segments(uint64_t payload_bytes);  // to unsent_; returns the segment count
+  void restart_if_idle(Nanos now);
   void pump(Nanos t);
   void start_bulk(Nanos t, uint64_t id, uint64_t payload_bytes);
   void refill_bulk(Nanos t);
   void bulk_tail(Nanos t);
-  double steady_window(bool with_loss) const;  // W, segments
+  double steady_window() const;  // W, segments
   void deliver_ready(Nanos t);
   void on_bulk_done(Nanos t, uint64_t id);
   Nanos ack_delay() const;

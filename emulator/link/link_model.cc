@@ -262,8 +262,8 @@ Verdict LinkModel::offer(Nanos now, uint32_t bytes) {
   // it: a lane of its own at the link's rate, outside the no-reordering clamp (the transfer's
   // release is far ahead).
   const bool lane = now < bulk_until_;
+  const long double bits = 8.0L * (static_cast<long double>(bytes) + cfg_.overhead_bytes);
   if (lane) {
-    const long double bits = 8.0L * (static_cast<long double>(bytes) + cfg_.overhead_bytes);
     lane_depart_ = std::max(now, lane_depart_) +
                    Nanos{cfg_.rate_bps > 0 ? std::llround(bits * 1e9L / static_cast<long double>(cfg_.rate_bps)) : 0};
     v.depart = lane_depart_;
@@ -274,7 +274,6 @@ Verdict LinkModel::offer(Nanos now, uint32_t bytes) {
       last_depart_ps_ = 0;
     }
     if (cfg_.rate_bps > 0) {
-      const long double bits = 8.0L * (static_cast<long double>(bytes) + cfg_.overhead_bytes);
       const int64_t tx_ps = std::llround(bits * 1e12L / static_cast<long double>(cfg_.rate_bps));
       const int64_t ps = last_depart_ps_ + tx_ps;
       last_depart_ += Nanos{ps / 1000};
