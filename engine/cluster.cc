@@ -113,6 +113,8 @@ model::StrategyRun run_strategy(const ClusterSpec& cluster, const WorkloadSpec& 
     e.net = nets.back().get();
     e.clock = &clock;
     e.wan_in = inbound_links(fc.wan, e.dc, M);
+    e.grad_elements = opt.represented_params;
+    e.grad_tensors = opt.represented_params ? opt.represented_tensors : tensor_sizes(work.model);
   }
 
   // Resuming: every rank's state is in memory and verified (checkpoint/file.h) before any starts.
@@ -220,8 +222,8 @@ model::StrategyRun run_strategy(const ClusterSpec& cluster, const WorkloadSpec& 
       if (!opt.compute.empty())
         set_thread_compute_charge(
             [s = sched.get(), profile = compute_profile(env.dc), scaled, k = opt.represent_scale](Work w, uint64_t n) {
-              // Per-element work is the represented model's (a step is charged whole).
-              if (k != 1.0 && w != Work::kStep) n = static_cast<uint64_t>(std::llround(static_cast<double>(n) * k));
+              // Per-element work is the represented model's (a step is charged whole or in shares).
+              if (k != 1.0 && w != Work::kStep && w != Work::kStepShare) n = static_cast<uint64_t>(std::llround(static_cast<double>(n) * k));
               s->charge(s->current(), scaled(profile.cost(w, n)));
             });
       else

@@ -62,6 +62,10 @@ struct RunOptions {
   /// (Transport::send_data) occupies the network, and every per-element compute charge is taken,
   /// at this scale. 1: the trained model is what is represented. kVirtual with `compute` only.
   double represent_scale = 1.0;
+  /// The represented model's parameters and tensors (WorkerEnv::grad_tensors; empty: a flat
+  /// count). 0: the trained model's own.
+  uint64_t represented_params = 0;
+  std::vector<uint64_t> represented_tensors;
 };
 
 /// Runs one strategy from the same initial weights and data order as every other strategy with

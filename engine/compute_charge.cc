@@ -27,6 +27,9 @@ std::chrono::nanoseconds ComputeProfile::cost(Work w, uint64_t elements) const {
     case Work::kCompress:
       return std::chrono::nanoseconds(std::llround(compress_ns_per_element * static_cast<double>(elements)));
     case Work::kOptimizer: return std::chrono::nanoseconds{0};  // in step_time
+    case Work::kStepShare:
+      return std::chrono::nanoseconds(std::llround(static_cast<double>(step_time.count()) *
+                                                   static_cast<double>(elements) / static_cast<double>(kStepShareUnits)));
   }
   return std::chrono::nanoseconds{0};
 }

@@ -26,7 +26,13 @@ enum class Work : uint8_t {
   kReduce,    ///< element-wise reduction in a collective (elements = floats added or scaled)
   kCompress,  ///< compression, decompression, re-basing of the hierarchical strategies (elements)
   kOptimizer, ///< the optimizer's update (elements = parameters); a profile counts it in step_time
+  /// A share of one training step (elements = millionths of it): a step charged in pieces, its
+  /// forward then its backward bucket by bucket (strategies/ddp_buckets.h).
+  kStepShare,
 };
+
+/// Millionths of a step in a Work::kStepShare.
+inline constexpr uint64_t kStepShareUnits = 1'000'000;
 
 /// A scenario's declared compute (scenario field `compute`; README "Clocks").
 struct ComputeProfile {

@@ -193,6 +193,7 @@ RankReport run_process_worker(const ProcessWorkerConfig& cfg, const StrategyConf
   env.net = agent ? static_cast<Transport*>(&guarded) : &net;
   env.clock = &clock;
   env.wan_in = inbound_links(cfg.wan_links, env.dc, env.num_dcs);
+  env.grad_tensors = tensor_sizes(work.model);
 
   std::unique_ptr<IntraDc> intra;
   if (info.needs_intra_dc) {

@@ -14,6 +14,7 @@
 #include "emulator/link/directed_link.h"
 #include "engine/checkpoint/state.h"
 #include "engine/collectives/intra_dc.h"
+#include "engine/compute_charge.h"
 #include "engine/model/learner.h"
 #include "engine/optim/sgd.h"
 #include "engine/transport/transport.h"
@@ -33,6 +34,9 @@ struct StrategyConfig {
   /// rendezvous per segment: collectives/gloo_ring.h) or "eager_ring" (each ring step leaves as
   /// soon as its data is ready, the optimistic NCCL-like bound: collectives/ring_allreduce.h).
   std::string collective = "gloo_ring";
+  /// naive_ddp and lan: DDP's bucket_cap_mb, MiB (strategies/ddp_buckets.h); the first bucket is
+  /// DDP's 1 MiB.
+  double bucket_mb = 25;
 
   // local_sgd (strategies/local_sgd.cc; README "local_sgd: the update rule").
   int tau = 16;               ///< steps between two averagings of the DC models (after the warm-up)
@@ -88,6 +92,11 @@ struct WorkerEnv {
   /// The WAN link from every data center to this one, indexed by source DC (this DC's own entry
   /// unused): what an exchange's lower bound S/B + one-way delay is taken from, per link crossed.
   std::vector<InboundLink> wan_in;
+  /// The gradient the timing represents, as DDP's buckets see it (collectives/buckets.h): its
+  /// tensors' elements in parameter order (empty: a flat gradient) and its elements (0: the
+  /// trained model's, learner->num_params()).
+  std::vector<uint64_t> grad_tensors;
+  uint64_t grad_elements = 0;
 };
 
 /// Every other rank of this rank's data center, ascending (a DC leader forwards to them; sends
@@ -128,6 +137,10 @@ class Strategy {
   /// lock step with the others (a strategy whose rounds are due at this step runs them); the
   /// step's gradient is discarded. Only strategies whose descriptor says survives_kills.
   virtual void discard_step(WorkerEnv& /*env*/, int /*step*/) {}
+  /// The share of a step's compute (millionths, Work::kStepShare) the worker loop charges before
+  /// step(): all of it, unless step() charges the backward pass itself (DDP's buckets overlap it,
+  /// strategies/ddp_buckets.h).
+  virtual uint64_t loop_step_share() const { return kStepShareUnits; }
 };
 
 /// Adds the elapsed time of its scope to a counter.

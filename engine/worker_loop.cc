@@ -73,8 +73,11 @@ void run_worker_loop(WorkerEnv& env, const StrategyConfig& scfg, const WorkloadS
     if (faults) faults->step_begins(env, s);
     {
       ScopedTimer t(clock, env.times.compute_ns);
-      // Charged as declared by a compute profile, or its CPU time robustly (compute_charge.h).
-      const ComputeRegion region(Work::kStep, 1);
+      // Charged as declared by a compute profile, or its CPU time robustly (compute_charge.h): the
+      // whole step, or the share the strategy does not charge itself (the forward pass).
+      const uint64_t share = strategy->loop_step_share();
+      const ComputeRegion region(share == kStepShareUnits ? Work::kStep : Work::kStepShare,
+                                 share == kStepShareUnits ? 1 : share);
       sampler.next(B, idx);
       for (size_t i = 0; i < B; ++i) {
         std::memcpy(&x[i * F], &train.images[static_cast<size_t>(idx[i]) * F], F * sizeof(float));

@@ -261,6 +261,8 @@ int run(const RunArgs& a) {
         opt.compute = sc.compute;
         opt.faults = sc.faults;
         opt.represent_scale = sc.represented ? sc.represented->scale() : 1.0;
+        opt.represented_params = sc.represented ? sc.represented->params : 0;
+        opt.represented_tensors = sc.represented_tensors;
         opt.progress = [&prog](int done, int total, double t) { prog.update(done, total, t); };
         opt.checkpoint.dir = checkpoint_dir;
         opt.checkpoint.every_steps = sc.checkpoint.every_steps;

@@ -246,8 +246,10 @@ static std::optional<double> positive_count(const json& v, std::string* why) {
 
 // workload.represents: a catalog name, or {"model": name} / {"name", "params"} / {"name",
 // "tensors"}, each with an optional "sequence_length" (model/represented.h).
-static model::RepresentedModel read_represented(const json& j, const std::string& path, const engine::ModelConfig& trained) {
+static model::RepresentedModel read_represented(const json& j, const std::string& path, const engine::ModelConfig& trained,
+                                                std::vector<uint64_t>* tensors) {
   model::RepresentedModel r;
+  tensors->clear();
   r.trained_params = engine::param_count(trained);
   auto from_catalog = [&](const json& v, const std::string& field) {
     if (!v.is_string()) fail(field, v, "expected a catalog name (" + model::represented_names() + ")");
@@ -255,6 +257,7 @@ static model::RepresentedModel read_represented(const json& j, const std::string
     if (!e) fail(field, v, "unknown model (the catalog has: " + model::represented_names() + ")");
     r.name = std::string(e->name);
     r.params = model::transformer_params(e->shape);
+    *tensors = model::transformer_tensors(e->shape);
     r.how = "catalog layer formula";
     r.source = std::string(e->source);
     r.sequence_length = e->sequence_length;
@@ -298,6 +301,7 @@ static model::RepresentedModel read_represented(const json& j, const std::string
         shapes.push_back(std::move(s));
       }
       r.params = model::tensor_params(shapes);
+      for (const auto& s : shapes) tensors->push_back(model::tensor_params({s}));
       r.how = "declared tensors";
       r.source = fmt::format("the scenario ({} tensors)", shapes.size());
     }
@@ -474,7 +478,7 @@ Scenario parse_scenario(const json& j, const std::string& origin) {
       }
       if (auto e = engine::validate(sc.workload.model); !e.empty())
         throw ScenarioError("workload." + e);
-      if (const json* r = w.opt("represents")) sc.represented = read_represented(*r, w.field("represents"), sc.workload.model);
+      if (const json* r = w.opt("represents")) sc.represented = read_represented(*r, w.field("represents"), sc.workload.model, &sc.represented_tensors);
       const std::string fm = "fashion-mnist", iid = "iid";
       sc.dataset = get_string(w, "dataset", &fm);
       if (sc.dataset != "fashion-mnist") fail("workload.dataset", json(sc.dataset), "unknown dataset (fashion-mnist)");

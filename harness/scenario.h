@@ -43,6 +43,9 @@ struct Scenario {
   /// workload.represents (README "Represented models"): the model whose communication and compute
   /// the timing stands for; absent: the trained model itself.
   std::optional<model::RepresentedModel> represented;
+  /// The represented model's tensors (elements, parameter order): a catalog entry's or the
+  /// declared shapes; empty for a declared count (DDP's buckets then cut it flat).
+  std::vector<uint64_t> represented_tensors;
   std::vector<engine::StrategyConfig> strategies;
   std::string network = "embedded";  ///< "embedded" | "process" | "dpdk" (README "Real-network mode")
   /// The embedded mode's clock (README "Clocks"): virtual (default) or wall; the process modes

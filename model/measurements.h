@@ -13,7 +13,9 @@ struct WorkerTimes {
   uint64_t compute_ns = 0;          ///< forward, backward, optimizer
   uint64_t exposed_comm_ns = 0;     ///< waiting on communication (intra-DC or WAN)
   uint64_t compress_ns = 0;         ///< compression / decompression work on the critical path
-  uint64_t overlapped_comm_ns = 0;  ///< background exchange time hidden under compute
+  /// Background communication hidden under compute (the hierarchical strategies' WAN exchange,
+  /// DDP's bucket allreduces behind the backward pass); DC leaders only.
+  uint64_t overlapped_comm_ns = 0;
 };
 
 /// One inter-DC exchange, as seen by one DC leader. Its efficiency is

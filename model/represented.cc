@@ -22,6 +22,40 @@ uint64_t transformer_params(const TransformerShape& s) {
   return embed + s.layers * (attn + mlp + norms) + d * (1 + b);
 }
 
+std::vector<uint64_t> transformer_tensors(const TransformerShape& s) {
+  const uint64_t d = s.hidden, head_dim = s.heads ? d / s.heads : 0, kv = s.kv_heads * head_dim;
+  std::vector<uint64_t> t;
+  auto linear = [&](uint64_t in, uint64_t out) {
+    t.push_back(in * out);
+    if (s.biases) t.push_back(out);
+  };
+  auto norm = [&] {
+    t.push_back(d);
+    if (s.biases) t.push_back(d);
+  };
+  t.push_back(s.vocab * d);
+  if (s.positions) t.push_back(s.positions * d);
+  for (uint64_t l = 0; l < s.layers; ++l) {
+    norm();
+    linear(d, d);
+    linear(d, kv);
+    linear(d, kv);
+    linear(d, d);
+    norm();
+    if (s.gated_mlp) {
+      linear(d, s.ffn);
+      linear(d, s.ffn);
+      linear(s.ffn, d);
+    } else {
+      linear(d, s.ffn);
+      linear(s.ffn, d);
+    }
+  }
+  norm();
+  if (!s.tied_embeddings) t.push_back(s.vocab * d);
+  return t;
+}
+
 const std::vector<RepresentedEntry>& represented_catalog() {
   // Shapes from each model's published configuration; the counts they give are the ones the
   // model cards state (tests/unit/represented_test.cc checks them to the parameter).

@@ -39,6 +39,11 @@ struct TransformerShape {
 ///               norms 2·d (GPT-2: ·2 for the bias, plus every linear layer's bias)
 ///   final norm  d (·2 with bias)
 uint64_t transformer_params(const TransformerShape& s);
+/// The same parameters as tensors (elements each), in the Hugging Face parameter order of a Llama
+/// (token embedding, per layer: input norm, q, k, v, o, post-attention norm, then gate, up, down
+/// or fc, proj, each weight followed by its bias; the final norm; an untied output head). GPT-2's
+/// fused c_attn is counted as its q, k and v parts. What DDP's buckets are cut from.
+std::vector<uint64_t> transformer_tensors(const TransformerShape& s);
 
 struct RepresentedEntry {
   std::string_view name;       ///< catalog key ("llama3-70b")

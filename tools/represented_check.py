@@ -40,6 +40,16 @@ def mlp_params(hidden):
     return total + inp * 10 + 10
 
 
+def mlp_tensors(hidden):
+    """The MLP's parameter shapes in libtorch's order (weight out x in, then bias, per layer):
+    what DDP's buckets are cut from (a declared count would be cut flat)."""
+    shapes, inp = [], 784
+    for h in hidden + [10]:
+        shapes += [[h, inp], [h]]
+        inp = h
+    return shapes
+
+
 def trained_hidden(s):
     m = s["workload"]["model"]
     if isinstance(m, str):
@@ -71,7 +81,7 @@ def with_profile(s):
 def identity(src, outdir):
     base = with_profile(json.load(open(src)))
     rep = copy.deepcopy(base)
-    rep["workload"]["represents"] = {"name": "the trained model", "params": mlp_params(trained_hidden(base))}
+    rep["workload"]["represents"] = {"name": "the trained model", "tensors": mlp_tensors(trained_hidden(base))}
     a = run(base, outdir, "as-is")
     b = run(rep, outdir, "represents-itself")
     return subprocess.run([sys.executable, os.path.join(ROOT, "tools", "report_diff.py"), "--timing", a, b]).returncode
@@ -86,7 +96,7 @@ def proportional(src, outdir, hidden, tol):
     big["workload"]["model"] = {"name": "mlp", "hidden": [hidden]}
     proxy = copy.deepcopy(base)
     proxy["workload"]["model"] = {"name": "mlp", "hidden": [64]}
-    proxy["workload"]["represents"] = {"name": f"mlp-784-{hidden}-10", "params": mlp_params([hidden])}
+    proxy["workload"]["represents"] = {"name": f"mlp-784-{hidden}-10", "tensors": mlp_tensors([hidden])}
     ra = json.load(open(run(big, outdir, f"trained-784-{hidden}-10")))
     rb = json.load(open(run(proxy, outdir, f"proxy-represents-784-{hidden}-10")))
     print(f"trained 784-{hidden}-10 ({mlp_params([hidden])} parameters) vs 784-64-10 ({mlp_params([64])}) "

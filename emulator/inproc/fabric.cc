@@ -135,11 +135,12 @@ void Fabric::act_now(const std::function<void(Nanos)>& fn) {
   }
 }
 
-void Fabric::send(int src, int dst, uint64_t tag, std::vector<uint8_t> payload, std::optional<uint64_t> network_bytes) {
+void Fabric::send(int src, int dst, uint64_t tag, std::vector<uint8_t> payload, std::optional<uint64_t> network_bytes,
+                  uint64_t rounds) {
   if (src < 0 || dst < 0 || src >= size() || dst >= size() || src == dst)
     throw FabricError("fabric: bad endpoints " + std::to_string(src) + " -> " + std::to_string(dst));
   const uint64_t bytes = network_bytes.value_or(payload.size());
-  act_now([&](Nanos t) { send_at(t, src, dst, tag, payload, bytes); });
+  act_now([&](Nanos t) { send_at(t, src, dst, tag, payload, bytes, rounds); });
 }
 
 Fabric::Conn& Fabric::connection(int src, int dst) {
@@ -186,13 +187,14 @@ void Fabric::settle(int src, int dst, uint64_t id, const MessageVerdict& mv) {
   boxes_[static_cast<size_t>(dst)]->cv.notify_all();
 }
 
-void Fabric::send_at(Nanos now, int src, int dst, uint64_t tag, std::vector<uint8_t>& payload, uint64_t size) {
+void Fabric::send_at(Nanos now, int src, int dst, uint64_t tag, std::vector<uint8_t>& payload, uint64_t size,
+                     uint64_t rounds) {
   if (closed_) return;
   if (const auto& succ = successor_[static_cast<size_t>(src)]; !succ.empty())
     if (auto it = succ.find(dst); it != succ.end()) dst = it->second;  // a taken-over address
   if (retain_n_ > 0 && tag != kTakeoverTag && site_of(src) != site_of(dst)) {
     auto& kept = retained_[{src, dst}];
-    kept.push_back({tag, payload, size});
+    kept.push_back({tag, payload, size, rounds});
     if (kept.size() > retain_n_) kept.pop_front();
   }
   if (dead_[static_cast<size_t>(src)] || dead_[static_cast<size_t>(dst)]) return;  // a killed worker's sockets
@@ -221,7 +223,7 @@ void Fabric::send_at(Nanos now, int src, int dst, uint64_t tag, std::vector<uint
   if (cfg_.segments.tcp) {
     const uint64_t id = conn.link->next_message_id();
     conn.inflight.emplace(id, p);
-    const uint64_t got = conn.link->enqueue(now, size);
+    const uint64_t got = conn.link->enqueue(now, size, rounds);
     if (got != id) throw std::logic_error("fabric: message ids out of step");
     st.segments += std::max<uint64_t>(1, (size + cfg_.segments.mss_bytes - 1) / cfg_.segments.mss_bytes);
   } else {
@@ -540,9 +542,9 @@ void Fabric::on_takeover(Nanos at, int dst, int successor, int dead) {
     kept = std::move(it->second);
     retained_.erase(it);
   }
-  for (auto& [tag, bytes, size] : kept) {
+  for (auto& [tag, bytes, size, rounds] : kept) {
     std::vector<uint8_t> copy = bytes;
-    send_at(at, dst, successor, tag, copy, size);
+    send_at(at, dst, successor, tag, copy, size, rounds);
   }
   delivered_ = true;  // recvs at dst may be ready now
   boxes_[static_cast<size_t>(dst)]->cv.notify_all();

@@ -100,9 +100,10 @@ class Fabric {
   /// caller's "peer unreachable".
   /// `network_bytes`: the message's size on the network, what the link model carries and the traffic
   /// counts; default the payload's. A represented model's tensor (README "Represented models")
-  /// is larger than the payload that stands for it.
+  /// is larger than the payload that stands for it. `rounds` > 1: the message stands for that
+  /// many dependent transfers (MessageLink::enqueue; the window-less model ignores it).
   void send(int src, int dst, uint64_t tag, std::vector<uint8_t> payload,
-            std::optional<uint64_t> network_bytes = std::nullopt);
+            std::optional<uint64_t> network_bytes = std::nullopt, uint64_t rounds = 1);
 
   /// Blocks until the message (src -> dst, tag) has been delivered, then returns it. Messages
   /// with the same (src, dst, tag) are received in send order. Returns nullopt after `timeout`
@@ -214,7 +215,8 @@ class Fabric {
   /// Runs fn(now) under mu_ at the caller's instant: in virtual time through the scheduler's
   /// act() (ordered across actors), on the real clock after running the network up to now.
   void act_now(const std::function<void(Nanos)>& fn);
-  void send_at(Nanos now, int src, int dst, uint64_t tag, std::vector<uint8_t>& payload, uint64_t size);  // mu_ held
+  void send_at(Nanos now, int src, int dst, uint64_t tag, std::vector<uint8_t>& payload, uint64_t size,
+               uint64_t rounds = 1);  // mu_ held
   std::optional<std::vector<uint8_t>> take(int dst, int src, uint64_t tag);               // mu_ held
   std::optional<std::vector<uint8_t>> recv_virtual(int dst, int src, uint64_t tag, Nanos timeout);
   bool interrupted(int dst, int src) const;  // mu_ held
@@ -261,6 +263,7 @@ class Fabric {
     uint64_t tag;
     std::vector<uint8_t> payload;
     uint64_t size;
+    uint64_t rounds;
   };
   std::map<std::pair<int, int>, std::deque<Retained>> retained_;  // (src, dst)
   Takeovers takeovers_{*this};

@@ -479,12 +479,12 @@ void MessageLink::fail_all(Nanos t) {
   }
 }
 
-uint64_t MessageLink::enqueue(Nanos now, uint64_t payload_bytes) {
+uint64_t MessageLink::enqueue(Nanos now, uint64_t payload_bytes, uint64_t rounds) {
   if (!seg_.tcp) throw std::logic_error("MessageLink::enqueue: the window-less model settles messages in send()");
   now = std::max(now, q_->now());
   const uint64_t id = next_msg_id_++;
-  if (bulk_ || !deferred_.empty() || payload_bytes > seg_.fluid_above_bytes) {
-    deferred_.push_back({id, payload_bytes});
+  if (bulk_ || !deferred_.empty() || payload_bytes > seg_.fluid_above_bytes || rounds > 1) {
+    deferred_.push_back({id, payload_bytes, rounds});
     pump(now);
   } else {
     enqueue_segments(now, id, payload_bytes);
@@ -527,8 +527,8 @@ void MessageLink::pump(Nanos t) {
   while (!bulk_ && !deferred_.empty() && !failed_) {
     const Deferred d = deferred_.front();
     deferred_.pop_front();
-    if (d.bytes > seg_.fluid_above_bytes)
-      start_bulk(t, d.id, d.bytes);
+    if (d.bytes > seg_.fluid_above_bytes || d.rounds > 1)
+      start_bulk(t, d.id, d.bytes, d.rounds);
     else
       enqueue_segments(t, d.id, d.bytes);
   }
@@ -575,7 +575,7 @@ double MessageLink::steady_window() const {
   return std::max(w, 1.0);
 }
 
-void MessageLink::start_bulk(Nanos t, uint64_t id, uint64_t payload_bytes) {
+void MessageLink::start_bulk(Nanos t, uint64_t id, uint64_t payload_bytes, uint64_t rounds) {
   ++stats_.bulk_transfers;
   restart_if_idle(t);
   Msg m;
@@ -585,6 +585,8 @@ void MessageLink::start_bulk(Nanos t, uint64_t id, uint64_t payload_bytes) {
   Bulk b;
   b.id = id;
   b.remaining = payload_bytes;
+  b.bytes = payload_bytes;
+  b.rounds = std::max<uint64_t>(1, rounds);
   bulk_ = b;
   refill_bulk(t);
   try_send(t, false);
@@ -653,7 +655,21 @@ void MessageLink::bulk_tail(Nanos t) {
   double tau = 0;
   LinkModel::Bulk last;
   last.delivered = true;
-  while (left_segs > 0) {
+  if (b.rounds > 1 && left_segs > 0) {
+    // A chain of parts (a group of buckets): the tail's share of them, each a dependent step, at
+    // the window the head reached (steady after the first message: the chain's gaps are one-way
+    // delays, shorter than the RTO, so the window does not restart between parts).
+    const uint64_t parts = std::max<uint64_t>(
+        1, static_cast<uint64_t>(std::llround(static_cast<double>(b.rounds) * static_cast<double>(b.remaining) /
+                                              static_cast<double>(std::max<uint64_t>(1, b.bytes)))));
+    const double cap = w * wire_seg * 8 / rtt_s;
+    last = link_.offer_bulk(t, left_segs, b.remaining + left_segs * seg_.header_bytes, cap, rto_, seg_.max_attempts,
+                            std::min(parts, left_segs));
+    m.mv.transmissions += last.transmissions;
+    m.mv.wire_bytes += last.wire_bytes;
+    if (last.delivered) left_segs = 0;
+  }
+  while (left_segs > 0 && last.delivered) {
     double next_w = w_end, dur = 0, win = w_end;
     uint64_t segs = left_segs;
     if (w < w_end * 0.999) {

@@ -200,7 +200,10 @@ class MessageLink final : private EventQueue::Handler {
   /// Hands a message of `payload_bytes` to the connection at `now` (tcp mode); returns its id. The
   /// queue must have run every event before `now`. The message is settled later, when the queue
   /// runs the event that settles it: through `on_done` if set, else kept for send().
-  uint64_t enqueue(Nanos now, uint64_t payload_bytes);
+  /// `rounds` > 1: the message stands for that many dependent transfers of equal parts (a group of
+  /// a bucketed allreduce's buckets, README "Represented models"); it is a bulk transfer whatever
+  /// its size, and its tail's parts are chained (LinkModel::offer_bulk).
+  uint64_t enqueue(Nanos now, uint64_t payload_bytes, uint64_t rounds = 1);
   void set_on_done(DoneFn fn) { on_done_ = std::move(fn); }
 
   /// Runs the queue's events up to `now` (ACKs, timers); send() does it itself.
@@ -225,7 +228,7 @@ class MessageLink final : private EventQueue::Handler {
   uint64_t append_segments(uint64_t payload_bytes);  // to unsent_; returns the segment count
   void restart_if_idle(Nanos now);
   void pump(Nanos t);
-  void start_bulk(Nanos t, uint64_t id, uint64_t payload_bytes);
+  void start_bulk(Nanos t, uint64_t id, uint64_t payload_bytes, uint64_t rounds);
   void refill_bulk(Nanos t);
   void bulk_tail(Nanos t);
   double steady_window() const;  // W, segments
@@ -325,12 +328,15 @@ class MessageLink final : private EventQueue::Handler {
   struct Deferred {
     uint64_t id;
     uint64_t bytes;
+    uint64_t rounds;
   };
   std::deque<Deferred> deferred_;       // messages behind a bulk transfer, in stream order
   struct Bulk {
     uint64_t id = 0;
     uint64_t remaining = 0;             // payload bytes neither segmented nor in the tail yet
     uint64_t head_bytes = 0;            // payload bytes sent segment by segment
+    uint64_t bytes = 0;                 // the whole message's payload bytes
+    uint64_t rounds = 1;                // dependent parts (enqueue); the tail keeps its share
     bool tail_started = false;          // remaining went to the fluid tail (or there was none)
     bool tail_ok = true;
     Nanos tail_release{0};              // the tail's last frame arrives (0: no tail)

@@ -306,7 +306,7 @@ Verdict LinkModel::offer(Nanos now, uint32_t bytes) {
 }
 
 LinkModel::Bulk LinkModel::offer_bulk(Nanos now, uint64_t frames, uint64_t bytes, double max_rate_bps, Nanos rto,
-                                      uint32_t max_attempts) {
+                                      uint32_t max_attempts, uint64_t rounds) {
   now = std::max(now, last_now_);
   advance(now);
   Bulk b;
@@ -334,8 +334,10 @@ LinkModel::Bulk LinkModel::offer_bulk(Nanos now, uint64_t frames, uint64_t bytes
   };
   Nanos t = std::max(now, busy_until());
   b.begin = t;
-  long double bits = 8.0L * static_cast<long double>(b.wire_bytes);
-  for (;;) {
+  rounds = std::max<uint64_t>(1, rounds);
+  const long double round_bits = 8.0L * static_cast<long double>(b.wire_bytes) / static_cast<long double>(rounds);
+  long double bits = round_bits;  // of the part being serialized
+  for (uint64_t left = rounds;;) {
     apply_until(t);
     if (!up) {
       // The sender retries at down + rto * (2^k - 1), k = 1..max_attempts; it resumes at the
@@ -363,18 +365,19 @@ LinkModel::Bulk LinkModel::offer_bulk(Nanos now, uint64_t frames, uint64_t bytes
     }
     const double r = rate > 0 ? (max_rate_bps > 0 ? std::min(rate, max_rate_bps) : rate) : max_rate_bps;
     const std::optional<Nanos> next = i < pending_.size() ? std::optional<Nanos>(pending_[i].at) : std::nullopt;
-    if (!(r > 0)) {  // unlimited: no serialization time
-      bits = 0;
-      break;
-    }
-    const long double need_ns = bits * 1e9L / static_cast<long double>(r);
-    if (next && static_cast<long double>((*next - t).count()) < need_ns) {
-      bits -= static_cast<long double>((*next - t).count()) * static_cast<long double>(r) / 1e9L;
-      t = *next;
-      continue;
-    }
-    t += Nanos{static_cast<int64_t>(std::llround(need_ns))};
-    break;
+    if (r > 0) {
+      const long double need_ns = bits * 1e9L / static_cast<long double>(r);
+      if (next && static_cast<long double>((*next - t).count()) < need_ns) {
+        bits -= static_cast<long double>((*next - t).count()) * static_cast<long double>(r) / 1e9L;
+        t = *next;
+        continue;
+      }
+      t += Nanos{static_cast<int64_t>(std::llround(need_ns))};
+    }  // else unlimited: no serialization time
+    if (--left == 0) break;
+    // The part has left; the next one leaves when the chain has come back: one way delay later.
+    t += delay;
+    bits = round_bits;
   }
   b.delivered = true;
   b.depart = t;

@@ -158,6 +158,10 @@ class LinkModel {
   /// it is serialized at once, on a lane of its own, instead of after the whole transfer (the
   /// transfer is not delayed by it: frames are small against it). A bulk transfer offered then
   /// queues behind it. The scheduled changes are read, not applied.
+  /// `rounds` > 1: the transfer is that many equal parts, each a dependent step of a chain (a
+  /// bucketed allreduce's ring steps: the next part leaves when the previous one has arrived and
+  /// the peer's answer has come back the same way); the serializer idles between two parts for the
+  /// one-way delay in force when the first of them left.
   struct Bulk {
     bool delivered = false;
     Nanos begin{0};             ///< the first frame's start of serialization
@@ -166,7 +170,8 @@ class LinkModel {
     uint64_t transmissions = 0; ///< frames serialized, expected retransmissions included
     uint64_t wire_bytes = 0;    ///< their bytes with the per-frame overhead
   };
-  Bulk offer_bulk(Nanos now, uint64_t frames, uint64_t bytes, double max_rate_bps, Nanos rto, uint32_t max_attempts);
+  Bulk offer_bulk(Nanos now, uint64_t frames, uint64_t bytes, double max_rate_bps, Nanos rto, uint32_t max_attempts,
+                  uint64_t rounds = 1);
 
   /// Schedule a change; changes may be added in any order and are applied in time order
   /// (ties in insertion order). Throws std::invalid_argument if it makes the config invalid.

@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "engine/collectives/ring_allreduce.h"
 #include "engine/collectives/store.h"
 
 namespace geotb::engine {
@@ -20,6 +21,16 @@ class IntraDc {
   virtual int size() const = 0;  ///< workers in the data center
   /// In place: data becomes the element-wise mean over the DC's workers.
   virtual void allreduce_mean(float* data, size_t n) = 0;
+  /// allreduce_mean of a bucket group standing for `shape` on the network (a represented
+  /// model's, strategies/ddp_buckets.h). Only a group over the engine's transport carries a
+  /// shape other than the data's own (n elements, one round); any other throws std::logic_error.
+  virtual void allreduce_mean_shaped(float* data, size_t n, const RingShape& shape) {
+    if (shape.elements != n || shape.rounds != 1)
+      throw std::logic_error("allreduce_mean_shaped: this group carries its data as it is (" + std::to_string(n) +
+                             " elements), not " + std::to_string(shape.elements) + " in " +
+                             std::to_string(shape.rounds) + " rounds");
+    allreduce_mean(data, n);
+  }
   /// In place: every worker's data becomes root's.
   virtual void broadcast(float* data, size_t n, int root) = 0;
   virtual void barrier() = 0;

@@ -18,7 +18,9 @@ std::vector<uint8_t> pack(const float* p, size_t n) {
 
 uint64_t ring_allreduce_tag_count(size_t ranks) { return ranks <= 1 ? 0 : 2 * (ranks - 1); }
 
-void ring_allreduce_sum(Transport& t, const std::vector<int>& ring, float* data, size_t n, const TagRange& tags) {
+namespace {
+void run_ring(Transport& t, const std::vector<int>& ring, float* data, size_t n, const TagRange& tags,
+              const RingShape* shape) {
   const size_t p = ring.size();
   if (p <= 1) return;
   tags.require(ring_allreduce_tag_count(p));
@@ -29,12 +31,18 @@ void ring_allreduce_sum(Transport& t, const std::vector<int>& ring, float* data,
   const int prev = ring[(pos + p - 1) % p];
   auto lo = [&](size_t c) { return c * n / p; };
   auto len = [&](size_t c) { return lo(c + 1) - lo(c); };
+  auto send = [&](size_t c, uint64_t tag) {
+    std::vector<uint8_t> b = pack(data + lo(c), len(c));
+    if (!shape) return t.send_data(next, tag, std::move(b));
+    const uint64_t e = shape->elements;
+    t.send_shaped(next, tag, std::move(b), ((c + 1) * e / p - c * e / p) * sizeof(float), shape->rounds);
+  };
 
   // Reduce-scatter: after p-1 steps position i holds the full sum of chunk (i+1) mod p.
   for (size_t s = 0; s + 1 < p; ++s) {
     const size_t send_c = (pos + p - s) % p;
     const size_t recv_c = (pos + p - s - 1) % p;
-    t.send_data(next, tags.tag(s), pack(data + lo(send_c), len(send_c)));
+    send(send_c, tags.tag(s));
     const std::vector<uint8_t> in = t.recv(prev, tags.tag(s));
     if (in.size() != len(recv_c) * sizeof(float))
       throw TransportError("ring_allreduce: chunk of " + std::to_string(in.size()) + " bytes, expected " +
@@ -48,13 +56,24 @@ void ring_allreduce_sum(Transport& t, const std::vector<int>& ring, float* data,
   for (size_t s = 0; s + 1 < p; ++s) {
     const size_t send_c = (pos + 1 + p - s) % p;
     const size_t recv_c = (pos + p - s) % p;
-    t.send_data(next, tags.tag(p - 1 + s), pack(data + lo(send_c), len(send_c)));
+    send(send_c, tags.tag(p - 1 + s));
     const std::vector<uint8_t> in = t.recv(prev, tags.tag(p - 1 + s));
     if (in.size() != len(recv_c) * sizeof(float))
       throw TransportError("ring_allreduce: chunk of " + std::to_string(in.size()) + " bytes, expected " +
                            std::to_string(len(recv_c) * sizeof(float)));
     if (!in.empty()) std::memcpy(data + lo(recv_c), in.data(), in.size());
   }
+}
+
+}  // namespace
+
+void ring_allreduce_sum(Transport& t, const std::vector<int>& r, float* data, size_t n, const TagRange& tags) {
+  run_ring(t, r, data, n, tags, nullptr);
+}
+
+void ring_allreduce_sum(Transport& t, const std::vector<int>& r, float* data, size_t n, const TagRange& tags,
+                        const RingShape& shape) {
+  run_ring(t, r, data, n, tags, &shape);
 }
 
 }  // namespace geotb::engine

@@ -21,6 +21,17 @@ namespace geotb::engine {
 /// failure.
 void ring_allreduce_sum(Transport& t, const std::vector<int>& ring, float* data, size_t n, const TagRange& tags);
 
+/// What the data stands for on the network when it is not what it carries: a group of a bucketed
+/// allreduce of a represented model (collectives/buckets.h).
+struct RingShape {
+  uint64_t elements = 0;  ///< floats the data stands for; chunk c carries c-th of p parts of them
+  uint64_t rounds = 1;    ///< dependent transfers each message stands for (the group's buckets)
+};
+
+/// ring_allreduce_sum whose messages carry the shape's sizes and rounds (Transport::send_shaped).
+void ring_allreduce_sum(Transport& t, const std::vector<int>& ring, float* data, size_t n, const TagRange& tags,
+                        const RingShape& shape);
+
 /// Tags one ring_allreduce_sum over `ranks` ranks uses: 2 (ranks - 1).
 uint64_t ring_allreduce_tag_count(size_t ranks);
 

@@ -46,6 +46,20 @@ class TransportGroup final : public IntraDc {
     for (size_t i = 0; i < n; ++i) data[i] /= group_size;  // c10d: sum, then div_(size)
   }
 
+  void allreduce_mean_shaped(float* data, size_t n, const RingShape& shape) override {
+    if (shape.elements == n && shape.rounds == 1) return allreduce_mean(data, n);
+    if (members_.size() < 2) return;
+    const TagRange r = tags_.take("intra_dc.allreduce", ring_allreduce_tag_count(members_.size()));
+    try {
+      ring_allreduce_sum(t_, members_, data, n, r, shape);  // the eager ring: rounds are its steps
+    } catch (const TransportError& e) {
+      throw CollectiveError(std::string("intra-DC allreduce: ") + e.what());
+    }
+    const float group_size = static_cast<float>(members_.size());
+    const ComputeRegion region(Work::kReduce, n);
+    for (size_t i = 0; i < n; ++i) data[i] /= group_size;
+  }
+
   void broadcast(float* data, size_t n, int root) override {
     const TagRange r = tags_.take("intra_dc.broadcast", 1);
     const int root_rank = members_.at(static_cast<size_t>(root));

@@ -24,6 +24,8 @@ struct ModelConfig {
 std::string validate(const ModelConfig& m);
 /// The parameters make_learner(m) has (m valid), without building it.
 size_t param_count(const ModelConfig& m);
+/// Its parameter tensors' elements, in the order of the flat buffers (libtorch's parameters()).
+std::vector<uint64_t> tensor_sizes(const ModelConfig& m);
 
 class Learner {
  public:

@@ -20,6 +20,22 @@ size_t param_count(const ModelConfig& m) {
   return total + in * static_cast<size_t>(m.classes) + static_cast<size_t>(m.classes);
 }
 
+std::vector<uint64_t> tensor_sizes(const ModelConfig& m) {
+  if (m.name == "cnn")
+    return {1 * 16 * 25, 16, 16 * 32 * 25, 32, 32 * 7 * 7 * static_cast<uint64_t>(m.classes),
+            static_cast<uint64_t>(m.classes)};
+  std::vector<uint64_t> t;
+  uint64_t in = static_cast<uint64_t>(m.inputs);
+  for (int h : m.hidden) {
+    t.push_back(in * static_cast<uint64_t>(h));
+    t.push_back(static_cast<uint64_t>(h));
+    in = static_cast<uint64_t>(h);
+  }
+  t.push_back(in * static_cast<uint64_t>(m.classes));
+  t.push_back(static_cast<uint64_t>(m.classes));
+  return t;
+}
+
 std::string validate(const ModelConfig& m) {
   if (m.name != "mlp" && m.name != "cnn") return "model: \"" + m.name + "\": unknown (mlp, cnn)";
   if (m.inputs != 784) return "model.inputs: " + std::to_string(m.inputs) + ": Fashion-MNIST has 784";

@@ -1,5 +1,7 @@
 #include "engine/strategies/descriptor.h"
 
+#include "engine/collectives/buckets.h"
+
 #include <cmath>
 #include <sstream>
 
@@ -60,6 +62,14 @@ extern constexpr StrategyKey density{
                  ? "density: " + show(c.density) + ": must be in (0, 100%]"
                  : std::string();
     },
+};
+
+extern constexpr StrategyKey bucket_mb{
+    .name = "bucket_mb",
+    .kind = StrategyKey::Kind::kNumber,
+    .set = [](StrategyConfig& c, const KeyValue& v) { c.bucket_mb = std::get<double>(v); },
+    .get = [](const StrategyConfig& c) { return KeyValue{c.bucket_mb}; },
+    .check = [](const StrategyConfig& c) { return check_bucket_mb(c.bucket_mb); },
 };
 
 extern constexpr StrategyKey block{

@@ -62,6 +62,7 @@ extern const StrategyKey density;   ///< fraction of elements sent per exchange,
 extern const StrategyKey block;     ///< INT8 block size, [1, 2^20] elements
 extern const StrategyKey overlap;   ///< exchange in the background, applied one round late
 extern const StrategyKey quantize;  ///< INT8 values (false: float32)
+extern const StrategyKey bucket_mb; ///< DDP's bucket_cap_mb of every DDP allreduce (strategies/ddp_buckets.h)
 }  // namespace strategy_keys
 
 struct StrategyDescriptor {

@@ -24,6 +24,7 @@
 
 #include "engine/compute_charge.h"
 #include "engine/strategies/dc_exchange.h"
+#include "engine/strategies/ddp_buckets.h"
 #include "engine/strategies/descriptor.h"
 #include "kernels/bf16.h"
 #include "kernels/compress.h"
@@ -39,7 +40,7 @@ using kernels::to_bf16;
 class Diloco final : public Strategy {
  public:
   Diloco(const StrategyConfig& cfg, const WorkerEnv& env)
-      : cfg_(cfg), xc_(env), int8_(cfg.wire == "int8"), bf16_(cfg.wire == "bf16") {
+      : cfg_(cfg), xc_(env), int8_(cfg.wire == "int8"), bf16_(cfg.wire == "bf16"), buckets_(cfg, env) {
     const size_t n = env.learner->num_params();
     const float* x = env.learner->params();
     outer_x_.assign(x, x + n);
@@ -52,12 +53,10 @@ class Diloco final : public Strategy {
     kcfg_.topk = kernels::TopkMode::kExact;
   }
 
+  uint64_t loop_step_share() const override { return buckets_.loop_step_share(); }
+
   void step(WorkerEnv& env, int step) override {
-    const size_t n = env.learner->num_params();
-    {
-      ScopedTimer t(*env.clock, env.times.exposed_comm_ns);
-      env.intra->allreduce_mean(env.learner->grads(), n);
-    }
+    buckets_.intra_mean(env);  // DDP inside the DC (strategies/ddp_buckets.h)
     {
       ScopedTimer t(*env.clock, env.times.compute_ns);
       env.opt->step(env.learner->params(), env.learner->grads());
@@ -166,6 +165,7 @@ class Diloco final : public Strategy {
   kernels::CompressConfig kcfg_;
   int since_ = 0;  // inner steps since the last outer step
   std::vector<float> outer_x_, outer_v_, delta_, resid_, sum_, peer_;
+  DdpBuckets buckets_;  // after every other member: its initialiser comes last
 };
 
 constexpr StrategyKey kH{
@@ -223,10 +223,10 @@ constexpr StrategyKey kWire{
 };
 
 // Every strategy accepts the common keys; diloco uses `block` (the INT8 block, wire "int8").
-constexpr std::array<const StrategyKey*, 9> kKeys = {
-    &strategy_keys::K,        &strategy_keys::density, &strategy_keys::block, &strategy_keys::overlap,
-    &strategy_keys::quantize, &kH,                     &kOuterLr,             &kOuterMomentum,
-    &kWire};
+constexpr std::array<const StrategyKey*, 10> kKeys = {
+    &strategy_keys::K,        &strategy_keys::density,   &strategy_keys::block, &strategy_keys::overlap,
+    &strategy_keys::quantize, &strategy_keys::bucket_mb, &kH,                   &kOuterLr,
+    &kOuterMomentum,          &kWire};
 constexpr std::array<const StrategyKey*, 5> kReported = {&kH, &kOuterLr, &kOuterMomentum, &kWire,
                                                          &strategy_keys::block};
 

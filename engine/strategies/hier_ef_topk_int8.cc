@@ -31,6 +31,7 @@
 
 #include "engine/compute_charge.h"
 #include "engine/strategies/exchange_timing.h"
+#include "engine/strategies/ddp_buckets.h"
 #include "engine/strategies/descriptor.h"
 #include "engine/transport/tags.h"
 #include "kernels/compress.h"
@@ -89,7 +90,7 @@ struct InFlight {
 
 class HierEfTopkInt8 final : public Strategy {
  public:
-  HierEfTopkInt8(const StrategyConfig& cfg, const WorkerEnv& env) : cfg_(cfg) {
+  HierEfTopkInt8(const StrategyConfig& cfg, const WorkerEnv& env) : cfg_(cfg), buckets_(cfg, env) {
     const size_t n = env.learner->num_params();
     const float* x = env.learner->params();
     xbar_.assign(x, x + n);
@@ -111,12 +112,10 @@ class HierEfTopkInt8 final : public Strategy {
       }
   }
 
+  uint64_t loop_step_share() const override { return buckets_.loop_step_share(); }
+
   void step(WorkerEnv& env, int step) override {
-    const size_t n = env.learner->num_params();
-    {
-      ScopedTimer t(*env.clock, env.times.exposed_comm_ns);
-      env.intra->allreduce_mean(env.learner->grads(), n);
-    }
+    buckets_.intra_mean(env);  // DDP inside the DC (strategies/ddp_buckets.h)
     {
       ScopedTimer t(*env.clock, env.times.compute_ns);
       env.opt->step(env.learner->params(), env.learner->grads());
@@ -339,6 +338,7 @@ class HierEfTopkInt8 final : public Strategy {
   RoundTags in_flight_tags_;
   TagAllocator tags_{strategy_tags()};
   int last_round_step_ = 0;
+  DdpBuckets buckets_;  // after every other member: its initialiser comes last
 };
 
 std::unique_ptr<Strategy> make_hier_ef_topk_int8(const StrategyConfig& cfg, const WorkerEnv& env) {
@@ -352,8 +352,9 @@ std::unique_ptr<Strategy> make_hierarchical(const StrategyConfig& cfg, const Wor
   return std::make_unique<HierEfTopkInt8>(dense, env);
 }
 
-constexpr std::array<const StrategyKey*, 5> kKeys = {&strategy_keys::K, &strategy_keys::density, &strategy_keys::block,
-                                                     &strategy_keys::overlap, &strategy_keys::quantize};
+constexpr std::array<const StrategyKey*, 6> kKeys = {&strategy_keys::K,        &strategy_keys::density,
+                                                     &strategy_keys::block,    &strategy_keys::overlap,
+                                                     &strategy_keys::quantize, &strategy_keys::bucket_mb};
 constexpr std::array<const StrategyKey*, 5> kReported = {&strategy_keys::K, &strategy_keys::overlap,
                                                          &strategy_keys::density, &strategy_keys::block,
                                                          &strategy_keys::quantize};

@@ -1,12 +1,14 @@
 // lan: the reference for "fraction of same-DC throughput". The same workers, data and model, as
 // if every worker sat in one data center: plain DDP, one c10d Gloo allreduce of the gradient
 // over every worker each step (the WAN is replaced by the data center's own network, so no
-// byte crosses it), then an SGD step.
+// byte crosses it), then an SGD step. DDP's buckets as naive_ddp's (strategies/ddp_buckets.h,
+// "bucket_mb"): the same reference, bucket for bucket.
 // The same step is `naive_ddp_c10d`: DDP itself, the Gloo group spanning the data centers, in the
 // process and dpdk modes, where Gloo's own TCP crosses the (emulated) WAN; the reference for
 // naive_ddp's message-level model of Gloo's ring (collectives/gloo_ring.h).
 #include <array>
 
+#include "engine/strategies/ddp_buckets.h"
 #include "engine/strategies/descriptor.h"
 
 namespace geotb::engine {
@@ -15,11 +17,12 @@ namespace {
 
 class LanDdp final : public Strategy {
  public:
+  LanDdp(const StrategyConfig& cfg, const WorkerEnv& env) : buckets_(cfg, env) {}
+
+  uint64_t loop_step_share() const override { return buckets_.loop_step_share(); }
+
   void step(WorkerEnv& env, int) override {
-    {
-      ScopedTimer t(*env.clock, env.times.exposed_comm_ns);
-      env.intra->allreduce_mean(env.learner->grads(), env.learner->num_params());
-    }
+    buckets_.intra_mean(env);
     ScopedTimer t(*env.clock, env.times.compute_ns);
     env.opt->step(env.learner->params(), env.learner->grads());
   }
@@ -27,15 +30,24 @@ class LanDdp final : public Strategy {
   // No state of its own (the optimizer's is saved with the worker's).
   void save(WorkerEnv&, StateWriter&) override {}
   void restore(WorkerEnv&, StateReader&) override {}
+
+ private:
+  DdpBuckets buckets_;
 };
 
-std::unique_ptr<Strategy> make(const StrategyConfig&, const WorkerEnv&) { return std::make_unique<LanDdp>(); }
+std::unique_ptr<Strategy> make(const StrategyConfig& cfg, const WorkerEnv& env) {
+  return std::make_unique<LanDdp>(cfg, env);
+}
 
-// Every strategy accepts the common keys (scenarios may set them on any entry); these use none.
-constexpr std::array<const StrategyKey*, 5> kKeys = {&strategy_keys::K, &strategy_keys::density, &strategy_keys::block,
-                                                     &strategy_keys::overlap, &strategy_keys::quantize};
-// The report shows K and overlap for every strategy with a Gloo group per DC (as it always has).
-constexpr std::array<const StrategyKey*, 2> kReported = {&strategy_keys::K, &strategy_keys::overlap};
+// Every strategy accepts the common keys (scenarios may set them on any entry); these use only
+// the buckets.
+constexpr std::array<const StrategyKey*, 6> kKeys = {&strategy_keys::K,        &strategy_keys::density,
+                                                     &strategy_keys::block,    &strategy_keys::overlap,
+                                                     &strategy_keys::quantize, &strategy_keys::bucket_mb};
+// The report shows K and overlap for every strategy with a Gloo group per DC (as it always has),
+// and the buckets of the DDP allreduce that is the whole step.
+constexpr std::array<const StrategyKey*, 3> kReported = {&strategy_keys::K, &strategy_keys::overlap,
+                                                         &strategy_keys::bucket_mb};
 
 }  // namespace
 

@@ -17,6 +17,7 @@
 
 #include "engine/compute_charge.h"
 #include "engine/strategies/dc_exchange.h"
+#include "engine/strategies/ddp_buckets.h"
 #include "engine/strategies/descriptor.h"
 
 namespace geotb::engine {
@@ -26,14 +27,12 @@ namespace {
 class LocalSgd final : public Strategy {
  public:
   LocalSgd(const StrategyConfig& cfg, const WorkerEnv& env)
-      : cfg_(cfg), xc_(env), averaged_(cfg.momentum_sync == "averaged") {}
+      : cfg_(cfg), xc_(env), averaged_(cfg.momentum_sync == "averaged"), buckets_(cfg, env) {}
+
+  uint64_t loop_step_share() const override { return buckets_.loop_step_share(); }
 
   void step(WorkerEnv& env, int step) override {
-    const size_t n = env.learner->num_params();
-    {
-      ScopedTimer t(*env.clock, env.times.exposed_comm_ns);
-      env.intra->allreduce_mean(env.learner->grads(), n);
-    }
+    buckets_.intra_mean(env);  // DDP inside the DC (strategies/ddp_buckets.h)
     {
       ScopedTimer t(*env.clock, env.times.compute_ns);
       env.opt->step(env.learner->params(), env.learner->grads());
@@ -99,6 +98,7 @@ class LocalSgd final : public Strategy {
   bool averaged_;
   int since_ = 0;  // steps since the last averaging
   std::vector<float> sum_, peer_;
+  DdpBuckets buckets_;  // after every other member: its initialiser comes last
 };
 
 std::string show_int(const char* key, int v, int lo, const char* unit) {
@@ -157,10 +157,10 @@ constexpr StrategyKey kMomentumSync{
 
 // Every strategy accepts the common keys (scenarios may set them on any entry); local_sgd uses
 // only its own.
-constexpr std::array<const StrategyKey*, 9> kKeys = {
-    &strategy_keys::K,        &strategy_keys::density, &strategy_keys::block, &strategy_keys::overlap,
-    &strategy_keys::quantize, &kTau,                   &kWarmupSteps,         &kWarmupTau,
-    &kMomentumSync};
+constexpr std::array<const StrategyKey*, 10> kKeys = {
+    &strategy_keys::K,        &strategy_keys::density,   &strategy_keys::block, &strategy_keys::overlap,
+    &strategy_keys::quantize, &strategy_keys::bucket_mb, &kTau,                 &kWarmupSteps,
+    &kWarmupTau,              &kMomentumSync};
 constexpr std::array<const StrategyKey*, 4> kReported = {&kTau, &kWarmupSteps, &kWarmupTau, &kMomentumSync};
 
 std::unique_ptr<Strategy> make(const StrategyConfig& cfg, const WorkerEnv& env) {

@@ -3,12 +3,16 @@
 // ordered DC by DC, so M hops of the ring cross the WAN. By default the allreduce is Gloo's ring
 // protocol (collectives/gloo_ring.h: what c10d ProcessGroupGloo, hence CPU DDP, runs), message
 // by message over the transport; "collective": "eager_ring" selects the optimistic ring instead.
+// DDP's buckets (strategies/ddp_buckets.h, "bucket_mb"): one allreduce per bucket group, overlapped
+// with the backward pass when there is more than one; a group of several buckets of a represented
+// model runs the eager ring whatever "collective" says (its messages stand for the buckets' rounds).
 // Then a plain SGD step on the averaged gradient.
 #include <array>
 
 #include "engine/collectives/gloo_ring.h"
 #include "engine/collectives/ring_allreduce.h"
 #include "engine/compute_charge.h"
+#include "engine/strategies/ddp_buckets.h"
 #include "engine/strategies/descriptor.h"
 #include "engine/transport/tags.h"
 
@@ -18,22 +22,30 @@ namespace {
 
 class NaiveDdp final : public Strategy {
  public:
-  explicit NaiveDdp(const StrategyConfig& cfg) : gloo_(cfg.collective == "gloo_ring") {}
+  NaiveDdp(const StrategyConfig& cfg, const WorkerEnv& env)
+      : gloo_(cfg.collective == "gloo_ring"), buckets_(cfg, env) {}
+
+  uint64_t loop_step_share() const override { return buckets_.loop_step_share(); }
 
   void step(WorkerEnv& env, int) override {
     float* g = env.learner->grads();
     const size_t n = env.learner->num_params();
-    {
-      ScopedTimer t(*env.clock, env.times.exposed_comm_ns);
-      // One allreduce per step over the ring (every rank; the survivors after a node kill).
-      const uint64_t tags_per_step =
-          gloo_ ? gloo_ring_tag_count(n, env.ring.size()) : ring_allreduce_tag_count(env.ring.size());
-      const TagRange tags = tags_.take("naive_ddp.step", tags_per_step);
-      if (gloo_)
-        gloo_ring_allreduce_sum(*env.net, env.ring, g, n, tags);
-      else
-        ring_allreduce_sum(*env.net, env.ring, g, n, tags);
-    }
+    // One allreduce per bucket group over the ring (every rank; the survivors after a node kill).
+    auto gloo = [&](const BucketGroup& b) { return gloo_ && b.buckets == 1; };
+    buckets_.run(
+        env,
+        [&](const BucketGroup& b) {
+          return tags_.take("naive_ddp.step", gloo(b) ? gloo_ring_tag_count(b.n, env.ring.size())
+                                                      : ring_allreduce_tag_count(env.ring.size()));
+        },
+        [&](const BucketGroup& b, const TagRange& tags) {
+          if (gloo(b))
+            gloo_ring_allreduce_sum(*env.net, env.ring, g + b.lo, b.n, tags);
+          else if (b.buckets == 1 && b.elements == b.n)
+            ring_allreduce_sum(*env.net, env.ring, g + b.lo, b.n, tags);
+          else
+            ring_allreduce_sum(*env.net, env.ring, g + b.lo, b.n, tags, DdpBuckets::shape(b));
+        });
     ScopedTimer t(*env.clock, env.times.compute_ns);
     {
       const ComputeRegion region(Work::kReduce, n);  // the mean's scaling, counted for every strategy
@@ -50,6 +62,7 @@ class NaiveDdp final : public Strategy {
 
  private:
   bool gloo_;
+  DdpBuckets buckets_;
   TagAllocator tags_{strategy_tags()};
 };
 
@@ -67,14 +80,15 @@ constexpr StrategyKey kCollective{
 };
 
 // Every strategy accepts the common keys (scenarios may set them on any entry); naive_ddp uses
-// only its collective.
-constexpr std::array<const StrategyKey*, 6> kKeys = {&strategy_keys::K,       &strategy_keys::density,
-                                                     &strategy_keys::block,   &strategy_keys::overlap,
-                                                     &strategy_keys::quantize, &kCollective};
-constexpr std::array<const StrategyKey*, 1> kReported = {&kCollective};
+// only its collective and buckets.
+constexpr std::array<const StrategyKey*, 7> kKeys = {&strategy_keys::K,        &strategy_keys::density,
+                                                     &strategy_keys::block,    &strategy_keys::overlap,
+                                                     &strategy_keys::quantize, &strategy_keys::bucket_mb,
+                                                     &kCollective};
+constexpr std::array<const StrategyKey*, 2> kReported = {&kCollective, &strategy_keys::bucket_mb};
 
-std::unique_ptr<Strategy> make(const StrategyConfig& cfg, const WorkerEnv&) {
-  return std::make_unique<NaiveDdp>(cfg);
+std::unique_ptr<Strategy> make(const StrategyConfig& cfg, const WorkerEnv& env) {
+  return std::make_unique<NaiveDdp>(cfg, env);
 }
 
 }  // namespace

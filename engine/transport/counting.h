@@ -29,6 +29,11 @@ class CountingTransport final : public Transport {
     count(dst, inner_.represented_size(bytes.size(), fixed_bytes));
     inner_.send_data(dst, tag, std::move(bytes), fixed_bytes);
   }
+  void send_shaped(int dst, uint64_t tag, std::vector<uint8_t> bytes, uint64_t network_bytes,
+                   uint64_t rounds) override {
+    count(dst, network_bytes);
+    inner_.send_shaped(dst, tag, std::move(bytes), network_bytes, rounds);
+  }
   uint64_t represented_size(uint64_t bytes, uint64_t fixed_bytes = 0) const override {
     return inner_.represented_size(bytes, fixed_bytes);
   }

@@ -77,6 +77,15 @@ void EmulatedTransport::send_data(int dst, uint64_t tag, std::vector<uint8_t> by
   }
 }
 
+void EmulatedTransport::send_shaped(int dst, uint64_t tag, std::vector<uint8_t> bytes, uint64_t network_bytes,
+                                    uint64_t rounds) {
+  try {
+    fabric_.send(rank_, dst, tag, std::move(bytes), network_bytes, rounds);
+  } catch (const emu::FabricError& e) {
+    throw TransportError(e.what());
+  }
+}
+
 uint64_t EmulatedTransport::represented_size(uint64_t bytes, uint64_t fixed_bytes) const {
   if (scale_ == 1.0 || bytes <= fixed_bytes) return bytes;
   return fixed_bytes + static_cast<uint64_t>(std::llround(static_cast<double>(bytes - fixed_bytes) * scale_));

@@ -22,6 +22,9 @@ class EmulatedTransport final : public Transport {
   int size() const override { return fabric_.size(); }
   void send(int dst, uint64_t tag, std::vector<uint8_t> bytes) override;
   void send_data(int dst, uint64_t tag, std::vector<uint8_t> bytes, uint64_t fixed_bytes = 0) override;
+  /// Any size and rounds (Fabric::send's network_bytes and rounds).
+  void send_shaped(int dst, uint64_t tag, std::vector<uint8_t> bytes, uint64_t network_bytes,
+                   uint64_t rounds) override;
   uint64_t represented_size(uint64_t bytes, uint64_t fixed_bytes = 0) const override;
   double represent_scale() const override { return scale_; }
   std::vector<uint8_t> recv(int src, uint64_t tag) override;

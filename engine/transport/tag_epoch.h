@@ -36,6 +36,10 @@ class TagEpochTransport final : public Transport {
   void send_data(int dst, uint64_t tag, std::vector<uint8_t> bytes, uint64_t fixed_bytes = 0) override {
     inner_.send_data(dst, map(tag), std::move(bytes), fixed_bytes);
   }
+  void send_shaped(int dst, uint64_t tag, std::vector<uint8_t> bytes, uint64_t network_bytes,
+                   uint64_t rounds) override {
+    inner_.send_shaped(dst, map(tag), std::move(bytes), network_bytes, rounds);
+  }
   uint64_t represented_size(uint64_t bytes, uint64_t fixed_bytes = 0) const override {
     return inner_.represented_size(bytes, fixed_bytes);
   }

@@ -49,6 +49,19 @@ class Transport {
     (void)fixed_bytes;
     send(dst, tag, std::move(bytes));
   }
+  /// send() of a tensor message whose network size the sender computed itself: a bucketed
+  /// allreduce's chunk of a represented model (collectives/buckets.h), which stands for
+  /// `network_bytes` on the network and for `rounds` dependent transfers of equal parts (a group of
+  /// buckets, each a ring step). Only a representing transport carries a size other than the
+  /// payload's or more than one round; any other throws std::logic_error for them.
+  virtual void send_shaped(int dst, uint64_t tag, std::vector<uint8_t> bytes, uint64_t network_bytes,
+                           uint64_t rounds) {
+    if (network_bytes != bytes.size() || rounds != 1)
+      throw std::logic_error("send_shaped: this transport carries what it is given (" + std::to_string(bytes.size()) +
+                             " bytes, 1 round), not " + std::to_string(network_bytes) + " bytes in " +
+                             std::to_string(rounds) + " rounds");
+    send(dst, tag, std::move(bytes));
+  }
   /// The network size of a tensor message of `bytes`, `fixed_bytes` of them headers:
   /// fixed + round((bytes - fixed) * scale) on a representing transport, else `bytes`.
   virtual uint64_t represented_size(uint64_t bytes, uint64_t fixed_bytes = 0) const {

@@ -531,5 +531,31 @@ TEST(LinkModel, BulkAtTheSendersRateWithExpectedRetransmissions) {
   EXPECT_EQ(lossy.stats().drops[static_cast<int>(Fate::kDropLoss)], 10u);
 }
 
+// A chain of rounds (a group of DDP buckets): 1000 frames in 4 parts of 250 frames, 3 ms each at
+// 1 Gbit/s; each part leaves one delay (15 ms) after the previous one has left, so the transfer
+// departs 4 x 3 ms + 3 x 15 ms after its start. A rate cut to half at the start of the third part
+// doubles the last two parts: 3 + 15 + 3 + 15 + 6 + 15 + 6 ms.
+TEST(LinkModel, BulkInRoundsIdlesOneDelayBetweenParts) {
+  LinkModel m(gig(), RandomStream(1, 0));
+  const LinkModel::Bulk b = m.offer_bulk(Nanos{0}, 1000, 1000 * uint64_t{kFrame}, 0, milliseconds(200), 12, 4);
+  ASSERT_TRUE(b.delivered);
+  EXPECT_EQ(b.begin, Nanos{0});
+  EXPECT_EQ(b.depart, milliseconds(12) + 3 * kDelay);
+  EXPECT_EQ(b.release, milliseconds(12) + 4 * kDelay);
+  EXPECT_EQ(b.transmissions, 1000u);
+  EXPECT_EQ(m.stats().delivered, 1000u);
+  // One round is the plain bulk transfer.
+  LinkModel one(gig(), RandomStream(1, 0));
+  EXPECT_EQ(one.offer_bulk(Nanos{0}, 1000, 1000 * uint64_t{kFrame}, 0, milliseconds(200), 12, 1).depart,
+            milliseconds(12));
+  LinkModel cut(gig(), RandomStream(1, 0));
+  LinkChange half;
+  half.at = milliseconds(6) + 2 * kDelay;
+  half.rate_bps = 0.5e9;
+  cut.schedule(half);
+  EXPECT_EQ(cut.offer_bulk(Nanos{0}, 1000, 1000 * uint64_t{kFrame}, 0, milliseconds(200), 12, 4).depart,
+            milliseconds(18) + 3 * kDelay);
+}
+
 }  // namespace
 }  // namespace geotb::emu

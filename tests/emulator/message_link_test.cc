@@ -4,12 +4,15 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "tests/emulator/link_changes.h"
 
 namespace geotb::emu {
 namespace {
 
 using std::chrono::milliseconds;
+using std::chrono::seconds;
 
 constexpr Nanos kDelay = milliseconds(10);
 constexpr Nanos kSeg{12304};  // full segment
@@ -632,6 +635,40 @@ TEST(MessageLinkBulk, TcpOnALinkLimitedPathMatchesTheSegmentModel) {
   EXPECT_EQ(st.acked_segments, 69061u);
   EXPECT_GT(st.fluid_segments, 60000u);  // most of it in the tail, not simulated one by one
   EXPECT_NEAR(f / g, 1.0, 0.005) << "fluid " << f << " s, segments " << g << " s";
+}
+
+// A message standing for 5 dependent rounds (a group of DDP buckets) is a bulk transfer whatever
+// its size; on a connection whose window is steady (after a large message, no idle restart) its 5 parts are
+// chained one one-way delay (10 ms) apart: it is delivered 4 delays later than the same bytes as
+// one bulk transfer.
+TEST(MessageLinkBulk, RoundsChainTheirPartsOneDelayApart) {
+  auto deliver = [](uint64_t rounds) {
+    SegmentConfig s = reno();
+    s.receive_window = false;
+    s.fluid_above_bytes = 1u << 20;  // the one-round message a bulk transfer too
+    s.slow_start_after_idle = false;  // the window stays open across the idle second
+    LinkModel link(gig(), RandomStream(1, 0));
+    MessageLink conn(link, s);
+    std::map<uint64_t, MessageVerdict> done;
+    conn.set_on_done([&](uint64_t id, const MessageVerdict& v) { done[id] = v; });
+    (void)conn.enqueue(Nanos{0}, kBig);  // opens the window to the BDP
+    conn.advance(seconds(5));
+    const uint64_t id = conn.enqueue(seconds(5), 10'000'000, rounds);
+    conn.advance(seconds(10));
+    EXPECT_TRUE(done.at(id).delivered);
+    EXPECT_EQ(conn.tcp_stats().bulk_transfers, 2u);
+    return done.at(id).deliver_at;
+  };
+  const Nanos one = deliver(1), five = deliver(5);
+  EXPECT_EQ(five - one, 4 * kDelay);
+  EXPECT_GT(one, seconds(5) + milliseconds(80));  // 10 MB at 1 Gbit/s
+  // A small message is a bulk transfer when it stands for rounds.
+  SegmentConfig s = reno();
+  LinkModel link(gig(), RandomStream(1, 0));
+  MessageLink conn(link, s);
+  (void)conn.enqueue(Nanos{0}, 1000, 2);
+  conn.advance(seconds(1));
+  EXPECT_EQ(conn.tcp_stats().bulk_transfers, 1u);
 }
 
 // Messages keep their stream order around a bulk transfer: a small message before it is

@@ -733,9 +733,15 @@ TEST(Represented, CatalogCountsMatchTheModelCards) {
   for (const RepresentedEntry& e : represented_catalog()) {
     ASSERT_TRUE(cards.count(std::string(e.name))) << e.name;
     EXPECT_EQ(transformer_params(e.shape), cards.at(std::string(e.name))) << e.name;
+    // The tensors DDP's buckets are cut from add up to the same count.
+    uint64_t sum = 0;
+    for (uint64_t t : transformer_tensors(e.shape)) sum += t;
+    EXPECT_EQ(sum, transformer_params(e.shape)) << e.name;
     EXPECT_FALSE(e.source.empty()) << e.name;
     EXPECT_GT(e.sequence_length, 0u) << e.name;
   }
+  // Llama 3 70B: the embedding, 80 layers of 2 norms and 7 projections, the final norm, the head.
+  EXPECT_EQ(transformer_tensors(find_represented("llama3-70b")->shape).size(), 1u + 80 * 9 + 1 + 1);
   EXPECT_EQ(find_represented("LLAMA3-70B"), find_represented("llama3-70b"));
   EXPECT_EQ(find_represented("llama3-700b"), nullptr);
   EXPECT_EQ(tensor_params({{4096, 4096}, {4096}, {2, 3, 5}}), 4096u * 4096 + 4096 + 30);

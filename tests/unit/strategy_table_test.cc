@@ -59,11 +59,12 @@ std::vector<std::string> key_names(const StrategyDescriptor& d) {
 }
 
 TEST(StrategyTable, AcceptedKeys) {
-  const std::vector<std::string> common = {"K", "density", "block", "overlap", "quantize"};
+  // bucket_mb: every strategy runs a DDP allreduce (strategies/ddp_buckets.h).
+  const std::vector<std::string> common = {"K", "density", "block", "overlap", "quantize", "bucket_mb"};
   std::vector<std::string> naive = common;
   naive.push_back("collective");
   EXPECT_EQ(key_names(find_strategy("naive_ddp")), naive);
-  for (const char* n : {"naive_ddp_c10d", "hierarchical", "hier_ef_topk_int8", "lan"})
+  for (const char* n : {"naive_ddp_c10d", "lan", "hierarchical", "hier_ef_topk_int8"})
     EXPECT_EQ(key_names(find_strategy(n)), common) << n;
   std::vector<std::string> local = common;
   local.insert(local.end(), {"tau", "warmup_steps", "warmup_tau", "momentum_sync"});
@@ -105,6 +106,11 @@ TEST(StrategyTable, ValidationMessagesNameKeyAndValue) {
     EXPECT_EQ(d->validate(c), "block: 0: must be in [1, 1048576] elements");
     c.block = (1u << 20) + 1;
     EXPECT_EQ(d->validate(c), "block: 1048577: must be in [1, 1048576] elements");
+    c = config(std::string(d->name));
+    c.bucket_mb = 0;
+    EXPECT_EQ(d->validate(c), "bucket_mb: 0: must be in (0, 1048576] MiB (DDP's bucket_cap_mb; default 25)");
+    c.bucket_mb = std::numeric_limits<double>::infinity();
+    EXPECT_EQ(d->validate(c), "bucket_mb: inf: must be in (0, 1048576] MiB (DDP's bucket_cap_mb; default 25)");
     // The first invalid key in the descriptor's order.
     c.K = -1;
     EXPECT_EQ(d->validate(c), "K: -1: must be in [1, 100000] steps");
@@ -192,10 +198,12 @@ TEST(StrategyTable, ReportedConfigPerStrategy) {
   c.overlap = false;
   c.quantize = true;
   c.collective = "eager_ring";
-  EXPECT_EQ(reported("naive_ddp", c), (Reported{{"collective", std::string("eager_ring")}}));
+  c.bucket_mb = 50;
+  EXPECT_EQ(reported("naive_ddp", c), (Reported{{"collective", std::string("eager_ring")}, {"bucket_mb", 50.0}}));
   const Reported k_overlap = {{"K", int64_t{8}}, {"overlap", false}};
-  EXPECT_EQ(reported("lan", c), k_overlap);
-  EXPECT_EQ(reported("naive_ddp_c10d", c), k_overlap);
+  const Reported ddp = {{"K", int64_t{8}}, {"overlap", false}, {"bucket_mb", 50.0}};
+  EXPECT_EQ(reported("lan", c), ddp);
+  EXPECT_EQ(reported("naive_ddp_c10d", c), ddp);
   EXPECT_EQ(reported("hierarchical", c), k_overlap);
   EXPECT_EQ(reported("hier_ef_topk_int8", c),
             (Reported{{"K", int64_t{8}}, {"overlap", false}, {"density", 0.05}, {"block", int64_t{128}}, {"quantize", true}}));
