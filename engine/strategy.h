@@ -34,8 +34,8 @@ struct StrategyConfig {
   /// rendezvous per segment: collectives/gloo_ring.h) or "eager_ring" (each ring step leaves as
   /// soon as its data is ready, the optimistic NCCL-like bound: collectives/ring_allreduce.h).
   std::string collective = "gloo_ring";
-  /// naive_ddp and lan: DDP's bucket_cap_mb, MiB (strategies/ddp_buckets.h); the first bucket is
-  /// DDP's 1 MiB.
+  /// DDP's bucket_cap_mb, MiB, of every strategy's DDP allreduce (strategies/ddp_buckets.h); the
+  /// first bucket is DDP's 1 MiB.
   double bucket_mb = 25;
 
   // local_sgd (strategies/local_sgd.cc; README "local_sgd: the update rule").

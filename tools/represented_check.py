@@ -8,12 +8,13 @@ scenario with ./build/harness/geotb and comparing their reports.
       "50ms"}), so that timing is a function of the file. tools/report_diff.py --timing must show
       every figure identical.
 
-  tools/represented_check.py proportional SCENARIO OUTDIR [--hidden N] [--tolerance 0.02]
-      The scenario with its MLP's hidden layer widened to N (default 1024: 784-1024-10, 813,066
-      parameters, ~16x the 784-64-10 proxy) training for real, against the 784-64-10 proxy
-      representing exactly that many parameters, with the same compute profile. Per strategy,
-      samples/s, exposed communication per step and WAN payload bytes must agree within the
-      tolerance (relative).
+  tools/represented_check.py proportional SCENARIO OUTDIR [--hidden N[,N...]] [--steps S]
+                                 [--tolerance 0.02]
+      The scenario with its MLP's hidden layers set to N (default 1024: 784-1024-10, 813,066
+      parameters, ~16x the 784-64-10 proxy; "2048,2048": two layers, 5.8 M parameters, two DDP
+      buckets) training for real, against the 784-64-10 proxy representing exactly those tensors,
+      with the same compute profile (and S steps if given). Per strategy, samples/s, exposed
+      communication per step and WAN payload bytes must agree within the tolerance (relative).
 
 OUTDIR "-": a temporary directory, removed afterwards. GEOTB (environment): the geotb binary
 (default ./build/harness/geotb).
@@ -87,19 +88,22 @@ def identity(src, outdir):
     return subprocess.run([sys.executable, os.path.join(ROOT, "tools", "report_diff.py"), "--timing", a, b]).returncode
 
 
-def proportional(src, outdir, hidden, tol):
+def proportional(src, outdir, hidden, tol, steps=None):
     base = with_profile(json.load(open(src)))
+    if steps:
+        base["workload"]["steps"] = steps
+    name = "784-" + "-".join(str(h) for h in hidden) + "-10"
     for st in base["strategies"]:
         if st["name"] == "naive_ddp":
             st["collective"] = "eager_ring"  # Gloo's ring cannot be represented (its rendezvous count grows)
     big = copy.deepcopy(base)
-    big["workload"]["model"] = {"name": "mlp", "hidden": [hidden]}
+    big["workload"]["model"] = {"name": "mlp", "hidden": hidden}
     proxy = copy.deepcopy(base)
     proxy["workload"]["model"] = {"name": "mlp", "hidden": [64]}
-    proxy["workload"]["represents"] = {"name": f"mlp-784-{hidden}-10", "tensors": mlp_tensors([hidden])}
-    ra = json.load(open(run(big, outdir, f"trained-784-{hidden}-10")))
-    rb = json.load(open(run(proxy, outdir, f"proxy-represents-784-{hidden}-10")))
-    print(f"trained 784-{hidden}-10 ({mlp_params([hidden])} parameters) vs 784-64-10 ({mlp_params([64])}) "
+    proxy["workload"]["represents"] = {"name": f"mlp-{name}", "tensors": mlp_tensors(hidden)}
+    ra = json.load(open(run(big, outdir, f"trained-{name}")))
+    rb = json.load(open(run(proxy, outdir, f"proxy-represents-{name}")))
+    print(f"trained {name} ({mlp_params(hidden)} parameters) vs 784-64-10 ({mlp_params([64])}) "
           f"representing it: relative difference (proxy / trained - 1)")
     print(f"{'strategy':20} {'samples/s':>22} {'exposed comm s/step':>26} {'WAN payload bytes':>30}")
     worst = 0.0
@@ -127,18 +131,20 @@ def main(argv):
     os.makedirs(argv[3], exist_ok=True)
     if argv[1] == "identity":
         return identity(argv[2], argv[3])
-    hidden, tol = 1024, 0.02
+    hidden, tol, steps = [1024], 0.02, None
     rest = argv[4:]
     while rest:
         if rest[0] == "--hidden":
-            hidden = int(rest[1])
+            hidden = [int(h) for h in rest[1].split(",")]
+        elif rest[0] == "--steps":
+            steps = int(rest[1])
         elif rest[0] == "--tolerance":
             tol = float(rest[1])
         else:
             print(__doc__.strip(), file=sys.stderr)
             return 2
         rest = rest[2:]
-    return proportional(argv[2], argv[3], hidden, tol)
+    return proportional(argv[2], argv[3], hidden, tol, steps)
 
 
 if __name__ == "__main__":

@@ -702,7 +702,7 @@ void MessageLink::bulk_tail(Nanos t) {
     w = next_w;
     tau += dur;
   }
-  if (reverse_) (void)reverse_->offer_bulk(t, tail_segs, tail_segs * seg_.header_bytes, 0, rto_, seg_.max_attempts);
+  b.ack_segs = tail_segs;  // their ACKs: offered to the reverse direction once the tail is in (on_bulk_done)
   m.mv.segments += tail_segs;
   stats_.acked_segments += tail_segs;
   stats_.fluid_segments += tail_segs;
@@ -724,6 +724,12 @@ void MessageLink::bulk_tail(Nanos t) {
 
 void MessageLink::on_bulk_done(Nanos t, uint64_t id) {
   if (!bulk_ || bulk_->id != id) return;
+  // The tail's ACKs, one block on the reverse serializer after the tail: a transfer the other way
+  // that started meanwhile is not held up by them (both directions' tails run alike, as their
+  // interleaved ACKs would let them), the next one queues behind them.
+  if (reverse_ && bulk_->tail_ok && bulk_->ack_segs > 0)
+    (void)reverse_->offer_bulk(t, bulk_->ack_segs, bulk_->ack_segs * seg_.header_bytes, 0, rto_, seg_.max_attempts);
+  bulk_->ack_segs = 0;
   if (!bulk_->tail_ok) {  // the link stayed down through every retransmission
     failed_ = true;
     return;

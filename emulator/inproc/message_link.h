@@ -77,7 +77,8 @@
 //    RTT), in steps of one RTT (100 ms above ssthresh), then stays at W; each step is serialized
 //    at min(link rate, window / RTT)
 //    (LinkModel::offer_bulk: rate changes, outages paused through the RTO backoff, expected
-//    retransmissions serialized), its ACKs occupy the reverse serializer. The message is
+//    retransmissions serialized), its ACKs occupy the reverse serializer once the tail is in (one
+//    block: a transfer the other way that started meanwhile runs alike, the next queues). The message is
 //    delivered when its last head segment is in order and the tail's last frame has arrived;
 //    later messages on the connection wait for it. Not modelled inside the tail: jitter, queue
 //    limits, losses' individual recoveries (docs/measurements/represented-models.md compares the
@@ -340,6 +341,7 @@ class MessageLink final : private EventQueue::Handler {
     bool tail_started = false;          // remaining went to the fluid tail (or there was none)
     bool tail_ok = true;
     Nanos tail_release{0};              // the tail's last frame arrives (0: no tail)
+    uint64_t ack_segs = 0;              // the tail's segments, whose ACKs the reverse direction owes
   };
   std::optional<Bulk> bulk_;            // the bulk transfer in progress
 };

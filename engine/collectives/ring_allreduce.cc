@@ -2,6 +2,7 @@
 #include "engine/compute_charge.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -15,6 +16,11 @@ std::vector<uint8_t> pack(const float* p, size_t n) {
   return b;
 }
 }  // namespace
+
+bool shape_scales(size_t n, const RingShape& shape, double scale) {
+  const double e = static_cast<double>(shape.elements);
+  return shape.rounds == 1 && std::abs(static_cast<double>(n) * scale - e) <= 0.01 * e;
+}
 
 uint64_t ring_allreduce_tag_count(size_t ranks) { return ranks <= 1 ? 0 : 2 * (ranks - 1); }
 

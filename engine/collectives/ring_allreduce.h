@@ -28,6 +28,11 @@ struct RingShape {
   uint64_t rounds = 1;    ///< dependent transfers each message stands for (the group's buckets)
 };
 
+/// One round whose `n` floats, at the transport's `scale`, stand for the shape's elements within
+/// 1 %: any collective may carry the data as scaled tensor messages (Transport::send_data), as it
+/// carries a whole gradient; else only a ring carrying the shape (below) is faithful.
+bool shape_scales(size_t n, const RingShape& shape, double scale);
+
 /// ring_allreduce_sum whose messages carry the shape's sizes and rounds (Transport::send_shaped).
 void ring_allreduce_sum(Transport& t, const std::vector<int>& ring, float* data, size_t n, const TagRange& tags,
                         const RingShape& shape);

@@ -47,7 +47,9 @@ class TransportGroup final : public IntraDc {
   }
 
   void allreduce_mean_shaped(float* data, size_t n, const RingShape& shape) override {
-    if (shape.elements == n && shape.rounds == 1) return allreduce_mean(data, n);
+    // One bucket the data stands for: as the whole gradient runs (Gloo's ring where its layout
+    // scales, every message scaled); else the eager ring carrying the shape's sizes and rounds.
+    if (shape_scales(n, shape, t_.represent_scale())) return allreduce_mean(data, n);
     if (members_.size() < 2) return;
     const TagRange r = tags_.take("intra_dc.allreduce", ring_allreduce_tag_count(members_.size()));
     try {

@@ -39,6 +39,9 @@ class DdpBuckets {
 
   /// The ring shape of `g`: its represented elements and its buckets as rounds.
   static RingShape shape(const BucketGroup& g) { return {g.elements, g.buckets}; }
+  /// `g` can run as a whole gradient does (any collective, every message scaled), or only as a
+  /// ring carrying shape(g) (collectives/ring_allreduce.h shape_scales).
+  static bool scales(const BucketGroup& g, double scale) { return shape_scales(g.n, shape(g), scale); }
 
   /// Reduces every group: `tags(g)` takes a group's message tags, on the calling actor, in group
   /// order, before any is reduced; `reduce(g, tags)` reduces it. One group: on the calling actor,

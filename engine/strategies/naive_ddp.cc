@@ -4,8 +4,9 @@
 // protocol (collectives/gloo_ring.h: what c10d ProcessGroupGloo, hence CPU DDP, runs), message
 // by message over the transport; "collective": "eager_ring" selects the optimistic ring instead.
 // DDP's buckets (strategies/ddp_buckets.h, "bucket_mb"): one allreduce per bucket group, overlapped
-// with the backward pass when there is more than one; a group of several buckets of a represented
-// model runs the eager ring whatever "collective" says (its messages stand for the buckets' rounds).
+// with the backward pass when there is more than one; a group that does not scale (several buckets
+// of a represented model, or one the proxy slice cannot stand for: DdpBuckets::scales) runs the
+// eager ring whatever "collective" says (its messages carry the buckets' sizes and rounds).
 // Then a plain SGD step on the averaged gradient.
 #include <array>
 
@@ -31,7 +32,11 @@ class NaiveDdp final : public Strategy {
     float* g = env.learner->grads();
     const size_t n = env.learner->num_params();
     // One allreduce per bucket group over the ring (every rank; the survivors after a node kill).
-    auto gloo = [&](const BucketGroup& b) { return gloo_ && b.buckets == 1; };
+    // A group that scales runs as the whole gradient did (Gloo's ring by default); any other (a
+    // represented model's group of buckets) the eager ring carrying its shape.
+    const double scale = env.net->represent_scale();
+    auto whole = [&](const BucketGroup& b) { return DdpBuckets::scales(b, scale); };
+    auto gloo = [&](const BucketGroup& b) { return gloo_ && whole(b); };
     buckets_.run(
         env,
         [&](const BucketGroup& b) {
@@ -41,7 +46,7 @@ class NaiveDdp final : public Strategy {
         [&](const BucketGroup& b, const TagRange& tags) {
           if (gloo(b))
             gloo_ring_allreduce_sum(*env.net, env.ring, g + b.lo, b.n, tags);
-          else if (b.buckets == 1 && b.elements == b.n)
+          else if (whole(b))
             ring_allreduce_sum(*env.net, env.ring, g + b.lo, b.n, tags);
           else
             ring_allreduce_sum(*env.net, env.ring, g + b.lo, b.n, tags, DdpBuckets::shape(b));

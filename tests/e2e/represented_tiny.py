@@ -94,8 +94,10 @@ for s, q in zip(r["strategies"], p["strategies"]):
         assert m["final_test_accuracy"] == mp["final_test_accuracy"], s["name"]
     # Every WAN message is a tensor message here: its bytes scale, up to one byte of rounding each
     # (headers that do not grow make the represented bytes slightly smaller than a pure scaling).
-    assert scaled * 0.999 <= m["wan_payload_bytes"] <= scaled + m["wan_messages"], \
-        (s["name"], m["wan_payload_bytes"], scaled)
+    # naive_ddp's buckets carry GPT-2's own bucket sizes, or their proxy slice scaled (whole
+    # proxy floats: DdpBuckets::scales): the same bytes within 0.1 %.
+    upper = scaled * 1.001 if s["name"] == "naive_ddp" else scaled + m["wan_messages"]
+    assert scaled * 0.999 <= m["wan_payload_bytes"] <= upper, (s["name"], m["wan_payload_bytes"], scaled)
     print(f"{s['name']}: {m['wan_payload_bytes']} WAN bytes = {m['wan_payload_bytes'] / scaled:.6f} x the proxy's "
           f"{mp['wan_payload_bytes']} x {ctx['scale']:.1f}; exposed {m['exposed_comm_s_per_step']:.3f} s/step")
 naive = r["strategies"][0]["metrics"]
