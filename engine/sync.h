@@ -27,7 +27,9 @@ class Sync {
   /// Runs fn(now) under the sync's lock, `now` the caller's instant on the transport's clock, and
   /// wakes every waiter whose ready() it may have made true.
   virtual void update(const std::function<void(Nanos)>& fn) = 0;
-  /// Blocks until ready() (run under the lock) returns the instant of the awaited event.
+  /// Blocks until ready() (run under the lock) returns the instant of the awaited event. ready()
+  /// reads only state that this Sync's update() changes (the virtual-time Sync re-checks a wait
+  /// after an update of the same Sync only).
   /// `what` names the wait in a virtual-time deadlock report. Throws what the time domain throws
   /// when it is torn down (the transport's TransportError).
   virtual void wait(const std::function<std::optional<Nanos>()>& ready, const std::string& what) = 0;

@@ -185,6 +185,7 @@ void Fabric::settle(int src, int dst, uint64_t id, const MessageVerdict& mv) {
   }
   delivered_ = true;
   boxes_[static_cast<size_t>(dst)]->cv.notify_all();
+  if (sched_) sched_->notify(static_cast<VirtualScheduler::WaitKey>(dst));  // under its lock: act() or the network
 }
 
 void Fabric::send_at(Nanos now, int src, int dst, uint64_t tag, std::vector<uint8_t>& payload, uint64_t size,
@@ -288,9 +289,12 @@ std::optional<std::vector<uint8_t>> Fabric::recv_virtual(int dst, int src, uint6
   };
   bool got = false;
   try {
+    // Keyed by the endpoint: re-checked only when something that ready() reads changes for it
+    // (settle, kill_endpoint, raise_alarm, on_takeover notify).
     got = sched_->wait(me, ready, sched_->now(me) + timeout,
                        "recv at rank " + std::to_string(dst) + " from rank " + std::to_string(src) + " tag " +
-                           std::to_string(tag));
+                           std::to_string(tag),
+                       static_cast<VirtualScheduler::WaitKey>(dst));
   } catch (const SchedulerAborted&) {
     return std::nullopt;
   } catch (const DeadlockError& e) {
@@ -357,6 +361,7 @@ void Fabric::kill_endpoint(int endpoint) {
     dead_at_.at(static_cast<size_t>(endpoint)) = t;
     boxes_[static_cast<size_t>(endpoint)]->q.clear();
     boxes_[static_cast<size_t>(endpoint)]->cv.notify_all();
+    if (sched_) sched_->notify(static_cast<VirtualScheduler::WaitKey>(endpoint));
   };
   if (sched_) sched_->act(sched_->current(), fn); else fn(clock_.now());
 }
@@ -389,6 +394,7 @@ void Fabric::raise_alarm(int endpoint, Nanos at, bool all) {
     } else if (all) {
       alarm_all_[static_cast<size_t>(endpoint)] = true;
     }
+    if (sched_) sched_->notify(static_cast<VirtualScheduler::WaitKey>(endpoint));
   };
   if (sched_) sched_->update(fn); else fn();
 }
@@ -548,6 +554,7 @@ void Fabric::on_takeover(Nanos at, int dst, int successor, int dead) {
   }
   delivered_ = true;  // recvs at dst may be ready now
   boxes_[static_cast<size_t>(dst)]->cv.notify_all();
+  if (sched_) sched_->notify(static_cast<VirtualScheduler::WaitKey>(dst));
 }
 
 }  // namespace geotb::emu

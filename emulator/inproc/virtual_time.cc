@@ -97,19 +97,47 @@ void VirtualScheduler::set_network(VirtualNetwork* net) {
   net_ = net;
 }
 
+void VirtualScheduler::notify(WaitKey key) { dirty_.push_back(key); }
+
+VirtualScheduler::WaitKey VirtualScheduler::new_key() {
+  std::lock_guard<std::mutex> lk(mu_);
+  return next_key_++;
+}
+
+bool VirtualScheduler::check(ActorId id) {
+  Actor& x = *actors_[static_cast<size_t>(id)];
+  if (x.state != State::kBlocked || x.woken) return false;
+  const std::optional<Nanos> d = (*x.ready)();
+  if (!d) return false;
+  x.t = std::max(x.t, *d);
+  x.woken = true;
+  x.cv.notify_one();
+  return true;
+}
+
 bool VirtualScheduler::wake_ready() {
+  // The unkeyed waiters, then those of the keys notified since the last call.
   bool any = false;
-  for (auto& p : actors_) {
-    Actor& x = *p;
-    if (x.state != State::kBlocked || x.woken) continue;
-    if (std::optional<Nanos> d = (*x.ready)()) {
-      x.t = std::max(x.t, *d);
-      x.woken = true;
-      x.cv.notify_one();
-      any = true;
-    }
+  for (ActorId id : any_waiters_) any |= check(id);
+  while (!dirty_.empty()) {
+    const WaitKey k = dirty_.back();
+    dirty_.pop_back();
+    if (auto it = keyed_.find(k); it != keyed_.end())
+      for (ActorId id : it->second) any |= check(id);
   }
   return any;
+}
+
+void VirtualScheduler::unregister(ActorId id) {
+  Actor& x = *actors_[static_cast<size_t>(id)];
+  auto drop = [id](std::vector<ActorId>& v) { v.erase(std::remove(v.begin(), v.end(), id), v.end()); };
+  if (x.key == kAnyKey) {
+    drop(any_waiters_);
+  } else if (auto it = keyed_.find(x.key); it != keyed_.end()) {
+    drop(it->second);
+    if (it->second.empty()) keyed_.erase(it);
+  }
+  x.key = kAnyKey;
 }
 
 void VirtualScheduler::reevaluate() {
@@ -161,6 +189,10 @@ void VirtualScheduler::reevaluate() {
     m.timed_out = true;
     m.cv.notify_one();
   } else if (any_unfinished && !any_live && deadlock_.empty() && !(net_ && net_->next_event())) {
+    // Before calling it a deadlock, every waiter once more, keyed or not (a change nobody notified).
+    bool woke = false;
+    for (size_t y = 0; y < actors_.size(); ++y) woke |= check(static_cast<ActorId>(y));
+    if (woke) return reevaluate();
     deadlock_ = "virtual-time deadlock: every actor is blocked and nothing can wake any of them:\n" + describe_locked();
     for (auto& p : actors_) p->cv.notify_all();
   }
@@ -200,7 +232,7 @@ void VirtualScheduler::update(const std::function<void()>& fn) {
 }
 
 bool VirtualScheduler::wait(ActorId a, const std::function<std::optional<Nanos>()>& ready,
-                            std::optional<Nanos> deadline, std::string what) {
+                            std::optional<Nanos> deadline, std::string what, WaitKey key) {
   std::unique_lock<std::mutex> lk(mu_);
   throw_if_stopped();
   Actor& x = *actors_.at(static_cast<size_t>(a));
@@ -220,8 +252,11 @@ bool VirtualScheduler::wait(ActorId a, const std::function<std::optional<Nanos>(
   x.what = std::move(what);
   x.woken = false;
   x.timed_out = false;
+  x.key = key;
+  (key == kAnyKey ? any_waiters_ : keyed_[key]).push_back(a);
   reevaluate();
   x.cv.wait(lk, [&] { return x.woken || !abort_reason_.empty() || !deadlock_.empty(); });
+  unregister(a);
   const bool ok = x.woken && !x.timed_out;
   const bool woken = x.woken;
   x.state = State::kRunning;

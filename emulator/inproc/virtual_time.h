@@ -35,8 +35,15 @@
 // before t; a blocked actor with no deadline waits for the network, and a deadlock is every actor
 // blocked with the network's queue empty.
 //
+// Which waiters are checked: a wait may name a key (the fabric's: the receiving endpoint). A keyed
+// waiter's ready() is evaluated only after notify(key), which whoever changes what it reads calls
+// under the lock (the fabric, when a message to that endpoint settles, the endpoint dies or is
+// alarmed, or its peer is taken over); an unkeyed waiter's at every re-evaluation. So a delivery
+// costs one predicate, not one per blocked actor: with a thousand workers blocked in recv, the
+// scan over every waiter per event made a step quadratic in the workers.
+//
 // Thread-safety: every member may be called from any thread; wait()/act() only from the thread
-// bound to that actor. One mutex; fine for the tens of actors of an embedded run.
+// bound to that actor. One mutex.
 #pragma once
 
 #include <chrono>
@@ -49,6 +56,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "emulator/link/clock.h"
@@ -82,6 +90,9 @@ class VirtualNetwork {
 class VirtualScheduler {
  public:
   using ActorId = int;
+  using WaitKey = uint64_t;
+  /// A wait with this key (the default) is re-checked at every re-evaluation.
+  static constexpr WaitKey kAnyKey = ~WaitKey{0};
 
   VirtualScheduler() = default;
   VirtualScheduler(const VirtualScheduler&) = delete;
@@ -121,8 +132,16 @@ class VirtualScheduler {
   /// only read state changed inside act()/update(). With a deadline (virtual time), returns false
   /// with t = deadline when the event has not happened by then. `what` describes the wait for a
   /// deadlock report ("recv from rank 3 tag 17"). Throws SchedulerAborted or DeadlockError.
+  /// `key`: ready() is re-checked only after notify(key) (kAnyKey: at every re-evaluation).
   bool wait(ActorId a, const std::function<std::optional<Nanos>()>& ready, std::optional<Nanos> deadline,
-            std::string what);
+            std::string what, WaitKey key = kAnyKey);
+  /// The state the waits keyed `key` read may have changed: they are re-checked at the next
+  /// re-evaluation. Only under the scheduler's lock: inside an act()/update() fn or the network's
+  /// run_next() (the caller holds it; notify does not lock).
+  void notify(WaitKey key);
+  /// A key of its own (above every fabric endpoint's), for a hand-off whose state only its own
+  /// update() changes (engine's Sync).
+  WaitKey new_key();
 
   /// `a` will not act again: it holds nobody back any more. Idempotent.
   void finish(ActorId a);
@@ -144,6 +163,7 @@ class VirtualScheduler {
     std::string what;                     ///< kBlocked
     const std::function<std::optional<Nanos>()>* ready = nullptr;  ///< kBlocked
     bool woken = false;                   ///< kBlocked -> kRunning by reevaluate()
+    WaitKey key = kAnyKey;                ///< kBlocked
     bool timed_out = false;
     std::condition_variable cv;
   };
@@ -153,6 +173,8 @@ class VirtualScheduler {
   bool is_minimum(ActorId a) const;
   void reevaluate();                 // runs the network, wakes waiters that can proceed; detects deadlock
   bool wake_ready();                 // step 1 of reevaluate(): true if any waiter was woken
+  bool check(ActorId id);            // wakes `id` if it is blocked, not woken and its event exists
+  void unregister(ActorId id);       // out of the waiter lists
   std::string describe_locked() const;
   void throw_if_stopped() const;
 
@@ -161,6 +183,10 @@ class VirtualScheduler {
   std::string abort_reason_;
   std::string deadlock_;
   VirtualNetwork* net_ = nullptr;
+  std::vector<ActorId> any_waiters_;                          // blocked with kAnyKey
+  std::unordered_map<WaitKey, std::vector<ActorId>> keyed_;   // blocked, by key
+  std::vector<WaitKey> dirty_;                                // notified since the last wake_ready
+  WaitKey next_key_ = WaitKey{1} << 32;                       // new_key()
 };
 
 /// The Clock of an actor: now() is the calling thread's actor's virtual time (or the largest

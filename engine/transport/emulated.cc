@@ -12,20 +12,25 @@ namespace {
 
 /// Sync in virtual time: the scheduler's lock, update() at the caller's virtual instant, wait()
 /// advancing the caller to the awaited instant, spawn() an actor starting at the caller's instant
-/// with the caller's compute charge.
+/// with the caller's compute charge. Its waits are keyed by the Sync (only its own update()
+/// changes what they read: sync.h), so the scheduler re-checks them after an update of this Sync
+/// only.
 class VirtualSync final : public Sync {
  public:
-  explicit VirtualSync(emu::VirtualScheduler& s) : s_(s) {}
+  explicit VirtualSync(emu::VirtualScheduler& s) : s_(s), key_(s.new_key()) {}
   void update(const std::function<void(Nanos)>& fn) override {
     const auto me = s_.current();
     const Nanos now = me >= 0 ? s_.now(me) : s_.latest();
-    s_.update([&] { fn(now); });
+    s_.update([&] {
+      fn(now);
+      s_.notify(key_);
+    });
   }
   void wait(const std::function<std::optional<Nanos>()>& ready, const std::string& what) override {
     const auto me = s_.current();
     if (me < 0) throw TransportError("virtual time: wait (" + what + ") from a thread that is no actor");
     try {
-      s_.wait(me, ready, std::nullopt, what);
+      s_.wait(me, ready, std::nullopt, what, key_);
     } catch (const emu::SchedulerAborted& e) {
       throw TransportClosed(std::string("transport closed while waiting (") + what + "): " + e.what());
     } catch (const emu::DeadlockError& e) {
@@ -52,6 +57,7 @@ class VirtualSync final : public Sync {
 
  private:
   emu::VirtualScheduler& s_;
+  emu::VirtualScheduler::WaitKey key_;
 };
 
 }  // namespace
