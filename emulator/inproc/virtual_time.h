@@ -120,11 +120,13 @@ class VirtualScheduler {
 
   /// Runs fn(t) at a's current virtual time t, once no other actor can act before t (see above).
   /// fn runs under the scheduler's lock (keep it short: a send onto the link model). Waiters whose
-  /// ready() fn made true are woken. Rethrows what fn throws. Throws SchedulerAborted/DeadlockError.
+  /// ready() fn made true are woken (unkeyed ones, and keyed ones whose key fn notified). Rethrows
+  /// what fn throws. Throws SchedulerAborted/DeadlockError.
   void act(ActorId a, const std::function<void(Nanos)>& fn);
 
-  /// Runs fn() under the scheduler's lock and re-evaluates every waiter: for state changes that
-  /// need no ordering (a hand-off to one actor, a barrier arrival, close()).
+  /// Runs fn() under the scheduler's lock and re-evaluates the unkeyed waiters and those whose key
+  /// fn notified: for state changes that need no ordering (a hand-off to one actor, a barrier
+  /// arrival, close()).
   void update(const std::function<void()>& fn);
 
   /// Blocks `a` until ready() returns an instant (the awaited event exists and happens then) and
