@@ -37,13 +37,28 @@ VirtualScheduler::ActorId VirtualScheduler::add_actor(std::string name, Nanos t0
     x.what.clear();
     x.ready = nullptr;
     x.woken = x.timed_out = false;
+    reindex(static_cast<ActorId>(i));
     return static_cast<ActorId>(i);
   }
   auto a = std::make_unique<Actor>();
   a->name = std::move(name);
   a->t = t0;
   actors_.push_back(std::move(a));
+  reindex(static_cast<ActorId>(actors_.size() - 1));
   return static_cast<ActorId>(actors_.size() - 1);
+}
+
+void VirtualScheduler::reindex(ActorId id) {
+  Actor& x = *actors_[static_cast<size_t>(id)];
+  if (x.in_index) index_.erase({x.indexed_bound, id});
+  if (x.live) --live_;
+  x.in_index = x.state != State::kFinished;
+  x.live = x.in_index && (x.state != State::kBlocked || x.woken);
+  if (x.live) ++live_;
+  if (x.in_index) {
+    x.indexed_bound = bound(x);
+    index_.insert({x.indexed_bound, id});
+  }
 }
 
 void VirtualScheduler::bind(ActorId a) {
@@ -69,6 +84,7 @@ Nanos VirtualScheduler::now(ActorId a) const {
 void VirtualScheduler::charge(ActorId a, Nanos d) {
   std::lock_guard<std::mutex> lk(mu_);
   if (d > Nanos{0}) actors_.at(static_cast<size_t>(a))->t += d;
+  reindex(a);
   reevaluate();
 }
 
@@ -83,11 +99,11 @@ Nanos VirtualScheduler::bound(const Actor& a) const {
 }
 
 bool VirtualScheduler::is_minimum(ActorId a) const {
+  // (t_a, a) below every other unfinished actor's (bound, id): the smallest entry but a's own.
   const Nanos t = actors_[static_cast<size_t>(a)]->t;
-  for (size_t y = 0; y < actors_.size(); ++y) {
-    if (static_cast<ActorId>(y) == a || actors_[y]->state == State::kFinished) continue;
-    const Nanos b = bound(*actors_[y]);
-    if (b < t || (b == t && static_cast<ActorId>(y) < a)) return false;
+  for (const auto& [b, y] : index_) {
+    if (y == a) continue;
+    return !(b < t || (b == t && y < a));
   }
   return true;
 }
@@ -111,6 +127,7 @@ bool VirtualScheduler::check(ActorId id) {
   if (!d) return false;
   x.t = std::max(x.t, *d);
   x.woken = true;
+  reindex(id);
   x.cv.notify_one();
   return true;
 }
@@ -145,14 +162,8 @@ void VirtualScheduler::reevaluate() {
   //    its events up to the smallest actor bound, waking the waiters of what it delivers.
   wake_ready();
   while (net_) {
-    Nanos h = kInf;
-    bool any = false;
-    for (const auto& p : actors_) {
-      if (p->state == State::kFinished) continue;
-      any = true;
-      h = std::min(h, bound(*p));
-    }
-    if (!any) break;
+    if (index_.empty()) break;
+    const Nanos h = index_.begin()->first;
     bool delivered = false;
     for (std::optional<Nanos> e = net_->next_event(); e && *e <= h; e = net_->next_event()) {
       if (net_->run_next()) {
@@ -165,21 +176,9 @@ void VirtualScheduler::reevaluate() {
   }
   // 2. The actor with the smallest (bound, id) proceeds: an actor waiting to act, or a blocked one
   //    whose deadline has come. A running one proceeds by itself.
-  ActorId min_id = -1;
-  Nanos min_b = kInf;
-  bool any_unfinished = false, any_live = false;
-  for (size_t y = 0; y < actors_.size(); ++y) {
-    const Actor& x = *actors_[y];
-    if (x.state == State::kFinished) continue;
-    any_unfinished = true;
-    if (x.state != State::kBlocked || x.woken) any_live = true;
-    const Nanos b = bound(x);
-    if (min_id < 0 || b < min_b) {
-      min_id = static_cast<ActorId>(y);
-      min_b = b;
-    }
-  }
-  if (min_id < 0) return;
+  if (index_.empty()) return;
+  const ActorId min_id = index_.begin()->second;
+  const bool any_unfinished = true, any_live = live_ > 0;
   Actor& m = *actors_[static_cast<size_t>(min_id)];
   if (m.state == State::kActing) {
     m.cv.notify_one();
@@ -187,6 +186,7 @@ void VirtualScheduler::reevaluate() {
     m.t = std::max(m.t, *m.deadline);
     m.woken = true;
     m.timed_out = true;
+    reindex(min_id);
     m.cv.notify_one();
   } else if (any_unfinished && !any_live && deadlock_.empty() && !(net_ && net_->next_event())) {
     // Before calling it a deadlock, every waiter once more, keyed or not (a change nobody notified).
@@ -207,7 +207,7 @@ void VirtualScheduler::act(ActorId a, const std::function<void(Nanos)>& fn) {
   std::unique_lock<std::mutex> lk(mu_);
   throw_if_stopped();
   Actor& x = *actors_.at(static_cast<size_t>(a));
-  x.state = State::kActing;
+  x.state = State::kActing;  // running and acting have the same bound (t): the index stands
   reevaluate();
   x.cv.wait(lk, [&] { return is_minimum(a) || !abort_reason_.empty() || !deadlock_.empty(); });
   if (!abort_reason_.empty() || !deadlock_.empty()) {
@@ -238,6 +238,7 @@ bool VirtualScheduler::wait(ActorId a, const std::function<std::optional<Nanos>(
   Actor& x = *actors_.at(static_cast<size_t>(a));
   if (std::optional<Nanos> d = ready()) {
     x.t = std::max(x.t, *d);
+    reindex(a);
     reevaluate();  // a's bound moved up: someone waiting to act may now be the minimum
     return true;
   }
@@ -254,6 +255,7 @@ bool VirtualScheduler::wait(ActorId a, const std::function<std::optional<Nanos>(
   x.timed_out = false;
   x.key = key;
   (key == kAnyKey ? any_waiters_ : keyed_[key]).push_back(a);
+  reindex(a);
   reevaluate();
   x.cv.wait(lk, [&] { return x.woken || !abort_reason_.empty() || !deadlock_.empty(); });
   unregister(a);
@@ -264,6 +266,7 @@ bool VirtualScheduler::wait(ActorId a, const std::function<std::optional<Nanos>(
   x.deadline.reset();
   x.woken = false;
   x.timed_out = false;
+  reindex(a);
   if (!woken) throw_if_stopped();
   reevaluate();
   return ok;
@@ -272,6 +275,7 @@ bool VirtualScheduler::wait(ActorId a, const std::function<std::optional<Nanos>(
 void VirtualScheduler::finish(ActorId a) {
   std::lock_guard<std::mutex> lk(mu_);
   actors_.at(static_cast<size_t>(a))->state = State::kFinished;
+  reindex(a);
   reevaluate();
 }
 

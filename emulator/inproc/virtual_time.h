@@ -56,7 +56,9 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <set>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "emulator/link/clock.h"
@@ -166,6 +168,9 @@ class VirtualScheduler {
     const std::function<std::optional<Nanos>()>* ready = nullptr;  ///< kBlocked
     bool woken = false;                   ///< kBlocked -> kRunning by reevaluate()
     WaitKey key = kAnyKey;                ///< kBlocked
+    Nanos indexed_bound{0};               ///< its entry in index_ (when not finished)
+    bool in_index = false;
+    bool live = false;                    ///< counted in live_: unfinished, not blocked un-woken
     bool timed_out = false;
     std::condition_variable cv;
   };
@@ -177,6 +182,7 @@ class VirtualScheduler {
   bool wake_ready();                 // step 1 of reevaluate(): true if any waiter was woken
   bool check(ActorId id);            // wakes `id` if it is blocked, not woken and its event exists
   void unregister(ActorId id);       // out of the waiter lists
+  void reindex(ActorId id);          // after any change of its state, t, woken or deadline
   std::string describe_locked() const;
   void throw_if_stopped() const;
 
@@ -189,6 +195,10 @@ class VirtualScheduler {
   std::unordered_map<WaitKey, std::vector<ActorId>> keyed_;   // blocked, by key
   std::vector<WaitKey> dirty_;                                // notified since the last wake_ready
   WaitKey next_key_ = WaitKey{1} << 32;                       // new_key()
+  // (bound, id) of every unfinished actor, so that the horizon, the minimum and is_minimum are
+  // O(log n) instead of a scan; and how many of them are live (running, acting or woken).
+  std::set<std::pair<Nanos, ActorId>> index_;
+  size_t live_ = 0;
 };
 
 /// The Clock of an actor: now() is the calling thread's actor's virtual time (or the largest
