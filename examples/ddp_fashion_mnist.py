@@ -21,9 +21,21 @@ import gzip
 import json
 import os
 import struct
+import sys
 import time
 
-import torch
+# The `python3` first on PATH may not be the one with torch (a pyenv or venv interpreter in front
+# of Debian's, whose python3-torch the project installs): re-run this script with Debian's, once.
+DEBIAN_PYTHON = "/usr/bin/python3"
+try:
+    import torch
+except ImportError:
+    if os.path.realpath(sys.executable) != os.path.realpath(DEBIAN_PYTHON) and os.access(DEBIAN_PYTHON, os.X_OK) \
+            and not os.environ.get("GEOTB_EXAMPLE_REEXEC"):
+        os.environ["GEOTB_EXAMPLE_REEXEC"] = "1"
+        os.execv(DEBIAN_PYTHON, [DEBIAN_PYTHON] + sys.argv)
+    sys.exit(f"{sys.argv[0]}: no torch in {sys.executable} nor in {DEBIAN_PYTHON}: install Debian's "
+             "python3-torch (ci/install-deps.sh does) or run the script with a Python that has torch")
 import torch.distributed as dist
 import torch.nn as nn
 from torch.nn.parallel import DistributedDataParallel as DDP
