@@ -21,10 +21,10 @@ namespace {
 /// into place.
 class TempFile {
  public:
-  explicit TempFile(const std::string& target) {
+  explicit TempFile(const std::string& target, unsigned mode = 0666) {
     static std::atomic<unsigned> counter{0};
     path_ = target + ".tmp." + std::to_string(getpid()) + "." + std::to_string(counter.fetch_add(1));
-    fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, static_cast<mode_t>(mode));
     if (fd_ < 0) fail("cannot create", path_, errno);
   }
   ~TempFile() {
@@ -73,8 +73,8 @@ class TempFile {
 
 }  // namespace
 
-void write_file_atomically(const std::string& path, std::string_view content) {
-  TempFile tmp(path);
+void write_file_atomically(const std::string& path, std::string_view content, unsigned mode) {
+  TempFile tmp(path, mode);
   tmp.write_all(content);
   tmp.rename_to(path);
 }

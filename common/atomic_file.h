@@ -23,7 +23,8 @@ class FileError : public std::runtime_error {
 };
 
 /// Replaces (or creates) `path` with `content`. The directory must exist. Throws FileError.
-void write_file_atomically(const std::string& path, std::string_view content);
+/// `mode`: the new file's permissions (less the umask); 0600 for what only its owner may read.
+void write_file_atomically(const std::string& path, std::string_view content, unsigned mode = 0666);
 
 /// Creates a new file in `dir` (created if missing) named `stem` + `ext`, with "-2", "-3", ...
 /// before `ext` while the name is taken, holding `content`. Returns its path. Throws FileError.

@@ -3,6 +3,7 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <thread>
 #include <optional>
@@ -133,6 +134,9 @@ RankReport run_process_worker(const ProcessWorkerConfig& cfg, const StrategyConf
   tc.connect_timeout = cfg.timeout;
   SocketTransport sock(tc);
   const std::string my_addr = cfg.bind_addr + ":" + std::to_string(sock.port());
+  // In the rank's log: where its transport listens (what a peer, or a port scan, reaches).
+  std::printf("geotb worker: rank %d: transport listening on %s\n", cfg.rank, my_addr.c_str());
+  std::fflush(stdout);
   // Restarts: incarnation n of a rank publishes under addr/<rank>/<n>, learns from the store which
   // rank hands it over (rejoin/<rank>/<n>, rank + 1) and waits for that rank's message.
   auto addr_key = [&](int r, int n) { return key + "addr/" + std::to_string(r) + (n ? "/" + std::to_string(n) : ""); };
@@ -381,6 +385,7 @@ RankReport run_process_worker(const ProcessWorkerConfig& cfg, const StrategyConf
     rr.wan_sent.payload_bytes += rd.u64("payload_bytes");
     rr.wan_sent.wire_bytes += rd.u64("wire_bytes");
   }
+  rr.refused_connections = sock.stats().incoming_refused;
   if (cfg.rank == rep) {
     rr.wall_s = std::chrono::duration<double>(t_end - t_start).count() +
                 (resume ? std::chrono::duration<double>(resume_point(*hooks.resume).elapsed).count() : 0.0);

@@ -121,6 +121,12 @@ int run_worker(const WorkerArgs& a) {
     cfg.master_port = static_cast<uint16_t>(env_int("MASTER_PORT", 1, 65535));
     cfg.bind_addr = env("GEOTB_BIND_ADDR").value_or(address_toward(cfg.master_addr, cfg.master_port));
     cfg.secret = env("GEOTB_SECRET").value_or("");
+    if (cfg.secret.empty())
+      fmt::print(stderr,
+                 "geotb worker: warning: GEOTB_SECRET is not set: rank {}'s transport accepts any connection that "
+                 "names a rank of this run (set the same GEOTB_SECRET on every rank; geotb run draws one for its "
+                 "workers)\n",
+                 cfg.rank);
     try {
       cfg.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(common::parse_duration(a.timeout));
       cfg.heartbeat = std::chrono::duration_cast<std::chrono::milliseconds>(common::parse_duration(a.heartbeat));

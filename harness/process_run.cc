@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <fmt/format.h>
+#include <openssl/rand.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -23,6 +24,21 @@
 #include "model/rank_report.h"
 
 namespace geotb::harness {
+
+std::string run_secret() {
+  // The user's (GEOTB_SECRET), or one of this run's own: 32 bytes of OpenSSL's CSPRNG, hex. The
+  // workers get it through their environment, never on a command line (which `ps` shows), and
+  // no report or log carries it.
+  if (const char* s = std::getenv("GEOTB_SECRET"); s && *s) return s;
+  static const std::string mine = [] {
+    unsigned char b[32];
+    if (RAND_bytes(b, sizeof(b)) != 1) throw ProcessRunError("could not draw the run's secret (OpenSSL RAND_bytes failed)");
+    std::string hex;
+    for (unsigned char c : b) hex += fmt::format("{:02x}", c);
+    return hex;
+  }();
+  return mine;
+}
 
 namespace {
 
@@ -107,7 +123,7 @@ model::StrategyRun run_strategy_processes(const Scenario& sc, const engine::Stra
   // Everything of this environment except what the workers get from us.
   std::vector<std::string> base_env =
       environment_without({"MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE", "LOCAL_RANK"}, {"GEOTB_"});
-  if (const char* s = std::getenv("GEOTB_SECRET")) base_env.push_back(std::string("GEOTB_SECRET=") + s);
+  base_env.push_back("GEOTB_SECRET=" + run_secret());
   if (!std::getenv("OMP_NUM_THREADS")) base_env.push_back("OMP_NUM_THREADS=1");
 
   const std::string timeout_arg = fmt::format("{}ms", opt.worker_timeout.count());
@@ -278,6 +294,9 @@ model::StrategyRun run_strategy_processes(const Scenario& sc, const engine::Stra
     r0.final_weights_sha256 = rr.final_weights_sha256;
   }
   model::StrategyRun run = engine::merge_rank_reports(scfg.name, reports, sc.workload, M);
+  uint64_t refused = 0;
+  for (const model::RankReport& rr : reports) refused += rr.refused_connections.value_or(0);
+  run.refused_connections = refused;
   if (sc.faults.active()) {
     std::vector<model::RankFaultLog> logs;
     for (const model::RankReport& rr : reports) {

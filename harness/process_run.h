@@ -21,6 +21,10 @@
 
 namespace geotb::harness {
 
+/// The transport secret of a process or dpdk run: GEOTB_SECRET when set, else 32 random bytes
+/// (hex) drawn once per `geotb run`. Every worker gets it through its environment.
+std::string run_secret();
+
 /// Where the workers of one data center run.
 struct DcPlacement {
   std::string netns;    ///< network namespace ("" = this one)

@@ -56,6 +56,7 @@ void to_json(json& j, const RankReport& r) {
   j["accuracy_curve"] = r.accuracy_curve;
   j["replica_max_abs_diff"] = r.replica_max_abs_diff;
   if (r.final_weights_sha256) j["final_weights_sha256"] = *r.final_weights_sha256;
+  if (r.refused_connections) j["refused_connections"] = *r.refused_connections;
   if (r.faults) j["faults"] = *r.faults;
 }
 
@@ -96,6 +97,8 @@ void from_json(const json& j, RankReport& r) {
   f::list(j, "accuracy_curve", r.accuracy_curve);
   r.replica_max_abs_diff = f::nonneg(j, "replica_max_abs_diff");
   if (f::has(j, "final_weights_sha256")) r.final_weights_sha256 = f::sha256_hex(j, "final_weights_sha256");
+  r.refused_connections.reset();
+  if (f::has(j, "refused_connections")) r.refused_connections = f::count(j, "refused_connections");
   if (f::has(j, "faults")) {
     RankFaultLog l;
     f::get(j, "faults", l);

@@ -64,6 +64,10 @@ struct RankReport {
   double replica_max_abs_diff = 0;           ///< max |x_this - x_0| after the end
   /// rank 0: SHA-256 of its final parameters' bytes ("final_weights_sha256"; absent in older files).
   std::optional<std::string> final_weights_sha256;
+  /// Incoming connections its transport refused before a handshake completed (a wrong or no
+  /// secret, a bad HELLO, garbage): strangers at its port ("refused_connections"; absent in older
+  /// files).
+  std::optional<uint64_t> refused_connections;
   /// Node faults in the process modes ("faults"; absent without): what this rank saw of them.
   std::optional<RankFaultLog> faults;
 };

@@ -211,6 +211,7 @@ void to_json(json& j, const StrategyRun& s) {
   if (s.resumed_from) j["resumed_from"] = *s.resumed_from;
   if (s.final_weights_sha256) j["final_weights_sha256"] = *s.final_weights_sha256;
   if (s.faults) j["faults"] = *s.faults;
+  if (s.refused_connections) j["refused_connections"] = *s.refused_connections;
   if (s.seeds.empty()) return;
   j["seeds"] = s.seeds;
   const SeedSummary sum = *metrics::seed_summary(s.seeds);
@@ -246,6 +247,8 @@ void from_json(const json& j, StrategyRun& s) {
   if (f::has(j, "resumed_from")) f::get(j, "resumed_from", s.resumed_from.emplace());
   s.final_weights_sha256.reset();
   if (f::has(j, "final_weights_sha256")) s.final_weights_sha256 = f::sha256_hex(j, "final_weights_sha256");
+  s.refused_connections.reset();
+  if (f::has(j, "refused_connections")) s.refused_connections = f::count(j, "refused_connections");
   s.faults.reset();
   if (f::has(j, "faults")) {
     FaultsSection fs;

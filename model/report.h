@@ -181,6 +181,10 @@ struct StrategyRun {
   std::optional<std::string> final_weights_sha256;
   /// Node faults injected and detected (model/faults.h); absent when the scenario has none.
   std::optional<FaultsSection> faults;
+  /// Process and dpdk modes: incoming connections the ranks' transports refused before a
+  /// handshake completed (wrong or no secret, garbage), summed over the ranks. Absent in the
+  /// embedded mode and in older reports.
+  std::optional<uint64_t> refused_connections;
 };
 void to_json(json& j, const StrategyRun& s);
 void from_json(const json& j, StrategyRun& s);

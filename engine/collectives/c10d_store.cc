@@ -2,7 +2,10 @@
 #include <torch/csrc/distributed/c10d/HashStore.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
+#include <optional>
+
 #include "engine/collectives/c10d_store_impl.h"
+#include "engine/collectives/listen_guard.h"
 
 namespace geotb::engine {
 
@@ -20,6 +23,10 @@ std::shared_ptr<StoreHandle> make_tcp_store(const TcpStoreConfig& cfg) {
   o.timeout = cfg.timeout;
   auto h = std::make_shared<StoreHandle>();
   try {
+    // libtorch's server listens on every address; kept on the run's own address (listen_guard.h)
+    // unless that is a host name or 0.0.0.0, which the user chose.
+    std::optional<WildcardBindGuard> guard;
+    if (cfg.server && bindable_ipv4(cfg.host)) guard.emplace(cfg.port, cfg.host);
     h->store = c10::make_intrusive<::c10d::TCPStore>(cfg.host, o);
   } catch (const std::exception& e) {
     throw StoreError(std::string(cfg.server ? "serving" : "connecting to") + " the store at " + cfg.host + ":" +

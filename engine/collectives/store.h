@@ -27,7 +27,8 @@ std::shared_ptr<StoreHandle> make_inprocess_store();
 struct TcpStoreConfig {
   std::string host = "127.0.0.1";  ///< the server's address (MASTER_ADDR)
   uint16_t port = 29500;           ///< the server's TCP port (MASTER_PORT)
-  bool server = false;             ///< this process serves the store (rank 0); it listens on every address
+  bool server = false;             ///< this process serves the store (rank 0); it listens on `host`
+                                   ///< when that is a numeric IPv4 address, else on every address
   std::chrono::milliseconds timeout{30000};  ///< connecting, and every blocking get/wait
 };
 

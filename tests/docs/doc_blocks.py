@@ -446,8 +446,12 @@ def main():
         shutil.rmtree(scratch["dir"], ignore_errors=True)
     if args.update:
         write_updates(root, [b for b in todo if b.updates])
-    print(f"doc_blocks: {len(todo) - failed} of {len(todo)} blocks passed (every command's output: {log_path})")
-    return 1 if failed else 0
+    if failed:
+        print(f"doc_blocks: {len(todo) - failed} of {len(todo)} blocks passed (every command's output: {log_path})")
+        return 1
+    os.unlink(log_path)
+    print(f"doc_blocks: {len(todo)} of {len(todo)} blocks passed")
+    return 0
 
 
 if __name__ == "__main__":

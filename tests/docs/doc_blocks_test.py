@@ -6,6 +6,7 @@ prints a table and exits 0, `tool run --bad` exits 2 with an error, `tool --help
 Usage: doc_blocks_test.py DOC_BLOCKS_PY
 """
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -46,8 +47,11 @@ def checkout(doc):
 
 def run(doc, *args):
     d = checkout(doc)
-    p = subprocess.run([sys.executable, RUNNER, d, *args], text=True, stdout=subprocess.PIPE,
-                       stderr=subprocess.STDOUT)
+    try:
+        p = subprocess.run([sys.executable, RUNNER, d, *args], text=True, stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT)
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
     return p.returncode, p.stdout
 
 

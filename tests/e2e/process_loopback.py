@@ -88,6 +88,10 @@ with tempfile.TemporaryDirectory() as tmp:
         assert rcs == [0, 0, 0, 0], f"{strategy}: exit codes {rcs}\n{logs(out)}"
         ranks = [json.loads((out / f"rank-{r}.json").read_text()) for r in range(4)]
         assert all(r["status"] == "ok" for r in ranks)
+        # Started by hand without GEOTB_SECRET: each rank warns that its transport is open.
+        for r in range(4):
+            log = (out / f"rank-{r}.log").read_text()
+            assert "warning: GEOTB_SECRET is not set" in log, f"{strategy}: rank {r} did not warn:\n{log[-2000:]}"
         acc = ranks[0]["accuracy_curve"][-1]["accuracy"]
         diff = max(r["replica_max_abs_diff"] for r in ranks)
         wan = sum(r["wan_sent"]["payload_bytes"] for r in ranks)

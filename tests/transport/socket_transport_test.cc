@@ -362,6 +362,40 @@ INSTANTIATE_TEST_SUITE_P(Secrets, SocketAuthRefused,
                            return std::string(*i.param.first ? "A" : "none") + "_vs_" + (*i.param.second ? "B" : "none");
                          });
 
+// A stranger who reaches a rank's port: a wrong secret, no secret, garbage. Each connection is
+// refused and counted by the rank it reached; the rank it claims to be is not failed, and the
+// pair goes on exchanging as if nothing had happened.
+TEST(SocketAuth, StrangersAreRefusedCountedAndTheRunGoesOn) {
+  auto ca = cfg_for(0), cb = cfg_for(1);
+  ca.secret = cb.secret = "correct horse";
+  Pair p(ca, cb);
+  p.a->send(1, 1, pattern(MiB, 1));
+  EXPECT_TRUE(same_bytes(p.b->recv(0, 1), pattern(MiB, 1)));
+  {
+    RawPeer raw(p.b->port());
+    auto [challenge, verdict] = raw.wrong_secret(0, 1, 2);
+    EXPECT_EQ(challenge, fr::FrameType::kChallenge);
+    EXPECT_EQ(verdict, fr::FrameType::kReject);
+  }
+  {
+    RawPeer raw(p.b->port());
+    EXPECT_EQ(raw.hello(0, 1, 2), fr::FrameType::kReject);  // claims rank 0, without the secret
+  }
+  {
+    RawPeer raw(p.b->port());
+    std::vector<uint8_t> junk(200);
+    for (size_t i = 0; i < junk.size(); ++i) junk[i] = static_cast<uint8_t>(i * 37 + 11);
+    ASSERT_TRUE(raw.write_all(junk));
+    EXPECT_FALSE(raw.read_frame().has_value());  // closed without a word
+  }
+  EXPECT_EQ(p.b->stats().incoming_refused, 3u);
+  p.a->send(1, 2, pattern(MiB, 2));
+  EXPECT_TRUE(same_bytes(p.b->recv(0, 2), pattern(MiB, 2)));
+  p.b->send(0, 3, {7});
+  EXPECT_EQ(p.a->recv(1, 3), std::vector<uint8_t>{7});
+  EXPECT_EQ(p.a->stats().incoming_refused, 0u);
+}
+
 TEST(SocketAuth, UnexpectedRankOrEarlyDataIsRefused) {
   SocketTransport t(cfg_for(0));
   {
@@ -384,6 +418,7 @@ TEST(SocketAuth, UnexpectedRankOrEarlyDataIsRefused) {
     EXPECT_EQ(r->first.type, fr::FrameType::kReject);
   }
   EXPECT_EQ(t.stats().auth_failures, 3u);
+  EXPECT_EQ(t.stats().incoming_refused, 3u);
   EXPECT_EQ(t.stats().messages_received, 0u);
 }
 

@@ -175,6 +175,27 @@ class RawPeer {
     if (!r) return std::nullopt;
     return r->first.type;
   }
+  /// HELLO as rank `from` claiming a secret, then a RESPONSE with a made-up proof (what someone
+  /// without the secret can do). Returns the type of the reply to each: CHALLENGE, then REJECT.
+  std::pair<std::optional<engine::sockframe::FrameType>, std::optional<engine::sockframe::FrameType>>
+  wrong_secret(uint32_t from, uint32_t to, uint32_t world) {
+    engine::sockframe::Hello h;
+    h.from_rank = from;
+    h.to_rank = to;
+    h.world = world;
+    h.flags = engine::sockframe::kHelloFlagAuth;
+    engine::sockframe::FrameHeader fh;
+    fh.type = engine::sockframe::FrameType::kHello;
+    if (!send_frame(fh, engine::sockframe::encode_hello(h))) return {};
+    auto ch = read_frame();
+    if (!ch) return {};
+    engine::sockframe::FrameHeader rh;
+    rh.type = engine::sockframe::FrameType::kResponse;
+    const std::vector<uint8_t> fake(sizeof(engine::sockframe::Mac), 0x5a);
+    if (!send_frame(rh, fake)) return {ch->first.type, std::nullopt};
+    auto rj = read_frame();
+    return {ch->first.type, rj ? std::optional(rj->first.type) : std::nullopt};
+  }
   uint64_t next_seq() const { return seq_; }
   void set_seq(uint64_t s) { seq_ = s; }
 

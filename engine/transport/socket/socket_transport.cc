@@ -131,7 +131,8 @@ struct SocketTransport::Impl {
     uint64_t id = 0;
     int fd = -1;
     bool outgoing = false;
-    int peer = -1;  // -1 until an incoming connection's HELLO is accepted
+    int peer = -1;  // -1 until an incoming connection's HELLO is accepted (its proof, with a secret)
+    int claimed = -1;  // incoming, with a secret: the rank its HELLO claims, until it proves it
     uint64_t incarnation = 0;  // the peer's incarnation it belongs to (restarts: revive)
     uint32_t stream = 0;
     St st = St::kAwaitHello;
@@ -231,7 +232,7 @@ struct SocketTransport::Impl {
   struct AtomicStats {
     std::atomic<uint64_t> frames_sent{0}, frames_received{0}, bytes_sent{0}, bytes_received{0},
         corrupt{0}, heartbeats{0}, messages_sent{0}, messages_received{0}, payload_sent{0},
-        payload_received{0}, auth_failures{0}, connections_opened{0};
+        payload_received{0}, auth_failures{0}, connections_opened{0}, refused{0};
     std::array<std::atomic<uint64_t>, kMaxStreams> by_stream{};
   } st;
 
@@ -715,6 +716,7 @@ struct SocketTransport::Impl {
 
   void reject(Conn* c, const std::string& reason) {
     st.auth_failures++;
+    if (!c->outgoing) st.refused++;
     std::string r = reason.substr(0, fr::kMaxControlPayload);
     push_ctrl(c, fr::FrameType::kReject, std::vector<uint8_t>(r.begin(), r.end()));
     begin_closing(c, Clock::now() + milliseconds(1000));
@@ -826,6 +828,7 @@ struct SocketTransport::Impl {
       return;
     }
     st.corrupt++;
+    if (!c->outgoing && c->peer < 0) st.refused++;  // garbage from a stranger: refused, counted
     const int r = c->peer;
     std::string what = "corrupt frame from " + (r >= 0 ? who(r) : std::string("an unauthenticated connection")) +
                        " (" + (c->outgoing ? "outgoing" : "incoming") + " stream " + std::to_string(c->stream) +
@@ -984,28 +987,30 @@ struct SocketTransport::Impl {
         if (from_ok) {
           std::lock_guard lk(mu);
           if (bad.empty() && peers[from].fail != Fail::kNone) {
-            if (peers[from].restartable)
-              reset_locked(peers[from]);  // its new incarnation (expect_restarts): its address comes with revive()
-            else
+            if (!peers[from].restartable)
               bad = "rank " + std::to_string(from) + " already failed here";
+            else if (!auth)
+              reset_locked(peers[from]);  // its new incarnation (expect_restarts): its address comes with revive()
+            // with a secret: reset once the connector has proven it (kChallengeSent)
           }
         }
         if (!bad.empty()) {
+          // Refused and counted, and nothing else: anyone who can reach the port can claim any
+          // rank, so a refused claim must not fail that rank (the run goes on). A real peer
+          // misconfigured (another secret, world size) learns it on its own connection to this
+          // rank, which this rank's transport refuses in turn: the connector's side fails.
           reject(c, bad);
-          if (from_ok && !bad.ends_with("already failed here"))
-            fail_peer(from, Fail::kAuth, "refused a connection claiming to be " + who(from) + ": " + bad);
           return;
         }
-        sync_io(from);
         c->nonce_theirs = hello->nonce;
         c->stream = hello->stream;
-        c->peer = from;
-        c->incarnation = peers[from].io_incarnation;
         if (!auth) {
+          adopt(c, from);
           push_ctrl(c, FrameType::kAccept, {});
           conn_opened(c);
         } else {
           fr::Challenge ch;
+          c->claimed = from;  // adopted (the peer's state touched) only once it proves the secret
           ch.from_rank = cfg.rank;
           ch.to_rank = from;
           c->nonce_mine = sockauth::fresh_nonce();
@@ -1021,14 +1026,23 @@ struct SocketTransport::Impl {
       case St::kChallengeSent: {
         if (h.type != FrameType::kResponse) return handshake_violation(c, h);
         auto mac = fr::decode_response(pl);
-        const auto want = sockauth::handshake_mac(cfg.secret, sockauth::Role::kConnector, c->peer, cfg.rank,
+        const auto want = sockauth::handshake_mac(cfg.secret, sockauth::Role::kConnector, c->claimed, cfg.rank,
                                                   cfg.world, c->stream, c->nonce_theirs, c->nonce_mine);
         if (!mac || !sockauth::mac_equal(*mac, want)) {
-          int r = c->peer;
-          reject(c, "wrong secret (bad proof from the connector)");
-          fail_peer(r, Fail::kAuth, "refused a connection from " + who(r) + ": wrong secret");
+          reject(c, "wrong secret (bad proof from the connector)");  // counted; the claimed rank is not failed
           return;
         }
+        {
+          // The claim is proven: a restartable peer's new incarnation replaces its failed one now.
+          std::lock_guard lk(mu);
+          Peer& p = peers[c->claimed];
+          if (p.fail != Fail::kNone && p.restartable) reset_locked(p);
+          else if (p.fail != Fail::kNone) {
+            reject(c, "rank " + std::to_string(c->claimed) + " already failed here");
+            return;
+          }
+        }
+        adopt(c, c->claimed);
         push_ctrl(c, FrameType::kAccept, {});
         conn_opened(c);
         if (flush_conn(c)) update_mask(c);
@@ -1072,11 +1086,19 @@ struct SocketTransport::Impl {
   }
 
   // A frame that does not belong to this point of the handshake (e.g. DATA before ACCEPT).
+  // An incoming connection becomes rank `from`'s (after its HELLO, or its proof with a secret).
+  void adopt(Conn* c, int from) {
+    sync_io(from);  // c->peer is still -1: a new incarnation's cleanup does not close c itself
+    c->peer = from;
+    c->incarnation = peers[from].io_incarnation;
+  }
+
   void handshake_violation(Conn* c, const fr::FrameHeader& h) {
     std::string why = std::string("unexpected ") + fr::type_name(h.type) + " frame during the handshake";
     const int r = c->peer;
     reject(c, why);
-    if (r >= 0) fail_peer(r, Fail::kAuth, "handshake with " + who(r) + " failed: " + why);
+    // An incoming connection proves nothing about the rank it claims: refused and counted only.
+    if (r >= 0 && c->outgoing) fail_peer(r, Fail::kAuth, "handshake with " + who(r) + " failed: " + why);
   }
 
   // ---------------------------------------------------------------- input
@@ -1577,6 +1599,7 @@ SocketTransport::Stats SocketTransport::stats() const {
   s.payload_bytes_received = a.payload_received;
   s.auth_failures = a.auth_failures;
   s.connections_opened = a.connections_opened;
+  s.incoming_refused = a.refused;
   for (int i = 0; i < kMaxStreams; ++i) s.data_frames_by_stream[i] = a.by_stream[i];
   return s;
 }

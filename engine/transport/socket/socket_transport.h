@@ -32,10 +32,13 @@
 // challenge-response in both directions binding both ranks, the world size, the stream index and
 // fresh nonces; no DATA frame is accepted before it completes. Without a secret the handshake
 // still checks ranks and world size. A refused handshake (wrong secret, one side without a
-// secret, unexpected rank, world mismatch) fails that peer with AuthError on both sides: the
-// connector gets REJECT or an invalid proof, the acceptor an invalid proof or a bad HELLO. Trade-
-// off: an acceptor fails the *claimed* rank, so anyone who can reach the port can make a run
-// stop early (fail fast on misconfiguration was preferred over waiting for recv_timeout).
+// secret, unexpected rank, world mismatch) is asymmetric. The connector, which dialled the peer's
+// published address, fails that peer with AuthError when it gets REJECT or an invalid proof. The
+// acceptor only refuses and counts (Stats::incoming_refused): a HELLO may claim any rank, so
+// anyone who can reach the port could otherwise stop a run by claiming a rank with a wrong
+// secret. A misconfigured real peer still fails fast: every pair dials both ways, and its own
+// connection is refused by the other side. With a secret, the acceptor touches nothing of the
+// claimed rank's state (a restarted rank's reset included) before the proof.
 //
 // Threading. One background I/O thread per transport runs an epoll loop over the listening
 // socket, every connection and an eventfd; send() only queues (O(1), the bytes are moved, not
@@ -201,6 +204,8 @@ class SocketTransport final : public Transport {
     uint64_t payload_bytes_sent = 0, payload_bytes_received = 0;
     uint64_t auth_failures = 0;                     // handshakes refused (either side)
     uint64_t connections_opened = 0;                // handshakes completed (both directions)
+    uint64_t incoming_refused = 0;  // incoming connections refused before their handshake completed
+                                    // (bad HELLO, wrong secret, a frame out of place): counted only
     std::array<uint64_t, 16> data_frames_by_stream{};  // DATA frames written per outgoing stream index
   };
   Stats stats() const;
