@@ -11,14 +11,17 @@
 #include <optional>
 #include <sstream>
 
+#include "common/cli_units.h"
 #include "common/units.h"
 #include "engine/checkpoint/file.h"
 #include "harness/data_plane_options.h"
 #include "engine/cluster.h"
+#include "engine/model/learner.h"
 #include "harness/process_run.h"
 #include "harness/progress.h"
 #include "harness/report.h"
 #include "harness/scenario.h"
+#include "model/memory_estimate.h"
 #include "model/metrics.h"
 #ifdef GEOTB_HAVE_NET
 #include "harness/dpdk_session.h"
@@ -45,6 +48,7 @@ struct RunArgs {
   int seeds = 1;                       ///< embedded: runs per strategy, seeds seed, seed + 1, ...
   std::string checkpoint_dir;          ///< "" = the scenario's checkpoint.dir
   std::string resume;                  ///< a checkpoint to continue from ("" = none)
+  uint64_t memory_limit = 0;           ///< embedded: refuse a run estimated above it (0 = MemAvailable)
 };
 
 // SIGUSR1: a checkpoint as soon as possible (README "Checkpoints"). The handler only counts.
@@ -190,6 +194,25 @@ int run(const RunArgs& a) {
 
   int workers = 0;
   for (const auto& d : sc.cluster.dcs) workers += d.workers;
+  if (sc.network == "embedded") {
+    // Refused before anything starts when it would not fit (model/memory_estimate.h).
+    const model::MemoryEstimate est = model::estimate_embedded_memory(
+        {.workers = workers,
+         .dc_pairs = static_cast<int>(sc.cluster.wan.size()),
+         .params = engine::param_count(sc.workload.model),
+         .examples = std::min<uint64_t>(sc.train_limit ? sc.train_limit : 60000, 60000) +
+                     std::min<uint64_t>(sc.test_limit ? sc.test_limit : 10000, 10000),
+         .inputs = static_cast<uint64_t>(sc.workload.model.inputs)});
+    const uint64_t limit = a.memory_limit ? a.memory_limit : model::available_memory_bytes();
+    if (limit > 0 && est.bytes > limit) {
+      fmt::print(stderr,
+                 "geotb: error: {}: this embedded run needs about {} of memory ({}), above the limit of {} ({}); "
+                 "use fewer workers or a smaller workload.model\n",
+                 a.scenario, model::format_mib(est.bytes), est.breakdown, model::format_mib(limit),
+                 a.memory_limit ? "--memory-limit" : "MemAvailable in /proc/meminfo; --memory-limit sets another");
+      return 2;
+    }
+  }
   // Checkpoints: written where the scenario (or --checkpoint-dir) says; SIGUSR1 asks for one.
   const std::string checkpoint_dir = a.checkpoint_dir.empty() ? sc.checkpoint.dir : a.checkpoint_dir;
   std::optional<CheckpointSignal> sigusr1;
@@ -406,6 +429,9 @@ void register_run_command(CLI::App& app, const std::vector<std::string>& argv) {
                   "the first seed's run and every seed's figures with their mean and sd")
       ->capture_default_str();
   cmd->add_option("--out", args->out, "Directory for the report")->capture_default_str();
+  common::add_bytes_option(*cmd, "--memory-limit", args->memory_limit,
+                           "embedded: refuse a run whose estimated memory is above this size (0: the host's "
+                           "MemAvailable)");
   cmd->add_option("--clock", args->clock,
                   "embedded: \"virtual\" (default: figures are the scenario's, README \"Clocks\") or \"wall\" "
                   "(the host's clock; figures depend on its cores and load)");

@@ -28,3 +28,12 @@ assert hier["metrics"]["exchanges"] == len(hier["exchanges"]) == 60 // 4 + 1
 assert rep["comparison"]["strategies"]["hier_ef_topk_int8"]["wan_bytes_ratio"] < 0.05
 assert rep["failures"] == []
 print("e2e tiny: report valid, both strategies learned")
+
+# A run that would not fit is refused before it starts, the estimate and the limit named.
+import subprocess
+p = subprocess.run([geotb, "run", str(source_root / "scenarios/tiny.json"), "--memory-limit", "100MiB"],
+                   text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+assert p.returncode == 2, p.stdout
+assert "needs about 199 MiB of memory (150 MiB + dataset 30 MiB + 4 workers x 4 MiB" in p.stdout, p.stdout
+assert "above the limit of 100 MiB (--memory-limit)" in p.stdout, p.stdout
+print("e2e tiny: --memory-limit 100MiB refused: " + p.stdout.strip().split("needs", 1)[1][:60] + "...")

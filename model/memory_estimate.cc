@@ -1,0 +1,46 @@
+#include "model/memory_estimate.h"
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <sstream>
+
+namespace geotb::model {
+namespace {
+constexpr double kMiB = 1024.0 * 1024.0;
+constexpr double kBaseBytes = 150 * kMiB;
+constexpr double kPerWorkerBytes = 1 * kMiB;
+constexpr double kPerParamBytes = 18 * 4;  // 18 float32 copies
+constexpr double kPerLinkBytes = 1.2 * kMiB;
+}  // namespace
+
+std::string format_mib(uint64_t bytes) {
+  const double mib = static_cast<double>(bytes) / kMiB;
+  return mib >= 1024 ? fmt::format("{:.1f} GiB", mib / 1024) : fmt::format("{:.0f} MiB", mib);
+}
+
+MemoryEstimate estimate_embedded_memory(const MemoryEstimateInput& in) {
+  const double dataset = static_cast<double>(in.examples) * static_cast<double>(in.inputs) * 4;
+  const double worker = kPerWorkerBytes + kPerParamBytes * static_cast<double>(in.params);
+  const double total = kBaseBytes + dataset + in.workers * worker + in.dc_pairs * kPerLinkBytes;
+  MemoryEstimate e;
+  e.bytes = static_cast<uint64_t>(total);
+  e.breakdown = fmt::format("150 MiB + dataset {} + {} workers x {} (1 MiB + 18 x 4 B x {} parameters) + {} links x 1.2 MiB",
+                            format_mib(static_cast<uint64_t>(dataset)), in.workers,
+                            format_mib(static_cast<uint64_t>(worker)), in.params, in.dc_pairs);
+  return e;
+}
+
+uint64_t available_memory_bytes() {
+  std::ifstream f("/proc/meminfo");
+  std::string line;
+  while (std::getline(f, line)) {
+    std::istringstream is(line);
+    std::string key;
+    uint64_t kib = 0;
+    if (is >> key >> kib && key == "MemAvailable:") return kib * 1024;
+  }
+  return 0;
+}
+
+}  // namespace geotb::model

@@ -1,0 +1,45 @@
+// What an embedded run will take of the host's memory, estimated before it starts, so that a
+// scenario too large for the machine is refused with the estimate and the limit named instead
+// of being killed by the kernel (or swapping) minutes in.
+//
+//   bytes = 150 MiB                                  the process: libtorch, Gloo, the binary
+//         + (train + test examples) · inputs · 4 B   the dataset as float32, one copy
+//         + workers · (1 MiB + 72 B · params)        per worker: threads, mailboxes, and 18
+//                                                    float32 copies of the trained model
+//                                                    (parameters, gradients, optimizer and
+//                                                    strategy state, collective buffers)
+//         + DC pairs with a WAN link · 1.2 MiB       per link: both directions' queues and state
+//
+// Fitted to `/usr/bin/time -f %M` of hier_ef_topk_int8 (the strategy with the most state) on
+// 2026-12-03 (docs/measurements/scale-out.md, "Memory"): within 5 % of the measured maximum RSS
+// from 16 to 128 workers and from 25k to 3.3M parameters. The trained model's parameters count,
+// not the represented model's: a represented model changes timing and bytes, not buffers.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace geotb::model {
+
+struct MemoryEstimateInput {
+  int workers = 0;            ///< every worker of every DC
+  int dc_pairs = 0;           ///< WAN links (DC pairs that talk)
+  uint64_t params = 0;        ///< the trained model's parameters
+  uint64_t examples = 0;      ///< train + test examples loaded
+  uint64_t inputs = 784;      ///< features per example
+};
+
+struct MemoryEstimate {
+  uint64_t bytes = 0;
+  std::string breakdown;  ///< "150 MiB + dataset 51 MiB + 32 workers x 2.8 MiB + 6 links x 1.2 MiB"
+};
+
+MemoryEstimate estimate_embedded_memory(const MemoryEstimateInput& in);
+
+/// MemAvailable of /proc/meminfo in bytes; 0 if it cannot be read.
+uint64_t available_memory_bytes();
+
+/// "1.5 GiB", "820 MiB".
+std::string format_mib(uint64_t bytes);
+
+}  // namespace geotb::model

@@ -1,0 +1,45 @@
+// model/memory_estimate.h: the formula, exactly, on crafted inputs.
+#include <gtest/gtest.h>
+
+#include "model/memory_estimate.h"
+
+namespace geotb::model {
+namespace {
+
+constexpr uint64_t kMiB = 1024 * 1024;
+
+TEST(MemoryEstimate, TheFormulaExactly) {
+  // 4 x 8 workers of the 784-32-10 MLP (25,450 parameters), 6 WAN links, 16,000 + 1,000 examples.
+  const MemoryEstimate e = estimate_embedded_memory({.workers = 32, .dc_pairs = 6, .params = 25450,
+                                                     .examples = 17000, .inputs = 784});
+  const double want = 150.0 * kMiB + 17000.0 * 784 * 4 + 32 * (1.0 * kMiB + 72.0 * 25450) + 6 * 1.2 * kMiB;
+  EXPECT_EQ(e.bytes, static_cast<uint64_t>(want));
+  EXPECT_EQ(e.breakdown,
+            "150 MiB + dataset 51 MiB + 32 workers x 3 MiB (1 MiB + 18 x 4 B x 25450 parameters) + 6 links x 1.2 MiB");
+}
+
+TEST(MemoryEstimate, GrowsWithWorkersParametersAndLinks) {
+  const MemoryEstimateInput base{.workers = 16, .dc_pairs = 1, .params = 1000000, .examples = 0, .inputs = 784};
+  const uint64_t b = estimate_embedded_memory(base).bytes;
+  MemoryEstimateInput more = base;
+  more.workers = 17;
+  EXPECT_EQ(estimate_embedded_memory(more).bytes - b, kMiB + 72000000u);
+  more = base;
+  more.params = 1000001;
+  EXPECT_EQ(estimate_embedded_memory(more).bytes - b, 16u * 72);
+  more = base;
+  more.dc_pairs = 2;
+  EXPECT_NEAR(static_cast<double>(estimate_embedded_memory(more).bytes - b), 1.2 * kMiB, 1.0);
+}
+
+TEST(MemoryEstimate, FormatsMiBAndGiB) {
+  EXPECT_EQ(format_mib(296 * kMiB), "296 MiB");
+  EXPECT_EQ(format_mib(2048 * kMiB + 512 * kMiB), "2.5 GiB");
+}
+
+TEST(MemoryEstimate, ReadsMemAvailable) {
+  EXPECT_GT(available_memory_bytes(), 0u);  // Linux: /proc/meminfo has it
+}
+
+}  // namespace
+}  // namespace geotb::model
