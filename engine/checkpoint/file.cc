@@ -159,11 +159,13 @@ void complete_checkpoint(const std::string& dir, const CheckpointHeader& h) {
   write_atomically(dir + "/" + h.strategy + "/latest", "step-" + std::to_string(h.step) + "\n");
 }
 
-RankCheckpoint read_rank_checkpoint(const std::string& path) {
-  const std::string b = slurp(path);
+RankCheckpoint read_rank_checkpoint(const std::string& path) { return parse_rank_checkpoint(slurp(path), path); }
+
+RankCheckpoint parse_rank_checkpoint(const std::string& b, const std::string& path) {
   size_t at = 0;
   auto need = [&](size_t n, const char* what) {
-    if (b.size() < kDigest || at + n > b.size() - kDigest)
+    // n is a length from the file, up to 2^64 - 1: `at + n` could wrap past the check.
+    if (b.size() < kDigest || at > b.size() - kDigest || n > b.size() - kDigest - at)
       throw CheckpointError(path + ": truncated: " + std::to_string(b.size()) + " bytes, ends inside the " + what);
   };
   auto get = [&]<class T>(T& v, const char* what) {
@@ -267,13 +269,17 @@ Checkpoint find_checkpoint(const std::string& path) {
       throw CheckpointError(step_dir + "/manifest: missing (the checkpoint " + step_dir + " is incomplete)");
   }
   const std::string mpath = step_dir + "/manifest";
-  const auto kv = parse_lines(slurp(mpath), mpath, {"format", "scenario_hash", "strategy", "world", "step"});
-  if (kv.at("format") != std::to_string(kCheckpointFormat))
-    throw CheckpointError(mpath + ": format " + kv.at("format") + ", this geotb reads " + std::to_string(kCheckpointFormat));
   Checkpoint c;
   c.step_dir = step_dir;
-  c.header = header_of(kv, mpath);
+  c.header = parse_manifest(slurp(mpath), mpath);
   return c;
+}
+
+CheckpointHeader parse_manifest(const std::string& text, const std::string& where) {
+  const auto kv = parse_lines(text, where, {"format", "scenario_hash", "strategy", "world", "step"});
+  if (kv.at("format") != std::to_string(kCheckpointFormat))
+    throw CheckpointError(where + ": format " + kv.at("format") + ", this geotb reads " + std::to_string(kCheckpointFormat));
+  return header_of(kv, where);
 }
 
 Checkpoint load_checkpoint(const std::string& path, const CheckpointHeader& expect, const std::vector<int>& ranks_to_read) {

@@ -60,6 +60,12 @@ struct RankCheckpoint {
   StateBuffers state;
 };
 RankCheckpoint read_rank_checkpoint(const std::string& path);
+/// read_rank_checkpoint() on a file's bytes already in memory; `where` (its path) starts every
+/// message. The fuzz target (tests/fuzz/fuzz_checkpoint.cc) calls it.
+RankCheckpoint parse_rank_checkpoint(const std::string& bytes, const std::string& where);
+/// A manifest's text ("format 1", then the header lines: scenario_hash, strategy, world, step),
+/// read and checked. Throws CheckpointError "<where>: ...".
+CheckpointHeader parse_manifest(const std::string& text, const std::string& where);
 
 /// A complete checkpoint, every rank's state in memory.
 struct Checkpoint {
