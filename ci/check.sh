@@ -5,7 +5,7 @@
 # Default: the gated scenarios below. Reports, check tables and checkpoints stay in
 # $GEOTB_BUILD/check/<scenario>/ (default build/check/) for inspection.
 # No retry: every gated scenario runs on the virtual clock with a declared compute profile, so
-# every figure it compares is a function of the scenario (README "Clocks"): the same on any host,
+# every figure it compares is a function of the scenario (docs/guide/clocks.md): the same on any host,
 # under any load. The gate compares absolute figures of every strategy at 0.5 % (timing, bytes)
 # and accuracy identical to 4 decimals: room for nothing but a deliberate change.
 set -euo pipefail

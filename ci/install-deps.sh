@@ -16,7 +16,7 @@ PKGS=(
   # network emulation and tests
   iproute2 ethtool iputils-ping iperf3
   python3 python3-jsonschema
-  # the PyTorch job of README "Bring your own job" (examples/, run by the doc tests as root)
+  # the PyTorch job of docs/guide/exec.md (examples/, run by the doc tests as root)
   python3-torch
   # the compare report's browser test (headless rendering + screenshot analysis)
   chromium python3-pil

@@ -38,7 +38,7 @@ model::StrategyRun run_strategy(const ClusterSpec& cluster, const WorkloadSpec& 
 
   const bool virt = opt.clock == ClockMode::kVirtual;
   if (opt.represent_scale != 1.0 && (!virt || opt.compute.empty()))
-    throw RunError("a represented model needs the virtual clock and a compute profile (README \"Represented models\")");
+    throw RunError("a represented model needs the virtual clock and a compute profile (docs/guide/represented.md)");
   if (!(opt.represent_scale > 0)) throw RunError("represent_scale must be > 0");
   if (!opt.compute.empty() && opt.compute.size() != 1 && opt.compute.size() != static_cast<size_t>(M))
     throw RunError("compute: " + std::to_string(opt.compute.size()) + " profiles for " + std::to_string(M) +

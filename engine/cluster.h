@@ -35,7 +35,7 @@ struct ClusterSpec : model::Topology {
   emu::SegmentConfig segments;
 };
 
-/// Which clock the embedded mode runs on (README "Clocks").
+/// Which clock the embedded mode runs on (docs/guide/clocks.md).
 enum class ClockMode : uint8_t {
   kWall,     ///< the host's steady clock: real threads on real cores, figures depend on the host
   kVirtual,  ///< a VirtualScheduler: compute = thread CPU time or the compute profile, messages
@@ -52,13 +52,13 @@ struct RunOptions {
   std::chrono::milliseconds gloo_timeout{120000};
   /// Called by rank 0 after each step: (steps done, total, seconds since start).
   std::function<void(int, int, double)> progress;
-  /// Checkpoints written, and the one to resume from (README "Checkpoints"). A resumed run
+  /// Checkpoints written, and the one to resume from (docs/guide/checkpoints.md). A resumed run
   /// starts from the checkpoint's step with every rank's saved state; its timeline continues
   /// from the checkpoint's instant; its figures cover the whole run (the saved part included).
   CheckpointOptions checkpoint;
   /// Node faults (timeline kill/slow, heartbeats; engine/faults/agent.h). kVirtual only.
   model::FaultPlan faults;
-  /// Represented / trained parameters (README "Represented models"): every tensor message
+  /// Represented / trained parameters (docs/guide/represented.md): every tensor message
   /// (Transport::send_data) occupies the network, and every per-element compute charge is taken,
   /// at this scale. 1: the trained model is what is represented. kVirtual with `compute` only.
   double represent_scale = 1.0;

@@ -34,7 +34,7 @@ enum class Work : uint8_t {
 /// Millionths of a step in a Work::kStepShare.
 inline constexpr uint64_t kStepShareUnits = 1'000'000;
 
-/// A scenario's declared compute (scenario field `compute`; README "Clocks").
+/// A scenario's declared compute (scenario field `compute`; docs/guide/clocks.md).
 struct ComputeProfile {
   std::chrono::nanoseconds step_time{0};  ///< per worker and step: forward + backward + optimizer
   double reduce_ns_per_element = 0.5;     ///< ns per float reduced in a collective

@@ -49,7 +49,7 @@ struct ProcessWorkerConfig {
   std::string key_prefix = "geotb";
 };
 
-/// A process-mode rank's checkpoints (README "Checkpoints"): every rank writes its own file; the
+/// A process-mode rank's checkpoints (docs/guide/checkpoints.md): every rank writes its own file; the
 /// last one to finish (counted through the store) completes the checkpoint.
 struct ProcessCheckpointing {
   std::string dir;            ///< "" = none written

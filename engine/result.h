@@ -1,4 +1,4 @@
-// How one strategy's run (model::StrategyRun, definitions: README "Metrics") is put together
+// How one strategy's run (model::StrategyRun, definitions: docs/guide/reports.md) is put together
 // from what each rank measured (model::RankReport). Both modes build it the same way: the
 // embedded mode from its threads' records, the process mode from the per-rank files the workers
 // write (model/rank_report.h). No libtorch here.

@@ -38,13 +38,13 @@ struct StrategyConfig {
   /// first bucket is DDP's 1 MiB.
   double bucket_mb = 25;
 
-  // local_sgd (strategies/local_sgd.cc; README "local_sgd: the update rule").
+  // local_sgd (strategies/local_sgd.cc; docs/guide/strategies.md "local_sgd: the update rule").
   int tau = 16;               ///< steps between two averagings of the DC models (after the warm-up)
   int warmup_steps = 0;       ///< W: for steps [0, W) the DCs average every warmup_tau steps instead
   int warmup_tau = 1;         ///< tau during the warm-up (1 = fully synchronous)
   std::string momentum_sync = "local";  ///< "local": momentum buffers stay per DC; "averaged": averaged with the models
 
-  // diloco (strategies/diloco.cc; README "diloco: the update rule").
+  // diloco (strategies/diloco.cc; docs/guide/strategies.md "diloco: the update rule").
   int H = 500;                 ///< inner steps per outer step (DiLoCo's 500)
   double outer_lr = 0.7;       ///< outer learning rate (DiLoCo's 0.7)
   double outer_momentum = 0.9; ///< outer Nesterov momentum (DiLoCo's 0.9; 0 = plain outer SGD)
@@ -123,7 +123,7 @@ class Strategy {
   /// that the constructor does not rebuild from (cfg, env): anchors, marks, residuals, outer
   /// momentum, round counters. Called on every rank after the same step (between two step()
   /// calls); it may communicate to reach a consistent cut, as long as the run then continues
-  /// bit-identically (hier_ef_topk_int8 applies the round in flight: README "Checkpoints").
+  /// bit-identically (hier_ef_topk_int8 applies the round in flight: docs/guide/checkpoints.md).
   /// Message tags are not state: a resumed run starts a fresh transport, and an allocator that
   /// kept counting would only be safer.
   virtual void save(WorkerEnv& env, StateWriter& out) = 0;

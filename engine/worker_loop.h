@@ -26,7 +26,7 @@ struct WorkloadSpec {
   SgdConfig optimizer;
   int batch_per_worker = 32;
   /// The samples a worker's step counts in the figures: a represented language model's sequences
-  /// (README "Represented models"); 0: batch_per_worker (the trained model's examples).
+  /// (docs/guide/represented.md); 0: batch_per_worker (the trained model's examples).
   uint64_t samples_per_worker_per_step = 0;
   uint64_t step_samples() const {
     return samples_per_worker_per_step ? samples_per_worker_per_step : static_cast<uint64_t>(batch_per_worker);

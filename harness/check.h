@@ -2,7 +2,7 @@
 // baseline report. Two modes, chosen by the baseline (gate_mode_of):
 //
 // Absolute (the baseline ran on the virtual clock with a declared compute profile, so every figure
-// is a function of the scenario file: README "Clocks"). Per strategy S of the baseline, naive_ddp
+// is a function of the scenario file: docs/guide/clocks.md). Per strategy S of the baseline, naive_ddp
 // included:
 //   samples/s          higher is better, relative tolerance `timing` (default 0.5 %)
 //   exposed comm/step  lower is better,  relative tolerance `timing`

@@ -1,7 +1,7 @@
 // geotb exec <scenario> [--ranks-per-dc N] -- <command> [args...]: a user's distributed job, one
 // process per rank inside its data center's namespace behind the DPDK emulator, with the
-// environment torchrun gives; a report of kind "geotb.exec" (model/exec_report.h). README
-// "Bring your own job". The namespaces and the emulator are the ones `geotb run --net dpdk` uses
+// environment torchrun gives; a report of kind "geotb.exec" (model/exec_report.h).
+// docs/guide/exec.md. The namespaces and the emulator are the ones `geotb run --net dpdk` uses
 // (DpdkSession), the ranks are supervised as that run's workers are (RankGroup).
 #include <grp.h>
 #include <pwd.h>

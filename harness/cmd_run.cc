@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 
 #include <filesystem>
@@ -51,7 +52,7 @@ struct RunArgs {
   uint64_t memory_limit = 0;           ///< embedded: refuse a run estimated above it (0 = MemAvailable)
 };
 
-// SIGUSR1: a checkpoint as soon as possible (README "Checkpoints"). The handler only counts.
+// SIGUSR1: a checkpoint as soon as possible (docs/guide/checkpoints.md). The handler only counts.
 std::atomic<int> g_checkpoint_requests{0};
 extern "C" void on_sigusr1(int) { g_checkpoint_requests.fetch_add(1); }
 
@@ -153,7 +154,7 @@ int run(const RunArgs& a) {
   if (sc.network == "embedded" && sc.tcp_congestion_control == "bbr")
     fmt::print(stderr,
                "geotb: warning: tcp_congestion_control \"bbr\": the in-process WAN model does not model BBR's "
-               "pacing (README \"Real-network mode\": measured 27 % more exposed communication for naive_ddp over "
+               "pacing (docs/guide/network-modes.md: measured 27 % more exposed communication for naive_ddp over "
                "real BBR); embedded results are those of an unpaced, loss-based TCP\n");
   std::chrono::milliseconds worker_timeout{0}, deadline{0};
   try {
@@ -198,6 +199,8 @@ int run(const RunArgs& a) {
     // Refused before anything starts when it would not fit (model/memory_estimate.h).
     const model::MemoryEstimate est = model::estimate_embedded_memory(
         {.workers = workers,
+         .workers_per_dc = std::max_element(sc.cluster.dcs.begin(), sc.cluster.dcs.end(),
+                                            [](const auto& x, const auto& y) { return x.workers < y.workers; })->workers,
          .dc_pairs = static_cast<int>(sc.cluster.wan.size()),
          .params = engine::param_count(sc.workload.model),
          .examples = std::min<uint64_t>(sc.train_limit ? sc.train_limit : 60000, 60000) +
@@ -433,7 +436,7 @@ void register_run_command(CLI::App& app, const std::vector<std::string>& argv) {
                            "embedded: refuse a run whose estimated memory is above this size (0: the host's "
                            "MemAvailable)");
   cmd->add_option("--clock", args->clock,
-                  "embedded: \"virtual\" (default: figures are the scenario's, README \"Clocks\") or \"wall\" "
+                  "embedded: \"virtual\" (default: figures are the scenario's, docs/guide/clocks.md) or \"wall\" "
                   "(the host's clock; figures depend on its cores and load)");
   cmd->add_option("--net", args->net,
                   "Network mode, overrides the scenario's: embedded (threads, in-process WAN model), process (one "
@@ -446,7 +449,7 @@ void register_run_command(CLI::App& app, const std::vector<std::string>& argv) {
                                                 "(default 120 s + 2 s per step)");
   cmd->add_option("--checkpoint-dir", args->checkpoint_dir,
                   "Write checkpoints here (default: the scenario's checkpoint.dir); SIGUSR1 then asks for one at "
-                  "the next step boundary (README \"Checkpoints\")");
+                  "the next step boundary (docs/guide/checkpoints.md)");
   cmd->add_option("--resume", args->resume,
                   "Continue from a checkpoint: a step directory (<dir>/<strategy>/step-<k>) or <dir>/<strategy> (its "
                   "latest); refused if it belongs to another scenario, strategy or world size");

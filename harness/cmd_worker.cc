@@ -1,5 +1,5 @@
 // geotb worker <scenario> --strategy NAME [--out rank.json]: one rank of a process-mode run,
-// configured torchrun-style by environment variables (README "Real-network mode").
+// configured torchrun-style by environment variables (docs/guide/network-modes.md).
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -226,7 +226,7 @@ void register_worker_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "worker",
       "Run one rank of a process-mode run (env: MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE, GEOTB_DC, "
-      "GEOTB_LOCAL_RANK, GEOTB_BIND_ADDR, GEOTB_SECRET, GEOTB_INCARNATION; see README \"Real-network mode\")");
+      "GEOTB_LOCAL_RANK, GEOTB_BIND_ADDR, GEOTB_SECRET, GEOTB_INCARNATION; see docs/guide/network-modes.md)");
   cmd->add_option("scenario", args->scenario, "Scenario file")->required();
   cmd->add_option("--strategy", args->strategy, "Strategy of the scenario to train")->required();
   cmd->add_option("--out", args->out, "Write this rank's metrics (or its error) here as JSON");
@@ -236,7 +236,7 @@ void register_worker_command(CLI::App& app) {
   cmd->add_option("--checkpoint-dir", args->checkpoint_dir, "Write checkpoints here (default: the scenario's checkpoint.dir)");
   cmd->add_option("--checkpoint-requests", args->checkpoint_requests,
                   "The coordinator's checkpoint request file (geotb run forwards SIGUSR1 through it)");
-  cmd->add_option("--resume", args->resume, "Continue from this checkpoint (README \"Checkpoints\")");
+  cmd->add_option("--resume", args->resume, "Continue from this checkpoint (docs/guide/checkpoints.md)");
   cmd->add_option("--predecessor", args->predecessor,
                   "A restarted rank (GEOTB_INCARNATION > 0): the rank file its killed process wrote");
   cmd->callback([args]() {

@@ -1,5 +1,5 @@
 // The data plane's CPU options, the same in `geotb net up --emulate`, `geotb run --net dpdk` and
-// `geotb exec` (README "A CPU for the data plane").
+// `geotb exec` (docs/guide/network-modes.md "A CPU for the data plane").
 #pragma once
 
 #include <string>
@@ -21,7 +21,7 @@ inline void add_data_plane_cpu_options(CLI::App& cmd, int& rt_priority, bool* no
                  prefix + "do not give the data plane a CPU of its own (default: the last allowed CPU)");
   cmd.add_flag("--no-shield", no_shield,
                prefix + "leave other processes on the data plane's CPU (default: moved off it " + scope +
-                   ", where the host permits: README \"A CPU for the data plane\")");
+                   ", where the host permits: docs/guide/network-modes.md \"A CPU for the data plane\")");
 }
 
 }  // namespace geotb::harness

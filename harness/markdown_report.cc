@@ -125,7 +125,7 @@ std::string render_markdown_report(const std::vector<model::RunReport>& reports,
   }
   md += fmt::format(
       "\nPlots (loss vs time and samples, accuracy, throughput, time per step, WAN bytes, exchange efficiency): "
-      "[{0}]({0}). Metrics are defined in README \"Metrics\".\n",
+      "[{0}]({0}). Metrics are defined in docs/guide/reports.md.\n",
       html_name);
   return md;
 }

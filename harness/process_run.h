@@ -47,7 +47,7 @@ struct ProcessRunOptions {
   /// > 0: rank 0 gets GEOTB_TIMELINE_PID=<it> and sends that process SIGUSR1 when the first step
   /// begins (the dpdk emulator, whose timeline then starts).
   int timeline_pid = 0;
-  /// Checkpoints (README "Checkpoints"): the workers' --checkpoint-dir ("" = the scenario's), a
+  /// Checkpoints (docs/guide/checkpoints.md): the workers' --checkpoint-dir ("" = the scenario's), a
   /// checkpoint to --resume from ("" = none; the caller has verified it), and a counter that a
   /// SIGUSR1 handler bumps: each new value is a request passed on to the workers.
   std::string checkpoint_dir;

@@ -194,7 +194,7 @@ std::string summary_table(const model::RunReport& rep) {
   if (rep.context.clock == "virtual") {
     double host = 0;
     for (const auto& st : rep.strategies) host += st.metrics.host_wall_s.value_or(0);
-    out += fmt::format("times in virtual seconds ({}; README \"Clocks\"); the host took {:.1f} s{}\n",
+    out += fmt::format("times in virtual seconds ({}; docs/guide/clocks.md); the host took {:.1f} s{}\n",
                        rep.context.profiled() ? "compute from the scenario's compute profile"
                                               : "compute: measured thread CPU time, minimum of the last 32",
                        host, seeds ? " for the first seed's runs" : "");

@@ -843,7 +843,7 @@ Scenario parse_scenario(const json& j, const std::string& origin) {
               if (d->needs.survives_kills) ok += (ok.empty() ? "" : ", ") + std::string(d->name);
             fail("strategies", json(st.name), "this strategy does not survive node kills (supported: " + ok + ")");
           }
-          // A DC leader's kill: a survivor takes over its address (README "Node faults"). Bringing
+          // A DC leader's kill: a survivor takes over its address (docs/guide/faults.md). Bringing
           // a worker back into a DC led by a successor is not built yet: the restarted worker would
           // have to learn who leads.
           const bool dc_groups = info.needs_intra_dc && !info.one_group;

@@ -1,4 +1,4 @@
-// Scenario files (scenarios/*.json): the schema is documented in README "Scenario files".
+// Scenario files (scenarios/*.json): the schema is documented in docs/guide/scenario.md.
 // Only the harness parses JSON; it turns a scenario into the engine's and emulator's structs.
 // Every error names the field path and the value: `wan[0].bandwidth: "10Gbs": unknown unit ...`.
 #pragma once
@@ -40,15 +40,15 @@ struct Scenario {
   /// workload.target_accuracy: the test accuracy whose first crossing is the time to accuracy
   /// (model::TimeToAccuracy); absent: not measured.
   std::optional<double> target_accuracy;
-  /// workload.represents (README "Represented models"): the model whose communication and compute
+  /// workload.represents (docs/guide/represented.md): the model whose communication and compute
   /// the timing stands for; absent: the trained model itself.
   std::optional<model::RepresentedModel> represented;
   /// The represented model's tensors (elements, parameter order): a catalog entry's or the
   /// declared shapes; empty for a declared count (DDP's buckets then cut it flat).
   std::vector<uint64_t> represented_tensors;
   std::vector<engine::StrategyConfig> strategies;
-  std::string network = "embedded";  ///< "embedded" | "process" | "dpdk" (README "Real-network mode")
-  /// The embedded mode's clock (README "Clocks"): virtual (default) or wall; the process modes
+  std::string network = "embedded";  ///< "embedded" | "process" | "dpdk" (docs/guide/network-modes.md)
+  /// The embedded mode's clock (docs/guide/clocks.md): virtual (default) or wall; the process modes
   /// run in wall time only.
   engine::ClockMode clock = engine::ClockMode::kVirtual;
   /// Declared compute, one per data center in `cluster.dcs` order (scenario `compute`, overridden
@@ -63,16 +63,16 @@ struct Scenario {
   /// TCP congestion control of the DC hosts, set in every DC namespace in dpdk mode: "auto" (the
   /// first of cubic, reno the host lets a namespace use: loss-based and unpaced, what the
   /// in-process model assumes), "default" (leave the namespace's, inherited from the host), or a
-  /// kernel name (reno, cubic, bbr, ...). README "Real-network mode".
+  /// kernel name (reno, cubic, bbr, ...). docs/guide/network-modes.md.
   std::string tcp_congestion_control = "auto";
-  /// The scenario's `checkpoint` (README "Checkpoints"): where and how often a run checkpoints.
+  /// The scenario's `checkpoint` (docs/guide/checkpoints.md): where and how often a run checkpoints.
   struct Checkpointing {
     std::string dir;          ///< "" = no checkpoints (unless `geotb run --checkpoint-dir`)
     int every_steps = 0;      ///< 0 = only on request (SIGUSR1)
     /// SHA-256 of the scenario without its `checkpoint` block: what a checkpoint belongs to.
     std::string training_hash;
   } checkpoint;
-  /// Node faults (timeline kill/restart/slow, top-level "faults"): README "Node faults".
+  /// Node faults (timeline kill/restart/slow, top-level "faults"): docs/guide/faults.md.
   model::FaultPlan faults;
   model::CheckTolerances check;  ///< the scenario's `check` (the gate's tolerances, model/report.h)
   nlohmann::json raw;      ///< the file as parsed

@@ -1,6 +1,6 @@
 // The JSON report of one `geotb exec` (schema "geotb.exec", schema_version 1): a user's command
-// run once per rank inside its data center's namespace behind the DPDK emulator (README "Bring
-// your own job"). It shares the scenario summary and the context with the run report
+// run once per rank inside its data center's namespace behind the DPDK emulator
+// (docs/guide/exec.md). It shares the scenario summary and the context with the run report
 // (model/report.h) and adds what a foreign job can be measured by from outside: every rank's exit
 // and wall time, the emulator's counters per WAN link and direction, the timeline as applied, and
 // the metrics the job printed itself as `GEOTB_METRIC {json object}` lines.

@@ -1,7 +1,7 @@
 // Node faults: what a scenario's timeline injects (kill, restart, slow a worker), how workers
 // detect a dead peer (heartbeats), and what a run's report records about them ("faults").
 // Torch-free and engine-free: the harness fills the plan from the scenario, the embedded cluster
-// executes it (engine/faults/), the report carries the record. README "Node faults".
+// executes it (engine/faults/), the report carries the record. docs/guide/faults.md.
 #pragma once
 
 #include <chrono>

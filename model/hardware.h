@@ -1,6 +1,6 @@
 // Compute derived from the hardware instead of guessed: a catalog of accelerators (vendor peak
 // dense BF16 FLOP/s and memory bandwidth, each entry citing its datasheet) and the derivation of a
-// compute profile from it (README "Clocks", scenario `compute.gpu`):
+// compute profile from it (docs/guide/clocks.md, scenario `compute.gpu`):
 //
 //   step_time = 6 · params · tokens_per_worker_per_step / (peak_dense_bf16_flops · mfu)
 //
@@ -56,7 +56,7 @@ struct ComputeDerivation {
   double mfu = 0;                      ///< model FLOPs utilisation, (0, 1]
   double params = 0;                   ///< parameters of the model whose compute is charged
   double tokens_per_worker_per_step = 0;
-  /// GPUs one worker stands for (README "Represented models"): they hold one replica, sharded
+  /// GPUs one worker stands for (docs/guide/represented.md): they hold one replica, sharded
   /// FSDP-style over the server's interconnect, and share its tokens.
   int gpus_per_worker = 1;
   double compute_s = 0;                ///< 6 N T / (gpus * peak * mfu)

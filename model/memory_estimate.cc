@@ -9,7 +9,8 @@ namespace geotb::model {
 namespace {
 constexpr double kMiB = 1024.0 * 1024.0;
 constexpr double kBaseBytes = 150 * kMiB;
-constexpr double kPerWorkerBytes = 1 * kMiB;
+constexpr double kPerWorkerBytes = 0.9 * kMiB;
+constexpr double kPerRingPeerBytes = 8 * 1024;
 constexpr double kPerParamBytes = 18 * 4;  // 18 float32 copies
 constexpr double kPerLinkBytes = 1.2 * kMiB;
 }  // namespace
@@ -21,13 +22,15 @@ std::string format_mib(uint64_t bytes) {
 
 MemoryEstimate estimate_embedded_memory(const MemoryEstimateInput& in) {
   const double dataset = static_cast<double>(in.examples) * static_cast<double>(in.inputs) * 4;
-  const double worker = kPerWorkerBytes + kPerParamBytes * static_cast<double>(in.params);
+  const double worker =
+      kPerWorkerBytes + kPerRingPeerBytes * in.workers_per_dc + kPerParamBytes * static_cast<double>(in.params);
   const double total = kBaseBytes + dataset + in.workers * worker + in.dc_pairs * kPerLinkBytes;
   MemoryEstimate e;
   e.bytes = static_cast<uint64_t>(total);
-  e.breakdown = fmt::format("150 MiB + dataset {} + {} workers x {} (1 MiB + 18 x 4 B x {} parameters) + {} links x 1.2 MiB",
-                            format_mib(static_cast<uint64_t>(dataset)), in.workers,
-                            format_mib(static_cast<uint64_t>(worker)), in.params, in.dc_pairs);
+  e.breakdown = fmt::format(
+      "150 MiB + dataset {} + {} workers x {} (0.9 MiB + 8 KiB x {} per DC + 18 x 4 B x {} parameters) + {} links x 1.2 MiB",
+      format_mib(static_cast<uint64_t>(dataset)), in.workers, format_mib(static_cast<uint64_t>(worker)),
+      in.workers_per_dc, in.params, in.dc_pairs);
   return e;
 }
 

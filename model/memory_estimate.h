@@ -4,15 +4,16 @@
 //
 //   bytes = 150 MiB                                  the process: libtorch, Gloo, the binary
 //         + (train + test examples) · inputs · 4 B   the dataset as float32, one copy
-//         + workers · (1 MiB + 72 B · params)        per worker: threads, mailboxes, and 18
-//                                                    float32 copies of the trained model
+//         + workers · (0.9 MiB + 8 KiB · N           per worker: threads, mailboxes (N: the
+//                      + 72 B · params)              largest DC's workers, its ring's peers),
+//                                                    and 18 float32 copies of the trained model
 //                                                    (parameters, gradients, optimizer and
 //                                                    strategy state, collective buffers)
 //         + DC pairs with a WAN link · 1.2 MiB       per link: both directions' queues and state
 //
 // Fitted to `/usr/bin/time -f %M` of hier_ef_topk_int8 (the strategy with the most state) on
 // 2026-12-03 (docs/measurements/scale-out.md, "Memory"): within 5 % of the measured maximum RSS
-// from 16 to 128 workers and from 25k to 3.3M parameters. The trained model's parameters count,
+// from 16 to 1,024 workers (8 to 64 per DC) and from 25k to 3.3M parameters. The trained model's parameters count,
 // not the represented model's: a represented model changes timing and bytes, not buffers.
 #pragma once
 
@@ -23,6 +24,7 @@ namespace geotb::model {
 
 struct MemoryEstimateInput {
   int workers = 0;            ///< every worker of every DC
+  int workers_per_dc = 0;     ///< the largest DC's workers
   int dc_pairs = 0;           ///< WAN links (DC pairs that talk)
   uint64_t params = 0;        ///< the trained model's parameters
   uint64_t examples = 0;      ///< train + test examples loaded
@@ -31,7 +33,7 @@ struct MemoryEstimateInput {
 
 struct MemoryEstimate {
   uint64_t bytes = 0;
-  std::string breakdown;  ///< "150 MiB + dataset 51 MiB + 32 workers x 2.8 MiB + 6 links x 1.2 MiB"
+  std::string breakdown;  ///< "150 MiB + dataset 51 MiB + 32 workers x 3 MiB (...) + 6 links x 1.2 MiB"
 };
 
 MemoryEstimate estimate_embedded_memory(const MemoryEstimateInput& in);

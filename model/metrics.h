@@ -1,4 +1,4 @@
-// The only definition of every derived figure of a run (README "Metrics"). The merge of the
+// The only definition of every derived figure of a run (docs/guide/reports.md). The merge of the
 // ranks' measurements (engine merge_rank_reports), the report writer, the gate (`geotb check`),
 // the summary table and the Markdown and HTML renderers call these; nobody else divides.
 // Each function states its zero case: a figure whose reference is zero is 0 (the report's
@@ -99,7 +99,7 @@ double mean_step_s(const StrategyRun& s);
 /// Seconds each step took: the differences of series.step_end_s (the first from 0).
 std::vector<double> step_durations_s(const StrategyRun& s);
 
-/// The job metric `geotb compare` sets beside the strategies' step times (README "Bring your own job").
+/// The job metric `geotb compare` sets beside the strategies' step times (docs/guide/exec.md).
 inline constexpr const char* kJobStepMetric = "step_time_s";
 /// One metric of an exec'd job, from rank `rank`'s GEOTB_METRIC objects that hold it as a number:
 /// (x, value) with x = the object's "step" when it has a numeric one, else its 1-based position

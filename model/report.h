@@ -58,7 +58,7 @@ struct TimeToAccuracy {
 void to_json(json& j, const TimeToAccuracy& t);
 void from_json(const json& j, TimeToAccuracy& t);
 
-/// A strategy's figures ("metrics"). Definitions: README "Metrics"; the derived ones
+/// A strategy's figures ("metrics"). Definitions: docs/guide/reports.md; the derived ones
 /// (samples_per_s, the per-step means, comm_compute_ratio, exchange_efficiency_mean,
 /// exchange_seconds_mean) are
 /// computed by model/metrics.h when the run is merged.
@@ -154,7 +154,7 @@ void to_json(json& j, const DataPlaneSummary& d);
 void from_json(const json& j, DataPlaneSummary& d);
 
 
-/// A run continued from a checkpoint (`geotb run --resume`, README "Checkpoints"):
+/// A run continued from a checkpoint (`geotb run --resume`, docs/guide/checkpoints.md):
 /// {"step", "checkpoint"}: the steps it had done and its directory. The run's figures and
 /// series still cover every step (the saved part came with the checkpoint).
 struct ResumedFrom {
@@ -172,7 +172,7 @@ struct StrategyRun {
   json config = json::object();  ///< the strategy's parameters (harness strategy_config_json())
   StrategyMetrics metrics;
   StrategySeries series;
-  std::vector<ExchangeRecord> exchanges;  ///< per round: the slowest DC leader's view (README "Metrics")
+  std::vector<ExchangeRecord> exchanges;  ///< per round: the slowest DC leader's view (docs/guide/reports.md)
   std::vector<SeedResult> seeds;          ///< empty: one seed (not written)
   std::optional<DataPlaneSummary> dataplane;  ///< dpdk mode only
   std::optional<ResumedFrom> resumed_from;    ///< absent: the run started at step 0
@@ -224,8 +224,8 @@ struct WorkloadSummary {
 void to_json(json& j, const WorkloadSummary& w);
 void from_json(const json& j, WorkloadSummary& w);
 
-/// Tolerances of `geotb check` (the scenario's "check"); the defaults are those of README
-/// "Scenario files".
+/// Tolerances of `geotb check` (the scenario's "check"); the defaults are those of
+/// docs/guide/scenario.md.
 struct CheckTolerances {
   // Ratio gating (a baseline whose compute figures move with the host: measured CPU or wall clock).
   double throughput_ratio = 0.15;  ///< relative: 0.15 allows a ratio down to 85 % of the baseline's
@@ -279,7 +279,7 @@ struct ReportContext {
   /// dpdk mode: the TCP congestion control the DC namespaces ran with (read back).
   std::optional<std::string> dc_tcp_congestion_control;
   /// The clock every time figure of the report is in: "virtual" (the embedded mode's virtual
-  /// time, README "Clocks") or "wall" (the host's). Absent in reports older than the clock.
+  /// time, docs/guide/clocks.md) or "wall" (the host's). Absent in reports older than the clock.
   std::optional<std::string> clock;
   /// The compute profile the virtual clock charged instead of CPU time, if the scenario had one
   /// and every data center ran it.
@@ -297,7 +297,7 @@ struct ReportContext {
   /// When the data centers ran different profiles (scenario `datacenters[i].compute`): each DC's,
   /// by name, and `compute_profile` is absent.
   std::map<std::string, ComputeProfile> compute_profile_by_dc;
-  /// The represented model (scenario workload.represents, README "Represented models"): the
+  /// The represented model (scenario workload.represents, docs/guide/represented.md): the
   /// timing, WAN bytes and samples are its; the accuracy is the trained proxy's. Absent: the
   /// trained model is what the figures describe.
   std::optional<RepresentedModel> represented_model;

@@ -1,6 +1,6 @@
 // The represented model (scenario `workload.represents`): the model whose communication and
 // compute a run's timing stands for, beside the small model that really trains (`workload.model`,
-// which gives the accuracy). README "Represented models", docs/guide/represented.md.
+// which gives the accuracy). docs/guide/represented.md, docs/guide/represented.md.
 //
 // A catalog entry gives the parameter count by the architecture's layer formula, from the
 // published configuration (each entry cites it); an explicit declaration gives a count or a list

@@ -5,7 +5,7 @@ accuracy, WAN payload bytes, exchange count and replica_max_abs_diff. With --tim
 figure of the virtual clock (wall_s, samples/s, compute, compress and exposed/overlapped
 communication per step, the exchanges' seconds and efficiency, WAN wire bytes, messages and
 retransmissions, the per-step end times): identical when both reports ran on the virtual clock
-with a compute profile (README "Clocks"); they move with the host otherwise.
+with a compute profile (docs/guide/clocks.md); they move with the host otherwise.
 
   tools/report_diff.py [--timing] BEFORE.json AFTER.json   exit 0: identical, 1: differences, 2: unreadable
 """

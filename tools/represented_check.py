@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Checks of the represented model (README "Represented models"), each replaying two variants of a
+"""Checks of the represented model (docs/guide/represented.md), each replaying two variants of a
 scenario with ./build/harness/geotb and comparing their reports.
 
   tools/represented_check.py identity SCENARIO OUTDIR

@@ -1,6 +1,6 @@
 // The bulk-transfer (fluid) model of MessageLink against its segment-by-segment model, on paths
 // and sizes where both run: for each case, the delivery instant of the last message in each model,
-// their ratio, and the host time each took. README "Represented models": messages above
+// their ratio, and the host time each took. docs/guide/represented.md: messages above
 // SegmentConfig::fluid_above_bytes go through the fluid model; this is how far that moves them.
 //   fluid_vs_segments            (every case; about a minute on one core)
 #include <fmt/format.h>

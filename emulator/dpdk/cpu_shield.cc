@@ -109,7 +109,7 @@ std::string state_file(const std::string& owner) { return std::string(kStateDir)
 // network receive) run on the CPU the interrupt is routed to, whatever the cpusets say. With
 // GEOTB_SHIELD_IRQS=1 the shield routes every interrupt that can move (and the default for new
 // ones) to the other CPUs, and puts the old routes back at release. Off by default: on the 2-core
-// VM it made fidelity worse, not better (README "A CPU for the data plane"). Returns the saved
+// VM it made fidelity worse, not better (docs/guide/network-modes.md "A CPU for the data plane"). Returns the saved
 // routes; `moved`/`stayed` count the interrupts that moved and those the kernel kept (managed
 // interrupts refuse a new affinity).
 nlohmann::json steer_irqs(const std::vector<int>& to, size_t& moved, size_t& stayed) {
@@ -299,8 +299,8 @@ CpuShieldState shield_cpu(int cpu, const std::string& owner) {
   };
   write_record();  // before the interrupts move: a crash in between still restores the threads
   // Interrupts move only with GEOTB_SHIELD_IRQS=1: measured on the 2-core VM, fidelity runs
-  // with them moved held every verdict in 2 of 6 runs, without in every one of 3 (README "A CPU
-  // for the data plane"); kept to compare on other hosts.
+  // with them moved held every verdict in 2 of 6 runs, without in every one of 3 (docs/guide/network-modes.md
+  // "A CPU for the data plane"); kept to compare on other hosts.
   const char* irq_env = std::getenv("GEOTB_SHIELD_IRQS");
   if (irq_env && std::string(irq_env) == "1") {
     if (!default_irq.empty() && write_value("/proc/irq/default_smp_affinity", cpu_mask_hex(rest)))

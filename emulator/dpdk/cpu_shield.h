@@ -19,7 +19,7 @@
 // who holds it); a shield whose owner's namespaces are gone is stale and released by the next one.
 // With GEOTB_SHIELD_IRQS=1 interrupts follow: every one that can be re-routed (and the default for
 // new ones) goes to the other CPUs while the shield is up, and back at release (the old routes
-// are in the same record). Off by default: measured worse on the 2-core VM (README).
+// are in the same record). Off by default: measured worse on the 2-core VM (docs/guide/network-modes.md).
 // Not supported (no shield, the reason reported): cgroup v2 only hosts, a non-root caller.
 #pragma once
 

@@ -99,7 +99,7 @@ class Fabric {
   /// undeliverable (link down past every retransmission; the window-less model: this one) — the
   /// caller's "peer unreachable".
   /// `network_bytes`: the message's size on the network, what the link model carries and the traffic
-  /// counts; default the payload's. A represented model's tensor (README "Represented models")
+  /// counts; default the payload's. A represented model's tensor (docs/guide/represented.md)
   /// is larger than the payload that stands for it. `rounds` > 1: the message stands for that
   /// many dependent transfers (MessageLink::enqueue; the window-less model ignores it).
   void send(int src, int dst, uint64_t tag, std::vector<uint8_t> payload,

@@ -1,7 +1,7 @@
 // Message-level view of one TCP connection over a LinkModel direction.
 //
 // The in-process WAN moves whole messages, not packets, but charges them what a Linux TCP
-// connection's packets would cost. The model (documented in README "WAN model"):
+// connection's packets would cost. The model (documented in docs/guide/wan-model.md):
 //  * a message of S payload bytes is cut into ceil(S / mss_bytes) segments (at least one); each
 //    segment is a frame of payload + header_bytes (IPv4 20 + TCP 20 + timestamps 12) offered to
 //    the link, which adds its own per-frame Ethernet overhead; the connection is a byte stream:
@@ -63,7 +63,7 @@
 //  * the connection delivers in order: a message is delivered when its last segment is, and never
 //    before the previous message on the same connection (head-of-line blocking).
 //  * a message larger than SegmentConfig::fluid_above_bytes (a represented model's tensors,
-//    README "Represented models") is a bulk transfer, whose cost must not grow with its bytes: it
+//    docs/guide/represented.md) is a bulk transfer, whose cost must not grow with its bytes: it
 //    follows the messages before it on the stream and goes segment by segment (the model above)
 //    while the window grows, until the window is steady, min(cwnd, advertised) >= 95 % of
 //    W = min(receive window at tcp_rmem[2] / 2, the path's BDP, the congestion control's long-run
@@ -202,7 +202,7 @@ class MessageLink final : private EventQueue::Handler {
   /// queue must have run every event before `now`. The message is settled later, when the queue
   /// runs the event that settles it: through `on_done` if set, else kept for send().
   /// `rounds` > 1: the message stands for that many dependent transfers of equal parts (a group of
-  /// a bucketed allreduce's buckets, README "Represented models"); it is a bulk transfer whatever
+  /// a bucketed allreduce's buckets, docs/guide/represented.md); it is a bulk transfer whatever
   /// its size, and its tail's parts are chained (LinkModel::offer_bulk).
   uint64_t enqueue(Nanos now, uint64_t payload_bytes, uint64_t rounds = 1);
   void set_on_done(DoneFn fn) { on_done_ = std::move(fn); }

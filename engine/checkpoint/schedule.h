@@ -15,7 +15,7 @@
 
 namespace geotb::engine {
 
-/// A run's checkpoints (README "Checkpoints").
+/// A run's checkpoints (docs/guide/checkpoints.md).
 struct CheckpointOptions {
   std::string dir;          ///< where checkpoints go ("" = none written)
   int every_steps = 0;      ///< a checkpoint after every this many steps (0 = only on request)

@@ -41,7 +41,7 @@ struct ResumePoint {
 ResumePoint restore_worker_state(const StateBuffers& in, WorkerEnv& env, Strategy& strategy, BatchSampler& sampler,
                                  WorkerRecord& rec, int total_steps);
 
-/// Full recovery (README "Checkpoints"): takes a running worker back to `state` (the last
+/// Full recovery (docs/guide/checkpoints.md): takes a running worker back to `state` (the last
 /// checkpoint): `strategy` is settled (its round in flight completed: every rank of the run must
 /// rewind at the same boundary) and replaced by a fresh one made by `make`, then everything is
 /// restored as by restore_worker_state() except the time accounting and the exchange log, which

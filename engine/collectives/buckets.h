@@ -1,4 +1,4 @@
-// DDP's gradient buckets (torch.nn.parallel.DistributedDataParallel, README "Represented models").
+// DDP's gradient buckets (torch.nn.parallel.DistributedDataParallel, docs/guide/represented.md).
 //
 // DDP does not allreduce the gradient in one piece: it cuts it into buckets of at most
 // bucket_cap_mb (25 MiB by default), the first one smaller (1 MiB: dist._DEFAULT_FIRST_BUCKET_BYTES)

@@ -40,8 +40,8 @@ struct GlooRingLayout {
 };
 GlooRingLayout gloo_ring_layout(size_t total_bytes, size_t ranks, const GlooRingOptions& o = {});
 
-/// Whether Gloo's ring on n floats, scaled to a represented model `scale` times larger (README
-/// "Represented models"), is still Gloo's: its layout for the represented size has the same
+/// Whether Gloo's ring on n floats, scaled to a represented model `scale` times larger
+/// (docs/guide/represented.md), is still Gloo's: its layout for the represented size has the same
 /// segment count as for n (every segment below max_segment_bytes), so that scaling each segment
 /// message is exact. Otherwise Gloo would send more, smaller segments, each with its rendezvous.
 bool gloo_ring_represents(size_t n, double scale, size_t ranks, const GlooRingOptions& o = {});

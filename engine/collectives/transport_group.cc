@@ -28,7 +28,7 @@ class TransportGroup final : public IntraDc {
 
   void allreduce_mean(float* data, size_t n) override {
     if (members_.size() < 2) return;
-    // A represented model too large for Gloo's layout to scale (README "Represented models"):
+    // A represented model too large for Gloo's layout to scale (docs/guide/represented.md):
     // the eager ring, NCCL-like, as a GPU site runs.
     const bool eager = !gloo_ring_represents(n, t_.represent_scale(), members_.size());
     const TagRange r = tags_.take("intra_dc.allreduce", eager ? ring_allreduce_tag_count(members_.size())

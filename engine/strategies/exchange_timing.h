@@ -1,4 +1,4 @@
-// The timing of one round of the DC leaders' exchange, as one leader sees it (README "Metrics",
+// The timing of one round of the DC leaders' exchange, as one leader sees it (docs/guide/reports.md,
 // exchange `seconds` and `efficiency`): from the round's last hand-off to the transport (its own
 // or a peer's, carried in each message's header) until it held every peer's message, and the
 // lower bound of that: no message can arrive before its sender's hand-off plus its bytes at the

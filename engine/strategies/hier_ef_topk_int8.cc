@@ -42,7 +42,7 @@ namespace geotb::engine {
 namespace {
 
 constexpr size_t kHeader = sizeof(int64_t);  // sender's clock at hand-off, ns
-// Headers of an exchange message that do not grow with the model (README "Represented models"):
+// Headers of an exchange message that do not grow with the model (docs/guide/represented.md):
 // the hand-off clock and the compressed tensor's wire header.
 constexpr size_t kFixed = kHeader + kernels::kWireHeaderBytes;
 

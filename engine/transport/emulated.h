@@ -13,7 +13,7 @@ class EmulatedTransport final : public Transport {
  public:
   /// Real time, or virtual time when `sched` is the fabric's scheduler (then every thread that
   /// uses this endpoint must be an actor of it, and make_sync() hands off in virtual time).
-  /// `scale`: represented / trained parameters (README "Represented models"): every send_data
+  /// `scale`: represented / trained parameters (docs/guide/represented.md): every send_data
   /// message occupies the network as represented_size() bytes. 1: what is sent is what is carried.
   EmulatedTransport(emu::Fabric& fabric, int rank, std::chrono::nanoseconds timeout,
                     emu::VirtualScheduler* sched = nullptr, double scale = 1.0)

@@ -43,7 +43,7 @@ class Transport {
   virtual void send(int dst, uint64_t tag, std::vector<uint8_t> bytes) = 0;
   /// send() of a message that carries a tensor of the trained model (a ring chunk, a compressed
   /// exchange, a model average), its first `fixed_bytes` headers. A transport that represents a
-  /// larger model (README "Represented models": the embedded mode's, given a scale) puts it on the
+  /// larger model (docs/guide/represented.md: the embedded mode's, given a scale) puts it on the
   /// network as represented_size(bytes.size(), fixed_bytes) bytes; the payload is what arrives.
   virtual void send_data(int dst, uint64_t tag, std::vector<uint8_t> bytes, uint64_t fixed_bytes = 0) {
     (void)fixed_bytes;

@@ -63,7 +63,7 @@ try:
         emb_rep = json.loads(next((Path(out) / "emb").glob("dpdk-2x2-2*.json")).read_text())
         # The timing comparisons below are of the emulator only when its data plane had its CPU:
         # a run whose naive strategies saw the data plane stalled over 1 % of the time (the
-        # hypervisor or another poller took the CPU: README "A CPU for the data plane"; 13 % in
+        # hypervisor or another poller took the CPU: docs/guide/network-modes.md "A CPU for the data plane"; 13 % in
         # one fresh-clone run on 2026-12-02, which put dpdk 27 % above embedded) is run once more.
         for attempt in (1, 2):
             run_out = Path(out) / f"dpdk-{attempt}"
@@ -113,7 +113,7 @@ try:
     assert by["hier_ef_topk_int8"]["metrics"]["wan_payload_bytes"] < 0.1 * by["naive_ddp"]["metrics"]["wan_payload_bytes"]
     # The two network modes agree on naive_ddp's exposed communication per step (the hosts run
     # the scenario's default congestion control, loss-based and unpaced, as the model assumes;
-    # measured: README "Real-network mode").
+    # measured: docs/guide/network-modes.md).
     cc = rep["context"].get("dc_tcp_congestion_control")
     assert rep["scenario"]["tcp_congestion_control"] == "auto" and cc in ("cubic", "reno"), (rep["scenario"], cc)
     emb_c = emb_rep["strategies"][0]["metrics"]["exposed_comm_s_per_step"]

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""e2e, no root: checkpoint, SIGKILL, --resume (README "Checkpoints").
+"""e2e, no root: checkpoint, SIGKILL, --resume (docs/guide/checkpoints.md).
 
 A small variant of scenarios/tiny.json (80 steps, a checkpoint every 10) with hier_ef_topk_int8,
 overlap on and off:

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""e2e: a represented model (README "Represented models") through `geotb run`: scenarios/tiny.json
+"""e2e: a represented model (docs/guide/represented.md) through `geotb run`: scenarios/tiny.json
 training its 784-64-10 MLP while representing GPT-2 124M on H100s. Checks the report's context,
 that samples count the represented model's sequences, that the WAN bytes are the proxy's scaled
 (to the byte, up to one byte of rounding per message), that the proxy's training is untouched

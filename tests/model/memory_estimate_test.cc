@@ -10,20 +10,26 @@ constexpr uint64_t kMiB = 1024 * 1024;
 
 TEST(MemoryEstimate, TheFormulaExactly) {
   // 4 x 8 workers of the 784-32-10 MLP (25,450 parameters), 6 WAN links, 16,000 + 1,000 examples.
-  const MemoryEstimate e = estimate_embedded_memory({.workers = 32, .dc_pairs = 6, .params = 25450,
-                                                     .examples = 17000, .inputs = 784});
-  const double want = 150.0 * kMiB + 17000.0 * 784 * 4 + 32 * (1.0 * kMiB + 72.0 * 25450) + 6 * 1.2 * kMiB;
+  const MemoryEstimate e = estimate_embedded_memory({.workers = 32, .workers_per_dc = 8, .dc_pairs = 6,
+                                                     .params = 25450, .examples = 17000, .inputs = 784});
+  const double want =
+      150.0 * kMiB + 17000.0 * 784 * 4 + 32 * (0.9 * kMiB + 8 * 8192.0 + 72.0 * 25450) + 6 * 1.2 * kMiB;
   EXPECT_EQ(e.bytes, static_cast<uint64_t>(want));
   EXPECT_EQ(e.breakdown,
-            "150 MiB + dataset 51 MiB + 32 workers x 3 MiB (1 MiB + 18 x 4 B x 25450 parameters) + 6 links x 1.2 MiB");
+            "150 MiB + dataset 51 MiB + 32 workers x 3 MiB (0.9 MiB + 8 KiB x 8 per DC + 18 x 4 B x 25450 parameters) "
+            "+ 6 links x 1.2 MiB");
 }
 
 TEST(MemoryEstimate, GrowsWithWorkersParametersAndLinks) {
-  const MemoryEstimateInput base{.workers = 16, .dc_pairs = 1, .params = 1000000, .examples = 0, .inputs = 784};
+  const MemoryEstimateInput base{.workers = 16, .workers_per_dc = 8, .dc_pairs = 1, .params = 1000000,
+                                 .examples = 0, .inputs = 784};
   const uint64_t b = estimate_embedded_memory(base).bytes;
   MemoryEstimateInput more = base;
   more.workers = 17;
-  EXPECT_EQ(estimate_embedded_memory(more).bytes - b, kMiB + 72000000u);
+  EXPECT_NEAR(static_cast<double>(estimate_embedded_memory(more).bytes - b), 0.9 * kMiB + 8 * 8192.0 + 72000000.0, 1.0);
+  more = base;
+  more.workers_per_dc = 9;
+  EXPECT_NEAR(static_cast<double>(estimate_embedded_memory(more).bytes - b), 16 * 8192.0, 1.0);
   more = base;
   more.params = 1000001;
   EXPECT_EQ(estimate_embedded_memory(more).bytes - b, 16u * 72);

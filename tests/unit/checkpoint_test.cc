@@ -1,4 +1,4 @@
-// Checkpoint and resume (README "Checkpoints"): a run checkpointed after k steps and resumed from
+// Checkpoint and resume (docs/guide/checkpoints.md): a run checkpointed after k steps and resumed from
 // that checkpoint ends with bit-identical weights, series and exchange log to the run that went
 // through, for every strategy of the table that runs embedded (overlap on and off); every saved
 // strategy buffer matters (a strategy forgetting it would fail the identity); truncated, corrupt

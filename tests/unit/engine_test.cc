@@ -216,7 +216,7 @@ ClusterSpec triangle() {
 }
 
 // Gloo's ring allreduce of n floats among P ranks on links of rate B and one-way delay d, as a
-// timeline of its protocol (README "Clocks", "The intra-DC ring time"), written independently of
+// timeline of its protocol (docs/guide/clocks.md, "The intra-DC ring time"), written independently of
 // the code under test: every rank is in the same state at the same time, so one rank's timeline is
 // the ring's. Per phase (reduce-scatter, then allgather) iteration i < K = S - S/P posts a
 // receiver-ready (48 B) to the successor and a data segment (48 B + seg) to the predecessor, which
