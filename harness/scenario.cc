@@ -968,7 +968,7 @@ Scenario load_scenario(const std::string& path) {
   json j;
   try {
     j = json::parse(in);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for a number like 1e999
     throw ScenarioError(fmt::format("{}: not valid JSON: {}", path, e.what()));
   }
   return parse_scenario(j, path);

@@ -17,7 +17,7 @@ nlohmann::json read_json_file(const std::string& path) {
   if (!in) throw ReportError(fmt::format("{}: cannot open", path));
   try {
     return nlohmann::json::parse(in);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // parse_error, and out_of_range for 1e999
     throw ReportError(fmt::format("{}: not valid JSON: {}", path, e.what()));
   }
 }

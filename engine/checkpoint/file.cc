@@ -87,7 +87,8 @@ std::string slurp(const std::string& path) {
 
 void write_atomically(const std::string& path, std::string_view content) {
   try {
-    common::write_file_atomically(path, content);
+    // A checkpoint holds the model: readable by its owner only (files 0600, directories 0700).
+    common::write_file_atomically(path, content, 0600);
   } catch (const common::FileError& e) {
     throw CheckpointError(std::string("checkpoint: ") + e.what());
   }
@@ -150,6 +151,10 @@ void write_rank_checkpoint(const std::string& step_dir, const CheckpointHeader& 
   std::error_code ec;
   std::filesystem::create_directories(step_dir, ec);
   if (ec) throw CheckpointError("checkpoint: cannot create " + step_dir + ": " + ec.message());
+  for (const std::filesystem::path& d : {std::filesystem::path(step_dir), std::filesystem::path(step_dir).parent_path()}) {
+    std::filesystem::permissions(d, std::filesystem::perms::owner_all, std::filesystem::perm_options::replace, ec);
+    if (ec) throw CheckpointError("checkpoint: cannot restrict " + d.string() + " to its owner: " + ec.message());
+  }
   write_atomically(checkpoint_rank_file(step_dir, rank), out);
 }
 

@@ -1,4 +1,4 @@
-// Checkpoint files (README "Checkpoints"). One directory per checkpoint,
+// Checkpoint files (docs/guide/checkpoints.md). One directory per checkpoint,
 //   <dir>/<strategy>/step-<k>/rank-<r>.ckpt   one per rank: its state after k steps
 //   <dir>/<strategy>/step-<k>/manifest        written once every rank file is in place
 //   <dir>/<strategy>/latest                   "step-<k>": the last complete checkpoint

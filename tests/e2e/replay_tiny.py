@@ -37,3 +37,11 @@ assert p.returncode == 2, p.stdout
 assert "needs about 199 MiB of memory (150 MiB + dataset 30 MiB + 4 workers x 4 MiB" in p.stdout, p.stdout
 assert "above the limit of 100 MiB (--memory-limit)" in p.stdout, p.stdout
 print("e2e tiny: --memory-limit 100MiB refused: " + p.stdout.strip().split("needs", 1)[1][:60] + "...")
+
+# A number JSON cannot hold (found by the scenario fuzz target): the file named, exit 2.
+with tempfile.TemporaryDirectory() as d:
+    bad = Path(d) / "huge.json"
+    bad.write_text('{"schema": 1e999}')
+    p = subprocess.run([geotb, "run", str(bad)], text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    assert p.returncode == 2 and "huge.json: not valid JSON: [json.exception.out_of_range.406]" in p.stdout, p.stdout
+print("e2e tiny: 1e999 in a scenario refused, exit 2, the file named")

@@ -128,6 +128,9 @@ with tempfile.TemporaryDirectory() as tmp:
     (tmp / "broken.json").write_text("{ not json")
     p = check(tmp / "broken.json", baseline)
     assert p.returncode == 2 and "broken.json: not valid JSON" in p.stderr
+    (tmp / "huge.json").write_text('{"schema": 1e999}')  # a number JSON cannot hold: the file named, exit 2
+    p = check(tmp / "huge.json", baseline)
+    assert p.returncode == 2 and "huge.json: not valid JSON: [json.exception.out_of_range.406]" in p.stderr, p.stderr
     p = check(crafted("bad", lambda r: metrics(r, "naive_ddp").update(samples_per_s="fast")), baseline)
     assert p.returncode == 2
     assert 'bad.json: strategies[0].metrics.samples_per_s: expected a number, got "fast"' in p.stderr
