@@ -57,6 +57,14 @@ def report(out):
     return rep["strategies"][0]
 
 
+def owner_only(strategy_dir):
+    """A checkpoint holds the model: every file 0600, its step and strategy directories 0700."""
+    modes = {p: p.stat().st_mode & 0o777 for p in [strategy_dir, *strategy_dir.rglob("*")]}
+    bad = {str(p): oct(m) for p, m in modes.items() if m != (0o700 if p.is_dir() else 0o600)}
+    assert not bad, f"checkpoint files readable by others: {bad}"
+    return len(modes)
+
+
 def kill_after_checkpoint(args, latest, group):
     """Starts geotb run, SIGKILLs it (its whole process group) once `latest` exists."""
     proc = subprocess.Popen([geotb, "run", *map(str, args)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
@@ -109,6 +117,7 @@ with tempfile.TemporaryDirectory(prefix="geotb-ckpt-e2e-") as t:
         shutil.rmtree(d)
         step = kill_after_checkpoint([sc, "--out", tmp / f"killed-{overlap}"], d / STRATEGY / "latest", group=False)
         assert step < 80
+        owner_only(d / STRATEGY)
         assert not list(tmp.glob(f"killed-{overlap}/*.json"))  # no report from the killed run
         run([sc, "--resume", d / STRATEGY], tmp / f"res-{overlap}")
         res = report(tmp / f"res-{overlap}")
@@ -121,6 +130,7 @@ with tempfile.TemporaryDirectory(prefix="geotb-ckpt-e2e-") as t:
     sc = scenario(tmp, "ck-proc", True, d)
     ref = report(tmp / "ref-True")
     step = kill_after_checkpoint([sc, "--net", "process", "--out", tmp / "killed-proc"], d / STRATEGY / "latest", group=True)
+    print(f"  {owner_only(d / STRATEGY)} checkpoint files and directories, all owner-only (0600 / 0700)")
     run([sc, "--net", "process", "--resume", d / STRATEGY], tmp / "res-proc")
     res = report(tmp / "res-proc")
     assert res["resumed_from"]["step"] == step
