@@ -407,12 +407,14 @@ def main():
         counts[b.kind] += 1
     print(f"doc_blocks: {len(blocks)} blocks in {len(files)} files, {len(cmd_blocks)} of them commands: "
           f"{counts['run']} run, {counts['root']} root, {counts['synopsis']} synopsis, {counts['skip']} skipped")
-    for b in cmd_blocks:
-        if b.kind == "skip":
-            print(f"  skip {b.where}: {b.reason}")
+    if not args.list:
+        for b in cmd_blocks:
+            if b.kind == "skip":
+                print(f"  skip {b.where}: {b.reason}")
     if args.list:
         for b in cmd_blocks:
-            print(f"  {b.kind:8} {b.where}: " + "; ".join(c for c, _ in commands(b)))
+            what = f"skipped: {b.reason}" if b.kind == "skip" else "; ".join(c.split("\n")[0] for c, _ in commands(b))
+            print(f"  {b.kind:8} {b.where}: {what}")
         return 0
     todo = []
     for b in cmd_blocks:
