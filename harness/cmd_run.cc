@@ -195,27 +195,6 @@ int run(const RunArgs& a) {
 
   int workers = 0;
   for (const auto& d : sc.cluster.dcs) workers += d.workers;
-  if (sc.network == "embedded") {
-    // Refused before anything starts when it would not fit (model/memory_estimate.h).
-    const model::MemoryEstimate est = model::estimate_embedded_memory(
-        {.workers = workers,
-         .workers_per_dc = std::max_element(sc.cluster.dcs.begin(), sc.cluster.dcs.end(),
-                                            [](const auto& x, const auto& y) { return x.workers < y.workers; })->workers,
-         .dc_pairs = static_cast<int>(sc.cluster.wan.size()),
-         .params = engine::param_count(sc.workload.model),
-         .examples = std::min<uint64_t>(sc.train_limit ? sc.train_limit : 60000, 60000) +
-                     std::min<uint64_t>(sc.test_limit ? sc.test_limit : 10000, 10000),
-         .inputs = static_cast<uint64_t>(sc.workload.model.inputs)});
-    const uint64_t limit = a.memory_limit ? a.memory_limit : model::available_memory_bytes();
-    if (limit > 0 && est.bytes > limit) {
-      fmt::print(stderr,
-                 "geotb: error: {}: this embedded run needs about {} of memory ({}), above the limit of {} ({}); "
-                 "use fewer workers or a smaller workload.model\n",
-                 a.scenario, model::format_mib(est.bytes), est.breakdown, model::format_mib(limit),
-                 a.memory_limit ? "--memory-limit" : "MemAvailable in /proc/meminfo; --memory-limit sets another");
-      return 2;
-    }
-  }
   // Checkpoints: written where the scenario (or --checkpoint-dir) says; SIGUSR1 asks for one.
   const std::string checkpoint_dir = a.checkpoint_dir.empty() ? sc.checkpoint.dir : a.checkpoint_dir;
   std::optional<CheckpointSignal> sigusr1;
@@ -263,6 +242,26 @@ int run(const RunArgs& a) {
   } catch (const engine::DataError& e) {
     fmt::print(stderr, "geotb: error: {}\n", e.what());
     return 2;
+  }
+  if (sc.network == "embedded") {
+    // Refused before anything starts when it would not fit (model/memory_estimate.h).
+    const model::MemoryEstimate est = model::estimate_embedded_memory(
+        {.workers = workers,
+         .workers_per_dc = std::max_element(sc.cluster.dcs.begin(), sc.cluster.dcs.end(),
+                                            [](const auto& x, const auto& y) { return x.workers < y.workers; })->workers,
+         .dc_pairs = static_cast<int>(sc.cluster.wan.size()),
+         .params = engine::param_count(sc.workload.model),
+         .examples = data.train.size + data.test.size,
+         .inputs = static_cast<uint64_t>(sc.workload.model.inputs)});
+    const uint64_t limit = a.memory_limit ? a.memory_limit : model::available_memory_bytes();
+    if (limit > 0 && est.bytes > limit) {
+      fmt::print(stderr,
+                 "geotb: error: {}: this embedded run needs about {} of memory ({}), above the limit of {} ({}); "
+                 "use fewer workers or a smaller workload.model\n",
+                 a.scenario, model::format_mib(est.bytes), est.breakdown, model::format_mib(limit),
+                 a.memory_limit ? "--memory-limit" : "MemAvailable in /proc/meminfo; --memory-limit sets another");
+      return 2;
+    }
   }
   fmt::print("geotb: scenario {} ({}), {} data centers x {} workers, {} steps of {} per worker, {} train / {} test examples\n",
              sc.name, sc.hash.substr(0, 12), sc.cluster.dcs.size(), sc.cluster.dcs[0].workers, sc.workload.steps,

@@ -28,9 +28,11 @@ MemoryEstimate estimate_embedded_memory(const MemoryEstimateInput& in) {
   MemoryEstimate e;
   e.bytes = static_cast<uint64_t>(total);
   e.breakdown = fmt::format(
-      "150 MiB + dataset {} + {} workers x {} (0.9 MiB + 8 KiB x {} per DC + 18 x 4 B x {} parameters) + {} links x 1.2 MiB",
-      format_mib(static_cast<uint64_t>(dataset)), in.workers, format_mib(static_cast<uint64_t>(worker)),
-      in.workers_per_dc, in.params, in.dc_pairs);
+      "{:g} MiB + dataset {} + {} workers x {} ({:g} MiB + {:g} KiB x {} per DC + {:g} x 4 B x {} parameters) + {} "
+      "links x {:g} MiB",
+      kBaseBytes / kMiB, format_mib(static_cast<uint64_t>(dataset)), in.workers,
+      format_mib(static_cast<uint64_t>(worker)), kPerWorkerBytes / kMiB, kPerRingPeerBytes / 1024, in.workers_per_dc,
+      kPerParamBytes / 4, in.params, in.dc_pairs, kPerLinkBytes / kMiB);
   return e;
 }
 

@@ -13,33 +13,34 @@ namespace geotb::engine {
 namespace {
 std::atomic<uint32_t> g_port{0};     // 0: no guard
 std::atomic<uint32_t> g_addr{0};     // network byte order
-std::atomic<int> g_rewritten{0};
 
 using BindFn = int (*)(int, const sockaddr*, socklen_t);
 BindFn real_bind() {
   static const BindFn fn = reinterpret_cast<BindFn>(dlsym(RTLD_NEXT, "bind"));
   return fn;
 }
+
+// A numeric IPv4 address other than 0.0.0.0, in network byte order.
+bool parse_bindable(const std::string& host, in_addr* a) {
+  return inet_pton(AF_INET, host.c_str(), a) == 1 && a->s_addr != htonl(INADDR_ANY);
+}
 }  // namespace
 
 bool bindable_ipv4(const std::string& host) {
   in_addr a{};
-  return inet_pton(AF_INET, host.c_str(), &a) == 1 && a.s_addr != htonl(INADDR_ANY);
+  return parse_bindable(host, &a);
 }
 
 WildcardBindGuard::WildcardBindGuard(uint16_t port, const std::string& ipv4) {
   in_addr a{};
-  if (port == 0 || inet_pton(AF_INET, ipv4.c_str(), &a) != 1 || a.s_addr == htonl(INADDR_ANY))
+  if (port == 0 || !parse_bindable(ipv4, &a))
     throw std::invalid_argument("WildcardBindGuard: needs a port and a numeric IPv4 address, got \"" + ipv4 + "\"");
   if (!real_bind()) throw std::runtime_error("WildcardBindGuard: libc's bind() not found (dlsym)");
   g_addr = a.s_addr;
-  g_rewritten = 0;
   g_port = port;
 }
 
 WildcardBindGuard::~WildcardBindGuard() { g_port = 0; }
-
-int WildcardBindGuard::rewritten() const { return g_rewritten.load(); }
 
 }  // namespace geotb::engine
 
@@ -59,7 +60,6 @@ extern "C" int bind(int fd, const sockaddr* addr, socklen_t len) {
       __builtin_memcpy(&a4, addr, sizeof(a4));
       if (ntohs(a4.sin_port) == port && a4.sin_addr.s_addr == htonl(INADDR_ANY)) {
         a4.sin_addr.s_addr = g_addr.load();
-        ++g_rewritten;
         return real_bind()(fd, reinterpret_cast<const sockaddr*>(&a4), sizeof(a4));
       }
     }

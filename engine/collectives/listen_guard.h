@@ -22,8 +22,6 @@ class WildcardBindGuard {
   ~WildcardBindGuard();
   WildcardBindGuard(const WildcardBindGuard&) = delete;
   WildcardBindGuard& operator=(const WildcardBindGuard&) = delete;
-  /// Binds the guard changed while it was alive.
-  int rewritten() const;
 };
 
 /// True if `host` is a numeric IPv4 address other than 0.0.0.0 (an address a guard can bind).

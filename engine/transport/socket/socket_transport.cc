@@ -1085,7 +1085,6 @@ struct SocketTransport::Impl {
     }
   }
 
-  // A frame that does not belong to this point of the handshake (e.g. DATA before ACCEPT).
   // An incoming connection becomes rank `from`'s (after its HELLO, or its proof with a secret).
   void adopt(Conn* c, int from) {
     sync_io(from);  // c->peer is still -1: a new incarnation's cleanup does not close c itself
@@ -1093,6 +1092,7 @@ struct SocketTransport::Impl {
     c->incarnation = peers[from].io_incarnation;
   }
 
+  // A frame that does not belong to this point of the handshake (e.g. DATA before ACCEPT).
   void handshake_violation(Conn* c, const fr::FrameHeader& h) {
     std::string why = std::string("unexpected ") + fr::type_name(h.type) + " frame during the handshake";
     const int r = c->peer;
