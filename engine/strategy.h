@@ -25,7 +25,13 @@ namespace geotb::engine {
 /// Strategy parameters, from the scenario's "strategies" entries.
 struct StrategyConfig {
   std::string name;          ///< a name of the strategy table (strategies/table.h)
-  int K = 16;                ///< steps between inter-DC exchanges
+  int K = 16;                ///< steps between inter-DC exchanges (with K_auto: the first interval's)
+  /// "K": "auto" (hier_ef_topk_int8, hierarchical): K follows the measured exchange, step and
+  /// round times (strategies/adaptive_k.h), within [K_min, K_max], for a target utilisation.
+  bool K_auto = false;
+  int K_min = 1;             ///< steps
+  int K_max = 256;           ///< steps
+  double K_target = 0.95;    ///< target utilisation u, in (0, 1)
   double density = 0.01;     ///< fraction of elements sent per exchange, (0, 1]
   uint32_t block = 256;      ///< INT8 block size (selected elements per float scale)
   bool quantize = true;      ///< INT8 values (false: float32 values)

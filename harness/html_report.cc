@@ -395,6 +395,65 @@ std::string common_scenario_name(const std::vector<model::RunReport>& reports) {
   return reports.front().scenario.name;
 }
 
+/// "K": "auto" runs: K per round against time, beside the WAN links' bandwidth over the same
+/// span (the scenario timeline's changes). Empty when no run adapted K.
+std::string adaptive_k_html(const std::vector<model::RunReport>& reports, const std::vector<ComparedRun>& runs) {
+  plot::LineChartSpec k_chart, bw;
+  k_chart.id = "adaptive-k";
+  k_chart.title = "K per round (\"K\": \"auto\")";
+  k_chart.x = {.title = "time since the first step", .unit = "s", .include_zero = true};
+  k_chart.y = {.title = "K (steps until the next round)", .unit = "steps", .include_zero = true};
+  double end = 0;
+  for (const auto& c : runs) {
+    const model::StrategyRun& s = *c.run;
+    if (!s.series.step_end_s.empty()) end = std::max(end, s.series.step_end_s.back());
+    plot::LineSeries k{c.label, c.color, c.dash, {}, {}};
+    for (const auto& e : s.exchanges) {
+      if (e.K <= 0 || e.step < 0 || static_cast<size_t>(e.step) >= s.series.step_end_s.size()) continue;
+      const double t = s.series.step_end_s[static_cast<size_t>(e.step)];
+      if (!k.y.empty()) {  // a step line: the previous K holds until this round
+        k.x.push_back(t);
+        k.y.push_back(k.y.back());
+      }
+      k.x.push_back(t);
+      k.y.push_back(e.K);
+    }
+    if (!k.x.empty()) {
+      k.x.push_back(s.series.step_end_s.back());
+      k.y.push_back(k.y.back());
+      k_chart.series.push_back(std::move(k));
+    }
+  }
+  if (k_chart.series.empty()) return "";
+  bw.id = "wan-bandwidth";
+  bw.title = "WAN bandwidth (scenario timeline)";
+  bw.x = k_chart.x;
+  bw.y = {.title = "bandwidth", .unit = "bit/s", .si_prefix = true, .include_zero = true};
+  static const char* kColours[] = {"#000000", "#7f7f7f", "#8c564b", "#bcbd22"};
+  const std::vector<model::WanLinkSummary>& wan = reports.front().scenario.wan;
+  for (size_t i = 0; i < wan.size(); ++i) {
+    const model::WanLinkSummary& w = wan[i];
+    plot::LineSeries l{w.a + " – " + w.b, kColours[i % std::size(kColours)], kDashes[i % std::size(kDashes)], {0}, {w.bandwidth_bps}};
+    for (const auto& [at, bps] : w.bandwidth_changes) {
+      if (at > end) break;
+      l.x.insert(l.x.end(), {at, at});
+      l.y.insert(l.y.end(), {l.y.back(), bps});
+    }
+    l.x.push_back(end);
+    l.y.push_back(l.y.back());
+    bw.series.push_back(std::move(l));
+  }
+  return "<h2>Adaptive K</h2>\n<div class=\"charts\">\n" +
+         figure(plot::render_line_chart(k_chart), "fig-adaptive-k",
+                "The K each round decided (steps until the next round) against time: it grows at once when the "
+                "measured exchange no longer hides behind K steps, and halves after two rounds that need at most half "
+                "(docs/guide/strategies.md, \"Adaptive K\").") +
+         figure(plot::render_line_chart(bw), "fig-wan-bandwidth",
+                "Each WAN link's bandwidth over the same span, from the scenario's timeline (a to b; a change applies "
+                "to both directions).") +
+         "</div>\n";
+}
+
 std::string render_html_report(const std::vector<model::RunReport>& reports, const std::string& baseline,
                                const std::vector<model::ExecReport>& jobs) {
   const std::vector<ComparedRun> runs = compared_runs(reports, baseline);
@@ -493,6 +552,7 @@ std::string render_html_report(const std::vector<model::RunReport>& reports, con
                    "partition and order, link random streams); the table gives mean ± sample sd.");
   }
   html += "</div>\n";
+  html += adaptive_k_html(reports, runs);
 
   // --- speed ---
   plot::BarChartSpec thr;

@@ -85,7 +85,18 @@ model::ScenarioSummary scenario_summary(const Scenario& sc, const RunContext& ct
     s.wan.push_back({sc.cluster.dcs[static_cast<size_t>(w.a)].name, sc.cluster.dcs[static_cast<size_t>(w.b)].name,
                      w.a_to_b.rate_bps, std::chrono::duration<double>(w.a_to_b.delay + w.b_to_a.delay).count(),
                      w.a_to_b.loss.stationary_loss(),
-                     model::WanReverse{w.b_to_a.rate_bps, w.b_to_a.loss.stationary_loss()}});
+                     model::WanReverse{w.b_to_a.rate_bps, w.b_to_a.loss.stationary_loss()}, {}});
+  for (const auto& c : sc.cluster.timeline) {
+    if (!c.change.rate_bps) continue;
+    for (size_t i = 0; i < sc.cluster.wan.size(); ++i) {
+      const auto& w = sc.cluster.wan[i];
+      if ((w.a == c.a && w.b == c.b) || (w.a == c.b && w.b == c.a))
+        s.wan[i].bandwidth_changes.emplace_back(std::chrono::duration<double>(c.change.at).count(), *c.change.rate_bps);
+    }
+  }
+  for (auto& w : s.wan)
+    std::stable_sort(w.bandwidth_changes.begin(), w.bandwidth_changes.end(),
+                     [](const auto& x, const auto& y) { return x.first < y.first; });
   s.workload = {sc.workload.model.name, sc.dataset, sc.workload.batch_per_worker, sc.workload.steps,
                 sc.target_accuracy, sc.workload.eval_points};
   s.check = sc.check;

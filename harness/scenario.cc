@@ -555,6 +555,15 @@ Scenario parse_scenario(const json& j, const std::string& origin) {
           case engine::StrategyKey::Kind::kNumber:
             k->set(c, get_number(s, key, -1e300, 1e300, 0.0));  // the key's check states the range
             break;
+          case engine::StrategyKey::Kind::kSteps:
+            if (v->is_string()) {
+              if (v->get<std::string>() != "auto")
+                fail(s.field(key), *v, "expected a number of steps or \"auto\" (adaptive K)");
+              k->set(c, std::string("auto"));
+            } else {
+              k->set(c, get_int(s, key, k->lo, k->hi));
+            }
+            break;
         }
       }
       if (auto e = desc->validate(c); !e.empty()) throw ScenarioError(s.path() + "." + e);
@@ -843,6 +852,10 @@ Scenario parse_scenario(const json& j, const std::string& origin) {
               if (d->needs.survives_kills) ok += (ok.empty() ? "" : ", ") + std::string(d->name);
             fail("strategies", json(st.name), "this strategy does not survive node kills (supported: " + ok + ")");
           }
+          // Adaptive K's decisions travel with the rounds; a leader's successor would start without
+          // the measurements its predecessor held. Not built yet.
+          if (st.K_auto)
+            fail("strategies", json(st.name), "\"K\": \"auto\" with node kills is not supported yet (give a fixed K)");
           // A DC leader's kill: a survivor takes over its address (docs/guide/faults.md). Bringing
           // a worker back into a DC led by a successor is not built yet: the restarted worker would
           // have to learn who leads.

@@ -29,6 +29,9 @@ struct ExchangeRecord {
   /// delay), seconds; 0 = not recorded (reports written before it). seconds / rtt_s is the
   /// exchange's length in round trips (model::metrics::exchange_rtts()).
   double rtt_s = 0;
+  /// "K": "auto" only (engine/strategies/adaptive_k.h): the K decided at this round, i.e. the
+  /// steps until the next one; 0 = a fixed K (not recorded).
+  int K = 0;
 };
 
 }  // namespace geotb::model

@@ -33,6 +33,7 @@ void to_json(json& j, const ExchangeRecord& e) {
     j["rtt_s"] = e.rtt_s;
     j["rtts"] = metrics::exchange_rtts(e);
   }
+  if (e.K > 0) j["K"] = e.K;
 }
 
 void from_json(const json& j, ExchangeRecord& e) {
@@ -44,6 +45,11 @@ void from_json(const json& j, ExchangeRecord& e) {
   if (f::has(j, "rtt_s")) {      // absent in reports written before it
     e.rtt_s = f::nonneg(j, "rtt_s");
     f::nonneg(j, "rtts");        // derived
+  }
+  if (f::has(j, "K")) {  // adaptive K only
+    const uint64_t k = f::count(j, "K");
+    if (k < 1 || k > 100000) throw FieldError("K", std::to_string(k) + ": must be in [1, 100000]");
+    e.K = static_cast<int>(k);
   }
 }
 
@@ -276,6 +282,11 @@ void from_json(const json& j, WanReverse& r) {
 void to_json(json& j, const WanLinkSummary& w) {
   j = {{"between", {w.a, w.b}}, {"bandwidth_bps", w.bandwidth_bps}, {"rtt_s", w.rtt_s}, {"loss_rate", w.loss_rate}};
   if (w.reverse) j["reverse"] = *w.reverse;
+  if (!w.bandwidth_changes.empty()) {
+    json c = json::array();
+    for (const auto& [at, bps] : w.bandwidth_changes) c.push_back({{"at_s", at}, {"bandwidth_bps", bps}});
+    j["bandwidth_changes"] = c;
+  }
 }
 
 void from_json(const json& j, WanLinkSummary& w) {
@@ -289,6 +300,10 @@ void from_json(const json& j, WanLinkSummary& w) {
   w.loss_rate = f::nonneg(j, "loss_rate");
   w.reverse.reset();
   if (f::has(j, "reverse")) f::get(j, "reverse", w.reverse.emplace());
+  w.bandwidth_changes.clear();
+  if (f::has(j, "bandwidth_changes"))
+    for (const json& c : f::array(j, "bandwidth_changes"))
+      w.bandwidth_changes.emplace_back(f::nonneg(c, "at_s"), f::nonneg(c, "bandwidth_bps"));
 }
 
 void to_json(json& j, const WorkloadSummary& w) {

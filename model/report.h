@@ -210,6 +210,9 @@ struct WanLinkSummary {
   double rtt_s = 0;          ///< seconds
   double loss_rate = 0;      ///< a -> b, stationary loss probability
   std::optional<WanReverse> reverse;
+  /// The scenario timeline's bandwidth changes of this link (both directions), in time order:
+  /// {seconds from the start of training, bits per second}. Empty: none (or an older report).
+  std::vector<std::pair<double, double>> bandwidth_changes;
 };
 void to_json(json& j, const WanLinkSummary& w);
 void from_json(const json& j, WanLinkSummary& w);

@@ -11,6 +11,7 @@ struct PackedExchange {
   int64_t step;
   uint64_t bytes_sent;
   double seconds, lower_bound_s, rtt_s;
+  int64_t K;  // adaptive K's decision at this round; 0: a fixed K
 };
 
 }  // namespace
@@ -37,7 +38,7 @@ void save_worker_state(WorkerEnv& env, Strategy& strategy, const BatchSampler& s
   w.u64("times.compress_ns", env.times.compress_ns);
   w.u64("times.overlapped_comm_ns", env.times.overlapped_comm_ns);
   std::vector<PackedExchange> xs;
-  for (const ExchangeRecord& e : env.exchanges) xs.push_back({e.step, e.bytes_sent, e.seconds, e.lower_bound_s, e.rtt_s});
+  for (const ExchangeRecord& e : env.exchanges) xs.push_back({e.step, e.bytes_sent, e.seconds, e.lower_bound_s, e.rtt_s, e.K});
   w.vec("exchanges", xs);
   const auto done = static_cast<size_t>(steps_done);
   w.vec("record.loss", std::vector<double>(rec.loss.begin(), rec.loss.begin() + static_cast<std::ptrdiff_t>(std::min(done, rec.loss.size()))));
@@ -114,7 +115,8 @@ ResumePoint restore_worker_state(const StateBuffers& in, WorkerEnv& env, Strateg
   env.exchanges.clear();
   for (const PackedExchange& x : xs)
     env.exchanges.push_back({.step = static_cast<int>(x.step), .bytes_sent = x.bytes_sent, .seconds = x.seconds,
-                             .lower_bound_s = x.lower_bound_s, .rtt_s = x.rtt_s});
+                             .lower_bound_s = x.lower_bound_s, .rtt_s = x.rtt_s,
+                             .K = static_cast<int>(x.K)});
   std::vector<double> loss, ends;
   r.vec("record.loss", loss);
   if (loss.size() != done)

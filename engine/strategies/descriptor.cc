@@ -22,7 +22,8 @@ std::string StrategyDescriptor::validate(const StrategyConfig& c) const {
 
 std::vector<std::pair<std::string_view, KeyValue>> StrategyDescriptor::report(const StrategyConfig& c) const {
   std::vector<std::pair<std::string_view, KeyValue>> out;
-  for (const StrategyKey* k : reported) out.emplace_back(k->name, k->get(c));
+  for (const StrategyKey* k : reported)
+    if (!k->shown || k->shown(c)) out.emplace_back(k->name, k->get(c));
   return out;
 }
 
@@ -34,6 +35,8 @@ std::string show(const T& v) {
   os << v;
   return os.str();
 }
+
+bool k_is_auto(const StrategyConfig& c) { return c.K_auto; }
 
 }  // namespace
 
@@ -50,6 +53,68 @@ extern constexpr StrategyKey K{
     .check = [](const StrategyConfig& c) {
       return c.K < 1 || c.K > 100000 ? "K: " + show(c.K) + ": must be in [1, 100000] steps" : std::string();
     },
+};
+
+// "K": "auto" or an integer. The auto keys are checked here, where every one of them is known.
+extern constexpr StrategyKey K_or_auto{
+    .name = "K",
+    .kind = StrategyKey::Kind::kSteps,
+    .lo = -1000000000,
+    .hi = 1000000000,
+    .set = [](StrategyConfig& c, const KeyValue& v) {
+      if (const auto* s = std::get_if<std::string>(&v)) {
+        c.K_auto = *s == "auto";
+      } else {
+        c.K_auto = false;
+        c.K = static_cast<int>(std::get<int64_t>(v));
+      }
+    },
+    .get = [](const StrategyConfig& c) { return c.K_auto ? KeyValue{std::string("auto")} : KeyValue{int64_t{c.K}}; },
+    .check = [](const StrategyConfig& c) {
+      if (!c.K_auto) {
+        if (c.K < 1 || c.K > 100000) return "K: " + show(c.K) + ": must be in [1, 100000] steps";
+        if (c.K_min != StrategyConfig{}.K_min || c.K_max != StrategyConfig{}.K_max ||
+            c.K_target != StrategyConfig{}.K_target)
+          return "K: " + show(c.K) + ": K_min, K_max and K_target are for \"K\": \"auto\"";
+        return std::string();
+      }
+      if (!c.overlap)
+        return std::string("K: \"auto\": needs \"overlap\": true (auto K hides the exchange behind the next "
+                           "K steps; a blocking exchange is never hidden)");
+      if (c.K_min < 1 || c.K_min > 100000) return "K_min: " + show(c.K_min) + ": must be in [1, 100000] steps";
+      if (c.K_max < c.K_min || c.K_max > 100000)
+        return "K_max: " + show(c.K_max) + ": must be in [K_min = " + show(c.K_min) + ", 100000] steps";
+      if (!(c.K_target > 0 && c.K_target < 1)) return "K_target: " + show(c.K_target) + ": must be in (0, 1)";
+      return std::string();
+    },
+};
+
+extern constexpr StrategyKey K_min{
+    .name = "K_min",
+    .kind = StrategyKey::Kind::kInteger,
+    .lo = -1000000000,
+    .hi = 1000000000,
+    .set = [](StrategyConfig& c, const KeyValue& v) { c.K_min = static_cast<int>(std::get<int64_t>(v)); },
+    .get = [](const StrategyConfig& c) { return KeyValue{int64_t{c.K_min}}; },
+    .shown = k_is_auto,
+};
+
+extern constexpr StrategyKey K_max{
+    .name = "K_max",
+    .kind = StrategyKey::Kind::kInteger,
+    .lo = -1000000000,
+    .hi = 1000000000,
+    .set = [](StrategyConfig& c, const KeyValue& v) { c.K_max = static_cast<int>(std::get<int64_t>(v)); },
+    .get = [](const StrategyConfig& c) { return KeyValue{int64_t{c.K_max}}; },
+    .shown = k_is_auto,
+};
+
+extern constexpr StrategyKey K_target{
+    .name = "K_target",
+    .kind = StrategyKey::Kind::kNumber,
+    .set = [](StrategyConfig& c, const KeyValue& v) { c.K_target = std::get<double>(v); },
+    .get = [](const StrategyConfig& c) { return KeyValue{c.K_target}; },
+    .shown = k_is_auto,
 };
 
 extern constexpr StrategyKey density{

@@ -43,6 +43,7 @@ struct StrategyKey {
     kFlag,      ///< true or false
     kText,      ///< a string
     kNumber,    ///< a JSON number (`check` states the valid range)
+    kSteps,     ///< a JSON integer in [lo, hi] (int64_t) or the string "auto" (std::string)
   };
   std::string_view name;
   Kind kind = Kind::kInteger;
@@ -53,11 +54,17 @@ struct StrategyKey {
   KeyValue (*get)(const StrategyConfig&) = nullptr;
   /// "" if the field's value is valid, else "<key>: <value>: <why>"; null: any value is.
   std::string (*check)(const StrategyConfig&) = nullptr;
+  /// Whether the report shows the key for this config; null: always (K_min only with "K": "auto").
+  bool (*shown)(const StrategyConfig&) = nullptr;
 };
 
 /// The keys every strategy accepts (each strategy lists them in its `keys`).
 namespace strategy_keys {
 extern const StrategyKey K;         ///< steps between inter-DC exchanges, [1, 100000]
+extern const StrategyKey K_or_auto; ///< K, or "auto" (strategies/adaptive_k.h)
+extern const StrategyKey K_min;     ///< with "K": "auto": the smallest K, steps
+extern const StrategyKey K_max;     ///< with "K": "auto": the largest K, steps
+extern const StrategyKey K_target;  ///< with "K": "auto": the target utilisation, (0, 1)
 extern const StrategyKey density;   ///< fraction of elements sent per exchange, (0, 1]
 extern const StrategyKey block;     ///< INT8 block size, [1, 2^20] elements
 extern const StrategyKey overlap;   ///< exchange in the background, applied one round late

@@ -21,15 +21,22 @@
 //                   progress (x_d - mark_d + e_d), so every replica ends with the same model.
 //
 // `hierarchical` is the same code with density 1 and float32 values: uncompressed, residual 0.
+// "K": "auto" (strategies/adaptive_k.h): a round first collects the one in flight, then decides
+// the next K from the measurements that round carried (every DC's, the same at every worker: the
+// leader forwards them to its members), then launches its own exchange, whose message carries
+// this DC's latest measurement (24 bytes after the clock).
 // Tags: each round (and the final exchange) takes two from the strategy's TagAllocator, one for
 // the leaders' exchange and one for the leader's forward to its members.
 #include <array>
 #include <cstring>
+#include <optional>
+#include <stdexcept>
 #include <exception>
 #include <thread>
 #include <string>
 
 #include "engine/compute_charge.h"
+#include "engine/strategies/adaptive_k.h"
 #include "engine/strategies/exchange_timing.h"
 #include "engine/strategies/ddp_buckets.h"
 #include "engine/strategies/descriptor.h"
@@ -45,6 +52,8 @@ constexpr size_t kHeader = sizeof(int64_t);  // sender's clock at hand-off, ns
 // Headers of an exchange message that do not grow with the model (docs/guide/represented.md):
 // the hand-off clock and the compressed tensor's wire header.
 constexpr size_t kFixed = kHeader + kernels::kWireHeaderBytes;
+// "K": "auto": the sender's latest RoundMeasure (three doubles) follows the clock.
+constexpr size_t kMeasureBytes = 3 * sizeof(double);
 
 /// The tags of one round (and of the final dense exchange): leader <-> leaders, leader -> members.
 struct RoundTags {
@@ -58,6 +67,7 @@ struct Arrived {
   ExchangeRecord timing;                    // seconds and lower_bound_s (exchange_timing.h)
   uint64_t bytes_sent = 0;                  // our message (header included)
   uint64_t bytes_max = 0;                   // largest message of the exchange (header included)
+  std::vector<RoundMeasure> measures;       // "K": "auto": each peer's, in DC order (leader only)
 };
 
 /// A leader's exchange running on its own thread (in virtual time: its own actor), handed back
@@ -104,6 +114,12 @@ class HierEfTopkInt8 final : public Strategy {
     kcfg_.values = cfg.quantize ? kernels::ValueCoding::kInt8 : kernels::ValueCoding::kFloat32;
     kcfg_.rounding = kernels::Rounding::kNearest;  // deterministic: every DC member computes the same
     kcfg_.topk = kernels::TopkMode::kExact;
+    if (cfg.K_auto) {
+      auto_k_.emplace(AdaptiveKConfig{.k_min = cfg.K_min, .k_max = cfg.K_max, .target = cfg.K_target}, env.num_dcs);
+      next_round_ = auto_k_->k();
+      interval_steps_ = auto_k_->k();
+      interval_start_ns_ = env.clock->now().count();
+    }
     for (int d = 0; d < env.num_dcs; ++d)
       if (d != env.dc) {
         peers_.push_back(env.dc_leaders[static_cast<size_t>(d)]);
@@ -120,19 +136,19 @@ class HierEfTopkInt8 final : public Strategy {
       ScopedTimer t(*env.clock, env.times.compute_ns);
       env.opt->step(env.learner->params(), env.learner->grads());
     }
-    if ((step + 1) % cfg_.K == 0) round(env, step);
+    if (round_due(step)) round(env, step);
   }
 
   // A member of this DC died in the step's allreduce: the gradient is gone, the round (if due)
   // still runs so that the DCs stay in lock step. A dead member's forwards are dropped.
   void discard_step(WorkerEnv& env, int step) override {
-    if ((step + 1) % cfg_.K == 0) round(env, step);
+    if (round_due(step)) round(env, step);
   }
 
   void finish(WorkerEnv& env) override {
     const size_t n = env.learner->num_params();
     float* x = env.learner->params();
-    if (in_flight_) apply(env, collect(env, pending_.get(), in_flight_tags_), s_prev_, last_round_step_);
+    if (in_flight_) collect_pending(env);
     // Dense float32 exchange of everything not yet in xbar, so every replica ends identical.
     kernels::CompressConfig dense;
     dense.density = 1.0;
@@ -148,11 +164,21 @@ class HierEfTopkInt8 final : public Strategy {
   // The consistent cut: the round in flight (overlap) is collected and applied to the anchor
   // now instead of at the next round. apply() only adds it to xbar_, which nothing reads before
   // that next round, so the run continues bit-identically; what is left is xbar_, mark_, resid_.
+  // With "K": "auto" the collected round's measurements wait in decision_ for the next boundary;
+  // they, the rule's state and the interval's bookkeeping are saved too (own_sent_ is not: it
+  // served the round just collected, and the next round sets it anew).
   void save(WorkerEnv& env, StateWriter& out) override {
-    if (in_flight_) apply(env, collect(env, pending_.get(), in_flight_tags_), s_prev_, last_round_step_);
+    if (in_flight_) collect_pending(env);
     out.floats("anchor", xbar_);
     out.floats("mark", mark_);
     out.floats("residual", resid_);
+    if (!auto_k_) return;
+    StateWriter a = out.sub("adaptive_k");
+    a.vec("rule", auto_k_->save());
+    a.vec("decision", flatten(decision_));
+    a.vec("bookkeeping", std::vector<double>{static_cast<double>(next_round_), static_cast<double>(interval_steps_),
+                                             last_exchange_s_, last_round_s_,
+                                             static_cast<double>(env.clock->now().count() - interval_start_ns_)});
   }
   void restore(WorkerEnv& env, StateReader& in) override {
     const size_t n = env.learner->num_params();
@@ -160,6 +186,27 @@ class HierEfTopkInt8 final : public Strategy {
     in.floats("mark", mark_, n);
     in.floats("residual", resid_, n);
     in_flight_ = false;
+    if (!auto_k_) return;
+    StateReader a = in.sub("adaptive_k");
+    std::vector<double> v;
+    a.vec_exact("rule", v, auto_k_->save().size());
+    try {
+      auto_k_->restore(v);
+    } catch (const std::invalid_argument& e) {
+      throw StateError(std::string("strategy.adaptive_k.rule: ") + e.what());
+    }
+    std::vector<double> dec;
+    a.vec("decision", dec);
+    if (dec.size() % 3 != 0 || (dec.size() != 0 && dec.size() != 3 * static_cast<size_t>(env.num_dcs)))
+      throw StateError("strategy.adaptive_k.decision: " + std::to_string(dec.size()) + " values");
+    decision_ = unflatten(dec);
+    a.vec_exact("bookkeeping", v, 5);
+    next_round_ = static_cast<int>(v[0]);
+    interval_steps_ = static_cast<int>(v[1]);
+    last_exchange_s_ = v[2];
+    last_round_s_ = v[3];
+    interval_start_ns_ = env.clock->now().count() - static_cast<int64_t>(v[4]);
+    a.finish();
   }
 
  private:
@@ -188,7 +235,88 @@ class HierEfTopkInt8 final : public Strategy {
     return wire;
   }
 
+  bool round_due(int step) const { return auto_k_ ? step + 1 == next_round_ : (step + 1) % cfg_.K == 0; }
+
+  static std::vector<double> flatten(const std::vector<RoundMeasure>& ms) {
+    std::vector<double> v;
+    for (const RoundMeasure& m : ms) v.insert(v.end(), {m.exchange_s, m.step_s, m.round_s});
+    return v;
+  }
+  static std::vector<RoundMeasure> unflatten(const std::vector<double>& v) {
+    std::vector<RoundMeasure> ms;
+    for (size_t i = 0; i + 2 < v.size(); i += 3) ms.push_back({v[i], v[i + 1], v[i + 2]});
+    return ms;
+  }
+
+  /// Collects and applies the round in flight. "K": "auto": the leader records its exchange time
+  /// and sends every DC's measurement carried by that round (its own as it sent it) to its members;
+  /// every worker keeps them in decision_ for the next boundary.
+  void collect_pending(WorkerEnv& env) {
+    const RoundTags tags = in_flight_tags_;
+    Arrived a = collect(env, pending_.get(), tags);
+    if (auto_k_) {
+      std::vector<uint8_t> msg;
+      if (leader(env)) {
+        last_exchange_s_ = a.launch_to_last_s;
+        std::vector<RoundMeasure> all;
+        for (int d = 0, k = 0; d < env.num_dcs; ++d)
+          all.push_back(d == env.dc ? own_sent_ : a.measures.at(static_cast<size_t>(k++)));
+        const std::vector<double> v = flatten(all);
+        msg.resize(v.size() * sizeof(double));
+        std::memcpy(msg.data(), v.data(), msg.size());
+        for (int m : dc_ranks_but_self(env)) env.net->send(m, tags.forward, msg);
+      } else {
+        msg = env.net->recv(env.dc_leaders[static_cast<size_t>(env.dc)], tags.forward);
+        if (msg.size() != static_cast<size_t>(env.num_dcs) * kMeasureBytes)
+          throw TransportError("adaptive K: measurements of " + std::to_string(msg.size()) + " bytes from the leader");
+      }
+      std::vector<double> v(msg.size() / sizeof(double));
+      std::memcpy(v.data(), msg.data(), msg.size());
+      decision_ = unflatten(v);
+    }
+    apply(env, a, s_prev_, last_round_step_);
+  }
+
+  /// "K": "auto": collect the round in flight, decide the next K, launch this round's exchange
+  /// with this DC's measurement, re-base. Same arithmetic as round()'s overlap branch.
+  void adaptive_round(WorkerEnv& env, int step) {
+    const size_t n = env.learner->num_params();
+    float* x = env.learner->params();
+    const int64_t entry = env.clock->now().count();
+    const uint64_t exposed0 = env.times.exposed_comm_ns;
+    const double step_s = static_cast<double>(entry - interval_start_ns_) * 1e-9 / interval_steps_;
+    std::vector<uint8_t> wire = compress(env, kcfg_);
+    const RoundTags tags = take_round_tags("hier.round");
+    if (in_flight_) collect_pending(env);
+    if (!decision_.empty()) {
+      auto_k_->decide(decision_);
+      decision_.clear();
+    }
+    const int k = auto_k_->k();
+    // This DC's measurement, carried by this round's message: the exchange just collected, the
+    // training time per step of the interval that ended, the previous round's own compute.
+    own_sent_ = last_exchange_s_ >= 0 ? RoundMeasure{last_exchange_s_, step_s, last_round_s_} : RoundMeasure{};
+    if (leader(env)) pending_ = launch(env, std::move(wire), tags, true, &own_sent_);
+    in_flight_ = true;
+    in_flight_tags_ = tags;
+    in_flight_k_ = k;
+    last_round_step_ = step;
+    {
+      ScopedTimer t(*env.clock, env.times.compress_ns);
+      const ComputeRegion region(Work::kCompress, n);
+      for (size_t i = 0; i < n; ++i) x[i] = xbar_[i] + s_cur_[i] + resid_[i];
+    }
+    s_prev_.swap(s_cur_);
+    std::memcpy(mark_.data(), x, n * sizeof(float));
+    next_round_ = step + 1 + k;
+    interval_steps_ = k;
+    const int64_t exit = env.clock->now().count();
+    last_round_s_ = static_cast<double>(exit - entry) * 1e-9 - static_cast<double>(env.times.exposed_comm_ns - exposed0) * 1e-9;
+    interval_start_ns_ = exit;
+  }
+
   void round(WorkerEnv& env, int step) {
+    if (auto_k_) return adaptive_round(env, step);
     const size_t n = env.learner->num_params();
     float* x = env.learner->params();
     std::vector<uint8_t> wire = compress(env, kcfg_);
@@ -219,8 +347,9 @@ class HierEfTopkInt8 final : public Strategy {
 
   /// Leader: hands `wire` to every other DC leader and collects theirs on a background thread.
   /// `send_own` false: only receive (the round's own message was sent by a dead predecessor).
+  /// `measure` ("K": "auto"): this DC's latest measurement, sent after the clock.
   std::unique_ptr<InFlight> launch(WorkerEnv& env, std::vector<uint8_t> wire, const RoundTags& tags,
-                                   bool send_own = true) {
+                                   bool send_own = true, const RoundMeasure* measure = nullptr) {
     auto f = std::make_unique<InFlight>();
     f->net = env.net;
     f->sync = env.net->make_sync();
@@ -228,30 +357,41 @@ class HierEfTopkInt8 final : public Strategy {
     Transport* net = env.net;
     const emu::Clock* clock = env.clock;
     const uint64_t tag = tags.exchange;
+    const bool measured = auto_k_.has_value();
+    const size_t head = kHeader + (measured ? kMeasureBytes : 0), fixed = kFixed + (head - kHeader);
+    std::array<double, 3> m{};
+    if (measure) m = {measure->exchange_s, measure->step_s, measure->round_s};
     f->th = f->sync->spawn("WAN exchange of rank " + std::to_string(env.rank),
-                           [out, net, clock, peers = peers_, links = peer_links_, tag, w = std::move(wire), send_own]() {
+                           [out, net, clock, peers = peers_, links = peer_links_, tag, w = std::move(wire), send_own,
+                            measured, head, fixed, m]() {
       Arrived a;
       std::exception_ptr err;
       try {
-        std::vector<uint8_t> msg(kHeader + w.size());
+        std::vector<uint8_t> msg(head + w.size());
         const int64_t t0 = clock->now().count();
         std::memcpy(msg.data(), &t0, kHeader);
-        if (!w.empty()) std::memcpy(msg.data() + kHeader, w.data(), w.size());  // empty: receive only
+        if (measured) std::memcpy(msg.data() + kHeader, m.data(), kMeasureBytes);
+        if (!w.empty()) std::memcpy(msg.data() + head, w.data(), w.size());  // empty: receive only
         if (send_own) {
-          for (int p : peers) net->send_data(p, tag, msg, kFixed);
-          a.bytes_sent = a.bytes_max = net->represented_size(msg.size(), kFixed);
+          for (int p : peers) net->send_data(p, tag, msg, fixed);
+          a.bytes_sent = a.bytes_max = net->represented_size(msg.size(), fixed);
         }
         ExchangeTiming timing(t0);
         for (size_t k = 0; k < peers.size(); ++k) {
           const int p = peers[k];
           std::vector<uint8_t> in = net->recv(p, tag);
-          if (in.size() < kHeader) throw TransportError("exchange: message of " + std::to_string(in.size()) + " bytes");
+          if (in.size() < head) throw TransportError("exchange: message of " + std::to_string(in.size()) + " bytes");
           int64_t sent_at;
           std::memcpy(&sent_at, in.data(), kHeader);
-          const uint64_t size = net->represented_size(in.size(), kFixed);
+          if (measured) {
+            std::array<double, 3> pm;
+            std::memcpy(pm.data(), in.data() + kHeader, kMeasureBytes);
+            a.measures.push_back({pm[0], pm[1], pm[2]});
+          }
+          const uint64_t size = net->represented_size(in.size(), fixed);
           a.bytes_max = std::max<uint64_t>(a.bytes_max, size);
           timing.arrived(sent_at, size, links[k]);
-          a.wires.emplace_back(in.begin() + kHeader, in.end());
+          a.wires.emplace_back(in.begin() + head, in.end());
         }
         const int64_t all_here = clock->now().count();
         a.launch_to_last_s = static_cast<double>(all_here - t0) * 1e-9;
@@ -325,6 +465,7 @@ class HierEfTopkInt8 final : public Strategy {
     rec.seconds = a.timing.seconds;
     rec.lower_bound_s = a.timing.lower_bound_s;  // every peer's message took at least this: seconds >= it
     rec.rtt_s = a.timing.rtt_s;
+    if (auto_k_ && step >= 0) rec.K = in_flight_k_;
     env.exchanges.push_back(rec);
   }
 
@@ -338,6 +479,16 @@ class HierEfTopkInt8 final : public Strategy {
   RoundTags in_flight_tags_;
   TagAllocator tags_{strategy_tags()};
   int last_round_step_ = 0;
+  // "K": "auto" (strategies/adaptive_k.h); absent for a fixed K.
+  std::optional<AdaptiveK> auto_k_;
+  int next_round_ = 0;                  // step + 1 of the next round
+  int interval_steps_ = 0;              // K of the interval in progress
+  int in_flight_k_ = 0;                 // K decided at the round in flight (recorded when it is applied)
+  int64_t interval_start_ns_ = 0;       // clock when the interval in progress began (the last round ended)
+  double last_exchange_s_ = -1;         // leader: the last collected exchange's T; -1: none yet
+  double last_round_s_ = 0;             // the last round's own compute, seconds
+  RoundMeasure own_sent_;               // leader: the measurement its round in flight carries
+  std::vector<RoundMeasure> decision_;  // the collected round's measurements, every DC's; empty: none
   DdpBuckets buckets_;  // after every other member: its initialiser comes last
 };
 
@@ -352,15 +503,18 @@ std::unique_ptr<Strategy> make_hierarchical(const StrategyConfig& cfg, const Wor
   return std::make_unique<HierEfTopkInt8>(dense, env);
 }
 
-constexpr std::array<const StrategyKey*, 6> kKeys = {&strategy_keys::K,        &strategy_keys::density,
-                                                     &strategy_keys::block,    &strategy_keys::overlap,
-                                                     &strategy_keys::quantize, &strategy_keys::bucket_mb};
-constexpr std::array<const StrategyKey*, 5> kReported = {&strategy_keys::K, &strategy_keys::overlap,
-                                                         &strategy_keys::density, &strategy_keys::block,
-                                                         &strategy_keys::quantize};
+constexpr std::array<const StrategyKey*, 9> kKeys = {
+    &strategy_keys::K_or_auto, &strategy_keys::density,  &strategy_keys::block,
+    &strategy_keys::overlap,   &strategy_keys::quantize, &strategy_keys::bucket_mb,
+    &strategy_keys::K_min,     &strategy_keys::K_max,    &strategy_keys::K_target};
+constexpr std::array<const StrategyKey*, 8> kReported = {
+    &strategy_keys::K_or_auto, &strategy_keys::K_min, &strategy_keys::K_max,    &strategy_keys::K_target,
+    &strategy_keys::overlap, &strategy_keys::density, &strategy_keys::block, &strategy_keys::quantize};
 // hierarchical sends everything in float32: density, block and quantize are accepted (as every
 // strategy accepts the common keys) but not used, and not reported.
-constexpr std::array<const StrategyKey*, 2> kReportedDense = {&strategy_keys::K, &strategy_keys::overlap};
+constexpr std::array<const StrategyKey*, 5> kReportedDense = {&strategy_keys::K_or_auto, &strategy_keys::K_min,
+                                                              &strategy_keys::K_max, &strategy_keys::K_target,
+                                                              &strategy_keys::overlap};
 
 constexpr StrategyInfo kNeeds = {
     .needs_intra_dc = true, .one_group = false, .exchanges_every_step = false, .survives_kills = true};

@@ -90,10 +90,25 @@ std::vector<StrategyConfig> embedded_strategies() {
   diloco.outer_momentum = 0.9;
   StrategyConfig diloco_int8 = diloco;
   diloco_int8.wire = "int8";
-  return {StrategyConfig{"naive_ddp"}, StrategyConfig{"lan"}, hier, hier_blocking, hierarchical, local, diloco, diloco_int8};
+  // "K": "auto" (strategies/adaptive_k.h): on this link K moves from 1 to 4 at the third round
+  // (step 2), so its rule's state, the measurements collected and the interval's bookkeeping are
+  // checkpointed.
+  StrategyConfig hier_auto = hier;
+  hier_auto.K_auto = true;
+  hier_auto.K_max = 32;
+  return {StrategyConfig{"naive_ddp"}, StrategyConfig{"lan"}, hier, hier_blocking, hier_auto, hierarchical, local, diloco,
+          diloco_int8};
 }
 
-std::string label(const StrategyConfig& s) { return s.name + (s.overlap ? "" : " (blocking)") + (s.wire == "int8" ? " (int8)" : ""); }
+std::string label(const StrategyConfig& s) {
+  return s.name + (s.overlap ? "" : " (blocking)") + (s.wire == "int8" ? " (int8)" : "") + (s.K_auto ? " (auto K)" : "");
+}
+
+std::vector<int> k_sequence(const geotb::model::StrategyRun& r) {
+  std::vector<int> ks;
+  for (const auto& e : r.exchanges) ks.push_back(e.K);
+  return ks;
+}
 
 // Every strategy that runs embedded: checkpoints after 6, 12, 18 and 24 steps leave the run
 // bit-identical to one without any; resuming from step 12 (hier: mid-round, round 10 in flight
@@ -124,6 +139,7 @@ TEST(Checkpoint, ResumedRunsEndBitIdenticalForEveryStrategy) {
       for (size_t i = 0; i < plain.run.series.test_accuracy.size(); ++i)
         EXPECT_EQ(resumed.run.series.test_accuracy[i].accuracy, plain.run.series.test_accuracy[i].accuracy);
       EXPECT_EQ(resumed.run.exchanges.size(), plain.run.exchanges.size());
+      EXPECT_EQ(k_sequence(resumed.run), k_sequence(plain.run));
       EXPECT_EQ(resumed.run.metrics.replica_max_abs_diff, 0.0);
       EXPECT_EQ(resumed.run.series.step_end_s.size(), 25u);
     }
@@ -138,9 +154,11 @@ TEST(Checkpoint, EveryStrategyBufferMattersToTheResumedRun) {
   for (const StrategyConfig& s : embedded_strategies()) {
     SCOPED_TRACE(label(s));
     TempDir dir;
-    RunOptions o = checkpointing(dir.str(), 12);
+    // Auto K: at step 2, before the decision that moves K, which the measurements it saved make.
+    const int at = s.K_auto ? 2 : 12;
+    RunOptions o = checkpointing(dir.str(), at);
     const Outcome through = run(s, o);
-    const Checkpoint c = load_checkpoint(checkpoint_step_dir(dir.str(), s.name, 12), expect(s.name));
+    const Checkpoint c = load_checkpoint(checkpoint_step_dir(dir.str(), s.name, at), expect(s.name));
     std::vector<std::string> names;
     for (const auto& e : c.ranks[0].entries)
       if (e.name.starts_with("strategy.")) names.push_back(e.name);
@@ -159,6 +177,16 @@ TEST(Checkpoint, EveryStrategyBufferMattersToTheResumedRun) {
           if (e.name == name) std::fill(e.bytes.begin(), e.bytes.end(), uint8_t{0});
       RunOptions ro = options();
       ro.checkpoint.resume = &forgot;
+      if (name == "strategy.adaptive_k.rule") {
+        // Zeros put K outside [K_min, K_max]: refused by name rather than resumed.
+        try {
+          run(s, ro);
+          ADD_FAILURE() << "a zeroed " << name << " was accepted";
+        } catch (const RunError& err) {
+          EXPECT_NE(std::string(err.what()).find(name), std::string::npos) << err.what();
+        }
+        continue;
+      }
       const Outcome resumed = run(s, ro);
       EXPECT_FALSE(bit_identical(resumed.x, through.x));
     }

@@ -366,7 +366,20 @@ INSTANTIATE_TEST_SUITE_P(
         Bad{"block beyond the field", [](json& j) { j["strategies"][1]["block"] = 1ll << 31; },
             "strategies[1].block: 2147483648: must be in [0, 1073741824]"},
         Bad{"K not an integer", [](json& j) { j["strategies"][1]["K"] = "8"; },
-            "strategies[1].K: \"8\": expected an integer"},
+            "strategies[1].K: \"8\": expected a number of steps or \"auto\" (adaptive K)"},
+        Bad{"K neither steps nor auto", [](json& j) { j["strategies"][1]["K"] = 2.5; },
+            "strategies[1].K: 2.5: expected an integer"},
+        Bad{"auto K blocking", [](json& j) { j["strategies"][1]["K"] = "auto"; j["strategies"][1]["overlap"] = false; },
+            "strategies[1].K: \"auto\": needs \"overlap\": true (auto K hides the exchange behind the next K steps; "
+            "a blocking exchange is never hidden)"},
+        Bad{"K_min without auto", [](json& j) { j["strategies"][1]["K_min"] = 2; },
+            "strategies[1].K: 8: K_min, K_max and K_target are for \"K\": \"auto\""},
+        Bad{"K_max below K_min", [](json& j) { j["strategies"][1]["K"] = "auto"; j["strategies"][1]["K_min"] = 4; j["strategies"][1]["K_max"] = 2; },
+            "strategies[1].K_max: 2: must be in [K_min = 4, 100000] steps"},
+        Bad{"K_target of 1", [](json& j) { j["strategies"][1]["K"] = "auto"; j["strategies"][1]["K_target"] = 1; },
+            "strategies[1].K_target: 1: must be in (0, 1)"},
+        Bad{"auto K bounds on naive_ddp", [](json& j) { j["strategies"][0]["K_min"] = 2; },
+            "strategies[0].K_min: 2: only hierarchical, hier_ef_topk_int8 take a K_min"},
         Bad{"K on naive_ddp too", [](json& j) { j["strategies"][0]["K"] = 0; },
             "strategies[0].K: 0: must be in [1, 100000] steps"},
         Bad{"overlap not a flag", [](json& j) { j["strategies"][1]["overlap"] = "yes"; },
@@ -378,7 +391,7 @@ INSTANTIATE_TEST_SUITE_P(
         Bad{"collective on another strategy", [](json& j) { j["strategies"][1]["collective"] = "eager_ring"; },
             "strategies[1].collective: \"eager_ring\": only naive_ddp takes a collective"},
         Bad{"unknown strategy key", [](json& j) { j["strategies"][1]["topk"] = 3; },
-            "strategies[1].topk: unknown key (known here: K, block, bucket_mb, density, name, overlap, quantize)"},
+            "strategies[1].topk: unknown key (known here: K, K_max, K_min, K_target, block, bucket_mb, density, name, overlap, quantize)"},
         Bad{"negative bucket_mb", [](json& j) { j["strategies"][0]["bucket_mb"] = -25; },
             "strategies[0].bucket_mb: -25: must be in (0, 1048576] MiB (DDP's bucket_cap_mb; default 25)"},
         Bad{"bucket_mb not a number", [](json& j) { j["strategies"][0]["bucket_mb"] = "25MB"; },
@@ -516,6 +529,15 @@ TEST(ScenarioFaults, EventsAndHeartbeatsParse) {
   for (const char* name : {"naive_ddp", "hier_ef_topk_int8", "hierarchical", "local_sgd", "diloco"}) {
     j["strategies"] = json::array({{{"name", name}}});
     EXPECT_EQ(parse_scenario(j, "s.json").faults.events[0].worker, 0) << name;
+  }
+  // Adaptive K's measurements travel with the rounds: not with node kills yet.
+  j["strategies"] = json::array({{{"name", "hier_ef_topk_int8"}, {"K", "auto"}}});
+  try {
+    parse_scenario(j, "s.json");
+    ADD_FAILURE() << "auto K with a kill was accepted";
+  } catch (const ScenarioError& e) {
+    EXPECT_STREQ(e.what(), "s.json: strategies: \"hier_ef_topk_int8\": \"K\": \"auto\" with node kills is not supported yet "
+                           "(give a fixed K)");
   }
 }
 

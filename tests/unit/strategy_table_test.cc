@@ -64,8 +64,13 @@ TEST(StrategyTable, AcceptedKeys) {
   std::vector<std::string> naive = common;
   naive.push_back("collective");
   EXPECT_EQ(key_names(find_strategy("naive_ddp")), naive);
-  for (const char* n : {"naive_ddp_c10d", "lan", "hierarchical", "hier_ef_topk_int8"})
-    EXPECT_EQ(key_names(find_strategy(n)), common) << n;
+  for (const char* n : {"naive_ddp_c10d", "lan"}) EXPECT_EQ(key_names(find_strategy(n)), common) << n;
+  // The hierarchical strategies take "K": "auto" and its bounds (strategies/adaptive_k.h).
+  std::vector<std::string> hier = common;
+  hier.insert(hier.end(), {"K_min", "K_max", "K_target"});
+  for (const char* n : {"hierarchical", "hier_ef_topk_int8"}) EXPECT_EQ(key_names(find_strategy(n)), hier) << n;
+  EXPECT_EQ(find_strategy("hier_ef_topk_int8").key("K")->kind, StrategyKey::Kind::kSteps);
+  EXPECT_EQ(find_strategy("naive_ddp").key("K")->kind, StrategyKey::Kind::kInteger);
   std::vector<std::string> local = common;
   local.insert(local.end(), {"tau", "warmup_steps", "warmup_tau", "momentum_sync"});
   EXPECT_EQ(key_names(find_strategy("local_sgd")), local);
@@ -178,7 +183,7 @@ TEST(StrategyTable, KeysStoreAndReadTheirFields) {
   EXPECT_EQ(c.collective, "eager_ring");
   for (const StrategyKey* k : d.keys) {
     const KeyValue v = k->get(c);
-    const size_t kinds[] = {0, 1, 2, 3, 1};  // variant index per kind: int64_t, double, bool, string, double
+    const size_t kinds[] = {0, 1, 2, 3, 1, 0};  // variant index per kind: int64_t, double, bool, string, double, int64_t
     EXPECT_EQ(v.index(), kinds[static_cast<int>(k->kind)]) << k->name;
   }
 }
@@ -224,6 +229,48 @@ TEST(StrategyTable, ReportedConfigPerStrategy) {
                                              {"outer_momentum", 0.8},
                                              {"wire", std::string("int8")},
                                              {"block", int64_t{128}}}));
+}
+
+// "K": "auto" (strategies/adaptive_k.h): stored, reported with its bounds, checked.
+TEST(StrategyTable, AutoKIsStoredReportedAndChecked) {
+  const StrategyDescriptor& d = find_strategy("hier_ef_topk_int8");
+  StrategyConfig c{"hier_ef_topk_int8"};
+  c.K = 8;
+  d.key("K")->set(c, KeyValue{std::string("auto")});
+  EXPECT_TRUE(c.K_auto);
+  EXPECT_EQ(d.key("K")->get(c), KeyValue{std::string("auto")});
+  d.key("K_min")->set(c, KeyValue{int64_t{2}});
+  d.key("K_max")->set(c, KeyValue{int64_t{64}});
+  d.key("K_target")->set(c, KeyValue{0.9});
+  EXPECT_EQ(d.validate(c), "");
+  Reported r;
+  for (const auto& [k, v] : d.report(c)) r.emplace(k, v);
+  EXPECT_EQ(r.at("K"), KeyValue{std::string("auto")});
+  EXPECT_EQ(r.at("K_min"), KeyValue{int64_t{2}});
+  EXPECT_EQ(r.at("K_max"), KeyValue{int64_t{64}});
+  EXPECT_EQ(r.at("K_target"), KeyValue{0.9});
+  StrategyConfig bad = c;
+  bad.overlap = false;
+  EXPECT_EQ(d.validate(bad), "K: \"auto\": needs \"overlap\": true (auto K hides the exchange behind the next K "
+                             "steps; a blocking exchange is never hidden)");
+  bad = c;
+  bad.K_min = 0;
+  EXPECT_EQ(d.validate(bad), "K_min: 0: must be in [1, 100000] steps");
+  bad = c;
+  bad.K_max = 1;
+  EXPECT_EQ(d.validate(bad), "K_max: 1: must be in [K_min = 2, 100000] steps");
+  bad = c;
+  bad.K_target = 1;
+  EXPECT_EQ(d.validate(bad), "K_target: 1: must be in (0, 1)");
+  // The bounds without "auto" are refused; a fixed K reports no bounds.
+  d.key("K")->set(c, KeyValue{int64_t{8}});
+  EXPECT_FALSE(c.K_auto);
+  EXPECT_EQ(d.validate(c), "K: 8: K_min, K_max and K_target are for \"K\": \"auto\"");
+  c.K_min = StrategyConfig{}.K_min;
+  c.K_max = StrategyConfig{}.K_max;
+  c.K_target = StrategyConfig{}.K_target;
+  EXPECT_EQ(d.validate(c), "");
+  EXPECT_EQ(d.report(c).size(), 5u);  // K, overlap, density, block, quantize
 }
 
 }  // namespace
