@@ -5,6 +5,7 @@
 #include <openssl/evp.h>
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
@@ -13,6 +14,7 @@
 #include "common/units.h"
 #include "engine/collectives/gloo_ring.h"
 #include "engine/strategies/table.h"
+#include "harness/link_trace.h"
 #include "model/hardware.h"
 
 namespace geotb::harness {
@@ -312,7 +314,7 @@ static model::RepresentedModel read_represented(const json& j, const std::string
   return r;
 }
 
-Scenario parse_scenario(const json& j, const std::string& origin) {
+Scenario parse_scenario(const json& j, const std::string& origin, const std::string& dir) {
   try {
     Scenario sc;
     Obj root(j, "");
@@ -433,12 +435,63 @@ Scenario parse_scenario(const json& j, const std::string& origin) {
       sc.faults.events.push_back(ev);
       paths.push_back(e.path());
     };
+    // A link trace, {"trace": "x.csv", "link": [a, b], "time_scale": 0.001}: one link change per
+    // CSV row (harness/link_trace.h), set as the {"at", "link", "set"} form sets it.
+    std::vector<std::pair<size_t, std::string>> trace_sha256;  // timeline index, SHA-256 of its file
+    auto trace_entry = [&](Obj& e, const json& raw, size_t i) {
+      for (const char* k : {"at", "at_step", "set"})
+        if (raw.contains(k))
+          fail(e.field(k), raw[k],
+               "a trace entry's times and settings come from its file (give \"trace\" or \"at\" and \"set\")");
+      const json& tr = e.req("trace");
+      if (!tr.is_string() || tr.get<std::string>().empty())
+        fail(e.field("trace"), tr, "expected a CSV file's path (relative to the scenario's directory)");
+      double scale = 1;
+      if (const json* ts = e.opt("time_scale")) {
+        if (!ts->is_number()) fail(e.field("time_scale"), *ts, "expected a number");
+        scale = ts->get<double>();
+        if (!(scale > 0)) fail(e.field("time_scale"), *ts, "must be > 0");
+      }
+      const auto [a, b] = dc_pair(dc_idx, e.req("link"), e.field("link"));
+      e.done();
+      const std::filesystem::path rel(tr.get<std::string>());
+      const std::string file =
+          dir.empty() || rel.is_absolute() ? rel.string() : (std::filesystem::path(dir) / rel).string();
+      LinkTrace trace;
+      std::string text;
+      try {
+        trace = read_link_trace(file, scale, &text);
+      } catch (const LinkTraceError& err) {
+        throw ScenarioError(fmt::format("{}: {}", e.field("trace"), err.what()));
+      }
+      for (const LinkTraceRow& row : trace.rows) {
+        model::ScheduledChange tc;
+        tc.a = a;
+        tc.b = b;
+        tc.change.at = row.at;
+        if (row.bandwidth_mbps) tc.change.rate_bps = *row.bandwidth_mbps * 1e6;
+        if (row.rtt_ms) tc.change.delay = std::chrono::nanoseconds(std::llround(*row.rtt_ms * 1e6)) / 2;
+        if (row.loss) {  // {"model": "bernoulli", "p": loss}
+          emu::LossConfig l;
+          l.kind = emu::LossConfig::Kind::kBernoulli;
+          l.p = *row.loss;
+          tc.change.loss = l;
+        }
+        if (row.up) tc.change.up = *row.up;
+        sc.cluster.timeline.push_back(tc);
+      }
+      trace_sha256.emplace_back(i, sha256_hex(text));
+    };
     if (const json* tl = root.opt("timeline")) {
       if (!tl->is_array()) fail("timeline", *tl, "expected a list of events");
       for (size_t i = 0; i < tl->size(); ++i) {
         Obj e((*tl)[i], fmt::format("timeline[{}]", i));
         if (e.has("kill") || e.has("restart") || e.has("slow")) {
           fault_event(e, (*tl)[i], dc_idx, sc.cluster.dcs[0].workers, fault_paths);
+          continue;
+        }
+        if (e.has("trace")) {
+          trace_entry(e, (*tl)[i], i);
           continue;
         }
         if (e.has("at_step"))
@@ -879,8 +932,10 @@ Scenario parse_scenario(const json& j, const std::string& origin) {
     }
 
     root.done();
-    sc.hash = sha256_hex(j.dump());
-    json training = j;
+    json hashed = j;  // each trace file's SHA-256 beside its entry: an edited trace is another scenario
+    for (const auto& [i, sha] : trace_sha256) hashed["timeline"][i]["trace_sha256"] = sha;
+    sc.hash = sha256_hex(hashed.dump());
+    json training = hashed;
     training.erase("checkpoint");  // where and how often it checkpoints does not change the run
     sc.checkpoint.training_hash = sha256_hex(training.dump());
     return sc;
@@ -984,7 +1039,7 @@ Scenario load_scenario(const std::string& path) {
   } catch (const json::exception& e) {  // parse_error, and out_of_range for a number like 1e999
     throw ScenarioError(fmt::format("{}: not valid JSON: {}", path, e.what()));
   }
-  return parse_scenario(j, path);
+  return parse_scenario(j, path, std::filesystem::path(path).parent_path().string());
 }
 
 }  // namespace geotb::harness

@@ -96,8 +96,10 @@ void check_faults_for_mode(const Scenario& sc);
 void check_represented_for_mode(const Scenario& sc);
 
 /// Reads and validates a scenario file. Throws ScenarioError("<path>: <field>: <value>: <why>").
+/// A timeline trace's path is relative to the file's directory.
 Scenario load_scenario(const std::string& path);
-/// Validates parsed JSON; `origin` prefixes error messages.
-Scenario parse_scenario(const nlohmann::json& j, const std::string& origin);
+/// Validates parsed JSON; `origin` prefixes error messages. `dir` is the directory a timeline
+/// entry's "trace" path is relative to (the scenario file's; "": the current directory).
+Scenario parse_scenario(const nlohmann::json& j, const std::string& origin, const std::string& dir = "");
 
 }  // namespace geotb::harness

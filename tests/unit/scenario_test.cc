@@ -1,7 +1,13 @@
 // Scenario validation: good files load, bad ones fail with a message naming field and value.
 #include "harness/scenario.h"
 
+#include <unistd.h>
+
+#include <cmath>
 #include <filesystem>
+#include <fstream>
+
+#include <fmt/format.h>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -729,6 +735,189 @@ INSTANTIATE_TEST_SUITE_P(
             "timeline[2].restart.dc: \"b\": hier_ef_topk_int8: a restart in a data center whose leader"},
         Bad{"strategy without kill support", [](json& j) { j["strategies"][1] = {{"name", "naive_ddp_c10d"}}; },
             "strategies: \"naive_ddp_c10d\": this strategy does not survive node kills (supported: naive_ddp, "}),
+    [](const ::testing::TestParamInfo<Bad>& i) {
+      std::string s = i.param.what;
+      for (char& c : s)
+        if (!isalnum(static_cast<unsigned char>(c))) c = '_';
+      return s;
+    });
+
+// ---- link traces: timeline {"trace": "x.csv", "link", "time_scale"} (harness/link_trace.h) ----
+
+/// A fresh directory under the system's temporary one, removed at the end of the test.
+struct TempDir {
+  std::filesystem::path path;
+  explicit TempDir(const std::string& name)
+      : path(std::filesystem::temp_directory_path() / fmt::format("geotb-{}-{}", name, ::getpid())) {
+    std::filesystem::remove_all(path);
+    std::filesystem::create_directories(path / "traces");
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+  std::string write(const std::string& rel, const std::string& text) const {
+    std::ofstream(path / rel) << text;
+    return (path / rel).string();
+  }
+};
+
+json with_trace(const std::string& file, double time_scale) {
+  json j = good();
+  j["timeline"].push_back({{"trace", file}, {"link", {"b", "a"}}, {"time_scale", time_scale}});
+  return j;
+}
+
+void expect_same_change(const geotb::model::ScheduledChange& got, const geotb::model::ScheduledChange& want) {
+  EXPECT_EQ(got.a, want.a);
+  EXPECT_EQ(got.b, want.b);
+  EXPECT_EQ(got.change.at, want.change.at);
+  EXPECT_EQ(got.change.rate_bps, want.change.rate_bps);
+  EXPECT_EQ(got.change.delay, want.change.delay);
+  ASSERT_EQ(got.change.loss.has_value(), want.change.loss.has_value());
+  if (got.change.loss) {
+    EXPECT_EQ(got.change.loss->kind, want.change.loss->kind);
+    EXPECT_EQ(got.change.loss->p, want.change.loss->p);
+  }
+  EXPECT_EQ(got.change.jitter.has_value(), want.change.jitter.has_value());
+  EXPECT_EQ(got.change.up, want.change.up);
+}
+
+TEST(ScenarioTrace, EachRowIsTheLinkChangeItsSetWouldBe) {
+  TempDir d("trace");
+  d.write("traces/t.csv",
+          "# crafted for the test\n"
+          "time_s,bandwidth_mbps,rtt_ms,loss,up\n"
+          "0,10000,30,0,1\n"
+          "600,2000,,1e-4,\n"
+          "1200,,34.5,,0\n"
+          "1500,,,,1\n");
+  const std::string file = d.write("s.json", with_trace("traces/t.csv", 0.01).dump());
+  const auto sc = geotb::harness::load_scenario(file);
+  // The same changes as {"at", "link", "set"} events: rows at time_s * 0.01.
+  json k = good();
+  k["timeline"].push_back({{"at", "0s"}, {"link", {"b", "a"}},
+                           {"set", {{"bandwidth", "10000Mbps"}, {"rtt", "30ms"},
+                                    {"loss", {{"model", "bernoulli"}, {"p", 0}}}, {"up", true}}}});
+  k["timeline"].push_back({{"at", "6s"}, {"link", {"b", "a"}},
+                           {"set", {{"bandwidth", "2000Mbps"}, {"loss", {{"model", "bernoulli"}, {"p", "1e-4"}}}}}});
+  k["timeline"].push_back({{"at", "12s"}, {"link", {"b", "a"}}, {"set", {{"rtt", "34.5ms"}, {"up", false}}}});
+  k["timeline"].push_back({{"at", "15s"}, {"link", {"b", "a"}}, {"set", {{"up", true}}}});
+  const auto ref = parse_scenario(k, "k.json");
+  ASSERT_EQ(sc.cluster.timeline.size(), 5u);  // good()'s own change at 2s, then the trace's 4 rows
+  ASSERT_EQ(ref.cluster.timeline.size(), 5u);
+  for (size_t i = 0; i < 5; ++i) {
+    SCOPED_TRACE(i);
+    expect_same_change(sc.cluster.timeline[i], ref.cluster.timeline[i]);
+  }
+  // Spelled out: b -> a is DCs 1, 0; times scaled; only the cells given are set.
+  const auto& c = sc.cluster.timeline;
+  EXPECT_EQ(c[1].a, 1);
+  EXPECT_EQ(c[1].b, 0);
+  EXPECT_EQ(c[1].change.at, std::chrono::seconds(0));
+  EXPECT_EQ(c[1].change.rate_bps, 10e9);
+  EXPECT_EQ(c[1].change.delay, std::chrono::milliseconds(15));
+  EXPECT_EQ(c[1].change.loss->kind, geotb::emu::LossConfig::Kind::kBernoulli);
+  EXPECT_EQ(c[1].change.loss->p, 0.0);
+  EXPECT_EQ(c[1].change.up, true);
+  EXPECT_EQ(c[2].change.at, std::chrono::seconds(6));
+  EXPECT_EQ(c[2].change.rate_bps, 2e9);
+  EXPECT_FALSE(c[2].change.delay.has_value());
+  EXPECT_EQ(c[2].change.loss->p, 1e-4);
+  EXPECT_FALSE(c[2].change.up.has_value());
+  EXPECT_EQ(c[3].change.at, std::chrono::seconds(12));
+  EXPECT_FALSE(c[3].change.rate_bps.has_value());
+  EXPECT_EQ(c[3].change.delay, std::chrono::microseconds(17250));
+  EXPECT_FALSE(c[3].change.loss.has_value());
+  EXPECT_EQ(c[3].change.up, false);
+  EXPECT_EQ(c[4].change.at, std::chrono::seconds(15));
+  EXPECT_EQ(c[4].change.up, true);
+  // time_scale defaults to 1.
+  json one = with_trace("traces/t.csv", 1);
+  one["timeline"][1].erase("time_scale");
+  const auto unscaled = geotb::harness::load_scenario(d.write("one.json", one.dump()));
+  EXPECT_EQ(unscaled.cluster.timeline[4].change.at, std::chrono::seconds(1500));
+}
+
+TEST(ScenarioTrace, TheTraceFileIsPartOfTheScenarioHash) {
+  TempDir d("trace-hash");
+  d.write("traces/t.csv", "time_s,bandwidth_mbps\n0,1000\n");
+  const std::string file = d.write("s.json", with_trace("traces/t.csv", 1).dump());
+  const auto before = geotb::harness::load_scenario(file);
+  d.write("traces/t.csv", "time_s,bandwidth_mbps\n0,2000\n");
+  const auto after = geotb::harness::load_scenario(file);
+  EXPECT_NE(before.hash, after.hash);  // same JSON, another trace: another scenario
+  EXPECT_NE(before.checkpoint.training_hash, after.checkpoint.training_hash);
+  EXPECT_EQ(before.raw, after.raw);
+  // Without a trace the hash is the JSON's alone (as before traces existed).
+  EXPECT_EQ(parse_scenario(good(), "s.json").hash, parse_scenario(good(), "other.json", d.path.string()).hash);
+}
+
+TEST(ScenarioTrace, FileErrorsNameTheEntryThePathAndTheLine) {
+  TempDir d("trace-errors");
+  const std::string file = d.write("s.json", with_trace("traces/missing.csv", 1).dump());
+  const std::string missing = (d.path / "traces/missing.csv").string();
+  try {
+    geotb::harness::load_scenario(file);
+    ADD_FAILURE() << "no error";
+  } catch (const ScenarioError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              file + ": timeline[1].trace: " + missing + ": cannot open (No such file or directory)");
+  }
+  const std::string bad = d.write("traces/bad.csv", "# c\ntime_s,loss\n0,0\n10,1.5\n");
+  const std::string file2 = d.write("s2.json", with_trace("traces/bad.csv", 1).dump());
+  try {
+    geotb::harness::load_scenario(file2);
+    ADD_FAILURE() << "no error";
+  } catch (const ScenarioError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              file2 + ": timeline[1].trace: " + bad + ":4: loss: \"1.5\": must be in [0, 1] (a probability)");
+  }
+  // An absolute path is taken as it is.
+  const std::string file3 = d.write("s3.json", with_trace(bad, 1).dump());
+  EXPECT_THROW(geotb::harness::load_scenario(file3), ScenarioError);
+}
+
+TEST(ScenarioTrace, ShippedDiurnalTraceSpansTheRun) {
+  const auto sc = geotb::harness::load_scenario(GEOTB_SOURCE_DIR "/scenarios/diurnal-trace.json");
+  const auto& c = sc.cluster.timeline;
+  ASSERT_EQ(c.size(), 98u);  // 96 quarter hours and the outage's two rows
+  const double scale = sc.raw["timeline"][0]["time_scale"].get<double>();
+  EXPECT_EQ(c.front().change.at, std::chrono::seconds(0));
+  EXPECT_DOUBLE_EQ(*c.front().change.rate_bps, 5109.9e6);  // the first row, 00:00
+  EXPECT_EQ(c.back().change.at, std::chrono::nanoseconds(std::llround(85500 * scale * 1e9)));
+  int downs = 0;
+  for (const auto& ch : c) {
+    downs += ch.change.up == false;
+    if (ch.change.rate_bps) {
+      EXPECT_GE(*ch.change.rate_bps, 2e9);
+      EXPECT_LE(*ch.change.rate_bps, 10e9);
+    }
+  }
+  EXPECT_EQ(downs, 1);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Trace, BadScenario,
+    ::testing::Values(
+        Bad{"trace time_scale zero", [](json& j) { j = with_trace("x.csv", 0); },
+            "s.json: timeline[1].time_scale: 0.0: must be > 0"},
+        Bad{"trace time_scale negative", [](json& j) { j = with_trace("x.csv", -2); },
+            "s.json: timeline[1].time_scale: -2.0: must be > 0"},
+        Bad{"trace time_scale not a number", [](json& j) { j = with_trace("x.csv", 1); j["timeline"][1]["time_scale"] = "fast"; },
+            "s.json: timeline[1].time_scale: \"fast\": expected a number"},
+        Bad{"trace with at", [](json& j) { j = with_trace("x.csv", 1); j["timeline"][1]["at"] = "5s"; },
+            "s.json: timeline[1].at: \"5s\": a trace entry's times and settings come from its file (give \"trace\" or "
+            "\"at\" and \"set\")"},
+        Bad{"trace with set", [](json& j) { j = with_trace("x.csv", 1); j["timeline"][1]["set"] = {{"up", false}}; },
+            "s.json: timeline[1].set: {\"up\":false}: a trace entry's times and settings come from its file"},
+        Bad{"trace not a path", [](json& j) { j = with_trace("x.csv", 1); j["timeline"][1]["trace"] = 5; },
+            "s.json: timeline[1].trace: 5: expected a CSV file's path (relative to the scenario's directory)"},
+        Bad{"trace without link", [](json& j) { j = with_trace("x.csv", 1); j["timeline"][1].erase("link"); },
+            "s.json: timeline[1].link: missing (required)"},
+        Bad{"trace to nowhere", [](json& j) { j = with_trace("x.csv", 1); j["timeline"][1]["link"][1] = "mars"; },
+            "s.json: timeline[1].link[1]: \"mars\": no such data center (have: a, b)"},
+        Bad{"trace unknown key", [](json& j) { j = with_trace("x.csv", 1); j["timeline"][1]["scale"] = 2; },
+            "s.json: timeline[1].scale: unknown key (known here: kill, link, restart, slow, time_scale, trace)"},
+        Bad{"trace file missing", [](json& j) { j = with_trace("no/such.csv", 1); },
+            "s.json: timeline[1].trace: no/such.csv: cannot open (No such file or directory)"}),
     [](const ::testing::TestParamInfo<Bad>& i) {
       std::string s = i.param.what;
       for (char& c : s)
