@@ -425,10 +425,12 @@ std::string adaptive_k_html(const std::vector<model::RunReport>& reports, const 
     }
   }
   if (k_chart.series.empty()) return "";
+  k_chart.x.fixed_lo = 0;  // both charts over the same span: the longest run
+  k_chart.x.fixed_hi = end;
   bw.id = "wan-bandwidth";
   bw.title = "WAN bandwidth (scenario timeline)";
   bw.x = k_chart.x;
-  bw.y = {.title = "bandwidth", .unit = "bit/s", .si_prefix = true, .include_zero = true};
+  bw.y = {.title = "bandwidth", .unit = "bit/s", .scale = plot::Scale::kLog, .si_prefix = true};
   static const char* kColours[] = {"#000000", "#7f7f7f", "#8c564b", "#bcbd22"};
   const std::vector<model::WanLinkSummary>& wan = reports.front().scenario.wan;
   for (size_t i = 0; i < wan.size(); ++i) {

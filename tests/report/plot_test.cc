@@ -169,6 +169,38 @@ TEST(Pages, HtmlIsSelfContainedWithEveryChartAndMarkdownSaysTheRatios) {
   EXPECT_NE(md.find("**hier (run 2)**: 2.00× the throughput of naive_ddp with 25 % of its WAN bytes"), std::string::npos)
       << md;
   EXPECT_NE(md.find("[x.html](x.html)"), std::string::npos);
+  EXPECT_EQ(html.find("fig-adaptive-k"), std::string::npos) << "no run adapted K";
+}
+
+// "K": "auto": K per round against time (a step line: the previous K holds until the next round),
+// beside the WAN bandwidth of the timeline (report scenario.wan[].bandwidth_changes).
+TEST(Pages, AdaptiveKIsPlottedBesideTheLinkBandwidth) {
+  using harness::crafted::report_json;
+  nlohmann::json a = report_json({{"naive_ddp", 100, 1024, 0.75}, {"hier", 400, 256, 0.75}});
+  a["strategies"][1]["exchanges"] = {
+      {{"step", 0}, {"bytes", 128}, {"seconds", 0.02}, {"lower_bound_s", 0.01}, {"efficiency", 0.5}, {"K", 1}},
+      {{"step", 1}, {"bytes", 128}, {"seconds", 0.02}, {"lower_bound_s", 0.01}, {"efficiency", 0.5}, {"K", 2}},
+      {{"step", -1}, {"bytes", 512}, {"seconds", 0.05}, {"lower_bound_s", 0.01}, {"efficiency", 0.2}}};
+  a["scenario"]["wan"][0]["bandwidth_changes"] = {{{"at_s", 0.6}, {"bandwidth_bps", 1e8}}};
+  const model::RunReport r = model::parse_report(a, "a.json");
+  ASSERT_EQ(r.strategies[1].exchanges[1].K, 2);
+  ASSERT_EQ(r.scenario.wan[0].bandwidth_changes.size(), 1u);
+  const std::string html = harness::render_html_report({r}, "naive_ddp");
+  EXPECT_EQ(count(html, "<svg"), 9u);
+  for (const char* t : {"K per round (\"K\": \"auto\")", "WAN bandwidth (scenario timeline)"})
+    EXPECT_NE(html.find(std::string("<title>") + plot::xml_escape(t) + "</title>"), std::string::npos) << t;
+  EXPECT_NE(html.find(">a – b</text>"), std::string::npos);
+  // The report writes K back (and a K outside [1, 100000] is refused by name).
+  nlohmann::json back = r.strategies[1].exchanges[1];
+  EXPECT_EQ(back["K"], 2);
+  EXPECT_FALSE(nlohmann::json(r.strategies[1].exchanges[2]).contains("K"));
+  a["strategies"][1]["exchanges"][1]["K"] = 0;
+  try {
+    model::parse_report(a, "a.json");
+    ADD_FAILURE() << "K 0 accepted";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("exchanges[1].K"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace
