@@ -63,7 +63,8 @@ LIB=(common/units.cc common/atomic_file.cc
      model/report.cc model/faults.cc model/exec_report.cc model/rank_report.cc model/metrics.cc
      model/report_error.cc model/json_fields.cc model/json_file.cc model/hardware.cc model/represented.cc
      engine/checkpoint/file.cc engine/checkpoint/state.cc
-     harness/scenario.cc engine/strategies/table.cc engine/strategies/descriptor.cc
+     harness/scenario.cc harness/link_trace.cc engine/strategies/table.cc engine/strategies/descriptor.cc
+     engine/strategies/adaptive_k.cc
      engine/strategies/dc_exchange.cc engine/strategies/ddp_buckets.cc engine/strategies/diloco.cc
      engine/strategies/hier_ef_topk_int8.cc engine/strategies/lan_ddp.cc engine/strategies/local_sgd.cc
      engine/strategies/naive_ddp.cc engine/collectives/gloo_ring.cc engine/collectives/buckets.cc
@@ -73,7 +74,7 @@ obj() { echo "obj/${1%.cc}.o"; }
 {
   echo "root = $ROOT"
   echo "cxx = $CXX"
-  echo "flags = -std=c++20 -O2 -g -I\$root -ffp-contract=off"
+  echo "flags = -std=c++20 -O2 -g -I\$root -ffp-contract=off -DGEOTB_SCENARIO_DIR='\"$ROOT/scenarios\"'"
   echo "san = -fsanitize=address,undefined -fno-sanitize-recover=all"
   cat <<'EOF'
 rule cc

@@ -197,6 +197,13 @@ int run(const RunArgs& a) {
   for (const auto& d : sc.cluster.dcs) workers += d.workers;
   // Checkpoints: written where the scenario (or --checkpoint-dir) says; SIGUSR1 asks for one.
   const std::string checkpoint_dir = a.checkpoint_dir.empty() ? sc.checkpoint.dir : a.checkpoint_dir;
+  if (sc.checkpoint.every_steps > 0 && checkpoint_dir.empty()) {
+    fmt::print(stderr,
+               "geotb: error: {}: checkpoint.every_steps: {}: no directory to write them to (give checkpoint.dir in "
+               "the scenario or --checkpoint-dir)\n",
+               a.scenario, sc.checkpoint.every_steps);
+    return 2;
+  }
   std::optional<CheckpointSignal> sigusr1;
   if (!checkpoint_dir.empty()) sigusr1.emplace();
   // --resume: one strategy, its checkpoint verified whole (every rank file) before anything runs.

@@ -756,8 +756,11 @@ Scenario parse_scenario(const json& j, const std::string& origin, const std::str
       Obj c(*cp, "checkpoint");
       const int64_t none = 0;
       sc.checkpoint.every_steps = static_cast<int>(get_int(c, "every_steps", 0, 1000000, &none));
-      sc.checkpoint.dir = get_string(c, "dir");
-      if (sc.checkpoint.dir.empty()) fail("checkpoint.dir", json(sc.checkpoint.dir), "must not be empty");
+      // Optional: `geotb run --checkpoint-dir` may give it instead (cmd_run refuses neither).
+      if (c.has("dir")) {
+        sc.checkpoint.dir = get_string(c, "dir");
+        if (sc.checkpoint.dir.empty()) fail("checkpoint.dir", json(sc.checkpoint.dir), "must not be empty");
+      }
       c.done();
     }
     if (const json* ch = root.opt("check")) {

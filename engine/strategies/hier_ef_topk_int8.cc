@@ -297,9 +297,23 @@ class HierEfTopkInt8 final : public Strategy {
     // training time per step of the interval that ended, the previous round's own compute.
     own_sent_ = last_exchange_s_ >= 0 ? RoundMeasure{last_exchange_s_, step_s, last_round_s_} : RoundMeasure{};
     if (leader(env)) pending_ = launch(env, std::move(wire), tags, true, &own_sent_);
+    in_flight_k_ = k;
+    fly(env, tags, step);
+    std::memcpy(mark_.data(), x, n * sizeof(float));
+    next_round_ = step + 1 + k;
+    interval_steps_ = k;
+    const int64_t exit = env.clock->now().count();
+    last_round_s_ = static_cast<double>(exit - entry) * 1e-9 - static_cast<double>(env.times.exposed_comm_ns - exposed0) * 1e-9;
+    interval_start_ns_ = exit;
+  }
+
+  /// Overlap: round `tags`, compressed after `step`, is in flight; the replica re-bases on the
+  /// anchor plus its own progress not yet in it: x <- xbar + s_cur + resid.
+  void fly(WorkerEnv& env, const RoundTags& tags, int step) {
+    const size_t n = env.learner->num_params();
+    float* x = env.learner->params();
     in_flight_ = true;
     in_flight_tags_ = tags;
-    in_flight_k_ = k;
     last_round_step_ = step;
     {
       ScopedTimer t(*env.clock, env.times.compress_ns);
@@ -307,12 +321,6 @@ class HierEfTopkInt8 final : public Strategy {
       for (size_t i = 0; i < n; ++i) x[i] = xbar_[i] + s_cur_[i] + resid_[i];
     }
     s_prev_.swap(s_cur_);
-    std::memcpy(mark_.data(), x, n * sizeof(float));
-    next_round_ = step + 1 + k;
-    interval_steps_ = k;
-    const int64_t exit = env.clock->now().count();
-    last_round_s_ = static_cast<double>(exit - entry) * 1e-9 - static_cast<double>(env.times.exposed_comm_ns - exposed0) * 1e-9;
-    interval_start_ns_ = exit;
   }
 
   void round(WorkerEnv& env, int step) {
@@ -327,15 +335,7 @@ class HierEfTopkInt8 final : public Strategy {
       // Apply the previous round (it had K steps to arrive); this one flies under the next K.
       if (in_flight_) apply(env, collect(env, pending_.get(), in_flight_tags_), s_prev_, last_round_step_);
       pending_ = std::move(fut);  // the previous one was joined by collect() above
-      in_flight_ = true;
-      in_flight_tags_ = tags;
-      last_round_step_ = step;
-      ScopedTimer t(*env.clock, env.times.compress_ns);
-      {
-        const ComputeRegion region(Work::kCompress, n);
-        for (size_t i = 0; i < n; ++i) x[i] = xbar_[i] + s_cur_[i] + resid_[i];
-      }
-      s_prev_.swap(s_cur_);
+      fly(env, tags, step);
     } else {
       apply(env, collect(env, fut.get(), tags), s_cur_, step);
       ScopedTimer t(*env.clock, env.times.compress_ns);

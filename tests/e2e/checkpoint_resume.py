@@ -37,7 +37,9 @@ def scenario(tmp, name, overlap, ckpt_dir, every=10, seed=7):
     s["seed"] = seed
     s["workload"]["steps"] = 80
     s["strategies"] = [{"name": STRATEGY, "K": 4, "density": "5%", "block": 256, "overlap": overlap}]
-    s["checkpoint"] = {"every_steps": every, "dir": str(ckpt_dir)}
+    s["checkpoint"] = {"every_steps": every}
+    if ckpt_dir is not None:  # None: given by --checkpoint-dir
+        s["checkpoint"]["dir"] = str(ckpt_dir)
     p = tmp / f"{name}.json"
     p.write_text(json.dumps(s))
     return p
@@ -139,12 +141,13 @@ with tempfile.TemporaryDirectory(prefix="geotb-ckpt-e2e-") as t:
 
     print("SIGUSR1")
     d = tmp / "ckpt-usr1"
-    sc = scenario(tmp, "ck-usr1", True, d, every=0)
+    sc = scenario(tmp, "ck-usr1", True, None, every=0)  # the directory from --checkpoint-dir
     # stdbuf line-buffers geotb's stdout through LD_PRELOAD, which an ASan build (ci/sanitizers.sh)
     # refuses unless told that its runtime need not come first.
     env = dict(os.environ, ASAN_OPTIONS=":".join(filter(None, [os.environ.get("ASAN_OPTIONS", ""),
                                                                "verify_asan_link_order=0"])))
-    proc = subprocess.Popen(["stdbuf", "-oL", geotb, "run", str(sc), "--out", str(tmp / "usr1")], stdout=subprocess.PIPE,
+    proc = subprocess.Popen(["stdbuf", "-oL", geotb, "run", str(sc), "--checkpoint-dir", str(d), "--out", str(tmp / "usr1")],
+                            stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, env=env)
     for line in proc.stdout:  # the handler is in place once the scenario line is out
         if line.startswith("geotb: scenario"):
@@ -176,6 +179,11 @@ with tempfile.TemporaryDirectory(prefix="geotb-ckpt-e2e-") as t:
     rank1.write_bytes(data[: len(data) // 3])
     p = run([sc, "--resume", step_dir], tmp / "refused3", expect_rc=2)
     assert f"{rank1}: truncated" in p.stderr, p.stderr
+    print("  " + p.stderr.strip())
+    # A period without a directory (neither checkpoint.dir nor --checkpoint-dir).
+    nodir = scenario(tmp, "ck-nodir", True, None, every=10)
+    p = run([nodir], tmp / "refused4", expect_rc=2)
+    assert "checkpoint.every_steps: 10: no directory to write them to" in p.stderr, p.stderr
     print("  " + p.stderr.strip())
     assert not list(tmp.glob("refused*/*.json"))  # refused before anything ran
 print("checkpoint_resume: ok")

@@ -12,11 +12,17 @@
 #include "harness/scenario.h"
 #include "tests/fuzz/fuzz_util.h"
 
+#ifndef GEOTB_SCENARIO_DIR
+#define GEOTB_SCENARIO_DIR "scenarios"  // relative to the working directory
+#endif
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using geotb::harness::ScenarioError;
   geotb::fuzz::read_one<ScenarioError, nlohmann::json::parse_error>([&] {
     const nlohmann::json j = nlohmann::json::parse(data, data + size);
-    const geotb::harness::Scenario sc = geotb::harness::parse_scenario(j, "fuzz.json");
+    // Relative trace files (timeline[].trace) resolve as for a file in scenarios/: the seeds are
+    // the shipped scenarios (ci/fuzz.sh defines the directory).
+    const geotb::harness::Scenario sc = geotb::harness::parse_scenario(j, "fuzz.json", GEOTB_SCENARIO_DIR);
     geotb::harness::check_faults_for_mode(sc);
     geotb::harness::check_represented_for_mode(sc);
   });
