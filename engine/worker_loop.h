@@ -15,6 +15,7 @@
 
 #include "engine/checkpoint/state.h"
 #include "engine/data/fashion_mnist.h"
+#include "engine/data/partition.h"
 #include "engine/model/learner.h"
 #include "engine/optim/sgd.h"
 #include "engine/strategy.h"
@@ -35,6 +36,7 @@ struct WorkloadSpec {
   uint64_t seed = 42;
   int eval_points = 10;  ///< test accuracy of rank 0's model at this many evenly spaced steps
                          ///< (snapshots taken during the run, evaluated after it: no effect on timing)
+  PartitionSpec partition;  ///< how the training examples are split over the workers (data/partition.h)
 };
 
 struct Datasets {

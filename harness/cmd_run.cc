@@ -15,6 +15,7 @@
 #include "common/cli_units.h"
 #include "common/units.h"
 #include "engine/checkpoint/file.h"
+#include "engine/data/partition.h"
 #include "harness/data_plane_options.h"
 #include "engine/cluster.h"
 #include "engine/model/learner.h"
@@ -249,6 +250,25 @@ int run(const RunArgs& a) {
   } catch (const engine::DataError& e) {
     fmt::print(stderr, "geotb: error: {}\n", e.what());
     return 2;
+  }
+  if (sc.workload.partition.kind != engine::PartitionSpec::Kind::kIid) {
+    // Made here once before any strategy runs: an impossible partition is refused up front, and
+    // the report shows what each data center holds (the workers make the same one).
+    try {
+      const int per_dc = sc.cluster.dcs[0].workers;
+      const auto shards = engine::make_partition(data.train.labels, 10, sc.workload.partition,
+                                                 static_cast<int>(sc.cluster.dcs.size()), per_dc, sc.workload.seed);
+      const auto h = engine::label_histogram(shards, data.train.labels, 10);
+      for (size_t d = 0; d < sc.cluster.dcs.size(); ++d) {
+        std::vector<uint64_t> sum(10, 0);
+        for (int w = 0; w < per_dc; ++w)
+          for (int c = 0; c < 10; ++c) sum[static_cast<size_t>(c)] += h[d * static_cast<size_t>(per_dc) + w][static_cast<size_t>(c)];
+        ctx.label_histogram_by_dc[sc.cluster.dcs[d].name] = sum;
+      }
+    } catch (const engine::PartitionError& e) {
+      fmt::print(stderr, "geotb: error: {}: workload.partition: {}\n", a.scenario, e.what());
+      return 2;
+    }
   }
   if (sc.network == "embedded") {
     // Refused before anything starts when it would not fit (model/memory_estimate.h).

@@ -98,7 +98,10 @@ model::ScenarioSummary scenario_summary(const Scenario& sc, const RunContext& ct
     std::stable_sort(w.bandwidth_changes.begin(), w.bandwidth_changes.end(),
                      [](const auto& x, const auto& y) { return x.first < y.first; });
   s.workload = {sc.workload.model.name, sc.dataset, sc.workload.batch_per_worker, sc.workload.steps,
-                sc.target_accuracy, sc.workload.eval_points};
+                sc.target_accuracy, sc.workload.eval_points, {}, ctx.label_histogram_by_dc};
+  if (sc.raw.contains("workload") && sc.raw["workload"].contains("partition") &&
+      sc.raw["workload"]["partition"].is_object())
+    s.workload.partition = sc.raw["workload"]["partition"];
   s.check = sc.check;
   return s;
 }

@@ -2,6 +2,7 @@
 // harness/report.schema.json) and the table printed after a run.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,8 @@ struct RunContext {
   std::string started_at;  ///< UTC, ISO 8601
   /// dpdk mode: the TCP congestion control the DC namespaces ran with (read back), else "".
   std::string dc_tcp_congestion_control;
+  /// A non-IID workload.partition: every data center's training examples per class, by name.
+  std::map<std::string, std::vector<uint64_t>> label_histogram_by_dc;
 };
 
 

@@ -535,8 +535,38 @@ Scenario parse_scenario(const json& j, const std::string& origin, const std::str
       const std::string fm = "fashion-mnist", iid = "iid";
       sc.dataset = get_string(w, "dataset", &fm);
       if (sc.dataset != "fashion-mnist") fail("workload.dataset", json(sc.dataset), "unknown dataset (fashion-mnist)");
-      sc.partition = get_string(w, "partition", &iid);
-      if (sc.partition != "iid") fail("workload.partition", json(sc.partition), "unknown partition (iid)");
+      // workload.partition: "iid", or {"kind": "dirichlet" | "label_skew", ...} (engine/data/partition.h).
+      if (const json* pj = w.opt("partition"); pj && pj->is_object()) {
+        Obj p(*pj, w.field("partition"));
+        const std::string kind = get_string(p, "kind");
+        engine::PartitionSpec& ps = sc.workload.partition;
+        if (kind == "dirichlet") {
+          ps.kind = engine::PartitionSpec::Kind::kDirichlet;
+          ps.alpha = get_number(p, "alpha", 0, 1e6, 0);
+          if (!p.has("alpha")) p.req("alpha");
+          if (!(ps.alpha > 0)) fail(p.field("alpha"), p.req("alpha"), "must be > 0 (Dirichlet concentration)");
+          const std::string dc = "dc";
+          const std::string level = get_string(p, "level", &dc);
+          if (level != "dc" && level != "worker")
+            fail(p.field("level"), json(level), "expected \"dc\" (one share per data center) or \"worker\"");
+          ps.level = level == "dc" ? engine::PartitionSpec::Level::kDc : engine::PartitionSpec::Level::kWorker;
+          const int64_t ten = 10;
+          ps.min_size = static_cast<int>(get_int(p, "min_size", 1, 1000000, &ten));
+        } else if (kind == "label_skew") {
+          ps.kind = engine::PartitionSpec::Kind::kLabelSkew;
+          ps.classes_per_dc = static_cast<int>(get_int(p, "classes_per_dc", 1, 1000000));
+          if (ps.classes_per_dc > 10)
+            fail(p.field("classes_per_dc"), p.req("classes_per_dc"), "more classes per data center than the dataset's 10");
+        } else {
+          fail(p.field("kind"), json(kind), "unknown partition (dirichlet or label_skew; or \"iid\" instead of an object)");
+        }
+        p.done();
+        sc.partition = kind;
+      } else {
+        sc.partition = get_string(w, "partition", &iid);
+        if (sc.partition != "iid")
+          fail("workload.partition", json(sc.partition), "unknown partition (\"iid\", or an object: dirichlet, label_skew)");
+      }
       sc.workload.batch_per_worker = static_cast<int>(get_int(w, "batch_per_worker", 1, 4096));
       sc.workload.steps = static_cast<int>(get_int(w, "steps", 1, 1000000));
       const int64_t zero = 0;

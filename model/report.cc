@@ -310,6 +310,8 @@ void to_json(json& j, const WorkloadSummary& w) {
   j = {{"model", w.model}, {"dataset", w.dataset}, {"batch_per_worker", w.batch_per_worker}, {"steps", w.steps}};
   if (w.target_accuracy) j["target_accuracy"] = *w.target_accuracy;
   if (w.eval_points) j["eval_points"] = *w.eval_points;
+  if (w.partition) j["partition"] = *w.partition;
+  if (!w.label_histogram_by_dc.empty()) j["label_histogram_by_dc"] = w.label_histogram_by_dc;
 }
 
 void from_json(const json& j, WorkloadSummary& w) {
@@ -325,6 +327,22 @@ void from_json(const json& j, WorkloadSummary& w) {
   }
   w.eval_points.reset();
   if (f::has(j, "eval_points")) w.eval_points = static_cast<int>(f::count(j, "eval_points"));
+  w.partition.reset();
+  if (f::has(j, "partition")) w.partition = f::object(j, "partition");
+  w.label_histogram_by_dc.clear();
+  if (f::has(j, "label_histogram_by_dc")) {
+    const json& h = f::object(j, "label_histogram_by_dc");
+    for (auto it = h.begin(); it != h.end(); ++it) {
+      if (!it.value().is_array()) f::fail("label_histogram_by_dc." + it.key(), "expected a list of counts");
+      std::vector<uint64_t> counts;
+      for (const json& c : it.value()) {
+        if (!c.is_number_integer() || c.get<int64_t>() < 0)
+          f::fail("label_histogram_by_dc." + it.key(), "expected counts >= 0, got " + c.dump());
+        counts.push_back(c.get<uint64_t>());
+      }
+      w.label_histogram_by_dc[it.key()] = counts;
+    }
+  }
 }
 
 void to_json(json& j, const CheckTolerances& t) {

@@ -223,6 +223,11 @@ struct WorkloadSummary {
   int steps = 0;
   std::optional<double> target_accuracy;  ///< time-to-accuracy target, absent if the scenario sets none
   std::optional<int> eval_points;         ///< points of the accuracy curve; absent in older reports
+  /// A non-IID workload.partition as the scenario gave it ({"kind": "dirichlet", ...}); absent for
+  /// "iid" (and in older reports).
+  std::optional<json> partition;
+  /// With `partition`: every data center's training examples per class (10 counts), by name.
+  std::map<std::string, std::vector<uint64_t>> label_histogram_by_dc;
 };
 void to_json(json& j, const WorkloadSummary& w);
 void from_json(const json& j, WorkloadSummary& w);

@@ -96,6 +96,27 @@ TEST(ReportModel, PerDataCenterComputeProfilesRoundTrip) {
   }
 }
 
+// A non-IID partition and the examples per class of every data center: read, written back key
+// for key, a negative count refused by field.
+TEST(ReportModel, PartitionAndLabelHistogramsRoundTrip) {
+  json j = read_json_file((kSource / "reports/baselines/us-east-us-west.json").string());
+  j["scenario"]["workload"]["partition"] = {{"kind", "dirichlet"}, {"alpha", 0.1}, {"level", "dc"}};
+  j["scenario"]["workload"]["label_histogram_by_dc"] = {{"us-east", {5, 0, 3, 0, 0, 0, 0, 0, 0, 1}},
+                                                        {"us-west", {0, 7, 2, 0, 0, 0, 0, 0, 0, 0}}};
+  const RunReport r = parse_report(j, "r.json");
+  ASSERT_TRUE(r.scenario.workload.partition.has_value());
+  EXPECT_EQ((*r.scenario.workload.partition)["alpha"], 0.1);
+  EXPECT_EQ(r.scenario.workload.label_histogram_by_dc.at("us-west"), (std::vector<uint64_t>{0, 7, 2, 0, 0, 0, 0, 0, 0, 0}));
+  EXPECT_EQ(json(r), j);
+  j["scenario"]["workload"]["label_histogram_by_dc"]["us-east"][1] = -1;
+  try {
+    parse_report(j, "r.json");
+    ADD_FAILURE() << "a negative count accepted";
+  } catch (const ReportError& e) {
+    EXPECT_NE(std::string(e.what()).find("label_histogram_by_dc.us-east"), std::string::npos) << e.what();
+  }
+}
+
 // A derived compute profile: the catalog's entries, the formula on exact inputs, the count
 // parser, and the derivation read and written back inside the report's compute profile.
 TEST(Hardware, CatalogFormulaAndCounts) {
