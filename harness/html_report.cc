@@ -134,7 +134,25 @@ std::string header_html(const std::vector<model::RunReport>& reports) {
     row("WAN links", links.empty() ? "none" : links);
     row("network", sc.network);
     row("workload", workload);
+    if (sc.workload.partition) row("data partition", sc.workload.partition->dump());
     h += "</dl>\n";
+    // A non-IID partition: what each data center trains on (docs/guide/scenario.md "Data partitions").
+    if (!sc.workload.label_histogram_by_dc.empty()) {
+      h += "<table>\n<caption>Training examples per class, by data center (the scenario's seed)</caption>\n"
+           "<tr><th>data center</th>";
+      for (int c = 0; c < 10; ++c) h += fmt::format("<th>class {}</th>", c);
+      h += "<th>total</th></tr>\n";
+      for (const auto& [dc, counts] : sc.workload.label_histogram_by_dc) {
+        uint64_t total = 0;
+        h += fmt::format("<tr><td>{}</td>", xml_escape(dc));
+        for (uint64_t n : counts) {
+          total += n;
+          h += fmt::format("<td class=\"num\">{}</td>", n);
+        }
+        h += fmt::format("<td class=\"num\">{}</td></tr>\n", total);
+      }
+      h += "</table>\n";
+    }
   }
   h += "<h2>Runs</h2>\n<table>\n<tr><th>run</th><th>report</th><th>date (UTC)</th><th>git revision</th>"
        "<th>build</th><th>host</th><th>threads</th><th>libraries</th><th>strategies</th><th>clock and compute</th></tr>\n";

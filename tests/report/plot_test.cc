@@ -182,6 +182,10 @@ TEST(Pages, AdaptiveKIsPlottedBesideTheLinkBandwidth) {
       {{"step", 1}, {"bytes", 128}, {"seconds", 0.02}, {"lower_bound_s", 0.01}, {"efficiency", 0.5}, {"K", 2}},
       {{"step", -1}, {"bytes", 512}, {"seconds", 0.05}, {"lower_bound_s", 0.01}, {"efficiency", 0.2}}};
   a["scenario"]["wan"][0]["bandwidth_changes"] = {{{"at_s", 0.6}, {"bandwidth_bps", 1e8}}};
+  // A non-IID partition: the examples per class of each DC in a table under the scenario.
+  a["scenario"]["workload"]["partition"] = {{"kind", "label_skew"}, {"classes_per_dc", 5}};
+  a["scenario"]["workload"]["label_histogram_by_dc"] = {{"a", {1, 2, 3, 4, 5, 0, 0, 0, 0, 0}},
+                                                        {"b", {0, 0, 0, 0, 0, 6, 7, 8, 9, 10}}};
   const model::RunReport r = model::parse_report(a, "a.json");
   ASSERT_EQ(r.strategies[1].exchanges[1].K, 2);
   ASSERT_EQ(r.scenario.wan[0].bandwidth_changes.size(), 1u);
@@ -190,6 +194,11 @@ TEST(Pages, AdaptiveKIsPlottedBesideTheLinkBandwidth) {
   for (const char* t : {"K per round (\"K\": \"auto\")", "WAN bandwidth (scenario timeline)"})
     EXPECT_NE(html.find(std::string("<title>") + plot::xml_escape(t) + "</title>"), std::string::npos) << t;
   EXPECT_NE(html.find(">a – b</text>"), std::string::npos);
+  EXPECT_NE(html.find("<caption>Training examples per class, by data center"), std::string::npos);
+  EXPECT_NE(html.find("<tr><td>b</td><td class=\"num\">0</td><td class=\"num\">0</td><td class=\"num\">0</td>"
+                      "<td class=\"num\">0</td><td class=\"num\">0</td><td class=\"num\">6</td><td class=\"num\">7</td>"
+                      "<td class=\"num\">8</td><td class=\"num\">9</td><td class=\"num\">10</td><td class=\"num\">40</td></tr>"),
+            std::string::npos);
   // The report writes K back (and a K outside [1, 100000] is refused by name).
   nlohmann::json back = r.strategies[1].exchanges[1];
   EXPECT_EQ(back["K"], 2);
