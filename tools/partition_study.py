@@ -6,7 +6,10 @@ Each variant is scenarios/partition-study.json with its sites and partition; `ge
 replays it; the table gives final test accuracy, mean ± sample sd over the seeds, and the
 examples per class of DC 0 (the report's scenario.workload.label_histogram_by_dc).
 
-  tools/partition_study.py --geotb build/harness/geotb --out /tmp/partition [--seeds 3] [--alpha 0.1]
+  tools/partition_study.py --geotb build/harness/geotb --out /tmp/partition [--seeds 3] [--alpha 0.1] [--fedprox MU]
+
+--fedprox MU adds local_sgd with FedProx (fedprox_mu MU) on the Dirichlet partitions: how much of
+local_sgd's gap it recovers.
 """
 import argparse
 import glob
@@ -24,19 +27,26 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--alpha", type=float, default=0.1)
+    ap.add_argument("--fedprox", type=float, default=0, help="also run local_sgd with this fedprox_mu (non-IID only)")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     base = json.load(open(os.path.join(ROOT, "scenarios/partition-study.json")))
     rows = []
-    for sites in (2, 4):
-        for part in ("iid", {"kind": "dirichlet", "alpha": args.alpha, "level": "dc"}):
+    variants = [(sites, part, None) for sites in (2, 4)
+                for part in ("iid", {"kind": "dirichlet", "alpha": args.alpha, "level": "dc"})]
+    if args.fedprox > 0:
+        variants += [(sites, {"kind": "dirichlet", "alpha": args.alpha, "level": "dc"},
+                      [{"name": "local_sgd", "tau": 16, "fedprox_mu": args.fedprox}]) for sites in (2, 4)]
+    for sites, part, strategies in variants:
             sc = json.loads(json.dumps(base))
+            if strategies:
+                sc["strategies"] = strategies
             sc["datacenters"] = [{"name": NAMES[i], "workers": base["datacenters"][0]["workers"]} for i in range(sites)]
             sc["wan"] = [{"between": [NAMES[a], NAMES[b]], **{k: v for k, v in base["wan"][0].items() if k != "between"}}
                          for a in range(sites) for b in range(a + 1, sites)]
             sc["workload"]["partition"] = part
             label = "iid" if part == "iid" else f"dirichlet{args.alpha:g}"
-            sc["name"] = f"partition-study-{sites}dc-{label}".replace(".", "p")
+            sc["name"] = f"partition-study-{sites}dc-{label}{'-fedprox' if strategies else ''}".replace(".", "p")
             path = os.path.join(args.out, sc["name"] + ".json")
             json.dump(sc, open(path, "w"), indent=2)
             before = set(glob.glob(os.path.join(args.out, sc["name"] + "-2*.json")))
@@ -46,17 +56,23 @@ def main():
             hist = rep["scenario"]["workload"].get("label_histogram_by_dc", {}).get(NAMES[0])
             for s in rep["strategies"]:
                 sm = s["seed_summary"]["final_test_accuracy"]
-                rows.append((sites, label, s["name"], sm["mean"], sm["sd"], sm["n"], hist, os.path.basename(path)))
+                name = s["name"] + (f" + FedProx mu {args.fedprox:g}" if strategies else "")
+                rows.append((sites, label, name, sm["mean"], sm["sd"], sm["n"], hist, os.path.basename(path)))
     print(f"| sites | partition | strategy | final accuracy (mean ± sd, {args.seeds} seeds) | DC 0's examples per class |")
     print("|---|---|---|---|---|")
     for sites, label, name, mean, sd, n, hist, _ in rows:
         print(f"| {sites} | {label} | {name} | {mean:.4f} ± {sd:.4f} | {' '.join(map(str, hist)) if hist else 'all classes (IID)'} |")
     print()
     for sites in (2, 4):
-        for name in sorted({r[2] for r in rows}):
+        for name in sorted({r[2] for r in rows if r[1] == "iid"}):
             iid = [r for r in rows if r[0] == sites and r[2] == name and r[1] == "iid"][0]
             non = [r for r in rows if r[0] == sites and r[2] == name and r[1] != "iid"][0]
             print(f"{sites} sites, {name}: gap {100 * (iid[3] - non[3]):+.2f} pt (IID - Dirichlet)")
+            prox = [r for r in rows if r[0] == sites and r[2].startswith(name + " + FedProx")]
+            if prox:
+                gap, left = iid[3] - non[3], iid[3] - prox[0][3]
+                print(f"{sites} sites, {prox[0][2]}: gap {100 * left:+.2f} pt; recovers {100 * (gap - left):+.2f} pt "
+                      f"of {100 * gap:.2f}")
 
 
 if __name__ == "__main__":

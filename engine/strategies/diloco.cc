@@ -1,7 +1,8 @@
 // diloco: DiLoCo (Douillard et al. 2023, "DiLoCo: Distributed Low-Communication Training of
 // Language Models", arXiv:2311.08105), one replica group per data center. The update rule is
-// written out in README.md ("diloco: the update rule"); in short, for DC d with model x_d, the
-// outer model x̄ (identical in every DC) and the outer momentum buffer v (identical too):
+// written out in docs/guide/strategies.md ("diloco: the update rule"); in short, for DC d with
+// model x_d, the outer model x̄ (identical in every DC) and the outer momentum buffer v
+// (identical too):
 //
 //   every step    g_d = mean of the DC's gradients (Gloo allreduce); x_d <- SGD(x_d, g_d)   (inner
 //                 optimizer: the scenario's SGD with momentum, its buffer kept per DC across rounds)

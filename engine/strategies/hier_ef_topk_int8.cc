@@ -1,6 +1,6 @@
 // hier_ef_topk_int8: hierarchical synchronisation with error-feedback top-k + INT8 compression
-// between data centers (the seed design). The exact update rule is written out in README.md
-// ("hier_ef_topk_int8: the update rule"); in short, for DC d with model x_d:
+// between data centers (the seed design). The exact update rule is written out in
+// docs/guide/strategies.md ("hier_ef_topk_int8: the update rule"); in short, for DC d with model x_d:
 //
 //   every step      g_d = mean of the DC's gradients (Gloo allreduce); x_d <- SGD(x_d, g_d)
 //   every K steps   (round r, DC leader)
@@ -303,7 +303,8 @@ class HierEfTopkInt8 final : public Strategy {
     next_round_ = step + 1 + k;
     interval_steps_ = k;
     const int64_t exit = env.clock->now().count();
-    last_round_s_ = static_cast<double>(exit - entry) * 1e-9 - static_cast<double>(env.times.exposed_comm_ns - exposed0) * 1e-9;
+    last_round_s_ = static_cast<double>(exit - entry) * 1e-9 -
+                    static_cast<double>(env.times.exposed_comm_ns - exposed0) * 1e-9;
     interval_start_ns_ = exit;
   }
 

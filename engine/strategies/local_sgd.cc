@@ -1,6 +1,6 @@
 // local_sgd: periodic model averaging between data centers (local SGD / FedAvg across sites) with
-// a warm-up. The update rule is written out in README.md ("local_sgd: the update rule"); in short,
-// for DC d with model x_d and momentum buffer m_d:
+// a warm-up. The update rule is written out in docs/guide/strategies.md ("local_sgd: the update
+// rule"); in short, for DC d with model x_d and momentum buffer m_d:
 //
 //   every step      g_d = mean of the DC's gradients (Gloo allreduce); x_d <- SGD(x_d, m_d, g_d)
 //   every tau steps (tau' = warmup_tau for steps < W = warmup_steps, counted from the last averaging)
@@ -8,12 +8,16 @@
 //                   m_d <- (1/M) sum_{d'} m_{d'}  if momentum_sync = "averaged" (else m_d stays local)
 //   finish          one more averaging if steps were taken since the last one: every replica ends
 //                   with the same model.
+//   fedprox_mu > 0  FedProx (Li et al., "Federated Optimization in Heterogeneous Networks", MLSys
+//                   2020): every step g_d <- g_d + mu (x_d - xbar), xbar the model of the last
+//                   averaging (x_0 before the first), before the SGD step.
 //
 // Sums run in DC order in every DC, so every replica of every DC is bit-identical after an
 // averaging. With tau = 1 and averaged momentum this is naive DDP up to float summation order
 // (SGD with momentum is linear in g): tested.
 #include <array>
 #include <cstring>
+#include <sstream>
 
 #include "engine/compute_charge.h"
 #include "engine/strategies/dc_exchange.h"
@@ -27,7 +31,10 @@ namespace {
 class LocalSgd final : public Strategy {
  public:
   LocalSgd(const StrategyConfig& cfg, const WorkerEnv& env)
-      : cfg_(cfg), xc_(env), averaged_(cfg.momentum_sync == "averaged"), buckets_(cfg, env) {}
+      : cfg_(cfg), xc_(env), averaged_(cfg.momentum_sync == "averaged"), buckets_(cfg, env) {
+    if (cfg.fedprox_mu > 0)
+      anchor_.assign(env.learner->params(), env.learner->params() + env.learner->num_params());
+  }
 
   uint64_t loop_step_share() const override { return buckets_.loop_step_share(); }
 
@@ -35,6 +42,12 @@ class LocalSgd final : public Strategy {
     buckets_.intra_mean(env);  // DDP inside the DC (strategies/ddp_buckets.h)
     {
       ScopedTimer t(*env.clock, env.times.compute_ns);
+      if (!anchor_.empty()) {  // FedProx: the proximal term's gradient, part of the optimizer step
+        const float mu = static_cast<float>(cfg_.fedprox_mu);
+        const float* x = env.learner->params();
+        float* g = env.learner->grads();
+        for (size_t i = 0; i < anchor_.size(); ++i) g[i] += mu * (x[i] - anchor_[i]);
+      }
       env.opt->step(env.learner->params(), env.learner->grads());
     }
     ++since_;
@@ -54,11 +67,15 @@ class LocalSgd final : public Strategy {
     if (since_ > 0) average(env, -1);
   }
   // The momentum buffers are the optimizer's (saved with the worker); the round position is ours.
-  void save(WorkerEnv&, StateWriter& out) override { out.i64("steps_since_average", since_); }
-  void restore(WorkerEnv&, StateReader& in) override {
+  void save(WorkerEnv&, StateWriter& out) override {
+    out.i64("steps_since_average", since_);
+    if (!anchor_.empty()) out.floats("fedprox_anchor", anchor_);
+  }
+  void restore(WorkerEnv& env, StateReader& in) override {
     const int64_t s = in.i64("steps_since_average");
     if (s < 0 || s > 1000000) throw StateError("steps_since_average: " + std::to_string(s) + ": out of range");
     since_ = static_cast<int>(s);
+    if (!anchor_.empty()) in.floats("fedprox_anchor", anchor_, env.learner->num_params());
   }
 
  private:
@@ -90,6 +107,7 @@ class LocalSgd final : public Strategy {
     for (size_t i = 0; i < n; ++i) x[i] = sum_[i] * inv;
     if (with_m)
       for (size_t i = 0; i < n; ++i) m[i] = sum_[n + i] * inv;
+    if (!anchor_.empty()) std::memcpy(anchor_.data(), x, n * sizeof(float));
     since_ = 0;
   }
 
@@ -98,6 +116,7 @@ class LocalSgd final : public Strategy {
   bool averaged_;
   int since_ = 0;  // steps since the last averaging
   std::vector<float> sum_, peer_;
+  std::vector<float> anchor_;  // FedProx: the model of the last averaging; empty when fedprox_mu = 0
   DdpBuckets buckets_;  // after every other member: its initialiser comes last
 };
 
@@ -155,13 +174,28 @@ constexpr StrategyKey kMomentumSync{
     },
 };
 
+constexpr StrategyKey kFedproxMu{
+    .name = "fedprox_mu",
+    .kind = StrategyKey::Kind::kNumber,
+    .set = [](StrategyConfig& c, const KeyValue& v) { c.fedprox_mu = std::get<double>(v); },
+    .get = [](const StrategyConfig& c) { return KeyValue{c.fedprox_mu}; },
+    .check = [](const StrategyConfig& c) {
+      if (c.fedprox_mu >= 0 && c.fedprox_mu <= 1000) return std::string();
+      std::ostringstream os;
+      os << "fedprox_mu: " << c.fedprox_mu << ": must be in [0, 1000] (0: off)";
+      return os.str();
+    },
+    .shown = [](const StrategyConfig& c) { return c.fedprox_mu > 0; },
+};
+
 // Every strategy accepts the common keys (scenarios may set them on any entry); local_sgd uses
 // only its own.
-constexpr std::array<const StrategyKey*, 10> kKeys = {
+constexpr std::array<const StrategyKey*, 11> kKeys = {
     &strategy_keys::K,        &strategy_keys::density,   &strategy_keys::block, &strategy_keys::overlap,
     &strategy_keys::quantize, &strategy_keys::bucket_mb, &kTau,                 &kWarmupSteps,
-    &kWarmupTau,              &kMomentumSync};
-constexpr std::array<const StrategyKey*, 4> kReported = {&kTau, &kWarmupSteps, &kWarmupTau, &kMomentumSync};
+    &kWarmupTau,              &kMomentumSync,            &kFedproxMu};
+constexpr std::array<const StrategyKey*, 5> kReported = {&kTau, &kWarmupSteps, &kWarmupTau, &kMomentumSync,
+                                                         &kFedproxMu};
 
 std::unique_ptr<Strategy> make(const StrategyConfig& cfg, const WorkerEnv& env) {
   return std::make_unique<LocalSgd>(cfg, env);

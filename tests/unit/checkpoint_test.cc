@@ -84,6 +84,8 @@ std::vector<StrategyConfig> embedded_strategies() {
   local.warmup_steps = 6;
   local.warmup_tau = 2;
   local.momentum_sync = "averaged";
+  StrategyConfig local_prox = local;  // FedProx: its anchor (the last average) is checkpointed
+  local_prox.fedprox_mu = 0.01;
   StrategyConfig diloco{"diloco"};
   diloco.H = 7;
   diloco.outer_lr = 0.7;
@@ -96,12 +98,13 @@ std::vector<StrategyConfig> embedded_strategies() {
   StrategyConfig hier_auto = hier;
   hier_auto.K_auto = true;
   hier_auto.K_max = 32;
-  return {StrategyConfig{"naive_ddp"}, StrategyConfig{"lan"}, hier, hier_blocking, hier_auto, hierarchical, local, diloco,
-          diloco_int8};
+  return {StrategyConfig{"naive_ddp"}, StrategyConfig{"lan"}, hier, hier_blocking, hier_auto, hierarchical, local,
+          local_prox, diloco, diloco_int8};
 }
 
 std::string label(const StrategyConfig& s) {
-  return s.name + (s.overlap ? "" : " (blocking)") + (s.wire == "int8" ? " (int8)" : "") + (s.K_auto ? " (auto K)" : "");
+  return s.name + (s.overlap ? "" : " (blocking)") + (s.wire == "int8" ? " (int8)" : "") + (s.K_auto ? " (auto K)" : "") +
+         (s.fedprox_mu > 0 ? " (FedProx)" : "");
 }
 
 std::vector<int> k_sequence(const geotb::model::StrategyRun& r) {

@@ -157,6 +157,28 @@ TEST(LocalSgd, AveragedMomentumTravelsWithTheModel) {
   EXPECT_EQ(out[2].exchanges.at(0).bytes_sent, 8u + 6 * 4);
 }
 
+// FedProx, mu 0.5: g <- g + mu (x - x_0) before each SGD step of the first round. Step 0 is as
+// without it (x = x_0). Step 1, by hand:
+//   DC 0: g = [1,1,1] + .5 ([0,2,-1.5] - [1,2,-1]) = [.5,1,.75]; m = [1,0,.5] + g = [1.5,1,1.25];
+//         x = [0,2,-1.5] - .5 m = [-.75,1.5,-2.125]
+//   DC 1: g = [1,0,-1] + .5 ([1,1,-1.5] - [1,2,-1]) = [1,-.5,-1.25]; m = [0,1,.5] + g = [1,.5,-.75];
+//         x = [1,1,-1.5] - .5 m = [.5,.75,-1.125]
+//   average: x = [-.125, 1.125, -1.625]; the momentum stays local.
+TEST(LocalSgd, FedProxAddsTheProximalGradientAgainstTheLastAverage) {
+  StrategyConfig c{"local_sgd"};
+  c.tau = 2;
+  c.fedprox_mu = 0.5;
+  auto out = run(c, 2);
+  for (int r = 0; r < 4; ++r)
+    EXPECT_EQ(out[static_cast<size_t>(r)].x, (std::vector<float>{-0.125f, 1.125f, -1.625f})) << "rank " << r;
+  EXPECT_EQ(out[0].momentum, (std::vector<float>{1.5f, 1, 1.25f}));
+  EXPECT_EQ(out[2].momentum, (std::vector<float>{1, 0.5f, -0.75f}));
+  // mu 0 is plain local SGD.
+  c.fedprox_mu = 0;
+  out = run(c, 2);
+  EXPECT_EQ(out[0].x, kMeanAfter2);
+}
+
 TEST(LocalSgd, WarmupAveragesEveryWarmupTauStepsThenEveryTau) {
   // tau 3 after a warm-up of 2 synchronous steps: averagings after steps 0, 1, then 4 (3 steps
   // later); steps 5 and 6 are averaged by finish() (step -1).

@@ -72,7 +72,7 @@ TEST(StrategyTable, AcceptedKeys) {
   EXPECT_EQ(find_strategy("hier_ef_topk_int8").key("K")->kind, StrategyKey::Kind::kSteps);
   EXPECT_EQ(find_strategy("naive_ddp").key("K")->kind, StrategyKey::Kind::kInteger);
   std::vector<std::string> local = common;
-  local.insert(local.end(), {"tau", "warmup_steps", "warmup_tau", "momentum_sync"});
+  local.insert(local.end(), {"tau", "warmup_steps", "warmup_tau", "momentum_sync", "fedprox_mu"});
   EXPECT_EQ(key_names(find_strategy("local_sgd")), local);
   std::vector<std::string> diloco = common;
   diloco.insert(diloco.end(), {"H", "outer_lr", "outer_momentum", "wire"});
