@@ -256,13 +256,13 @@ int run(const RunArgs& a) {
     // the report shows what each data center holds (the workers make the same one).
     try {
       const int per_dc = sc.cluster.dcs[0].workers;
-      const auto shards = engine::make_partition(data.train.labels, 10, sc.workload.partition,
+      const auto shards = engine::make_partition(data.train.labels, engine::kFashionMnistClasses, sc.workload.partition,
                                                  static_cast<int>(sc.cluster.dcs.size()), per_dc, sc.workload.seed);
-      const auto h = engine::label_histogram(shards, data.train.labels, 10);
+      const auto h = engine::label_histogram(shards, data.train.labels, engine::kFashionMnistClasses);
       for (size_t d = 0; d < sc.cluster.dcs.size(); ++d) {
-        std::vector<uint64_t> sum(10, 0);
+        std::vector<uint64_t> sum(engine::kFashionMnistClasses, 0);
         for (int w = 0; w < per_dc; ++w)
-          for (int c = 0; c < 10; ++c) sum[static_cast<size_t>(c)] += h[d * static_cast<size_t>(per_dc) + w][static_cast<size_t>(c)];
+          for (size_t c = 0; c < sum.size(); ++c) sum[c] += h[d * static_cast<size_t>(per_dc) + w][c];
         ctx.label_histogram_by_dc[sc.cluster.dcs[d].name] = sum;
       }
     } catch (const engine::PartitionError& e) {

@@ -542,8 +542,8 @@ Scenario parse_scenario(const json& j, const std::string& origin, const std::str
         engine::PartitionSpec& ps = sc.workload.partition;
         if (kind == "dirichlet") {
           ps.kind = engine::PartitionSpec::Kind::kDirichlet;
+          p.req("alpha");
           ps.alpha = get_number(p, "alpha", 0, 1e6, 0);
-          if (!p.has("alpha")) p.req("alpha");
           if (!(ps.alpha > 0)) fail(p.field("alpha"), p.req("alpha"), "must be > 0 (Dirichlet concentration)");
           const std::string dc = "dc";
           const std::string level = get_string(p, "level", &dc);
@@ -555,7 +555,7 @@ Scenario parse_scenario(const json& j, const std::string& origin, const std::str
         } else if (kind == "label_skew") {
           ps.kind = engine::PartitionSpec::Kind::kLabelSkew;
           ps.classes_per_dc = static_cast<int>(get_int(p, "classes_per_dc", 1, 1000000));
-          if (ps.classes_per_dc > 10)
+          if (ps.classes_per_dc > engine::kFashionMnistClasses)
             fail(p.field("classes_per_dc"), p.req("classes_per_dc"), "more classes per data center than the dataset's 10");
         } else {
           fail(p.field("kind"), json(kind), "unknown partition (dirichlet or label_skew; or \"iid\" instead of an object)");

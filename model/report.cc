@@ -48,7 +48,7 @@ void from_json(const json& j, ExchangeRecord& e) {
   }
   if (f::has(j, "K")) {  // adaptive K only
     const uint64_t k = f::count(j, "K");
-    if (k < 1 || k > 100000) throw FieldError("K", std::to_string(k) + ": must be in [1, 100000]");
+    if (k < 1 || k > 100000) f::fail("K", std::to_string(k) + ": must be in [1, 100000]");
     e.K = static_cast<int>(k);
   }
 }

@@ -10,6 +10,7 @@
 namespace geotb::engine {
 
 inline constexpr const char* kFashionMnistDir = "/usr/share/datasets/fashion-mnist";
+inline constexpr int kFashionMnistClasses = 10;  ///< labels in [0, 10)
 
 struct Dataset {
   size_t size = 0;

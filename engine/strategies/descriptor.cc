@@ -3,7 +3,6 @@
 #include "engine/collectives/buckets.h"
 
 #include <cmath>
-#include <sstream>
 
 namespace geotb::engine {
 
@@ -29,13 +28,6 @@ std::vector<std::pair<std::string_view, KeyValue>> StrategyDescriptor::report(co
 
 namespace {
 
-template <typename T>
-std::string show(const T& v) {
-  std::ostringstream os;
-  os << v;
-  return os.str();
-}
-
 bool k_is_auto(const StrategyConfig& c) { return c.K_auto; }
 
 }  // namespace
@@ -51,7 +43,7 @@ extern constexpr StrategyKey K{
     .set = [](StrategyConfig& c, const KeyValue& v) { c.K = static_cast<int>(std::get<int64_t>(v)); },
     .get = [](const StrategyConfig& c) { return KeyValue{int64_t{c.K}}; },
     .check = [](const StrategyConfig& c) {
-      return c.K < 1 || c.K > 100000 ? "K: " + show(c.K) + ": must be in [1, 100000] steps" : std::string();
+      return c.K < 1 || c.K > 100000 ? "K: " + show_value(c.K) + ": must be in [1, 100000] steps" : std::string();
     },
 };
 
@@ -72,19 +64,19 @@ extern constexpr StrategyKey K_or_auto{
     .get = [](const StrategyConfig& c) { return c.K_auto ? KeyValue{std::string("auto")} : KeyValue{int64_t{c.K}}; },
     .check = [](const StrategyConfig& c) {
       if (!c.K_auto) {
-        if (c.K < 1 || c.K > 100000) return "K: " + show(c.K) + ": must be in [1, 100000] steps";
+        if (c.K < 1 || c.K > 100000) return "K: " + show_value(c.K) + ": must be in [1, 100000] steps";
         if (c.K_min != StrategyConfig{}.K_min || c.K_max != StrategyConfig{}.K_max ||
             c.K_target != StrategyConfig{}.K_target)
-          return "K: " + show(c.K) + ": K_min, K_max and K_target are for \"K\": \"auto\"";
+          return "K: " + show_value(c.K) + ": K_min, K_max and K_target are for \"K\": \"auto\"";
         return std::string();
       }
       if (!c.overlap)
         return std::string("K: \"auto\": needs \"overlap\": true (auto K hides the exchange behind the next "
                            "K steps; a blocking exchange is never hidden)");
-      if (c.K_min < 1 || c.K_min > 100000) return "K_min: " + show(c.K_min) + ": must be in [1, 100000] steps";
+      if (c.K_min < 1 || c.K_min > 100000) return "K_min: " + show_value(c.K_min) + ": must be in [1, 100000] steps";
       if (c.K_max < c.K_min || c.K_max > 100000)
-        return "K_max: " + show(c.K_max) + ": must be in [K_min = " + show(c.K_min) + ", 100000] steps";
-      if (!(c.K_target > 0 && c.K_target < 1)) return "K_target: " + show(c.K_target) + ": must be in (0, 1)";
+        return "K_max: " + show_value(c.K_max) + ": must be in [K_min = " + show_value(c.K_min) + ", 100000] steps";
+      if (!(c.K_target > 0 && c.K_target < 1)) return "K_target: " + show_value(c.K_target) + ": must be in (0, 1)";
       return std::string();
     },
 };
@@ -124,7 +116,7 @@ extern constexpr StrategyKey density{
     .get = [](const StrategyConfig& c) { return KeyValue{c.density}; },
     .check = [](const StrategyConfig& c) {
       return !std::isfinite(c.density) || c.density <= 0 || c.density > 1
-                 ? "density: " + show(c.density) + ": must be in (0, 100%]"
+                 ? "density: " + show_value(c.density) + ": must be in (0, 100%]"
                  : std::string();
     },
 };
@@ -145,7 +137,7 @@ extern constexpr StrategyKey block{
     .set = [](StrategyConfig& c, const KeyValue& v) { c.block = static_cast<uint32_t>(std::get<int64_t>(v)); },
     .get = [](const StrategyConfig& c) { return KeyValue{int64_t{c.block}}; },
     .check = [](const StrategyConfig& c) {
-      return c.block < 1 || c.block > (1u << 20) ? "block: " + show(c.block) + ": must be in [1, 1048576] elements"
+      return c.block < 1 || c.block > (1u << 20) ? "block: " + show_value(c.block) + ": must be in [1, 1048576] elements"
                                                  : std::string();
     },
 };

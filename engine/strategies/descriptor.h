@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <sstream>
 #include <span>
 #include <string>
 #include <string_view>
@@ -57,6 +58,14 @@ struct StrategyKey {
   /// Whether the report shows the key for this config; null: always (K_min only with "K": "auto").
   bool (*shown)(const StrategyConfig&) = nullptr;
 };
+
+/// A key's value as its check messages show it ("8", "0.05", "inf": ostream's default, %g-like).
+template <typename T>
+std::string show_value(const T& v) {
+  std::ostringstream os;
+  os << v;
+  return os.str();
+}
 
 /// The keys every strategy accepts (each strategy lists them in its `keys`).
 namespace strategy_keys {

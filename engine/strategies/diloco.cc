@@ -181,12 +181,6 @@ constexpr StrategyKey kH{
     },
 };
 
-std::string show_number(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", v);
-  return buf;
-}
-
 constexpr StrategyKey kOuterLr{
     .name = "outer_lr",
     .kind = StrategyKey::Kind::kNumber,
@@ -194,7 +188,7 @@ constexpr StrategyKey kOuterLr{
     .get = [](const StrategyConfig& c) { return KeyValue{c.outer_lr}; },
     .check = [](const StrategyConfig& c) {
       return !std::isfinite(c.outer_lr) || c.outer_lr <= 0 || c.outer_lr > 10
-                 ? "outer_lr: " + show_number(c.outer_lr) + ": must be in (0, 10]"
+                 ? "outer_lr: " + show_value(c.outer_lr) + ": must be in (0, 10]"
                  : std::string();
     },
 };
@@ -206,7 +200,7 @@ constexpr StrategyKey kOuterMomentum{
     .get = [](const StrategyConfig& c) { return KeyValue{c.outer_momentum}; },
     .check = [](const StrategyConfig& c) {
       return !std::isfinite(c.outer_momentum) || c.outer_momentum < 0 || c.outer_momentum >= 1
-                 ? "outer_momentum: " + show_number(c.outer_momentum) + ": must be in [0, 1)"
+                 ? "outer_momentum: " + show_value(c.outer_momentum) + ": must be in [0, 1)"
                  : std::string();
     },
 };

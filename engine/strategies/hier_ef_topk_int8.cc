@@ -197,7 +197,7 @@ class HierEfTopkInt8 final : public Strategy {
     }
     std::vector<double> dec;
     a.vec("decision", dec);
-    if (dec.size() % 3 != 0 || (dec.size() != 0 && dec.size() != 3 * static_cast<size_t>(env.num_dcs)))
+    if (!dec.empty() && dec.size() != 3 * static_cast<size_t>(env.num_dcs))
       throw StateError("strategy.adaptive_k.decision: " + std::to_string(dec.size()) + " values");
     decision_ = unflatten(dec);
     a.vec_exact("bookkeeping", v, 5);
@@ -254,22 +254,19 @@ class HierEfTopkInt8 final : public Strategy {
   void collect_pending(WorkerEnv& env) {
     const RoundTags tags = in_flight_tags_;
     Arrived a = collect(env, pending_.get(), tags);
-    if (auto_k_) {
-      std::vector<uint8_t> msg;
-      if (leader(env)) {
-        last_exchange_s_ = a.launch_to_last_s;
-        std::vector<RoundMeasure> all;
-        for (int d = 0, k = 0; d < env.num_dcs; ++d)
-          all.push_back(d == env.dc ? own_sent_ : a.measures.at(static_cast<size_t>(k++)));
-        const std::vector<double> v = flatten(all);
-        msg.resize(v.size() * sizeof(double));
-        std::memcpy(msg.data(), v.data(), msg.size());
-        for (int m : dc_ranks_but_self(env)) env.net->send(m, tags.forward, msg);
-      } else {
-        msg = env.net->recv(env.dc_leaders[static_cast<size_t>(env.dc)], tags.forward);
-        if (msg.size() != static_cast<size_t>(env.num_dcs) * kMeasureBytes)
-          throw TransportError("adaptive K: measurements of " + std::to_string(msg.size()) + " bytes from the leader");
-      }
+    if (auto_k_ && leader(env)) {
+      last_exchange_s_ = a.launch_to_last_s;
+      decision_.clear();
+      for (int d = 0, k = 0; d < env.num_dcs; ++d)
+        decision_.push_back(d == env.dc ? own_sent_ : a.measures.at(static_cast<size_t>(k++)));
+      const std::vector<double> v = flatten(decision_);
+      std::vector<uint8_t> msg(v.size() * sizeof(double));
+      std::memcpy(msg.data(), v.data(), msg.size());
+      for (int m : dc_ranks_but_self(env)) env.net->send(m, tags.forward, msg);
+    } else if (auto_k_) {
+      const std::vector<uint8_t> msg = env.net->recv(env.dc_leaders[static_cast<size_t>(env.dc)], tags.forward);
+      if (msg.size() != static_cast<size_t>(env.num_dcs) * kMeasureBytes)
+        throw TransportError("adaptive K: measurements of " + std::to_string(msg.size()) + " bytes from the leader");
       std::vector<double> v(msg.size() / sizeof(double));
       std::memcpy(v.data(), msg.data(), msg.size());
       decision_ = unflatten(v);

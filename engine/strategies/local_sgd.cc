@@ -17,7 +17,6 @@
 // (SGD with momentum is linear in g): tested.
 #include <array>
 #include <cstring>
-#include <sstream>
 
 #include "engine/compute_charge.h"
 #include "engine/strategies/dc_exchange.h"
@@ -180,10 +179,9 @@ constexpr StrategyKey kFedproxMu{
     .set = [](StrategyConfig& c, const KeyValue& v) { c.fedprox_mu = std::get<double>(v); },
     .get = [](const StrategyConfig& c) { return KeyValue{c.fedprox_mu}; },
     .check = [](const StrategyConfig& c) {
-      if (c.fedprox_mu >= 0 && c.fedprox_mu <= 1000) return std::string();
-      std::ostringstream os;
-      os << "fedprox_mu: " << c.fedprox_mu << ": must be in [0, 1000] (0: off)";
-      return os.str();
+      return c.fedprox_mu >= 0 && c.fedprox_mu <= 1000
+                 ? std::string()
+                 : "fedprox_mu: " + show_value(c.fedprox_mu) + ": must be in [0, 1000] (0: off)";
     },
     .shown = [](const StrategyConfig& c) { return c.fedprox_mu > 0; },
 };
