@@ -27,10 +27,8 @@ model::StrategyRun run_strategy(const ClusterSpec& cluster, const WorkloadSpec& 
                                 const Datasets& data, const RunOptions& opt, std::vector<float>* final_params) {
   if (cluster.dcs.empty()) throw RunError("cluster has no data centers");
   const int M = static_cast<int>(cluster.dcs.size());
-  const int N = cluster.dcs[0].workers;
-  for (const auto& d : cluster.dcs)
-    if (d.workers != N) throw RunError("every data center must have the same number of workers");
-  const int P = M * N;
+  const model::RankLayout layout = model::rank_layout(cluster);  // DCs may differ in size
+  const int P = layout.world();
   const StrategyInfo& info = find_strategy(scfg.name).needs;
   if (info.real_network_only)
     throw RunError(scfg.name + ": runs only over a real network (geotb run --net process|dpdk): in embedded mode "
@@ -47,7 +45,7 @@ model::StrategyRun run_strategy(const ClusterSpec& cluster, const WorkloadSpec& 
   emu::FabricConfig fc;
   fc.num_sites = M;
   // Virtual time: the `lan` reference's group runs over the fabric, so place it in one DC.
-  for (int r = 0; r < P; ++r) fc.site_of.push_back(virt && info.co_located ? 0 : r / N);
+  for (int r = 0; r < P; ++r) fc.site_of.push_back(virt && info.co_located ? 0 : layout.dc_of(r));
   fc.lan = cluster.lan;
   fc.wan = model::directed_wan_links(cluster);  // the fabric's view of the topology: one link per direction
   fc.segments = cluster.segments;
@@ -67,23 +65,25 @@ model::StrategyRun run_strategy(const ClusterSpec& cluster, const WorkloadSpec& 
   if (virt)
     for (int r = 0; r < P; ++r)
       actor[static_cast<size_t>(r)] =
-          sched->add_actor("rank " + std::to_string(r) + " (dc " + std::to_string(r / N) + ")", std::chrono::nanoseconds{0});
+          sched->add_actor("rank " + std::to_string(r) + " (dc " + std::to_string(layout.dc_of(r)) + ")",
+                           std::chrono::nanoseconds{0});
 
   // Same seed -> same initial weights in every replica and every strategy.
   std::vector<std::unique_ptr<Learner>> learners;
   for (int r = 0; r < P; ++r) learners.push_back(make_learner(work.model, work.seed));
   const size_t n = learners[0]->num_params();
   for (int r = 1; r < P; ++r) std::memcpy(learners[r]->params(), learners[0]->params(), n * sizeof(float));
-  const auto shards = make_partition(data.train.labels, kFashionMnistClasses, work.partition, M, N, work.seed);
+  const auto shards = make_partition(data.train.labels, kFashionMnistClasses, work.partition, layout, work.seed);
+  const std::vector<float> dc_weights = dc_mean_weights(layout, shards, work.dc_weights);
   std::shared_ptr<StoreHandle> store = info.needs_intra_dc && !virt ? make_inprocess_store() : nullptr;
   std::unique_ptr<FaultRuntime> faults;
   if (opt.faults.active()) {
     if (!virt) throw RunError("node faults and heartbeats need the virtual clock (embedded mode)");
-    faults = std::make_unique<FaultRuntime>(opt.faults, info, M, N, fabric, *sched, shards, work.seed);
+    faults = std::make_unique<FaultRuntime>(opt.faults, info, layout, fabric, *sched, shards, work.seed);
   }
 
-  std::vector<int> leaders, ring;
-  for (int d = 0; d < M; ++d) leaders.push_back(d * N);
+  const std::vector<int> leaders = layout.leaders();
+  std::vector<int> ring;
   for (int r = 0; r < P; ++r) ring.push_back(r);
 
   // A represented model's messages take its time (hundreds of virtual seconds for a 70B model's
@@ -102,10 +102,12 @@ model::StrategyRun run_strategy(const ClusterSpec& cluster, const WorkloadSpec& 
         std::make_unique<EmulatedTransport>(fabric, r, transport_timeout, sched.get(), opt.represent_scale));
     WorkerEnv& e = envs[static_cast<size_t>(r)];
     e.rank = r;
-    e.dc = r / N;
-    e.local_rank = r % N;
+    e.dc = layout.dc_of(r);
+    e.local_rank = layout.local_of(r);
     e.world = P;
     e.num_dcs = M;
+    e.layout = layout;
+    e.dc_weights = dc_weights;
     e.dc_leaders = leaders;
     e.ring = ring;
     e.learner = learners[static_cast<size_t>(r)].get();
@@ -237,7 +239,7 @@ model::StrategyRun run_strategy(const ClusterSpec& cluster, const WorkloadSpec& 
       if (info.needs_intra_dc && virt) {
         std::vector<int> members;
         for (int m = 0; m < P; ++m)
-          if (info.one_group || m / N == env.dc) members.push_back(m);
+          if (info.one_group || layout.dc_of(m) == env.dc) members.push_back(m);
         const auto pos = std::find(members.begin(), members.end(), r) - members.begin();
         intra = make_transport_group(*nets[static_cast<size_t>(r)], members, static_cast<int>(pos));
         env.intra = intra.get();
@@ -245,7 +247,8 @@ model::StrategyRun run_strategy(const ClusterSpec& cluster, const WorkloadSpec& 
         GlooOptions go;
         go.timeout = opt.gloo_timeout;
         intra = info.one_group ? make_gloo_group(store, scfg.name + "/all", r, P, go)
-                               : make_gloo_group(store, scfg.name + "/dc" + std::to_string(env.dc), env.local_rank, N, go);
+                               : make_gloo_group(store, scfg.name + "/dc" + std::to_string(env.dc), env.local_rank,
+                                                 layout.workers(env.dc), go);
         env.intra = intra.get();
       }
       WorkerLoopHooks hooks;

@@ -26,17 +26,16 @@ namespace geotb::engine {
 
 std::string validate(const ProcessWorkerConfig& c) {
   auto s = [](auto v) { return std::to_string(v); };
-  if (c.dcs < 1) return "dcs: " + s(c.dcs) + ": need at least 1";
-  if (c.workers_per_dc < 1) return "workers_per_dc: " + s(c.workers_per_dc) + ": need at least 1";
-  if (c.world != c.dcs * c.workers_per_dc)
-    return "WORLD_SIZE: " + s(c.world) + ": the scenario has " + s(c.dcs) + " DCs x " + s(c.workers_per_dc) + " workers = " +
-           s(c.dcs * c.workers_per_dc);
+  const model::RankLayout& l = c.layout;
+  if (c.world != l.world())
+    return "WORLD_SIZE: " + s(c.world) + ": the scenario's data centers have " + l.describe() + " = " + s(l.world()) +
+           " workers";
   if (c.rank < 0 || c.rank >= c.world) return "RANK: " + s(c.rank) + ": must be in [0, " + s(c.world) + ")";
-  if (c.dc != c.rank / c.workers_per_dc)
-    return "GEOTB_DC: " + s(c.dc) + ": rank " + s(c.rank) + " is in DC " + s(c.rank / c.workers_per_dc) +
-           " (ranks are numbered DC by DC: rank = dc * workers_per_dc + local_rank)";
-  if (c.local_rank != c.rank % c.workers_per_dc)
-    return "GEOTB_LOCAL_RANK: " + s(c.local_rank) + ": rank " + s(c.rank) + " is local rank " + s(c.rank % c.workers_per_dc);
+  if (c.dc != l.dc_of(c.rank))
+    return "GEOTB_DC: " + s(c.dc) + ": rank " + s(c.rank) + " is in DC " + s(l.dc_of(c.rank)) +
+           " (ranks are numbered DC by DC: " + l.describe() + " workers)";
+  if (c.local_rank != l.local_of(c.rank))
+    return "GEOTB_LOCAL_RANK: " + s(c.local_rank) + ": rank " + s(c.rank) + " is local rank " + s(l.local_of(c.rank));
   if (c.master_addr.empty()) return "MASTER_ADDR: empty";
   if (c.master_port == 0) return "MASTER_PORT: 0: need a fixed port";
   if (c.bind_addr.empty()) return "GEOTB_BIND_ADDR: empty";
@@ -79,7 +78,7 @@ RankReport run_process_worker(const ProcessWorkerConfig& cfg, const StrategyConf
   if (!ckpt.resume.empty())
     resume = load_checkpoint(ckpt.resume, {.scenario_hash = ckpt.scenario_hash, .strategy = scfg.name, .world = cfg.world},
                              {cfg.rank});
-  const int P = cfg.world, N = cfg.workers_per_dc, M = cfg.dcs;
+  const int P = cfg.world, M = cfg.layout.dcs();
   const StrategyInfo& info = find_strategy(scfg.name).needs;
   const std::string key = cfg.key_prefix + "/" + scfg.name + "/";
   emu::SteadyClock clock;
@@ -97,7 +96,7 @@ RankReport run_process_worker(const ProcessWorkerConfig& cfg, const StrategyConf
   std::unique_ptr<Learner> learner = make_learner(work.model, work.seed);
   const size_t n = learner->num_params();
   Sgd opt(work.optimizer, n);
-  const auto shards = make_partition(data.train.labels, kFashionMnistClasses, work.partition, M, N, work.seed);
+  const auto shards = make_partition(data.train.labels, kFashionMnistClasses, work.partition, cfg.layout, work.seed);
 
   // Inter-rank messages over sockets: bind, publish host:port, learn everyone's, connect.
   SocketTransportConfig tc;
@@ -112,7 +111,7 @@ RankReport run_process_worker(const ProcessWorkerConfig& cfg, const StrategyConf
   tc.peer_timeout = cfg.timeout;
   // Node faults: the scenario's heartbeats; a peer silent for timeout + confirmation is dead.
   std::unique_ptr<ProcessFaultAgent> agent;
-  const FaultGroups groups{M, N, !info.needs_intra_dc || info.one_group};
+  const FaultGroups groups{cfg.layout, !info.needs_intra_dc || info.one_group};
   const bool restarted = faults.incarnation > 0;
   if (restarted && (!faults.plan.active() || !faults.predecessor || !faults.predecessor->faults ||
                     !faults.predecessor->faults->killed_at_step))
@@ -179,7 +178,7 @@ RankReport run_process_worker(const ProcessWorkerConfig& cfg, const StrategyConf
                             " not open within " + std::to_string(cfg.timeout.count()) + " ms");
   }
   std::vector<int> dc_of;
-  for (int r = 0; r < P; ++r) dc_of.push_back(r / N);
+  for (int r = 0; r < P; ++r) dc_of.push_back(cfg.layout.dc_of(r));
   CountingTransport net(sock, dc_of, tc.chunk_bytes, sockframe::kHeaderBytes);
 
   WorkerEnv env;
@@ -188,7 +187,9 @@ RankReport run_process_worker(const ProcessWorkerConfig& cfg, const StrategyConf
   env.local_rank = cfg.local_rank;
   env.world = P;
   env.num_dcs = M;
-  for (int d = 0; d < M; ++d) env.dc_leaders.push_back(d * N);
+  env.layout = cfg.layout;
+  env.dc_weights = dc_mean_weights(cfg.layout, shards, work.dc_weights);
+  env.dc_leaders = cfg.layout.leaders();
   for (int r = 0; r < P; ++r) env.ring.push_back(r);
   if (rejoin) env.ring = rejoin->ring;
   env.learner = learner.get();
@@ -221,7 +222,7 @@ RankReport run_process_worker(const ProcessWorkerConfig& cfg, const StrategyConf
         throw RunError("rank " + std::to_string(cfg.rank) + ": the hand-over's group does not include it");
       intra = regroup(rejoin->members, static_cast<int>(at - rejoin->members.begin()), rejoin->words[0]);
     } else {
-      intra = info.one_group ? make_gloo_group(store, base, cfg.rank, P, go) : make_gloo_group(store, base, cfg.local_rank, N, go);
+      intra = info.one_group ? make_gloo_group(store, base, cfg.rank, P, go) : make_gloo_group(store, base, cfg.local_rank, cfg.layout.workers(cfg.dc), go);
     }
     env.intra = intra.get();
     if (agent) agent->adopt_group(std::move(intra), regroup);

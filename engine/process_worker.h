@@ -17,16 +17,16 @@
 #include "engine/strategy.h"
 #include "engine/worker_loop.h"
 #include "model/faults.h"
+#include "model/rank_layout.h"
 
 namespace geotb::engine {
 
 struct ProcessWorkerConfig {
-  int rank = 0;            ///< global rank (RANK), dc * workers_per_dc + local_rank
-  int world = 1;           ///< WORLD_SIZE = dcs * workers_per_dc
+  int rank = 0;            ///< global rank (RANK), layout.rank_of(dc, local_rank)
+  int world = 1;           ///< WORLD_SIZE = layout.world()
   int dc = 0;              ///< GEOTB_DC
   int local_rank = 0;      ///< GEOTB_LOCAL_RANK
-  int dcs = 1;             ///< data centers
-  int workers_per_dc = 1;
+  model::RankLayout layout;  ///< the scenario's data centers and their workers
   std::string master_addr = "127.0.0.1";  ///< MASTER_ADDR: rank 0's store
   uint16_t master_port = 29500;           ///< MASTER_PORT
   std::string bind_addr = "127.0.0.1";    ///< GEOTB_BIND_ADDR: this rank's Gloo device and transport listen address

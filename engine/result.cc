@@ -36,7 +36,7 @@ model::StrategyRun merge_rank_reports(const std::string& strategy, const std::ve
                                   const WorkloadSpec& work, int dcs) {
   const int P = static_cast<int>(reports.size());
   const int steps = work.steps;
-  if (P == 0 || dcs < 1 || P % dcs != 0) throw RunError(strategy + ": " + std::to_string(P) + " rank reports for " + std::to_string(dcs) + " data centers");
+  if (P == 0 || dcs < 1 || P < dcs) throw RunError(strategy + ": " + std::to_string(P) + " rank reports for " + std::to_string(dcs) + " data centers");
   for (int r = 0; r < P; ++r) {
     const RankReport& rr = reports[static_cast<size_t>(r)];
     if (rr.rank != r) throw RunError(strategy + ": report " + std::to_string(r) + " is rank " + std::to_string(rr.rank) + "'s");

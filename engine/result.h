@@ -31,7 +31,7 @@ std::vector<AccuracyPoint> accuracy_curve(Learner& learner, const WorkerRecord& 
 /// Max |a_i - b_i| over n floats.
 double max_abs_diff(const float* a, const float* b, size_t n);
 
-/// Merges the ranks' reports (reports[r].rank == r, every rank of a dcs x workers_per_dc cluster)
+/// Merges the ranks' reports (reports[r].rank == r, every rank of a cluster of `dcs` data centers)
 /// into the strategy's run (config left empty: the harness knows the scenario's). WAN figures =
 /// the sum of what every rank sent to other DCs (retransmissions 0: a rank file does not count
 /// them). Throws RunError if a rank is missing or the series lengths disagree with work.steps.

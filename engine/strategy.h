@@ -19,6 +19,7 @@
 #include "engine/optim/sgd.h"
 #include "engine/transport/transport.h"
 #include "model/measurements.h"
+#include "model/rank_layout.h"
 
 namespace geotb::engine {
 
@@ -79,11 +80,16 @@ inline std::vector<InboundLink> inbound_links(const std::vector<emu::DirectedLin
 
 /// What a worker is and what it can reach.
 struct WorkerEnv {
-  int rank = 0;          ///< global rank, dc * workers_per_dc + local_rank
+  int rank = 0;          ///< global rank, layout.rank_of(dc, local_rank)
   int dc = 0;
   int local_rank = 0;
   int world = 1;
   int num_dcs = 1;
+  model::RankLayout layout;  ///< every DC's ranks (DCs may differ in size)
+  /// The weight of each DC's contribution to a mean over data centers (DC order, summing to 1):
+  /// its workers' or its examples' share (workload "dc_weights", data/partition.h). Empty: every
+  /// DC weighs 1/num_dcs, computed as today's sum times 1/num_dcs (dc_mean_weight below).
+  std::vector<float> dc_weights;
   /// Global rank of every DC's leader: local rank 0, except in this rank's own DC after its
   /// leader died (engine/faults/): the survivor that took over its address. Other DCs' entries
   /// stay local rank 0: their successors are reached at that address (Transport::take_over).
@@ -109,11 +115,20 @@ struct WorkerEnv {
 /// Every other rank of this rank's data center, ascending (a DC leader forwards to them; sends
 /// to a dead one are dropped).
 inline std::vector<int> dc_ranks_but_self(const WorkerEnv& env) {
-  const int per_dc = env.world / env.num_dcs;
   std::vector<int> m;
-  for (int r = env.dc * per_dc; r < (env.dc + 1) * per_dc; ++r)
+  const int lo = env.layout.first(env.dc), hi = lo + env.layout.workers(env.dc);
+  for (int r = lo; r < hi; ++r)
     if (r != env.rank) m.push_back(r);
   return m;
+}
+
+/// A mean over data centers is sum_d dc_mean_weight(env, d) * v_d, then times dc_mean_scale(env):
+/// 1 and 1/num_dcs when the DCs weigh alike (bit for bit the plain mean), else w_d and 1.
+inline float dc_mean_weight(const WorkerEnv& env, int d) {
+  return env.dc_weights.empty() ? 1.0f : env.dc_weights[static_cast<size_t>(d)];
+}
+inline float dc_mean_scale(const WorkerEnv& env) {
+  return env.dc_weights.empty() ? 1.0f / static_cast<float>(env.num_dcs) : 1.0f;
 }
 
 class Strategy {

@@ -37,6 +37,7 @@ struct WorkloadSpec {
   int eval_points = 10;  ///< test accuracy of rank 0's model at this many evenly spaced steps
                          ///< (snapshots taken during the run, evaluated after it: no effect on timing)
   PartitionSpec partition;  ///< how the training examples are split over the workers (data/partition.h)
+  DcWeighting dc_weights = DcWeighting::kWorkers;  ///< a DC's weight in a mean over DCs (data/partition.h)
 };
 
 struct Datasets {

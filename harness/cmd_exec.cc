@@ -155,6 +155,14 @@ int run_exec(const ExecArgs& a) {
     fmt::print(stderr, "geotb: error: --ranks-per-dc: {}: must be in [1, 64]\n", a.ranks_per_dc);
     return 2;
   }
+  if (a.ranks_per_dc == 0 && !model::rank_layout(sc.cluster).uniform()) {
+    // torchrun's LOCAL_WORLD_SIZE and a job's rank arithmetic assume one size for every node.
+    fmt::print(stderr,
+               "geotb: error: {}: datacenters: {} workers: geotb exec runs the same number of ranks in every data "
+               "center; give --ranks-per-dc\n",
+               a.scenario, model::rank_layout(sc.cluster).describe());
+    return 2;
+  }
   if (a.command.empty()) {
     fmt::print(stderr, "geotb: error: no command: geotb exec <scenario> -- <command> [args...]\n");
     return 2;

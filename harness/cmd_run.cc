@@ -251,20 +251,24 @@ int run(const RunArgs& a) {
     fmt::print(stderr, "geotb: error: {}\n", e.what());
     return 2;
   }
-  if (sc.workload.partition.kind != engine::PartitionSpec::Kind::kIid) {
+  {
     // Made here once before any strategy runs: an impossible partition is refused up front, and
-    // the report shows what each data center holds (the workers make the same one).
+    // the report shows what each data center holds and weighs (the workers make the same).
     try {
-      const int per_dc = sc.cluster.dcs[0].workers;
+      const model::RankLayout layout = model::rank_layout(sc.cluster);
       const auto shards = engine::make_partition(data.train.labels, engine::kFashionMnistClasses, sc.workload.partition,
-                                                 static_cast<int>(sc.cluster.dcs.size()), per_dc, sc.workload.seed);
-      const auto h = engine::label_histogram(shards, data.train.labels, engine::kFashionMnistClasses);
-      for (size_t d = 0; d < sc.cluster.dcs.size(); ++d) {
-        std::vector<uint64_t> sum(engine::kFashionMnistClasses, 0);
-        for (int w = 0; w < per_dc; ++w)
-          for (size_t c = 0; c < sum.size(); ++c) sum[c] += h[d * static_cast<size_t>(per_dc) + w][c];
-        ctx.label_histogram_by_dc[sc.cluster.dcs[d].name] = sum;
+                                                 layout, sc.workload.seed);
+      if (sc.workload.partition.kind != engine::PartitionSpec::Kind::kIid) {
+        const auto h = engine::label_histogram(shards, data.train.labels, engine::kFashionMnistClasses);
+        for (int d = 0; d < layout.dcs(); ++d) {
+          std::vector<uint64_t> sum(engine::kFashionMnistClasses, 0);
+          for (int w = 0; w < layout.workers(d); ++w)
+            for (size_t c = 0; c < sum.size(); ++c) sum[c] += h[static_cast<size_t>(layout.rank_of(d, w))][c];
+          ctx.label_histogram_by_dc[sc.cluster.dcs[static_cast<size_t>(d)].name] = sum;
+        }
       }
+      const std::vector<float> weights = engine::dc_mean_weights(layout, shards, sc.workload.dc_weights);
+      for (size_t d = 0; d < weights.size(); ++d) ctx.dc_weight_by_dc[sc.cluster.dcs[d].name] = weights[d];
     } catch (const engine::PartitionError& e) {
       fmt::print(stderr, "geotb: error: {}: workload.partition: {}\n", a.scenario, e.what());
       return 2;
@@ -290,8 +294,10 @@ int run(const RunArgs& a) {
       return 2;
     }
   }
-  fmt::print("geotb: scenario {} ({}), {} data centers x {} workers, {} steps of {} per worker, {} train / {} test examples\n",
-             sc.name, sc.hash.substr(0, 12), sc.cluster.dcs.size(), sc.cluster.dcs[0].workers, sc.workload.steps,
+  const model::RankLayout layout = model::rank_layout(sc.cluster);
+  fmt::print("geotb: scenario {} ({}), {} data centers {} workers, {} steps of {} per worker, {} train / {} test examples\n",
+             sc.name, sc.hash.substr(0, 12), sc.cluster.dcs.size(),
+             layout.uniform() ? fmt::format("x {}", layout.workers(0)) : "of " + layout.describe(), sc.workload.steps,
              sc.workload.batch_per_worker, data.train.size, data.test.size);
 
   std::vector<model::StrategyRun> results;

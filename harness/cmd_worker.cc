@@ -109,12 +109,13 @@ int run_worker(const WorkerArgs& a) {
     if (!scfg) throw engine::ConfigError(fmt::format("--strategy: \"{}\": not in {}", a.strategy, a.scenario));
 
     engine::ProcessWorkerConfig cfg;
-    cfg.dcs = static_cast<int>(sc.cluster.dcs.size());
-    cfg.workers_per_dc = sc.cluster.dcs[0].workers;
+    cfg.layout = model::rank_layout(sc.cluster);
     cfg.world = static_cast<int>(env_int("WORLD_SIZE", 1, 1 << 20));
     rank = cfg.rank = static_cast<int>(env_int("RANK", 0, cfg.world - 1));
-    dc = cfg.dc = static_cast<int>(env_int("GEOTB_DC", 0, 1 << 20, cfg.rank / cfg.workers_per_dc));
-    local = cfg.local_rank = static_cast<int>(env_int("GEOTB_LOCAL_RANK", 0, 1 << 20, cfg.rank % cfg.workers_per_dc));
+    const bool in_layout = cfg.rank < cfg.layout.world();  // else validate() names WORLD_SIZE
+    dc = cfg.dc = static_cast<int>(env_int("GEOTB_DC", 0, 1 << 20, in_layout ? cfg.layout.dc_of(cfg.rank) : 0));
+    local = cfg.local_rank =
+        static_cast<int>(env_int("GEOTB_LOCAL_RANK", 0, 1 << 20, in_layout ? cfg.layout.local_of(cfg.rank) : 0));
     const auto master = env("MASTER_ADDR");
     if (!master) throw engine::ConfigError("MASTER_ADDR: not set (required)");
     cfg.master_addr = *master;
@@ -144,7 +145,7 @@ int run_worker(const WorkerArgs& a) {
     data.train = engine::load_fashion_mnist(engine::kFashionMnistDir, true, sc.train_limit);
     // Rank 0 reports, or the lowest rank the timeline never kills; a store of its own then
     // (GEOTB_STORE_EXTERNAL=1, `geotb store`: geotb run starts it when the timeline kills rank 0).
-    cfg.reporter = sc.faults.first_never_killed(cfg.workers_per_dc, cfg.world);
+    cfg.reporter = sc.faults.first_never_killed(cfg.layout);
     cfg.serve_store = env_int("GEOTB_STORE_EXTERNAL", 0, 1, 0) == 0;
     if (cfg.reporter == 0 && !cfg.serve_store && cfg.rank == 0)
       fmt::print("geotb worker: rank 0 does not serve the store (GEOTB_STORE_EXTERNAL=1)\n");

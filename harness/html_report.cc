@@ -116,8 +116,11 @@ std::string header_html(const std::vector<model::RunReport>& reports) {
       h += fmt::format("<h2>Scenario {}</h2>\n", xml_escape(sc.name));
     if (!sc.description.empty()) h += fmt::format("<p class=\"desc\">{}</p>\n", xml_escape(sc.description));
     std::string dcs, links;
-    for (const auto& d : sc.datacenters)
-      dcs += fmt::format("{}{} ({} workers)", dcs.empty() ? "" : ", ", d.name, d.workers);
+    for (const auto& d : sc.datacenters) {
+      const auto w = sc.workload.dc_weight_by_dc.find(d.name);  // present when the DCs weigh differently
+      dcs += fmt::format("{}{} ({} workers{})", dcs.empty() ? "" : ", ", d.name, d.workers,
+                         w == sc.workload.dc_weight_by_dc.end() ? "" : fmt::format(", weight {:.4g}", w->second));
+    }
     for (const auto& l : sc.wan)
       links += fmt::format("{}{} – {}: {}, RTT {}, loss {:.3g} %", links.empty() ? "" : "; ", l.a, l.b,
                            fmt_rate(l.bandwidth_bps), fmt_duration_s(l.rtt_s), l.loss_rate * 100);

@@ -104,8 +104,8 @@ uint16_t free_tcp_port(const std::string& addr) {
 model::StrategyRun run_strategy_processes(const Scenario& sc, const engine::StrategyConfig& scfg,
                                           const ProcessRunOptions& opt) {
   const int M = static_cast<int>(sc.cluster.dcs.size());
-  const int N = sc.cluster.dcs[0].workers;
-  const int P = M * N;
+  const model::RankLayout layout = model::rank_layout(sc.cluster);
+  const int P = layout.world();
   if (static_cast<int>(opt.dcs.size()) != M)
     throw std::invalid_argument(fmt::format("{} placements for {} data centers", opt.dcs.size(), M));
   // The `lan` reference puts every worker in one data center: DC 0's place.
@@ -139,7 +139,7 @@ model::StrategyRun run_strategy_processes(const Scenario& sc, const engine::Stra
   }
   // The reporting rank: 0, or the lowest rank the timeline never kills. When rank 0 dies, the
   // store it would serve is served by a process of its own (`geotb store`) at its address.
-  const int rep = sc.faults.first_never_killed(N, P);
+  const int rep = sc.faults.first_never_killed(layout);
   std::optional<common::ChildProcess> store;
   if (rep != 0) {
     common::ChildOptions so;
@@ -160,7 +160,7 @@ model::StrategyRun run_strategy_processes(const Scenario& sc, const engine::Stra
   auto spec_for = [&](int r, int n) {
     RankSpec w;
     w.rank = r;
-    w.dc = r / N;
+    w.dc = layout.dc_of(r);
     w.log_path = n == 0 ? fmt::format("{}/rank-{}.log", opt.work_dir, r) : fmt::format("{}/rank-{}.inc{}.log", opt.work_dir, r, n);
     const DcPlacement& pl = place(w.dc);
     if (!pl.netns.empty()) w.argv = {"ip", "netns", "exec", pl.netns};
@@ -177,7 +177,7 @@ model::StrategyRun run_strategy_processes(const Scenario& sc, const engine::Stra
     w.env.push_back("RANK=" + std::to_string(r));
     w.env.push_back("WORLD_SIZE=" + std::to_string(P));
     w.env.push_back("GEOTB_DC=" + std::to_string(w.dc));
-    w.env.push_back("GEOTB_LOCAL_RANK=" + std::to_string(r % N));
+    w.env.push_back("GEOTB_LOCAL_RANK=" + std::to_string(layout.local_of(r)));
     w.env.push_back("GEOTB_BIND_ADDR=" + pl.address);
     if (n > 0) w.env.push_back("GEOTB_INCARNATION=" + std::to_string(n));
     if (r == 0 && opt.timeline_pid > 0 && n == 0) w.env.push_back("GEOTB_TIMELINE_PID=" + std::to_string(opt.timeline_pid));
@@ -228,7 +228,7 @@ model::StrategyRun run_strategy_processes(const Scenario& sc, const engine::Stra
   for (size_t i = 0; i < sc.faults.events.size(); ++i) {
     const model::FaultEvent& e = sc.faults.events[i];
     if (e.kind != model::FaultEvent::Kind::kKill) continue;
-    Victim v{e.dc * N + e.worker, e.scope == "host"};
+    Victim v{layout.rank_of(e.dc, e.worker), e.scope == "host"};
     for (size_t k = i + 1; k < sc.faults.events.size(); ++k)
       if (sc.faults.events[k].kind == model::FaultEvent::Kind::kRestart && sc.faults.events[k].dc == e.dc &&
           sc.faults.events[k].worker == e.worker)
@@ -303,7 +303,7 @@ model::StrategyRun run_strategy_processes(const Scenario& sc, const engine::Stra
       if (!rr.faults) throw ProcessRunError(fmt::format("{}: rank {}'s report has no \"faults\"", scfg.name, rr.rank));
       logs.push_back(*rr.faults);
     }
-    run.faults = model::merge_fault_logs(sc.faults, N, logs, rep);
+    run.faults = model::merge_fault_logs(sc.faults, layout, logs, rep);
   }
   return run;
 }

@@ -102,6 +102,10 @@ model::ScenarioSummary scenario_summary(const Scenario& sc, const RunContext& ct
   if (sc.raw.contains("workload") && sc.raw["workload"].contains("partition") &&
       sc.raw["workload"]["partition"].is_object())
     s.workload.partition = sc.raw["workload"]["partition"];
+  if (sc.raw.contains("workload") && sc.raw["workload"].contains("dc_weights") &&
+      sc.raw["workload"]["dc_weights"].is_string())
+    s.workload.dc_weights = sc.raw["workload"]["dc_weights"].get<std::string>();
+  s.workload.dc_weight_by_dc = ctx.dc_weight_by_dc;
   s.check = sc.check;
   return s;
 }

@@ -24,6 +24,8 @@ struct RunContext {
   std::string dc_tcp_congestion_control;
   /// A non-IID workload.partition: every data center's training examples per class, by name.
   std::map<std::string, std::vector<uint64_t>> label_histogram_by_dc;
+  /// Every data center's weight in the means over DCs, by name, when they differ.
+  std::map<std::string, double> dc_weight_by_dc;
 };
 
 

@@ -339,10 +339,6 @@ Scenario parse_scenario(const json& j, const std::string& origin, const std::str
       if (spec.name.empty()) fail(d.field("name"), json(spec.name), "must not be empty");
       spec.workers = static_cast<int>(get_int(d, "workers", 1, 64));
       if (dc_idx.count(spec.name)) fail(d.field("name"), json(spec.name), "duplicate data center name");
-      if (!sc.cluster.dcs.empty() && spec.workers != sc.cluster.dcs[0].workers)
-        fail(d.field("workers"), json(spec.workers),
-             fmt::format("every data center needs the same number of workers ({} in {})", sc.cluster.dcs[0].workers,
-                         sc.cluster.dcs[0].name));
       dc_idx[spec.name] = static_cast<int>(i);
       sc.cluster.dcs.push_back(spec);
       dc_compute.emplace_back(d.opt("compute"), d.field("compute"));
@@ -389,7 +385,7 @@ Scenario parse_scenario(const json& j, const std::string& origin, const std::str
 
     // Timeline: link changes, and node faults (model/faults.h).
     std::vector<std::string> fault_paths;  // timeline[i] of each fault event, for later checks
-    auto fault_event = [&](Obj& e, const json& raw, const std::map<std::string, int>& dcs_by_name, int workers,
+    auto fault_event = [&](Obj& e, const json& raw, const std::map<std::string, int>& dcs_by_name,
                            std::vector<std::string>& paths) {
       model::FaultEvent ev;
       const char* kinds[] = {"kill", "restart", "slow"};
@@ -410,7 +406,7 @@ Scenario parse_scenario(const json& j, const std::string& origin, const std::str
       auto it = dcs_by_name.find(dc);
       if (it == dcs_by_name.end()) fail(w.field("dc"), json(dc), "unknown data center");
       ev.dc = it->second;
-      ev.worker = static_cast<int>(get_int(w, "worker", 0, workers - 1));
+      ev.worker = static_cast<int>(get_int(w, "worker", 0, sc.cluster.dcs[static_cast<size_t>(ev.dc)].workers - 1));
       if (ev.kind == model::FaultEvent::Kind::kKill) {
         const std::string process = "process";
         ev.scope = get_string(w, "scope", &process);
@@ -487,7 +483,7 @@ Scenario parse_scenario(const json& j, const std::string& origin, const std::str
       for (size_t i = 0; i < tl->size(); ++i) {
         Obj e((*tl)[i], fmt::format("timeline[{}]", i));
         if (e.has("kill") || e.has("restart") || e.has("slow")) {
-          fault_event(e, (*tl)[i], dc_idx, sc.cluster.dcs[0].workers, fault_paths);
+          fault_event(e, (*tl)[i], dc_idx, fault_paths);
           continue;
         }
         if (e.has("trace")) {
@@ -567,6 +563,13 @@ Scenario parse_scenario(const json& j, const std::string& origin, const std::str
         if (sc.partition != "iid")
           fail("workload.partition", json(sc.partition), "unknown partition (\"iid\", or an object: dirichlet, label_skew)");
       }
+      // workload.dc_weights: a DC's weight in the means over data centers (engine/data/partition.h).
+      const std::string by_workers = "workers";
+      const std::string weights = get_string(w, "dc_weights", &by_workers);
+      if (weights != "workers" && weights != "examples")
+        fail("workload.dc_weights", json(weights), "expected \"workers\" (each DC's share of the workers) or \"examples\" "
+                                                   "(its share of the training examples)");
+      sc.workload.dc_weights = weights == "workers" ? engine::DcWeighting::kWorkers : engine::DcWeighting::kExamples;
       sc.workload.batch_per_worker = static_cast<int>(get_int(w, "batch_per_worker", 1, 4096));
       sc.workload.steps = static_cast<int>(get_int(w, "steps", 1, 1000000));
       const int64_t zero = 0;
@@ -870,7 +873,6 @@ Scenario parse_scenario(const json& j, const std::string& origin, const std::str
       sc.workload.samples_per_worker_per_step = static_cast<uint64_t>(seqs);
     }
     {
-      const int W = sc.cluster.dcs[0].workers;
       std::map<std::pair<int, int>, const model::FaultEvent*> dead;  // (dc, worker) -> its kill, while dead
       std::map<int, int> dead_in_dc;
       for (size_t i = 0; i < sc.faults.events.size(); ++i) {
@@ -883,6 +885,7 @@ Scenario parse_scenario(const json& j, const std::string& origin, const std::str
         const auto who = fmt::format("{{\"dc\": \"{}\", \"worker\": {}}}", sc.cluster.dcs[static_cast<size_t>(ev.dc)].name, ev.worker);
         if (ev.kind == model::FaultEvent::Kind::kKill) {
           if (dead.count(key)) fail(path + ".kill", json::parse(who), "this worker is already dead (restart it first)");
+          const int W = sc.cluster.dcs[static_cast<size_t>(ev.dc)].workers;
           if (W < 2) fail(path + ".kill", json::parse(who), "a data center of 1 worker has no survivor to shrink to");
           if (++dead_in_dc[ev.dc] >= W)
             fail(path + ".kill", json::parse(who), "kills every worker of its data center (shrink needs a survivor)");

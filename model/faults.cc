@@ -29,10 +29,10 @@ bool FaultPlan::kills_a_dc_leader() const {
                      [](const FaultEvent& e) { return e.kind == FaultEvent::Kind::kKill && e.worker == 0; });
 }
 
-int FaultPlan::first_never_killed(int workers_per_dc, int world) const {
-  for (int r = 0; r < world; ++r)
+int FaultPlan::first_never_killed(const RankLayout& layout) const {
+  for (int r = 0; r < layout.world(); ++r)
     if (std::none_of(events.begin(), events.end(), [&](const FaultEvent& e) {
-          return e.kind == FaultEvent::Kind::kKill && e.dc * workers_per_dc + e.worker == r;
+          return e.kind == FaultEvent::Kind::kKill && e.dc < layout.dcs() && layout.rank_of(e.dc, e.worker) == r;
         }))
       return r;
   return 0;
@@ -271,7 +271,7 @@ FaultsSection section_of(const FaultPlan& plan) {
   return s;
 }
 
-FaultsSection merge_fault_logs(const FaultPlan& plan, int workers_per_dc, const std::vector<RankFaultLog>& logs,
+FaultsSection merge_fault_logs(const FaultPlan& plan, const RankLayout& layout, const std::vector<RankFaultLog>& logs,
                                int origin) {
   FaultsSection s = section_of(plan);
   const int64_t t0 = logs.at(static_cast<size_t>(origin)).start_ns;
@@ -284,8 +284,8 @@ FaultsSection merge_fault_logs(const FaultPlan& plan, int workers_per_dc, const 
       FaultRecord k;
       k.event = "kill";
       k.rank = static_cast<int>(r);
-      k.dc = k.rank / workers_per_dc;
-      k.worker = k.rank % workers_per_dc;
+      k.dc = layout.dc_of(k.rank);
+      k.worker = layout.local_of(k.rank);
       k.at_s = shift(r, *logs[r].killed_at_s);
       k.step = *logs[r].killed_at_step;
       k.policy = plan.policy;
@@ -338,8 +338,8 @@ FaultsSection merge_fault_logs(const FaultPlan& plan, int workers_per_dc, const 
       FaultRecord x;
       x.event = "restart";
       x.rank = h.rank;
-      x.dc = h.rank / workers_per_dc;
-      x.worker = h.rank % workers_per_dc;
+      x.dc = layout.dc_of(h.rank);
+      x.worker = layout.local_of(h.rank);
       x.at_s = shift(r, h.at_s);
       x.step = h.step;
       x.policy = "rejoin";

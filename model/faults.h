@@ -12,6 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model/rank_layout.h"
+
 namespace geotb::model {
 
 using nlohmann::json;
@@ -78,9 +80,9 @@ struct FaultPlan {
   bool has_kills() const;
   /// Whether a kill event names a DC's worker 0 (its leader under the per-DC strategies).
   bool kills_a_dc_leader() const;
-  /// The lowest rank (dc * workers_per_dc + worker) no kill event names: the process modes'
+  /// The lowest rank (layout.rank_of(dc, worker)) no kill event names: the process modes'
   /// reporting rank, which knows it from the start (their kills are at a step and always fire).
-  int first_never_killed(int workers_per_dc, int world) const;
+  int first_never_killed(const RankLayout& layout) const;
 };
 
 /// A peer declared dead by one worker's heartbeat monitor ("detections" entries).
@@ -204,7 +206,7 @@ void from_json(const json& j, RankFaultLog& l);
 /// one per group that discarded its step in flight (its coordinator's resume). A restart: its
 /// coordinator's hand-over (when, the boundary, the grown group), recovered once the restarted
 /// rank had the state (its rejoined_at_s).
-FaultsSection merge_fault_logs(const FaultPlan& plan, int workers_per_dc, const std::vector<RankFaultLog>& logs,
+FaultsSection merge_fault_logs(const FaultPlan& plan, const RankLayout& layout, const std::vector<RankFaultLog>& logs,
                                int origin);
 
 }  // namespace geotb::model

@@ -312,6 +312,8 @@ void to_json(json& j, const WorkloadSummary& w) {
   if (w.eval_points) j["eval_points"] = *w.eval_points;
   if (w.partition) j["partition"] = *w.partition;
   if (!w.label_histogram_by_dc.empty()) j["label_histogram_by_dc"] = w.label_histogram_by_dc;
+  if (w.dc_weights) j["dc_weights"] = *w.dc_weights;
+  if (!w.dc_weight_by_dc.empty()) j["dc_weight_by_dc"] = w.dc_weight_by_dc;
 }
 
 void from_json(const json& j, WorkloadSummary& w) {
@@ -341,6 +343,17 @@ void from_json(const json& j, WorkloadSummary& w) {
         counts.push_back(c.get<uint64_t>());
       }
       w.label_histogram_by_dc[it.key()] = counts;
+    }
+  }
+  w.dc_weights.reset();
+  if (f::has(j, "dc_weights")) w.dc_weights = f::str(j, "dc_weights");
+  w.dc_weight_by_dc.clear();
+  if (f::has(j, "dc_weight_by_dc")) {
+    const json& h = f::object(j, "dc_weight_by_dc");
+    for (auto it = h.begin(); it != h.end(); ++it) {
+      if (!it.value().is_number() || !(it.value().get<double>() > 0 && it.value().get<double>() <= 1))
+        f::fail("dc_weight_by_dc." + it.key(), "expected a weight in (0, 1], got " + it.value().dump());
+      w.dc_weight_by_dc[it.key()] = it.value().get<double>();
     }
   }
 }

@@ -228,6 +228,11 @@ struct WorkloadSummary {
   std::optional<json> partition;
   /// With `partition`: every data center's training examples per class (10 counts), by name.
   std::map<std::string, std::vector<uint64_t>> label_histogram_by_dc;
+  /// workload.dc_weights as the scenario gave it ("workers" or "examples"); absent if not given.
+  std::optional<std::string> dc_weights;
+  /// Every data center's weight in the means over DCs, by name, when they differ (unequal
+  /// workers or examples); absent when every DC weighs the same.
+  std::map<std::string, double> dc_weight_by_dc;
 };
 void to_json(json& j, const WorkloadSummary& w);
 void from_json(const json& j, WorkloadSummary& w);

@@ -10,6 +10,7 @@
 
 #include "emulator/link/directed_link.h"
 #include "emulator/link/link_model.h"
+#include "model/rank_layout.h"
 
 namespace geotb::model {
 
@@ -33,11 +34,18 @@ struct ScheduledChange {
 };
 
 struct Topology {
-  std::vector<DataCenter> dcs;            ///< all with the same number of workers
+  std::vector<DataCenter> dcs;            ///< in rank order (model/rank_layout.h)
   emu::LinkConfig lan;                    ///< between two workers of one data center, each direction
   std::vector<WanLink> wan;               ///< one per DC pair that talks
   std::vector<ScheduledChange> timeline;  ///< in the order they were given
 };
+
+/// The ranks of the data centers, in order.
+inline RankLayout rank_layout(const Topology& t) {
+  std::vector<int> w;
+  for (const DataCenter& d : t.dcs) w.push_back(d.workers);
+  return RankLayout(std::move(w));
+}
 
 /// Every WAN link one direction at a time, in order: wan[0] a->b, wan[0] b->a, wan[1] a->b, ...
 /// (the order the backends number their random streams in).

@@ -113,10 +113,9 @@ double gamma_variate(emu::RandomStream& rng, double shape) {
 }
 
 std::vector<std::vector<uint32_t>> make_partition(const std::vector<int64_t>& labels, int classes,
-                                                  const PartitionSpec& spec, int dcs, int workers_per_dc,
+                                                  const PartitionSpec& spec, const model::RankLayout& layout,
                                                   uint64_t seed) {
-  const int P = dcs * workers_per_dc;
-  if (dcs < 1 || workers_per_dc < 1) throw PartitionError("no workers to partition over");
+  const int P = layout.world(), dcs = layout.dcs();
   std::vector<std::vector<uint32_t>> shards;
   switch (spec.kind) {
     case PartitionSpec::Kind::kIid:
@@ -125,8 +124,9 @@ std::vector<std::vector<uint32_t>> make_partition(const std::vector<int64_t>& la
       if (spec.level == PartitionSpec::Level::kWorker)
         return dirichlet_parts(labels, classes, P, spec.alpha, spec.min_size, seed);
       emu::RandomStream rng(seed, kSplitStream);
+      int d = 0;
       for (auto& part : dirichlet_parts(labels, classes, dcs, spec.alpha, spec.min_size, seed))
-        for (auto& w : split_even(std::move(part), workers_per_dc, rng)) shards.push_back(std::move(w));
+        for (auto& w : split_even(std::move(part), layout.workers(d++), rng)) shards.push_back(std::move(w));
       break;
     }
     case PartitionSpec::Kind::kLabelSkew: {
@@ -145,9 +145,10 @@ std::vector<std::vector<uint32_t>> make_partition(const std::vector<int64_t>& la
           dc_part[static_cast<size_t>(h[i])].insert(dc_part[static_cast<size_t>(h[i])].end(), pieces[i].begin(),
                                                      pieces[i].end());
       }
-      for (auto& part : dc_part) {
+      for (int d = 0; d < dcs; ++d) {
+        auto& part = dc_part[static_cast<size_t>(d)];
         std::sort(part.begin(), part.end());
-        for (auto& w : split_even(std::move(part), workers_per_dc, rng)) shards.push_back(std::move(w));
+        for (auto& w : split_even(std::move(part), layout.workers(d), rng)) shards.push_back(std::move(w));
       }
       break;
     }
@@ -157,6 +158,21 @@ std::vector<std::vector<uint32_t>> make_partition(const std::vector<int64_t>& la
       throw PartitionError("rank " + std::to_string(r) + " would hold no example (" + std::to_string(labels.size()) +
                            " examples over " + std::to_string(P) + " workers)");
   return shards;
+}
+
+std::vector<float> dc_mean_weights(const model::RankLayout& layout, const std::vector<std::vector<uint32_t>>& shards,
+                                   DcWeighting weighting) {
+  if (shards.size() != static_cast<size_t>(layout.world()))
+    throw PartitionError(std::to_string(shards.size()) + " shards for " + std::to_string(layout.world()) + " workers");
+  std::vector<uint64_t> share(static_cast<size_t>(layout.dcs()), 0);
+  for (int r = 0; r < layout.world(); ++r)
+    share[static_cast<size_t>(layout.dc_of(r))] += weighting == DcWeighting::kWorkers ? 1 : shards[static_cast<size_t>(r)].size();
+  if (std::all_of(share.begin(), share.end(), [&](uint64_t s) { return s == share[0]; })) return {};
+  uint64_t total = 0;
+  for (uint64_t s : share) total += s;
+  std::vector<float> w;
+  for (uint64_t s : share) w.push_back(static_cast<float>(static_cast<double>(s) / static_cast<double>(total)));
+  return w;
 }
 
 std::vector<std::vector<uint64_t>> label_histogram(const std::vector<std::vector<uint32_t>>& parts,

@@ -1,5 +1,6 @@
 // How the training examples are split over the workers (scenario workload.partition;
-// docs/guide/scenario.md "Data partitions"). Ranks are numbered DC by DC, workers_per_dc each.
+// docs/guide/scenario.md "Data partitions"). Ranks are numbered DC by DC (model/rank_layout.h; DCs
+// may differ in size), and how much each DC weighs in a mean over DCs (dc_mean_weights).
 //
 //   iid          a seeded permutation cut into equal parts (partition_iid): every rank sees every class
 //   dirichlet    per class, the shares of the parts ~ Dir(alpha) (FedML's / Flower's procedure, as
@@ -21,6 +22,7 @@
 #include <vector>
 
 #include "emulator/link/random.h"
+#include "model/rank_layout.h"
 
 namespace geotb::engine {
 
@@ -46,8 +48,19 @@ inline constexpr int kMaxDirichletTries = 1000;
 /// Every rank's example indices (ranks DC by DC), each example at most once. `labels` in
 /// [0, classes). Throws PartitionError.
 std::vector<std::vector<uint32_t>> make_partition(const std::vector<int64_t>& labels, int classes,
-                                                  const PartitionSpec& spec, int dcs, int workers_per_dc,
+                                                  const PartitionSpec& spec, const model::RankLayout& layout,
                                                   uint64_t seed);
+
+/// What a DC's weight in a mean over data centers is (workload "dc_weights"): its share of the
+/// workers (each worker's step is one batch: the mean of every worker's gradient, as naive DDP
+/// takes it) or its share of the training examples (FedAvg's n_d / n).
+enum class DcWeighting { kWorkers, kExamples };
+
+/// Every DC's weight (DC order, summing to 1 up to rounding). Empty when every DC weighs the same
+/// (equal workers, or equal examples): the strategies then take the plain mean, bit for bit what
+/// they computed before weights existed (engine/strategy.h dc_mean_weight).
+std::vector<float> dc_mean_weights(const model::RankLayout& layout, const std::vector<std::vector<uint32_t>>& shards,
+                                   DcWeighting weighting);
 
 /// counts[part][class] of a partition.
 std::vector<std::vector<uint64_t>> label_histogram(const std::vector<std::vector<uint32_t>>& parts,

@@ -16,7 +16,7 @@ namespace geotb::engine {
 
 class FaultRuntime::Agent final : public FaultHooks {
  public:
-  Agent(FaultRuntime& rt, int rank) : rt_(rt), rank_(rank), dc_(rank / rt.N_) {
+  Agent(FaultRuntime& rt, int rank) : rt_(rt), rank_(rank), dc_(rt.layout_.dc_of(rank)) {
     // The other DCs' leaders a DC leader watches: their deaths are recorded; their DCs recover
     // on their own and a survivor takes over the dead leader's address (take_over below).
     monitor_ = std::make_unique<HeartbeatMonitor>(rt.fabric_, rt.sched_, rank, rt.groups_.watched_by(rank), rt.plan_.heartbeat,
@@ -35,7 +35,7 @@ class FaultRuntime::Agent final : public FaultHooks {
     const auto& ev = rt_.plan_.events;
     for (size_t i = 0; i < ev.size(); ++i) {
       const model::FaultEvent& e = ev[i];
-      if (e.kind != model::FaultEvent::Kind::kSlow || e.dc * rt_.N_ + e.worker != rank_) continue;
+      if (e.kind != model::FaultEvent::Kind::kSlow || rt_.layout_.rank_of(e.dc, e.worker) != rank_) continue;
       Slow& s = slow_[i];
       if (!s.started) {
         const bool due = e.at_step ? step >= *e.at_step : now - rt_.t0_ >= *e.at;
@@ -73,7 +73,7 @@ class FaultRuntime::Agent final : public FaultHooks {
     if (rt_.fenced(rank_)) die(env, step, "fenced: declared dead by a peer");
     for (size_t i = 0; i < ev.size(); ++i) {
       const model::FaultEvent& e = ev[i];
-      if (e.kind != model::FaultEvent::Kind::kKill || e.dc * rt_.N_ + e.worker != rank_) continue;
+      if (e.kind != model::FaultEvent::Kind::kKill || rt_.layout_.rank_of(e.dc, e.worker) != rank_) continue;
       // Once: a worker restarted from an earlier checkpoint redoes the kill's step alive.
       if (fired_.count(i)) continue;
       if (e.at_step ? *e.at_step == step : now - rt_.t0_ >= *e.at) {
@@ -216,7 +216,7 @@ class FaultRuntime::Agent final : public FaultHooks {
   }
 
   int coordinator_for(int r, const std::vector<int>& group, const std::set<int>& excluded) const {
-    return rejoin_coordinator(r, rt_.N_, group, excluded);
+    return rejoin_coordinator(r, rt_.layout_, group, excluded);
   }
 
   /// Where a restarted worker starts: the tag epoch, the tags its group had used, the boundary,
@@ -240,8 +240,8 @@ class FaultRuntime::Agent final : public FaultHooks {
       model::FaultRecord rec;
       rec.event = "restart";
       rec.rank = r;
-      rec.dc = r / rt_.N_;
-      rec.worker = r % rt_.N_;
+      rec.dc = rt_.layout_.dc_of(r);
+      rec.worker = rt_.layout_.local_of(r);
       rec.at_s = rt_.secs(at);
       rec.step = where.steps;
       rec.policy = policy;
@@ -381,19 +381,19 @@ class FaultRuntime::Agent final : public FaultHooks {
   std::vector<Slow> slow_;
 };
 
-FaultRuntime::FaultRuntime(const model::FaultPlan& plan, const StrategyInfo& info, int dcs, int workers_per_dc,
+FaultRuntime::FaultRuntime(const model::FaultPlan& plan, const StrategyInfo& info, const model::RankLayout& layout,
                            emu::Fabric& fabric, emu::VirtualScheduler& sched,
                            std::vector<std::vector<uint32_t>> shards, uint64_t seed)
-    : plan_(plan), world_group_(!info.needs_intra_dc || info.one_group), M_(dcs), N_(workers_per_dc),
-      P_(dcs * workers_per_dc), groups_{dcs, workers_per_dc, world_group_}, fabric_(fabric), sched_(sched), shards_(std::move(shards)), own_shards_(shards_), seed_(seed),
-      factor_(new std::atomic<double>[static_cast<size_t>(dcs * workers_per_dc)]) {
+    : plan_(plan), world_group_(!info.needs_intra_dc || info.one_group), layout_(layout), M_(layout.dcs()),
+      P_(layout.world()), groups_{layout, world_group_}, fabric_(fabric), sched_(sched), shards_(std::move(shards)),
+      own_shards_(shards_), seed_(seed), factor_(new std::atomic<double>[static_cast<size_t>(layout.world())]) {
   if (plan_.has_kills() && !info.survives_kills)
     throw RunError("node kills: this strategy does not survive them (its descriptor: survives_kills)");
   for (const model::FaultEvent& e : plan_.events)
     if (e.kind == model::FaultEvent::Kind::kRestart && !e.at_step)
       throw RunError("timeline: restart of dc " + std::to_string(e.dc) + " worker " + std::to_string(e.worker) +
                      ": a restart is timed by \"at_step\" (its group's step boundary), not by \"at\"");
-  const RestartSchedule restarts = restart_schedule(plan_, workers_per_dc);
+  const RestartSchedule restarts = restart_schedule(plan_, layout_);
   restarts_at_ = restarts.ranks_at;
   restart_epoch_ = restarts.epoch_at;
   if (!restarts_at_.empty() && full_recovery_possible())
@@ -475,8 +475,8 @@ void FaultRuntime::on_killed(int rank, int step, Nanos now) {
   model::FaultRecord r;
   r.event = "kill";
   r.rank = rank;
-  r.dc = rank / N_;
-  r.worker = rank % N_;
+  r.dc = layout_.dc_of(rank);
+  r.worker = layout_.local_of(rank);
   r.at_s = secs(now);
   r.step = step;
   r.policy = fenced_.count(rank) ? "shrink (fenced after a detection)" : plan_.policy;

@@ -71,7 +71,7 @@ namespace geotb::engine {
 class FaultRuntime {
  public:
   using Nanos = std::chrono::nanoseconds;
-  FaultRuntime(const model::FaultPlan& plan, const StrategyInfo& info, int dcs, int workers_per_dc,
+  FaultRuntime(const model::FaultPlan& plan, const StrategyInfo& info, const model::RankLayout& layout,
                emu::Fabric& fabric, emu::VirtualScheduler& sched, std::vector<std::vector<uint32_t>> shards,
                uint64_t seed);
   ~FaultRuntime();
@@ -140,7 +140,8 @@ class FaultRuntime {
 
   model::FaultPlan plan_;
   bool world_group_;  // naive_ddp, lan: one group of every rank; else per DC
-  int M_, N_, P_;
+  model::RankLayout layout_;
+  int M_, P_;
   FaultGroups groups_;
   emu::Fabric& fabric_;
   emu::VirtualScheduler& sched_;

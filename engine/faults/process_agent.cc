@@ -11,7 +11,7 @@ ProcessFaultAgent::ProcessFaultAgent(ProcessFaultConfig cfg, const emu::Clock& c
     : cfg_(std::move(cfg)),
       clock_(clock),
       shards_(cfg_.shards),
-      restarts_(restart_schedule(cfg_.plan, cfg_.groups.workers_per_dc)),
+      restarts_(restart_schedule(cfg_.plan, cfg_.groups.layout)),
       slow_(cfg_.plan.events.size()) {}
 
 void ProcessFaultAgent::regroup(WorkerEnv& env, const std::vector<int>& group, const std::string& name) {
@@ -81,7 +81,7 @@ void ProcessFaultAgent::at_reepoch(WorkerEnv& env, int steps, const StateBuffers
   // Gloo under `name`, which the restarted rank can join only once it has this message.
   const std::string name = "rejoin-" + std::to_string(steps);
   for (int r : back) {
-    if (rejoin_coordinator(r, g.workers_per_dc, group, restarted) != cfg_.rank) continue;
+    if (rejoin_coordinator(r, g.layout, group, restarted) != cfg_.rank) continue;
     RejoinMessage m;
     m.tag_epoch = restarts_.epoch_at.at(steps);
     m.steps = steps;
@@ -120,7 +120,7 @@ void ProcessFaultAgent::step_begins(WorkerEnv& env, int step) {
   std::lock_guard<std::mutex> lk(mu_);
   for (size_t i = 0; i < ev.size(); ++i) {
     const model::FaultEvent& e = ev[i];
-    if (e.kind != model::FaultEvent::Kind::kSlow || e.dc * cfg_.groups.workers_per_dc + e.worker != cfg_.rank) continue;
+    if (e.kind != model::FaultEvent::Kind::kSlow || cfg_.groups.layout.rank_of(e.dc, e.worker) != cfg_.rank) continue;
     Slow& s = slow_[i];
     if (!s.started) {
       if (!(e.at_step ? step >= *e.at_step : now - t0_ >= *e.at)) continue;
@@ -244,7 +244,7 @@ void ProcessFaultAgent::before_sync(WorkerEnv& env, int step) {
     env.times.compute_ns += static_cast<uint64_t>(extra.count());
   }
   for (const model::FaultEvent& e : cfg_.plan.events)
-    if (e.kind == model::FaultEvent::Kind::kKill && e.dc * cfg_.groups.workers_per_dc + e.worker == cfg_.rank &&
+    if (e.kind == model::FaultEvent::Kind::kKill && cfg_.groups.layout.rank_of(e.dc, e.worker) == cfg_.rank &&
         (e.at_step ? *e.at_step == step : clock_.now() - t0_ >= *e.at)) {
       killed(step);
       throw WorkerKilled("rank " + std::to_string(cfg_.rank) + " killed by the scenario's timeline at step " +

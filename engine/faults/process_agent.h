@@ -152,7 +152,7 @@ class ProcessFaultAgent final : public FaultHooks {
   bool recover(WorkerEnv& env, int step, BatchSampler& sampler) override;
   /// The reporting rank records (rank 0 or, when the timeline kills rank 0, the lowest rank it
   /// never kills; rank 0 records anyway).
-  bool record_all() const override { return cfg_.rank == cfg_.plan.first_never_killed(cfg_.groups.workers_per_dc, cfg_.groups.world()); }
+  bool record_all() const override { return cfg_.rank == cfg_.plan.first_never_killed(cfg_.groups.layout); }
   std::optional<uint64_t> reepoch_due(WorkerEnv& env, int steps) override;
   void at_reepoch(WorkerEnv& env, int steps, const StateBuffers& state) override;
   void before_rewind(WorkerEnv&, BatchSampler&) override {}

@@ -96,11 +96,11 @@ RejoinMessage decode_rejoin(const std::vector<uint8_t>& bytes) {
   return m;
 }
 
-RestartSchedule restart_schedule(const model::FaultPlan& plan, int workers_per_dc) {
+RestartSchedule restart_schedule(const model::FaultPlan& plan, const model::RankLayout& layout) {
   RestartSchedule s;
   for (const model::FaultEvent& e : plan.events)
     if (e.kind == model::FaultEvent::Kind::kRestart && e.at_step)
-      s.ranks_at[*e.at_step].push_back(e.dc * workers_per_dc + e.worker);
+      s.ranks_at[*e.at_step].push_back(layout.rank_of(e.dc, e.worker));
   uint64_t next_epoch = 1;
   for (const auto& [step, ranks] : s.ranks_at) s.epoch_at[step] = next_epoch++;
   return s;
@@ -116,9 +116,9 @@ std::vector<int> ring_with(const std::vector<int>& ring, const std::vector<int>&
   return grown;
 }
 
-int rejoin_coordinator(int r, int workers_per_dc, const std::vector<int>& group, const std::set<int>& excluded) {
+int rejoin_coordinator(int r, const model::RankLayout& layout, const std::vector<int>& group, const std::set<int>& excluded) {
   for (int m : group)
-    if (!excluded.count(m) && m / workers_per_dc == r / workers_per_dc) return m;
+    if (!excluded.count(m) && layout.dc_of(m) == layout.dc_of(r)) return m;
   for (int m : group)
     if (!excluded.count(m)) return m;
   return -1;

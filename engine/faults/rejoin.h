@@ -14,6 +14,7 @@
 
 #include "engine/checkpoint/state.h"
 #include "model/faults.h"
+#include "model/rank_layout.h"
 
 namespace geotb::engine {
 
@@ -47,7 +48,7 @@ struct RestartSchedule {
   std::map<int, std::vector<int>> ranks_at;
   std::map<int, uint64_t> epoch_at;
 };
-RestartSchedule restart_schedule(const model::FaultPlan& plan, int workers_per_dc);
+RestartSchedule restart_schedule(const model::FaultPlan& plan, const model::RankLayout& layout);
 
 /// `ring` grown by the ranks of `back`, in rank order, without those in `dead` (ranks [0, world)).
 std::vector<int> ring_with(const std::vector<int>& ring, const std::vector<int>& back, const std::set<int>& dead,
@@ -56,7 +57,7 @@ std::vector<int> ring_with(const std::vector<int>& ring, const std::vector<int>&
 /// The member of `group` that tells restarted worker `r` where to start: the lowest one in r's
 /// data center not in `excluded` (r itself, the others restarted at the same boundary), else the
 /// lowest not in it; -1 if none.
-int rejoin_coordinator(int r, int workers_per_dc, const std::vector<int>& group, const std::set<int>& excluded);
+int rejoin_coordinator(int r, const model::RankLayout& layout, const std::vector<int>& group, const std::set<int>& excluded);
 
 /// The restarted worker walks its own shard afresh (not the coordinator's position): `state`'s
 /// sampler entries replaced by a new BatchSampler over `shard` on the stream rank + world *

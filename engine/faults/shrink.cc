@@ -47,8 +47,9 @@ std::vector<int64_t> decode_ints(const std::vector<uint8_t>& b) {
 
 std::vector<int> FaultGroups::group_of(int rank, const std::set<int>& dead) const {
   std::vector<int> g;
-  const int lo = world_group ? 0 : (rank / workers_per_dc) * workers_per_dc;
-  const int hi = world_group ? world() : lo + workers_per_dc;
+  const int dc = layout.dc_of(rank);
+  const int lo = world_group ? 0 : layout.first(dc);
+  const int hi = world_group ? world() : lo + layout.workers(dc);
   for (int r = lo; r < hi; ++r)
     if (!dead.count(r)) g.push_back(r);
   return g;
@@ -57,9 +58,9 @@ std::vector<int> FaultGroups::group_of(int rank, const std::set<int>& dead) cons
 std::vector<int> FaultGroups::watched_by(int rank) const {
   std::vector<int> peers = group_of(rank, {});
   peers.erase(std::remove(peers.begin(), peers.end(), rank), peers.end());
-  if (!world_group && rank % workers_per_dc == 0)  // a DC leader also watches the other DCs' leaders
-    for (int d = 0; d < dcs; ++d)
-      if (d != rank / workers_per_dc) peers.push_back(d * workers_per_dc);
+  if (!world_group && layout.local_of(rank) == 0)  // a DC leader also watches the other DCs' leaders
+    for (int d = 0; d < layout.dcs(); ++d)
+      if (d != layout.dc_of(rank)) peers.push_back(layout.first(d));
   return peers;
 }
 
@@ -74,14 +75,14 @@ std::set<int> FaultGroups::watched_outside_group(int rank) const {
 std::vector<int> FaultGroups::other_dcs(int rank) const {
   std::vector<int> out;
   for (int r = 0; r < world(); ++r)
-    if (r / workers_per_dc != rank / workers_per_dc) out.push_back(r);
+    if (layout.dc_of(r) != layout.dc_of(rank)) out.push_back(r);
   return out;
 }
 
 std::optional<int> take_over_dead_leader(Transport& net, const FaultGroups& g, int rank, std::vector<int>& dc_leaders,
                                          const std::set<int>& dead, const std::vector<int>& group) {
   if (g.world_group) return std::nullopt;
-  int& leader = dc_leaders[static_cast<size_t>(rank / g.workers_per_dc)];
+  int& leader = dc_leaders[static_cast<size_t>(g.layout.dc_of(rank))];
   if (!dead.count(leader)) return std::nullopt;
   const int was = leader;
   leader = group.front();
@@ -116,11 +117,11 @@ void agree_on_group(Transport& net, int rank, const std::vector<int>& group, int
 std::vector<uint32_t> inherit_shards(const FaultGroups& g, int rank, std::vector<uint32_t> shard,
                                      const std::vector<std::vector<uint32_t>>& shards, const std::set<int>& dead,
                                      const std::vector<int>& fresh) {
-  const int N = g.workers_per_dc, dc = rank / N;
+  const int dc = g.layout.dc_of(rank), lo = g.layout.first(dc), hi = lo + g.layout.workers(dc);
   for (int d : fresh) {
-    if (d / N != dc) continue;
+    if (g.layout.dc_of(d) != dc) continue;
     std::vector<int> heirs;
-    for (int r = dc * N; r < (dc + 1) * N; ++r)
+    for (int r = lo; r < hi; ++r)
       if (!dead.count(r)) heirs.push_back(r);
     const auto k = static_cast<size_t>(std::find(heirs.begin(), heirs.end(), rank) - heirs.begin());
     const auto& ds = shards[static_cast<size_t>(d)];

@@ -11,15 +11,16 @@
 #include <vector>
 
 #include "engine/transport/transport.h"
+#include "model/rank_layout.h"
 
 namespace geotb::engine {
 
 /// Rank layout of a run for the fault agents.
 struct FaultGroups {
-  int dcs = 1, workers_per_dc = 1;
+  model::RankLayout layout;  ///< the ranks of every DC
   bool world_group = false;  ///< naive_ddp, lan: one group of every rank; else one per DC
 
-  int world() const { return dcs * workers_per_dc; }
+  int world() const { return layout.world(); }
   /// The group of `rank` without `dead`, ascending: every rank (world group) or its DC's.
   std::vector<int> group_of(int rank, const std::set<int>& dead) const;
   /// The peers `rank` watches by heartbeats: its group's other members and, for a DC leader of

@@ -11,7 +11,8 @@
 //                                                       every DC uses the dequantised value
 //                 wire "bf16": Δ_d <- bf16(Δ_d)        bfloat16, round to nearest even (as the
 //                                                       DiLoCo papers' bf16 training sends it)
-//                 Δ = (1/M) sum_{d'} Δ_{d'}            (every DC leader sends Δ_d to the others)
+//                 Δ = sum_{d'} w_{d'} Δ_{d'}           (every DC leader sends Δ_d to the others;
+//                                                       w_d = 1/M or workload "dc_weights")
 //                 v <- μ v + Δ;  x̄ <- x̄ - η (Δ + μ v)  outer Nesterov SGD (PyTorch's rule), η = outer_lr,
 //                                                       μ = outer_momentum
 //                 x_d <- x̄
@@ -127,13 +128,14 @@ class Diloco final : public Strategy {
     sum_.assign(n, 0.0f);
     // Summed in DC order, own contribution at its own place: the same order in every DC.
     for (int d = 0, k = 0; d < env.num_dcs; ++d) {
+      const float wd = dc_mean_weight(env, d);  // 1 unless the DCs weigh differently: exact
       if (d == env.dc) {
-        for (size_t i = 0; i < n; ++i) sum_[i] += delta_[i];
+        for (size_t i = 0; i < n; ++i) sum_[i] += wd * delta_[i];
         continue;
       }
       const auto& w = peers[static_cast<size_t>(k++)];
       if (int8_) {
-        kernels::decompress_add(w.data(), w.size(), sum_.data(), n, 1.0f);
+        kernels::decompress_add(w.data(), w.size(), sum_.data(), n, wd);
       } else if (bf16_) {
         if (w.size() != 2 * n)
           throw TransportError("diloco: a bfloat16 pseudo-gradient of " + std::to_string(w.size()) + " bytes, expected " +
@@ -141,15 +143,15 @@ class Diloco final : public Strategy {
         for (size_t i = 0; i < n; ++i) {
           uint16_t h;
           std::memcpy(&h, w.data() + 2 * i, 2);
-          sum_[i] += from_bf16(h);
+          sum_[i] += wd * from_bf16(h);
         }
       } else {
         peer_.resize(n);
         floats_from(w, 0, peer_.data(), n);
-        for (size_t i = 0; i < n; ++i) sum_[i] += peer_[i];
+        for (size_t i = 0; i < n; ++i) sum_[i] += wd * peer_[i];
       }
     }
-    const float inv = 1.0f / static_cast<float>(env.num_dcs);
+    const float inv = dc_mean_scale(env);
     const float lr = static_cast<float>(cfg_.outer_lr), mu = static_cast<float>(cfg_.outer_momentum);
     for (size_t i = 0; i < n; ++i) {
       const float g = sum_[i] * inv;

@@ -436,7 +436,7 @@ class HierEfTopkInt8 final : public Strategy {
     return a;
   }
 
-  /// xbar += (own + sum of peers) / M; the leader records the exchange.
+  /// xbar += sum_d w_d own_d (w_d = 1/M, or workload "dc_weights"); the leader records the exchange.
   void apply(WorkerEnv& env, const Arrived& a, const std::vector<float>& own, int step) {
     const size_t n = env.learner->num_params();
     {
@@ -446,14 +446,15 @@ class HierEfTopkInt8 final : public Strategy {
       // that every DC's anchor, hence every replica, is bit-identical with 3 or more DCs too.
       sum_.assign(n, 0.0f);
       for (int d = 0, k = 0; d < env.num_dcs; ++d) {
+        const float wd = dc_mean_weight(env, d);  // 1 unless the DCs weigh differently: exact
         if (d == env.dc) {
-          for (size_t i = 0; i < n; ++i) sum_[i] += own[i];
+          for (size_t i = 0; i < n; ++i) sum_[i] += wd * own[i];
         } else {
           const auto& w = a.wires[static_cast<size_t>(k++)];
-          kernels::decompress_add(w.data(), w.size(), sum_.data(), n, 1.0f);
+          kernels::decompress_add(w.data(), w.size(), sum_.data(), n, wd);
         }
       }
-      const float inv = 1.0f / static_cast<float>(env.num_dcs);
+      const float inv = dc_mean_scale(env);
       for (size_t i = 0; i < n; ++i) xbar_[i] += sum_[i] * inv;
     }
     if (!leader(env)) return;

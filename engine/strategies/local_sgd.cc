@@ -4,8 +4,9 @@
 //
 //   every step      g_d = mean of the DC's gradients (Gloo allreduce); x_d <- SGD(x_d, m_d, g_d)
 //   every tau steps (tau' = warmup_tau for steps < W = warmup_steps, counted from the last averaging)
-//                   x_d <- (1/M) sum_{d'} x_{d'}             (every DC leader sends x_d to the others)
-//                   m_d <- (1/M) sum_{d'} m_{d'}  if momentum_sync = "averaged" (else m_d stays local)
+//                   x_d <- sum_{d'} w_{d'} x_{d'}            (every DC leader sends x_d to the others)
+//                   m_d <- sum_{d'} w_{d'} m_{d'}  if momentum_sync = "averaged" (else m_d stays local)
+//                   (w_d = 1/M, or the DC's share of workers or examples: workload "dc_weights")
 //   finish          one more averaging if steps were taken since the last one: every replica ends
 //                   with the same model.
 //   fedprox_mu > 0  FedProx (Li et al., "Federated Optimization in Heterogeneous Networks", MLSys
@@ -100,9 +101,10 @@ class LocalSgd final : public Strategy {
         std::memcpy(peer_.data(), own.data(), parts * n * sizeof(float));
       else
         floats_from(peers[static_cast<size_t>(k++)], 0, peer_.data(), parts * n);
-      for (size_t i = 0; i < parts * n; ++i) sum_[i] += peer_[i];
+      const float w = dc_mean_weight(env, d);  // 1 unless the DCs weigh differently: exact
+      for (size_t i = 0; i < parts * n; ++i) sum_[i] += w * peer_[i];
     }
-    const float inv = 1.0f / static_cast<float>(env.num_dcs);
+    const float inv = dc_mean_scale(env);
     for (size_t i = 0; i < n; ++i) x[i] = sum_[i] * inv;
     if (with_m)
       for (size_t i = 0; i < n; ++i) m[i] = sum_[n + i] * inv;

@@ -594,7 +594,7 @@ TEST(FaultLogs, MergedOntoTheOriginsClockWithFirstDetectionRecoveryAndFalseOnes)
   logs[1].detections = {det(1, 2, 5.0, "silence")};  // rank 2 was never killed: a false detection
   logs[3].resumed = {{{4}, 2.1, 30, 2, true}};    // 2.103
   logs[5].resumed = {{{4}, 2.2, 30, 2, false}};   // 2.205: the last survivor
-  const FaultsSection s = merge_fault_logs(plan, 3, logs, 0);
+  const FaultsSection s = merge_fault_logs(plan, RankLayout::uniform(2, 3), logs, 0);
   EXPECT_DOUBLE_EQ(s.heartbeat_interval_s, 0.2);
   EXPECT_DOUBLE_EQ(s.heartbeat_timeout_s, 0.5);
   EXPECT_DOUBLE_EQ(s.heartbeat_confirmation_s, 0.3);
@@ -619,7 +619,7 @@ TEST(FaultLogs, MergedOntoTheOriginsClockWithFirstDetectionRecoveryAndFalseOnes)
   EXPECT_NEAR(s.detections[2].at_s, 5.001, 1e-12);
   EXPECT_EQ(s.false_detections, 1);
   // Another origin moves every time by its start.
-  const FaultsSection o = merge_fault_logs(plan, 3, logs, 3);
+  const FaultsSection o = merge_fault_logs(plan, RankLayout::uniform(2, 3), logs, 3);
   EXPECT_NEAR(o.events[0].at_s, 2.001, 1e-12);
   EXPECT_NEAR(*o.events[0].detection_latency_s, 0.0005, 1e-12);
   // A slow span of rank 2 from its 1st ms: 3 ms on rank 0's clock, before rank 5's start there (0).
@@ -630,13 +630,13 @@ TEST(FaultLogs, MergedOntoTheOriginsClockWithFirstDetectionRecoveryAndFalseOnes)
   slow.factor = 5;
   slow.until_s = 1.0;
   logs[2].slow = {slow};
-  const FaultsSection z = merge_fault_logs(plan, 3, logs, 0);
+  const FaultsSection z = merge_fault_logs(plan, RankLayout::uniform(2, 3), logs, 0);
   const auto zs = std::find_if(z.events.begin(), z.events.end(), [](const FaultRecord& e) { return e.event == "slow"; });
   ASSERT_NE(zs, z.events.end());
   EXPECT_NEAR(zs->at_s, 0.003, 1e-12);
   EXPECT_NEAR(*zs->until_s, 1.002, 1e-12);
   EXPECT_EQ(z.events.front().event, "slow");  // in time order
-  const FaultsSection f5 = merge_fault_logs(plan, 3, logs, 5);
+  const FaultsSection f5 = merge_fault_logs(plan, RankLayout::uniform(2, 3), logs, 5);
   const auto fs = std::find_if(f5.events.begin(), f5.events.end(), [](const FaultRecord& e) { return e.event == "slow"; });
   EXPECT_EQ(fs->at_s, 0.0);
   EXPECT_NEAR(*fs->until_s, 0.997, 1e-12);
@@ -672,7 +672,7 @@ TEST(FaultLogs, ARestartIsItsCoordinatorsHandOverRecoveredWhenTheRankHadTheState
   logs[4].rejoined_at_s = 6.25;  // 6.254 on rank 0's clock
   logs[3].handed = {{4, 60, 6.0, 3}};  // 6.003
   logs[3].resumed = {{{4}, 2.1, 30, 2, true}};
-  const FaultsSection s = merge_fault_logs(plan, 3, logs, 0);
+  const FaultsSection s = merge_fault_logs(plan, RankLayout::uniform(2, 3), logs, 0);
   ASSERT_EQ(s.events.size(), 2u);
   EXPECT_EQ(s.events[0].event, "kill");
   const FaultRecord& r = s.events[1];
@@ -685,7 +685,7 @@ TEST(FaultLogs, ARestartIsItsCoordinatorsHandOverRecoveredWhenTheRankHadTheState
   EXPECT_EQ(s.false_detections, 0);
   // Without the restarted rank's rejoin (it never had the state): no recovery time.
   logs[4].rejoined_at_s.reset();
-  EXPECT_FALSE(merge_fault_logs(plan, 3, logs, 0).events[1].recovery_s.has_value());
+  EXPECT_FALSE(merge_fault_logs(plan, RankLayout::uniform(2, 3), logs, 0).events[1].recovery_s.has_value());
   // The rank file carries both.
   logs[4].rejoined_at_s = 6.25;
   RankReport rr;

@@ -121,6 +121,39 @@ TEST(Identity, DenseBlockingEveryStepHierEqualsNaiveDdp) {
   EXPECT_GT(rel_diff(xc, xa), 1e-4);
 }
 
+// Unequal sites (1 + 3 workers): the DC means weigh each DC by its workers (1/4, 3/4), so a dense
+// blocking round every step applies the mean of all four workers' gradients, as naive DDP does.
+// With the DCs weighing alike, DC a's one worker would count as much as DC b's three.
+TEST(Identity, UnequalSitesWeightedByWorkersHierEqualsNaiveDdp) {
+  const Datasets& data = small_data();
+  RunOptions opt;
+  ClusterSpec c = fast_cluster();
+  c.dcs = {{"a", 1}, {"b", 3}};
+  StrategyConfig hier{"hier_ef_topk_int8"};
+  hier.K = 1;
+  hier.density = 1.0;
+  hier.quantize = false;
+  hier.overlap = false;
+  std::vector<float> xa, xb, xc;
+  const auto a = run_strategy(c, small_work(), StrategyConfig{"naive_ddp"}, data, opt, &xa);
+  const auto b = run_strategy(c, small_work(), hier, data, opt, &xb);
+  expect_same_weights(xa, xb);
+  EXPECT_EQ(a.metrics.samples, 25u * 4 * 16);
+  EXPECT_EQ(b.metrics.replica_max_abs_diff, 0.0);
+  // local_sgd with tau 1 and averaged momentum: the same identity through the model average.
+  StrategyConfig local{"local_sgd"};
+  local.tau = 1;
+  local.momentum_sync = "averaged";
+  run_strategy(c, small_work(), local, data, opt, &xc);
+  expect_same_weights(xa, xc);
+  // dc_weights "examples": the IID split gives DC a 1/4 of the examples, the same weights.
+  std::vector<float> xd;
+  WorkloadSpec w = small_work();
+  w.dc_weights = DcWeighting::kExamples;  // IID: 1/4 and 3/4 of the examples, the same weights
+  run_strategy(c, w, hier, data, opt, &xd);
+  EXPECT_EQ(xd, xb);
+}
+
 TEST(Identity, LocalSgdTauOneAveragedMomentumEqualsNaiveDdp) {
   const Datasets& data = small_data();
   RunOptions opt;

@@ -33,28 +33,34 @@ class FakeLearner final : public Learner {
   std::vector<float> x_, g_;
 };
 
-/// Two workers of one DC: allreduce_mean = (a + b) / 2 in member order.
-struct PairGroup {
-  std::barrier<> sync{2};
-  float slot[2][kN] = {};
+/// The workers of one DC (at most 4): allreduce_mean = (a + b + ...) / size in member order.
+struct Group {
+  explicit Group(int n) : size(n), sync(n) {}
+  int size;
+  std::barrier<> sync;
+  float slot[4][kN] = {};
 };
 
 class FakeIntra final : public IntraDc {
  public:
-  FakeIntra(PairGroup& g, int rank) : g_(g), rank_(rank) {}
+  FakeIntra(Group& g, int rank) : g_(g), rank_(rank) {}
   int rank() const override { return rank_; }
-  int size() const override { return 2; }
+  int size() const override { return g_.size; }
   void allreduce_mean(float* d, size_t n) override {
     for (size_t i = 0; i < n; ++i) g_.slot[rank_][i] = d[i];
     g_.sync.arrive_and_wait();
-    for (size_t i = 0; i < n; ++i) d[i] = (g_.slot[0][i] + g_.slot[1][i]) / 2.0f;
+    for (size_t i = 0; i < n; ++i) {
+      float sum = 0;
+      for (int m = 0; m < g_.size; ++m) sum += g_.slot[m][i];
+      d[i] = sum / static_cast<float>(g_.size);
+    }
     g_.sync.arrive_and_wait();
   }
   void broadcast(float*, size_t, int) override {}
   void barrier() override { g_.sync.arrive_and_wait(); }
 
  private:
-  PairGroup& g_;
+  Group& g_;
   int rank_;
 };
 
@@ -69,13 +75,15 @@ struct WorkerOut {
   std::vector<ExchangeRecord> exchanges;
 };
 
-/// Runs `steps` steps (then finish()) of strategy `cfg` on the 4 workers; inner SGD lr 0.5,
-/// momentum 0.5.
-std::vector<WorkerOut> run(const StrategyConfig& cfg, int steps) {
+/// Runs `steps` steps (then finish()) of strategy `cfg` on the 4 workers (2 + 2, or `layout`) with
+/// the gradients `grad` (kGrad); inner SGD lr 0.5, momentum 0.5. `weights`: env.dc_weights.
+std::vector<WorkerOut> run(const StrategyConfig& cfg, int steps,
+                           const model::RankLayout& layout = model::RankLayout::uniform(2, 2),
+                           const float (*grad)[4][kN] = kGrad, const std::vector<float>& weights = {}) {
   emu::SteadyClock clock;
   emu::FabricConfig fc;
   fc.num_sites = 2;
-  fc.site_of = {0, 0, 1, 1};
+  for (int r = 0; r < 4; ++r) fc.site_of.push_back(layout.dc_of(r));
   fc.lan.rate_bps = 0;
   fc.lan.delay = std::chrono::nanoseconds{0};
   emu::LinkConfig wan;
@@ -83,7 +91,8 @@ std::vector<WorkerOut> run(const StrategyConfig& cfg, int steps) {
   wan.delay = std::chrono::nanoseconds{0};
   fc.wan = {{0, 1, wan}, {1, 0, wan}};
   emu::Fabric fabric(fc, clock);
-  PairGroup groups[2];
+  Group g0(layout.workers(0)), g1(layout.workers(1));
+  Group* groups[2] = {&g0, &g1};
   std::vector<WorkerOut> out(4);
   std::vector<std::thread> threads;
   for (int r = 0; r < 4; ++r)
@@ -94,14 +103,16 @@ std::vector<WorkerOut> run(const StrategyConfig& cfg, int steps) {
       sc.momentum = 0.5;
       Sgd opt(sc, kN);
       EmulatedTransport net(fabric, r, std::chrono::seconds(10));
-      FakeIntra intra(groups[r / 2], r % 2);
+      FakeIntra intra(*groups[layout.dc_of(r)], layout.local_of(r));
       WorkerEnv env;
       env.rank = r;
-      env.dc = r / 2;
-      env.local_rank = r % 2;
+      env.dc = layout.dc_of(r);
+      env.local_rank = layout.local_of(r);
       env.world = 4;
       env.num_dcs = 2;
-      env.dc_leaders = {0, 2};
+      env.layout = layout;
+      env.dc_weights = weights;
+      env.dc_leaders = layout.leaders();
       env.ring = {0, 1, 2, 3};
       env.learner = &learner;
       env.opt = &opt;
@@ -111,7 +122,7 @@ std::vector<WorkerOut> run(const StrategyConfig& cfg, int steps) {
       env.wan_in = {{}, {}};
       auto s = find_strategy(cfg.name).make(cfg, env);
       for (int step = 0; step < steps; ++step) {
-        for (size_t i = 0; i < kN; ++i) learner.grads()[i] = kGrad[step % 2][r][i];
+        for (size_t i = 0; i < kN; ++i) learner.grads()[i] = grad[step % 2][r][i];
         s->step(env, step);
       }
       s->finish(env);
@@ -177,6 +188,30 @@ TEST(LocalSgd, FedProxAddsTheProximalGradientAgainstTheLastAverage) {
   c.fedprox_mu = 0;
   out = run(c, 2);
   EXPECT_EQ(out[0].x, kMeanAfter2);
+}
+
+// Unequal sites, 1 + 3 workers, weighted by workers (1/4, 3/4). DC 1's gradients sum to multiples
+// of 3, so its means are exact: step 0 [2,2,1], step 1 [1,1,-1]; DC 0's are [2,0,1] and [1,1,1].
+// By hand (lr .5, momentum .5):
+//   DC 0: x = [0,2,-1.5] after step 0, m = [2,1,1.5] and x = [-1,1.5,-2.25] after step 1
+//   DC 1: x = [0,1,-1.5] after step 0, m = [2,2,-.5] and x = [-1,0,-1.25] after step 1
+//   average: .25 x_0 + .75 x_1 = [-1, .375, -1.5]   (with equal weights: [-1, .75, -1.75])
+const float kGradOnePlusThree[2][4][kN] = {{{2, 0, 1}, {3, 0, 3}, {0, 3, 0}, {3, 3, 0}},
+                                           {{1, 1, 1}, {0, 0, 3}, {3, 0, 0}, {0, 3, -6}}};
+
+TEST(LocalSgd, UnequalSitesAverageWeightedByTheirWorkers) {
+  StrategyConfig c{"local_sgd"};
+  c.tau = 2;
+  const model::RankLayout layout({1, 3});
+  auto out = run(c, 2, layout, kGradOnePlusThree, {0.25f, 0.75f});
+  for (int r = 0; r < 4; ++r)
+    EXPECT_EQ(out[static_cast<size_t>(r)].x, (std::vector<float>{-1, 0.375f, -1.5f})) << "rank " << r;
+  EXPECT_EQ(out[0].exchanges.size(), 1u);  // DC 0's leader
+  EXPECT_EQ(out[1].exchanges.size(), 1u);  // DC 1's leader, rank 1
+  EXPECT_TRUE(out[2].exchanges.empty());
+  // Without weights the DCs count alike.
+  out = run(c, 2, layout, kGradOnePlusThree);
+  EXPECT_EQ(out[3].x, (std::vector<float>{-1, 0.75f, -1.75f}));
 }
 
 TEST(LocalSgd, WarmupAveragesEveryWarmupTauStepsThenEveryTau) {

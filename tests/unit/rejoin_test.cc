@@ -65,11 +65,11 @@ TEST(Rejoin, MessageRoundTripsWithAndWithoutTheProcessModesWords) {
 
 TEST(Rejoin, CoordinatorIsTheLowestOfItsDataCenterNotRestartedElseTheLowest) {
   // 2 DCs x 3: rank 4 comes back into {3, 4, 5} (per-DC) or into every rank (world group).
-  EXPECT_EQ(rejoin_coordinator(4, 3, {3, 4, 5}, {4}), 3);
-  EXPECT_EQ(rejoin_coordinator(4, 3, {0, 1, 2, 3, 4, 5}, {4}), 3);
-  EXPECT_EQ(rejoin_coordinator(4, 3, {3, 4, 5}, {3, 4}), 5);  // 3 restarted at the same boundary
-  EXPECT_EQ(rejoin_coordinator(4, 3, {0, 1, 3, 4, 5}, {3, 4, 5}), 0);  // nobody of its DC: the lowest
-  EXPECT_EQ(rejoin_coordinator(4, 3, {4}, {4}), -1);
+  EXPECT_EQ(rejoin_coordinator(4, geotb::model::RankLayout::uniform(2, 3), {3, 4, 5}, {4}), 3);
+  EXPECT_EQ(rejoin_coordinator(4, geotb::model::RankLayout::uniform(2, 3), {0, 1, 2, 3, 4, 5}, {4}), 3);
+  EXPECT_EQ(rejoin_coordinator(4, geotb::model::RankLayout::uniform(2, 3), {3, 4, 5}, {3, 4}), 5);  // 3 restarted at the same boundary
+  EXPECT_EQ(rejoin_coordinator(4, geotb::model::RankLayout::uniform(2, 3), {0, 1, 3, 4, 5}, {3, 4, 5}), 0);  // nobody of its DC: the lowest
+  EXPECT_EQ(rejoin_coordinator(4, geotb::model::RankLayout::uniform(2, 3), {4}, {4}), -1);
 }
 
 TEST(Rejoin, OwnSamplerAndOwnSeriesReplaceOnlyWhatIsTheWorkersOwn) {

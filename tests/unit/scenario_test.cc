@@ -69,6 +69,19 @@ TEST(Scenario, GoodFileParsesIntoStructs) {
   EXPECT_EQ(parse_scenario(j, "s.json").tcp_congestion_control, "bbr");
 }
 
+TEST(Scenario, UnequalDataCentersAndTheirWeightsParse) {
+  json j = good();
+  j["datacenters"][1]["workers"] = 5;
+  j["timeline"] = json::array({{{"at_step", 2}, {"kill", {{"dc", "b"}, {"worker", 4}}}}});
+  auto sc = parse_scenario(j, "s.json");
+  EXPECT_EQ(geotb::model::rank_layout(sc.cluster).workers(), (std::vector<int>{2, 5}));
+  ASSERT_EQ(sc.faults.events.size(), 1u);
+  EXPECT_EQ(sc.faults.events[0].worker, 4);
+  EXPECT_EQ(sc.workload.dc_weights, geotb::engine::DcWeighting::kWorkers);  // the default
+  j["workload"]["dc_weights"] = "examples";
+  EXPECT_EQ(parse_scenario(j, "s.json").workload.dc_weights, geotb::engine::DcWeighting::kExamples);
+}
+
 TEST(Scenario, StrategyKeysParseIntoTheConfig) {
   json j = good();
   j["strategies"] = json::parse(R"([{"name": "naive_ddp", "collective": "eager_ring"},
@@ -463,8 +476,14 @@ INSTANTIATE_TEST_SUITE_P(
             "strategies[1].name: \"naive_ddp\": strategy listed twice"},
         Bad{"link to nowhere", [](json& j) { j["wan"][0]["between"][1] = "mars"; },
             "wan[0].between[1]: \"mars\": no such data center (have: a, b)"},
-        Bad{"unequal DCs", [](json& j) { j["datacenters"][1]["workers"] = 3; },
-            "datacenters[1].workers: 3: every data center needs the same number of workers"},
+        Bad{"unknown dc_weights", [](json& j) { j["workload"]["dc_weights"] = "gpus"; },
+            "workload.dc_weights: \"gpus\": expected \"workers\""},
+        Bad{"kill past its own DC's workers",
+            [](json& j) {
+              j["datacenters"][1]["workers"] = 3;
+              j["timeline"] = json::array({{{"at_step", 2}, {"kill", {{"dc", "a"}, {"worker", 2}}}}});
+            },
+            "timeline[0].kill.worker: 2: must be in [0, 1]"},
         Bad{"bad lr", [](json& j) { j["workload"]["optimizer"]["lr"] = -1; }, "workload.optimizer.lr: -1"},
         Bad{"string steps", [](json& j) { j["workload"]["steps"] = "10"; },
             "workload.steps: \"10\": expected an integer"},
