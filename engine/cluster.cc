@@ -73,7 +73,7 @@ model::StrategyRun run_strategy(const ClusterSpec& cluster, const WorkloadSpec& 
   for (int r = 0; r < P; ++r) learners.push_back(make_learner(work.model, work.seed));
   const size_t n = learners[0]->num_params();
   for (int r = 1; r < P; ++r) std::memcpy(learners[r]->params(), learners[0]->params(), n * sizeof(float));
-  const auto shards = make_partition(data.train.labels, kFashionMnistClasses, work.partition, layout, work.seed);
+  const auto shards = make_partition(data.train, kFashionMnistClasses, work.partition, layout, work.seed);
   const std::vector<float> dc_weights = dc_mean_weights(layout, shards, work.dc_weights);
   std::shared_ptr<StoreHandle> store = info.needs_intra_dc && !virt ? make_inprocess_store() : nullptr;
   std::unique_ptr<FaultRuntime> faults;

@@ -96,7 +96,7 @@ RankReport run_process_worker(const ProcessWorkerConfig& cfg, const StrategyConf
   std::unique_ptr<Learner> learner = make_learner(work.model, work.seed);
   const size_t n = learner->num_params();
   Sgd opt(work.optimizer, n);
-  const auto shards = make_partition(data.train.labels, kFashionMnistClasses, work.partition, cfg.layout, work.seed);
+  const auto shards = make_partition(data.train, kFashionMnistClasses, work.partition, cfg.layout, work.seed);
 
   // Inter-rank messages over sockets: bind, publish host:port, learn everyone's, connect.
   SocketTransportConfig tc;

@@ -50,6 +50,18 @@ void run_worker_loop(WorkerEnv& env, const StrategyConfig& scfg, const WorkloadS
   std::vector<uint32_t> idx;
   std::vector<float> x(B * F);
   std::vector<int64_t> y(B);
+  // Controlled randomisation (data/global_batch.h): Bg of the B examples from the global pool, a
+  // forward/backward of their own, and the two gradients combined with weight beta.
+  const GlobalBatchSpec& mix = work.global_batch;
+  const size_t Bg = mix.count(B), Bl = B - Bg;
+  const std::vector<uint32_t> pool = Bg ? global_pool(train.size, mix.pool, work.seed) : std::vector<uint32_t>{};
+  std::vector<float> g_global(Bg ? n : 0);
+  auto fill = [&](const std::vector<uint32_t>& from, size_t count) {
+    for (size_t i = 0; i < count; ++i) {
+      std::memcpy(&x[i * F], &train.images[static_cast<size_t>(from[i]) * F], F * sizeof(float));
+      y[i] = train.labels[from[i]];
+    }
+  };
   out.loss.assign(static_cast<size_t>(steps), std::numeric_limits<double>::quiet_NaN());
   out.step_end_s.clear();
   out.snapshot_steps.clear();
@@ -78,12 +90,22 @@ void run_worker_loop(WorkerEnv& env, const StrategyConfig& scfg, const WorkloadS
       const uint64_t share = strategy->loop_step_share();
       const ComputeRegion region(share == kStepShareUnits ? Work::kStep : Work::kStepShare,
                                  share == kStepShareUnits ? 1 : share);
-      sampler.next(B, idx);
-      for (size_t i = 0; i < B; ++i) {
-        std::memcpy(&x[i * F], &train.images[static_cast<size_t>(idx[i]) * F], F * sizeof(float));
-        y[i] = train.labels[idx[i]];
+      double loss_global = 0;
+      if (Bg) {
+        draw_global(pool, work.seed, env.rank, s, Bg, idx);
+        fill(idx, Bg);
+        loss_global = env.learner->forward_backward(x.data(), y.data(), Bg);
+        std::memcpy(g_global.data(), env.learner->grads(), n * sizeof(float));
       }
-      loss = env.learner->forward_backward(x.data(), y.data(), B);
+      sampler.next(Bl, idx);
+      fill(idx, Bl);
+      loss = env.learner->forward_backward(x.data(), y.data(), Bl);
+      if (Bg) {
+        const float beta = static_cast<float>(mix.beta), rest = static_cast<float>(1.0 - mix.beta);
+        float* g = env.learner->grads();
+        for (size_t i = 0; i < n; ++i) g[i] = beta * g[i] + rest * g_global[i];
+        loss = (loss * static_cast<double>(Bl) + loss_global * static_cast<double>(Bg)) / static_cast<double>(B);
+      }
     }
     if (!faults) {
       strategy->step(env, s);

@@ -15,6 +15,7 @@
 
 #include "engine/checkpoint/state.h"
 #include "engine/data/fashion_mnist.h"
+#include "engine/data/global_batch.h"
 #include "engine/data/partition.h"
 #include "engine/model/learner.h"
 #include "engine/optim/sgd.h"
@@ -38,6 +39,7 @@ struct WorkloadSpec {
                          ///< (snapshots taken during the run, evaluated after it: no effect on timing)
   PartitionSpec partition;  ///< how the training examples are split over the workers (data/partition.h)
   DcWeighting dc_weights = DcWeighting::kWorkers;  ///< a DC's weight in a mean over DCs (data/partition.h)
+  GlobalBatchSpec global_batch;  ///< a share of each batch from a global pool (data/global_batch.h); off by default
 };
 
 struct Datasets {

@@ -256,7 +256,7 @@ int run(const RunArgs& a) {
     // the report shows what each data center holds and weighs (the workers make the same).
     try {
       const model::RankLayout layout = model::rank_layout(sc.cluster);
-      const auto shards = engine::make_partition(data.train.labels, engine::kFashionMnistClasses, sc.workload.partition,
+      const auto shards = engine::make_partition(data.train, engine::kFashionMnistClasses, sc.workload.partition,
                                                  layout, sc.workload.seed);
       if (sc.workload.partition.kind != engine::PartitionSpec::Kind::kIid) {
         const auto h = engine::label_histogram(shards, data.train.labels, engine::kFashionMnistClasses);
@@ -269,6 +269,19 @@ int run(const RunArgs& a) {
       }
       const std::vector<float> weights = engine::dc_mean_weights(layout, shards, sc.workload.dc_weights);
       for (size_t d = 0; d < weights.size(); ++d) ctx.dc_weight_by_dc[sc.cluster.dcs[d].name] = weights[d];
+      if (const engine::GlobalBatchSpec& g = sc.workload.global_batch; g.on()) {
+        // The pool every DC holds a copy of, staged before training: Fashion-MNIST's stored form,
+        // one byte per pixel and one for the label.
+        const auto pool = engine::global_pool(data.train.size, g.pool, sc.workload.seed);
+        ctx.global_batch = nlohmann::json{
+            {"fraction", g.fraction},
+            {"beta", g.beta},
+            {"pool", g.pool},
+            {"pool_examples", pool.size()},
+            {"pool_examples_per_step", g.count(static_cast<size_t>(sc.workload.batch_per_worker))},
+            {"pool_staging_wan_bytes", engine::pool_staging_bytes(pool, shards, layout, data.train.size,
+                                                                  data.train.features() + 1)}};
+      }
     } catch (const engine::PartitionError& e) {
       fmt::print(stderr, "geotb: error: {}: workload.partition: {}\n", a.scenario, e.what());
       return 2;

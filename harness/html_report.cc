@@ -138,6 +138,7 @@ std::string header_html(const std::vector<model::RunReport>& reports) {
     row("network", sc.network);
     row("workload", workload);
     if (sc.workload.partition) row("data partition", sc.workload.partition->dump());
+    if (sc.workload.global_batch) row("global batch", sc.workload.global_batch->dump());
     h += "</dl>\n";
     // A non-IID partition: what each data center trains on (docs/guide/scenario.md "Data partitions").
     if (!sc.workload.label_histogram_by_dc.empty()) {

@@ -253,6 +253,11 @@ model::StrategyRun run_strategy_processes(const Scenario& sc, const engine::Stra
         group.respawn(v.rank, spec_for(v.rank, n));
       }
     }
+    // A SIGUSR1 since the last poll: one more request in the workers' shared file.
+    if (requests && opt.checkpoint_requests->load() != requests_seen) {
+      requests_seen = opt.checkpoint_requests->load();
+      requests->request();
+    }
     if (on_progress) on_progress();
   };
   const GroupOutcome outcome = group.supervise(so);

@@ -97,8 +97,13 @@ model::ScenarioSummary scenario_summary(const Scenario& sc, const RunContext& ct
   for (auto& w : s.wan)
     std::stable_sort(w.bandwidth_changes.begin(), w.bandwidth_changes.end(),
                      [](const auto& x, const auto& y) { return x.first < y.first; });
-  s.workload = {sc.workload.model.name, sc.dataset, sc.workload.batch_per_worker, sc.workload.steps,
-                sc.target_accuracy, sc.workload.eval_points, {}, ctx.label_histogram_by_dc};
+  s.workload.model = sc.workload.model.name;
+  s.workload.dataset = sc.dataset;
+  s.workload.batch_per_worker = sc.workload.batch_per_worker;
+  s.workload.steps = sc.workload.steps;
+  s.workload.target_accuracy = sc.target_accuracy;
+  s.workload.eval_points = sc.workload.eval_points;
+  s.workload.label_histogram_by_dc = ctx.label_histogram_by_dc;
   if (sc.raw.contains("workload") && sc.raw["workload"].contains("partition") &&
       sc.raw["workload"]["partition"].is_object())
     s.workload.partition = sc.raw["workload"]["partition"];
@@ -106,6 +111,7 @@ model::ScenarioSummary scenario_summary(const Scenario& sc, const RunContext& ct
       sc.raw["workload"]["dc_weights"].is_string())
     s.workload.dc_weights = sc.raw["workload"]["dc_weights"].get<std::string>();
   s.workload.dc_weight_by_dc = ctx.dc_weight_by_dc;
+  s.workload.global_batch = ctx.global_batch;
   s.check = sc.check;
   return s;
 }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,8 @@ struct RunContext {
   std::map<std::string, std::vector<uint64_t>> label_histogram_by_dc;
   /// Every data center's weight in the means over DCs, by name, when they differ.
   std::map<std::string, double> dc_weight_by_dc;
+  /// workload.global_batch and its pool's size and staging bytes (model::WorkloadSummary).
+  std::optional<nlohmann::json> global_batch;
 };
 
 

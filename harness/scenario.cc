@@ -553,8 +553,17 @@ Scenario parse_scenario(const json& j, const std::string& origin, const std::str
           ps.classes_per_dc = static_cast<int>(get_int(p, "classes_per_dc", 1, 1000000));
           if (ps.classes_per_dc > engine::kFashionMnistClasses)
             fail(p.field("classes_per_dc"), p.req("classes_per_dc"), "more classes per data center than the dataset's 10");
+        } else if (kind == "semantic") {
+          ps.kind = engine::PartitionSpec::Kind::kSemantic;
+          const int64_t sixteen = 16, zero = 0;
+          ps.semantic.components = static_cast<int>(get_int(p, "components", 1, 64, &sixteen));
+          ps.semantic.clusters = static_cast<int>(get_int(p, "clusters", 0, 10000, &zero));
+          const std::string pca = "pca";
+          const std::string emb = get_string(p, "embedding", &pca);
+          if (emb != "pca") fail(p.field("embedding"), json(emb), "unknown embedding (pca: principal components of the pixels)");
         } else {
-          fail(p.field("kind"), json(kind), "unknown partition (dirichlet or label_skew; or \"iid\" instead of an object)");
+          fail(p.field("kind"), json(kind),
+               "unknown partition (dirichlet, label_skew or semantic; or \"iid\" instead of an object)");
         }
         p.done();
         sc.partition = kind;
@@ -571,6 +580,24 @@ Scenario parse_scenario(const json& j, const std::string& origin, const std::str
                                                    "(its share of the training examples)");
       sc.workload.dc_weights = weights == "workers" ? engine::DcWeighting::kWorkers : engine::DcWeighting::kExamples;
       sc.workload.batch_per_worker = static_cast<int>(get_int(w, "batch_per_worker", 1, 4096));
+      // workload.global_batch: a share of each batch from a global pool (engine/data/global_batch.h).
+      if (const json* gj = w.opt("global_batch")) {
+        Obj g(*gj, w.field("global_batch"));
+        engine::GlobalBatchSpec& gb = sc.workload.global_batch;
+        g.req("fraction");
+        gb.fraction = get_number(g, "fraction", 0, 1, 0);
+        const size_t bg = gb.count(static_cast<size_t>(sc.workload.batch_per_worker));
+        if (!(gb.fraction > 0 && gb.fraction < 1) || bg < 1 ||
+            bg >= static_cast<size_t>(sc.workload.batch_per_worker))
+          fail(g.field("fraction"), g.req("fraction"),
+               fmt::format("must leave at least one example of the pool and one of the shard in a batch of {} "
+                           "(round(fraction x batch_per_worker) in [1, {}])",
+                           sc.workload.batch_per_worker, sc.workload.batch_per_worker - 1));
+        gb.beta = get_number(g, "beta", 0, 1, 0.5);
+        gb.pool = get_number(g, "pool", 0, 1, 0.15);
+        if (!(gb.pool > 0)) fail(g.field("pool"), g.req("pool"), "must be > 0 (a share of the training set)");
+        g.done();
+      }
       sc.workload.steps = static_cast<int>(get_int(w, "steps", 1, 1000000));
       const int64_t zero = 0;
       sc.train_limit = static_cast<size_t>(get_int(w, "train_examples", 0, 60000, &zero));

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <algorithm>
+#include <initializer_list>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -21,8 +22,8 @@ class RankLayout {
     first_.push_back(0);
     for (size_t d = 0; d < workers_.size(); ++d) {
       if (workers_[d] < 1)
-        throw std::invalid_argument("rank layout: data center " + std::to_string(d) + " has " +
-                                    std::to_string(workers_[d]) + " workers (need at least 1)");
+        throw std::invalid_argument(message({"rank layout: data center ", std::to_string(d), " has ",
+                                             std::to_string(workers_[d]), " workers (need at least 1)"}));
       first_.push_back(first_.back() + workers_[d]);
     }
   }
@@ -40,7 +41,7 @@ class RankLayout {
   /// The data center of `rank` (0 <= rank < world()).
   int dc_of(int rank) const {
     if (rank < 0 || rank >= world())
-      throw std::out_of_range("rank " + std::to_string(rank) + " outside a world of " + std::to_string(world()));
+      throw std::out_of_range(message({"rank ", std::to_string(rank), " outside a world of ", std::to_string(world())}));
     return static_cast<int>(std::upper_bound(first_.begin(), first_.end(), rank) - first_.begin()) - 1;
   }
   int local_of(int rank) const { return rank - first(dc_of(rank)); }
@@ -55,12 +56,21 @@ class RankLayout {
   std::string describe() const {
     if (uniform()) return std::to_string(dcs()) + " x " + std::to_string(workers_[0]);
     std::string s;
-    for (int w : workers_) s += (s.empty() ? "" : " + ") + std::to_string(w);
+    for (int w : workers_) {
+      if (!s.empty()) s += " + ";
+      s += std::to_string(w);
+    }
     return s;
   }
   bool operator==(const RankLayout& o) const { return workers_ == o.workers_; }
 
  private:
+  // Appended piece by piece (GCC 12 warns, wrongly, on "literal" + std::string&& chains).
+  static std::string message(std::initializer_list<std::string> parts) {
+    std::string s;
+    for (const std::string& p : parts) s += p;
+    return s;
+  }
   std::vector<int> workers_;
   std::vector<int> first_;  // prefix sums: first_[d] = sum of workers_[< d], first_.back() = world
 };

@@ -314,6 +314,7 @@ void to_json(json& j, const WorkloadSummary& w) {
   if (!w.label_histogram_by_dc.empty()) j["label_histogram_by_dc"] = w.label_histogram_by_dc;
   if (w.dc_weights) j["dc_weights"] = *w.dc_weights;
   if (!w.dc_weight_by_dc.empty()) j["dc_weight_by_dc"] = w.dc_weight_by_dc;
+  if (w.global_batch) j["global_batch"] = *w.global_batch;
 }
 
 void from_json(const json& j, WorkloadSummary& w) {
@@ -356,6 +357,8 @@ void from_json(const json& j, WorkloadSummary& w) {
       w.dc_weight_by_dc[it.key()] = it.value().get<double>();
     }
   }
+  w.global_batch.reset();
+  if (f::has(j, "global_batch")) w.global_batch = f::object(j, "global_batch");
 }
 
 void to_json(json& j, const CheckTolerances& t) {

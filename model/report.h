@@ -233,6 +233,9 @@ struct WorkloadSummary {
   /// Every data center's weight in the means over DCs, by name, when they differ (unequal
   /// workers or examples); absent when every DC weighs the same.
   std::map<std::string, double> dc_weight_by_dc;
+  /// workload.global_batch with what it cost: {"fraction", "beta", "pool", "pool_examples",
+  /// "pool_examples_per_step" (per worker), "pool_staging_wan_bytes"}; absent when off.
+  std::optional<json> global_batch;
 };
 void to_json(json& j, const WorkloadSummary& w);
 void from_json(const json& j, WorkloadSummary& w);

@@ -152,12 +152,20 @@ std::vector<std::vector<uint32_t>> make_partition(const std::vector<int64_t>& la
       }
       break;
     }
+    case PartitionSpec::Kind::kSemantic:
+      throw PartitionError("semantic: needs the images (make_partition of a dataset)");
   }
   for (size_t r = 0; r < shards.size(); ++r)
     if (shards[r].empty())
       throw PartitionError("rank " + std::to_string(r) + " would hold no example (" + std::to_string(labels.size()) +
                            " examples over " + std::to_string(P) + " workers)");
   return shards;
+}
+
+std::vector<std::vector<uint32_t>> make_partition(const Dataset& data, int classes, const PartitionSpec& spec,
+                                                  const model::RankLayout& layout, uint64_t seed) {
+  if (spec.kind != PartitionSpec::Kind::kSemantic) return make_partition(data.labels, classes, spec, layout, seed);
+  return semantic_partition(data.images.data(), data.size, data.features(), spec.semantic, layout, seed);
 }
 
 std::vector<float> dc_mean_weights(const model::RankLayout& layout, const std::vector<std::vector<uint32_t>>& shards,

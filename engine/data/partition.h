@@ -11,6 +11,8 @@
 //                workers) or the workers (level "worker")
 //   label_skew   data center d holds the classes (d·c + j) mod C, j < c (c = classes_per_dc); a
 //                class is split evenly over the DCs that hold it; classes no DC holds are left out
+//   semantic     clusters of a PCA embedding of the pixels, neighbouring clusters on neighbouring
+//                workers (data/semantic.h)
 //
 // No libtorch; random numbers from emu::RandomStream (gamma by Marsaglia & Tsang on its normals,
 // so a partition is the same with any standard library).
@@ -22,18 +24,21 @@
 #include <vector>
 
 #include "emulator/link/random.h"
+#include "engine/data/fashion_mnist.h"
+#include "engine/data/semantic.h"
 #include "model/rank_layout.h"
 
 namespace geotb::engine {
 
 struct PartitionSpec {
-  enum class Kind { kIid, kDirichlet, kLabelSkew };
+  enum class Kind { kIid, kDirichlet, kLabelSkew, kSemantic };
   enum class Level { kDc, kWorker };
   Kind kind = Kind::kIid;
   double alpha = 0.5;      ///< dirichlet: concentration, > 0 (small: each part dominated by few classes)
   Level level = Level::kDc;  ///< dirichlet: the parts are the data centers or the workers
   int min_size = 10;       ///< dirichlet: examples every part must hold
   int classes_per_dc = 2;  ///< label_skew
+  SemanticSpec semantic;   ///< semantic
 };
 
 /// A partition that cannot be made (min_size never reached, an empty worker): the message says
@@ -46,10 +51,13 @@ class PartitionError : public std::runtime_error {
 inline constexpr int kMaxDirichletTries = 1000;
 
 /// Every rank's example indices (ranks DC by DC), each example at most once. `labels` in
-/// [0, classes). Throws PartitionError.
+/// [0, classes). Throws PartitionError (also for "semantic", which needs the images: below).
 std::vector<std::vector<uint32_t>> make_partition(const std::vector<int64_t>& labels, int classes,
                                                   const PartitionSpec& spec, const model::RankLayout& layout,
                                                   uint64_t seed);
+/// The same from a dataset: every kind, "semantic" included.
+std::vector<std::vector<uint32_t>> make_partition(const Dataset& data, int classes, const PartitionSpec& spec,
+                                                  const model::RankLayout& layout, uint64_t seed);
 
 /// What a DC's weight in a mean over data centers is (workload "dc_weights"): its share of the
 /// workers (each worker's step is one batch: the mean of every worker's gradient, as naive DDP

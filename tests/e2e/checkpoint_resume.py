@@ -9,8 +9,9 @@ overlap on and off:
    resumed from and validates against the schema.
 2. process mode (overlap on): coordinator and every worker killed with SIGKILL after a
    checkpoint, resumed with --net process: the same final weights again.
-3. SIGUSR1 to an embedded `geotb run` with a checkpoint directory and no period: a checkpoint is
-   written mid-run, and resuming from it gives the same final weights.
+3. SIGUSR1 to `geotb run` (embedded, then process mode: the coordinator passes the request on to
+   every worker) with a checkpoint directory and no period: a checkpoint is written mid-run, and
+   resuming from it gives the same final weights.
 4. Refused, exit 2, nothing run: a truncated rank file ("truncated"), a checkpoint of another
    scenario (other seed: "a checkpoint of another scenario"), of another strategy.
 """
@@ -139,30 +140,33 @@ with tempfile.TemporaryDirectory(prefix="geotb-ckpt-e2e-") as t:
     same_run(res, ref, "process mode")
     print(f"  resumed from step {step}: final weights {res['final_weights_sha256'][:16]}... = uninterrupted")
 
-    print("SIGUSR1")
-    d = tmp / "ckpt-usr1"
-    sc = scenario(tmp, "ck-usr1", True, None, every=0)  # the directory from --checkpoint-dir
     # stdbuf line-buffers geotb's stdout through LD_PRELOAD, which an ASan build (ci/sanitizers.sh)
     # refuses unless told that its runtime need not come first.
     env = dict(os.environ, ASAN_OPTIONS=":".join(filter(None, [os.environ.get("ASAN_OPTIONS", ""),
                                                                "verify_asan_link_order=0"])))
-    proc = subprocess.Popen(["stdbuf", "-oL", geotb, "run", str(sc), "--checkpoint-dir", str(d), "--out", str(tmp / "usr1")],
-                            stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, env=env)
-    for line in proc.stdout:  # the handler is in place once the scenario line is out
-        if line.startswith("geotb: scenario"):
-            break
-    while proc.poll() is None and not (d / STRATEGY / "latest").exists():
-        proc.send_signal(signal.SIGUSR1)
-        time.sleep(0.05)
-    rest = proc.stdout.read()
-    assert proc.wait() == 0, rest
-    latest = (d / STRATEGY / "latest").read_text().strip()
-    assert f"geotb: checkpoint after step {latest.split('-')[1]}" in rest, rest[-1000:]
-    run([sc, "--resume", d / STRATEGY], tmp / "res-usr1")
-    res = report(tmp / "res-usr1")
-    same_run(res, ref, "SIGUSR1 checkpoint")
-    print(f"  checkpoint {latest} on request; resumed: final weights = uninterrupted")
+    for mode in ("embedded", "process"):
+        print(f"SIGUSR1, {mode} mode")
+        d = tmp / f"ckpt-usr1-{mode}"
+        sc = scenario(tmp, f"ck-usr1-{mode}", True, None, every=0)  # the directory from --checkpoint-dir
+        proc = subprocess.Popen(["stdbuf", "-oL", geotb, "run", str(sc), "--net", mode, "--checkpoint-dir", str(d),
+                                 "--out", str(tmp / f"usr1-{mode}")],
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+        for line in proc.stdout:  # the handler is in place once the scenario line is out
+            if line.startswith("geotb: scenario"):
+                break
+        while proc.poll() is None and not (d / STRATEGY / "latest").exists():
+            proc.send_signal(signal.SIGUSR1)
+            time.sleep(0.05)
+        rest = proc.stdout.read()
+        assert proc.wait() == 0, rest
+        assert (d / STRATEGY / "latest").exists(), f"{mode}: no checkpoint on SIGUSR1\n" + rest[-1000:]
+        latest = (d / STRATEGY / "latest").read_text().strip()
+        if mode == "embedded":  # the process mode's completing worker says it in its own log
+            assert f"geotb: checkpoint after step {latest.split('-')[1]}" in rest, rest[-1000:]
+        run([sc, "--net", mode, "--resume", d / STRATEGY], tmp / f"res-usr1-{mode}")
+        res = report(tmp / f"res-usr1-{mode}")
+        same_run(res, ref, f"SIGUSR1 checkpoint, {mode} mode")
+        print(f"  checkpoint {latest} on request; resumed: final weights = uninterrupted")
 
     print("refusals")
     d = tmp / "ckpt-True"

@@ -4,7 +4,8 @@
 label_skew with 5 classes per DC: the report's histograms hold exactly classes 0-4 in east and 5-9
 in west, every training example once; the process mode (each worker partitions for itself) ends
 with the embedded mode's final weights. An impossible Dirichlet min_size is refused before
-anything runs, exit 2, naming the field."""
+anything runs, exit 2, naming the field. The semantic partition with a global batch: every example
+once, the pool in the report, the process mode again ending with the embedded mode's weights."""
 import subprocess
 import sys
 import tempfile
@@ -36,6 +37,29 @@ assert process["metrics"]["replica_max_abs_diff"] == 0.0
 assert process["final_weights_sha256"] == embedded["final_weights_sha256"], "the process mode partitioned otherwise"
 print("e2e partition: label_skew histograms exact; process mode = embedded mode's final weights "
       f"({embedded['final_weights_sha256'][:12]}...)")
+
+# The semantic partition with a global batch: every example once, the pool's size and draws in the
+# report, and the process mode (each worker embeds, clusters and draws for itself) again ends with
+# the embedded mode's final weights.
+sc = tiny_scenario(source_root, "tiny-semantic")
+sc["workload"]["partition"] = {"kind": "semantic", "components": 8}
+sc["workload"]["global_batch"] = {"fraction": 0.15}
+sc["strategies"] = [s for s in sc["strategies"] if s["name"] == "hier_ef_topk_int8"]
+with tempfile.TemporaryDirectory() as out:
+    _, rep, _ = run_and_report(geotb, source_root, sc, out)
+w = rep["scenario"]["workload"]
+h = w["label_histogram_by_dc"]
+assert sum(h["east"]) + sum(h["west"]) == sc["workload"]["train_examples"], h
+g = w["global_batch"]
+assert (g["pool_examples"], g["pool_examples_per_step"], g["beta"]) == (1200, 5, 0.5), g  # ceil(.15 x 8000), round(.15 x 32)
+assert 0 < g["pool_staging_wan_bytes"] <= 2 * 1200 * 785, g
+embedded = rep["strategies"][0]
+sc["name"] = "tiny-semantic-process"
+sc["network"] = "process"
+with tempfile.TemporaryDirectory() as out:
+    _, rep, _ = run_and_report(geotb, source_root, sc, out, timeout=300)
+assert rep["strategies"][0]["final_weights_sha256"] == embedded["final_weights_sha256"], "semantic: the process mode differs"
+print(f"e2e partition: semantic + global batch, histograms {h}, pool {g}; process mode = embedded")
 
 bad = tiny_scenario(source_root, "tiny-impossible")
 bad["workload"]["partition"] = {"kind": "dirichlet", "alpha": 0.1, "level": "worker", "min_size": 5000}

@@ -154,6 +154,31 @@ TEST(Identity, UnequalSitesWeightedByWorkersHierEqualsNaiveDdp) {
   EXPECT_EQ(xd, xb);
 }
 
+// workload.global_batch with beta 1: the pool's forward/backward runs but weighs 0, so a batch of
+// 20 with 5 from the pool trains exactly as a batch of 15 from the shard alone (the shard sampler
+// draws 15 per step either way). With beta 0.5 the pool's gradient counts, and the model differs.
+TEST(Identity, GlobalBatchWithBetaOneIsTheShardPartAlone) {
+  const Datasets& data = small_data();
+  RunOptions opt;
+  StrategyConfig hier{"hier_ef_topk_int8"};
+  hier.K = 4;
+  WorkloadSpec mixed = small_work();
+  mixed.batch_per_worker = 20;
+  mixed.global_batch.fraction = 0.25;
+  mixed.global_batch.beta = 1.0;
+  WorkloadSpec plain = small_work();
+  plain.batch_per_worker = 15;
+  std::vector<float> xa, xb, xc;
+  run_strategy(fast_cluster(), mixed, hier, data, opt, &xa);
+  run_strategy(fast_cluster(), plain, hier, data, opt, &xb);
+  EXPECT_EQ(xa, xb);
+  mixed.global_batch.beta = 0.5;
+  const auto c = run_strategy(fast_cluster(), mixed, hier, data, opt, &xc);
+  EXPECT_GT(rel_diff(xc, xb), 1e-4);
+  EXPECT_EQ(c.metrics.replica_max_abs_diff, 0.0);
+  EXPECT_EQ(c.metrics.samples, 25u * 4 * 20);  // every example of the batch counts
+}
+
 TEST(Identity, LocalSgdTauOneAveragedMomentumEqualsNaiveDdp) {
   const Datasets& data = small_data();
   RunOptions opt;

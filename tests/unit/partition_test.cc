@@ -6,11 +6,14 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 #include <set>
 #include <string>
 
 #include "engine/data/fashion_mnist.h"
+#include "engine/data/global_batch.h"
+#include "engine/data/semantic.h"
 
 using namespace geotb::engine;
 
@@ -172,6 +175,91 @@ TEST(Partition, DcWeightsAreEachDcsShareOrEmptyWhenEqual) {
   EXPECT_TRUE(dc_mean_weights(U(2, 2), more, DcWeighting::kWorkers).empty());
   EXPECT_EQ(dc_mean_weights(U(2, 2), more, DcWeighting::kExamples), (std::vector<float>{0.625f, 0.375f}));
   EXPECT_THROW(dc_mean_weights(U(2, 3), more, DcWeighting::kWorkers), PartitionError);
+}
+
+// Four blobs of 10 examples on a line in 6 features (blob b around 10·b on feature 0, small
+// seeded noise elsewhere): the embedding's first component follows the line, k-means finds the
+// blobs, the chain walks them in order, and with 2 x 2 workers rank r holds blob r exactly.
+std::vector<float> blobs(int per_blob, uint64_t seed) {
+  geotb::emu::RandomStream rng(seed, 99);
+  std::vector<float> x;
+  for (int b = 0; b < 4; ++b)
+    for (int i = 0; i < per_blob; ++i)
+      for (int f = 0; f < 6; ++f)
+        x.push_back(static_cast<float>((f == 0 ? 10.0 * b : 0.0) + 0.1 * rng.normal() + (f == 1 ? 0.5 * b * b : 0)));
+  return x;
+}
+
+TEST(Semantic, SeparatedBlobsGoOneToEachWorkerInChainOrder) {
+  const std::vector<float> x = blobs(10, 1);
+  SemanticSpec spec;
+  spec.components = 2;
+  const auto parts = semantic_partition(x.data(), 40, 6, spec, U(2, 2), 3);
+  ASSERT_EQ(parts.size(), 4u);
+  for (uint32_t r = 0; r < 4; ++r) {
+    auto p = parts[r];
+    std::sort(p.begin(), p.end());
+    std::vector<uint32_t> blob(10);
+    std::iota(blob.begin(), blob.end(), 10 * r);
+    EXPECT_EQ(p, blob) << "rank " << r;
+  }
+  // Unequal sites (1 + 3) and 2 clusters: every example once, contiguous slices of 10.
+  spec.clusters = 2;
+  const auto q = semantic_partition(x.data(), 40, 6, spec, geotb::model::RankLayout({1, 3}), 3);
+  EXPECT_EQ(assigned_once(q, 40), 40u);
+  for (const auto& s : q) EXPECT_EQ(s.size(), 10u);
+  EXPECT_EQ(semantic_partition(x.data(), 40, 6, spec, U(2, 2), 3), semantic_partition(x.data(), 40, 6, spec, U(2, 2), 3));
+}
+
+TEST(Semantic, PcaFindsTheDirectionOfLargestVariance) {
+  // Feature 2 varies with sd 3, feature 0 with sd 1, the rest 0.01: the first component is
+  // ±feature 2 (sign: largest component positive), the second feature 0.
+  geotb::emu::RandomStream rng(5, 1);
+  const size_t n = 2000, F = 4;
+  std::vector<float> x(n * F);
+  for (size_t i = 0; i < n; ++i) {
+    x[i * F + 0] = static_cast<float>(rng.normal());
+    x[i * F + 1] = static_cast<float>(0.01 * rng.normal());
+    x[i * F + 2] = static_cast<float>(3 * rng.normal());
+    x[i * F + 3] = static_cast<float>(0.01 * rng.normal());
+  }
+  const std::vector<double> e = pca_embedding(x.data(), n, F, 2, 7);
+  double c0 = 0, c1 = 0, v0 = 0, v1 = 0;  // projections against the raw features (all centred near 0)
+  for (size_t i = 0; i < n; ++i) {
+    c0 += e[i * 2] * x[i * F + 2];
+    c1 += e[i * 2 + 1] * x[i * F + 0];
+    v0 += e[i * 2] * e[i * 2];
+    v1 += e[i * 2 + 1] * e[i * 2 + 1];
+  }
+  EXPECT_NEAR(std::sqrt(v0 / n), 3.0, 0.15);
+  EXPECT_NEAR(std::sqrt(v1 / n), 1.0, 0.05);
+  EXPECT_GT(c0, 0.99 * v0);  // component 0 = +feature 2 up to the other features' 0.01
+  EXPECT_GT(std::fabs(c1), 0.99 * v1);
+  EXPECT_THROW(pca_embedding(x.data(), n, F, 5, 7), PartitionError);  // more components than features
+}
+
+TEST(GlobalBatch, PoolDrawsAndStagingBytes) {
+  GlobalBatchSpec g;
+  EXPECT_EQ(g.count(32), 0u);  // off
+  g.fraction = 0.15;
+  EXPECT_EQ(g.count(32), 5u);  // round(4.8)
+  EXPECT_EQ(g.count(64), 10u);  // round(9.6)
+  const auto pool = global_pool(1000, 0.15, 4);
+  ASSERT_EQ(pool.size(), 150u);
+  EXPECT_TRUE(std::is_sorted(pool.begin(), pool.end()));
+  EXPECT_EQ(std::set<uint32_t>(pool.begin(), pool.end()).size(), 150u);
+  EXPECT_EQ(global_pool(1000, 0.15, 4), pool);
+  EXPECT_NE(global_pool(1000, 0.15, 5), pool);
+  std::vector<uint32_t> a, b;
+  draw_global(pool, 9, 3, 17, 40, a);
+  draw_global(pool, 9, 3, 17, 40, b);
+  EXPECT_EQ(a, b);  // (seed, rank, step) alone
+  for (uint32_t i : a) EXPECT_TRUE(std::binary_search(pool.begin(), pool.end(), i));
+  draw_global(pool, 9, 3, 18, 40, b);
+  EXPECT_NE(a, b);
+  // Staging: DC 0 (ranks 0, 1) holds {0, 1, 2}, DC 1 (rank 2) holds {3}; pool {1, 3, 4}: DC 0
+  // lacks 3 and 4, DC 1 lacks 1 and 4: 4 examples of 785 bytes.
+  EXPECT_EQ(pool_staging_bytes({1, 3, 4}, {{0, 1}, {2}, {3}}, geotb::model::RankLayout({2, 1}), 5, 785), 4u * 785);
 }
 
 TEST(Partition, GammaVariatesHaveTheirMoments) {
