@@ -50,7 +50,13 @@ struct StrategyConfig {
   int warmup_steps = 0;       ///< W: for steps [0, W) the DCs average every warmup_tau steps instead
   int warmup_tau = 1;         ///< tau during the warm-up (1 = fully synchronous)
   std::string momentum_sync = "local";  ///< "local": momentum buffers stay per DC; "averaged": averaged with the models
-  double fedprox_mu = 0;      ///< FedProx's mu: gradient + mu (x - x_last_average); 0 = off
+  double fedprox_mu = 0;      ///< FedProx's mu: gradient + mu (x - x_last_average); 0 = off (also diloco)
+  /// SCAFFOLD's control variates (option II, one client per DC): gradient - c_d + c (also diloco)
+  bool scaffold = false;
+  /// SCAFFOLD's η in (x̄ - y_d) / (k η): "optimizer" (optimizer.lr, the paper's) or "effective"
+  /// (optimizer.lr / (1 - optimizer.momentum), the step heavy-ball momentum takes per unit of
+  /// gradient in its steady state)
+  std::string scaffold_lr = "optimizer";
 
   // diloco (strategies/diloco.cc; docs/guide/strategies.md "diloco: the update rule").
   int H = 500;                 ///< inner steps per outer step (DiLoCo's 500)

@@ -21,6 +21,9 @@ class Sgd {
  public:
   Sgd(const SgdConfig& cfg, size_t n) : cfg_(cfg), m_(n, 0.0f) {}
   void step(float* x, const float* g);
+  /// The learning rate (constant: there is no schedule).
+  double lr() const { return cfg_.lr; }
+  double momentum() const { return cfg_.momentum; }
   const std::vector<float>& momentum_buffer() const { return m_; }
   /// The momentum buffer, writable: strategies that average it between replicas (local_sgd).
   float* momentum_data() { return m_.data(); }

@@ -20,14 +20,22 @@
 //
 // With η = 1 and μ = 0, x̄ - Δ = the mean of the DC models: local_sgd with tau = H and local
 // momentum, up to float rounding (tested).
+//
+// Drift control on the inner steps, as local_sgd's (strategies/drift_control.h), the outer model
+// x̄ as the anchor: fedprox_mu > 0, g_d <- g_d + mu (x_d - x̄); scaffold, g_d <- g_d + (c - c_d),
+// c_d+ = c_d - c + (x̄ - x_d) / (k η) with the DC's own (unquantised) x_d and η from the inner
+// optimizer (scaffold_lr), and Δc_d = c_d+ - c_d sent in float32 after the pseudo-gradient
+// (whatever the wire).
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <span>
 
 #include "engine/compute_charge.h"
 #include "engine/strategies/dc_exchange.h"
 #include "engine/strategies/ddp_buckets.h"
 #include "engine/strategies/descriptor.h"
+#include "engine/strategies/drift_control.h"
 #include "kernels/bf16.h"
 #include "kernels/compress.h"
 #include "kernels/wire_format.h"
@@ -42,7 +50,12 @@ using kernels::to_bf16;
 class Diloco final : public Strategy {
  public:
   Diloco(const StrategyConfig& cfg, const WorkerEnv& env)
-      : cfg_(cfg), xc_(env), int8_(cfg.wire == "int8"), bf16_(cfg.wire == "bf16"), buckets_(cfg, env) {
+      : cfg_(cfg),
+        xc_(env),
+        int8_(cfg.wire == "int8"),
+        bf16_(cfg.wire == "bf16"),
+        drift_(cfg, env.learner->num_params()),
+        buckets_(cfg, env) {
     const size_t n = env.learner->num_params();
     const float* x = env.learner->params();
     outer_x_.assign(x, x + n);
@@ -61,13 +74,16 @@ class Diloco final : public Strategy {
     buckets_.intra_mean(env);  // DDP inside the DC (strategies/ddp_buckets.h)
     {
       ScopedTimer t(*env.clock, env.times.compute_ns);
+      // FedProx's proximal gradient, SCAFFOLD's correction: part of the inner optimizer step.
+      drift_.correct(env.learner->params(), outer_x_.data(), env.learner->grads());
       env.opt->step(env.learner->params(), env.learner->grads());
     }
     if (++since_ >= cfg_.H) outer_step(env, step);
   }
 
   // A member of this DC died in the step's allreduce (node faults): no gradient; the inner step
-  // still counts and an outer step due now still runs (the DCs stay in lock step).
+  // still counts and an outer step due now still runs (the DCs stay in lock step). SCAFFOLD's k
+  // does not count it (no optimizer step was taken).
   void discard_step(WorkerEnv& env, int step) override {
     if (++since_ >= cfg_.H) outer_step(env, step);
   }
@@ -79,6 +95,7 @@ class Diloco final : public Strategy {
     out.i64("inner_steps_since_outer", since_);
     out.floats("outer_model", outer_x_);
     out.floats("outer_momentum", outer_v_);
+    drift_.save(out);
   }
   void restore(WorkerEnv& env, StateReader& in) override {
     const size_t n = env.learner->num_params();
@@ -87,6 +104,7 @@ class Diloco final : public Strategy {
     since_ = static_cast<int>(s);
     in.floats("outer_model", outer_x_, n);
     in.floats("outer_momentum", outer_v_, n);
+    drift_.restore(in);
   }
 
  private:
@@ -94,6 +112,11 @@ class Diloco final : public Strategy {
     const size_t n = env.learner->num_params();
     float* x = env.learner->params();
     std::vector<uint8_t> own;
+    if (drift_.scaffold()) {  // from the DC's own model, before it is replaced
+      ScopedTimer t(*env.clock, env.times.compute_ns);
+      delta_c_.resize(n);
+      drift_.control_delta(outer_x_.data(), x, *env.opt, delta_c_.data());
+    }
     {
       ScopedTimer t(*env.clock, int8_ || bf16_ ? env.times.compress_ns : env.times.compute_ns);
       {
@@ -121,19 +144,38 @@ class Diloco final : public Strategy {
         own = float_bytes(delta_.data(), n);
       }
     }
+    // SCAFFOLD's Δc_d after the pseudo-gradient, float32 (its last 4 n bytes).
+    const size_t tail = drift_.scaffold() ? n * sizeof(float) : 0;
+    if (tail) {
+      const size_t at = own.size();
+      own.resize(at + tail);
+      std::memcpy(own.data() + at, delta_c_.data(), tail);
+    }
     const auto peers = xc_.exchange(env, own, step, "diloco.outer", int8_ ? kernels::kWireHeaderBytes : 0);
     ScopedTimer t(*env.clock, env.times.compute_ns);
     // The sums (an INT8 peer's decompression included), the mean and the outer step.
-    const ComputeRegion region(Work::kReduce, static_cast<uint64_t>(env.num_dcs + 4) * n);
+    const ComputeRegion region(Work::kReduce, static_cast<uint64_t>(env.num_dcs + 4 + (tail ? env.num_dcs : 0)) * n);
     sum_.assign(n, 0.0f);
+    if (tail) dc_sum_.assign(n, 0.0f);
     // Summed in DC order, own contribution at its own place: the same order in every DC.
     for (int d = 0, k = 0; d < env.num_dcs; ++d) {
       const float wd = dc_mean_weight(env, d);  // 1 unless the DCs weigh differently: exact
       if (d == env.dc) {
         for (size_t i = 0; i < n; ++i) sum_[i] += wd * delta_[i];
+        if (tail)
+          for (size_t i = 0; i < n; ++i) dc_sum_[i] += wd * delta_c_[i];
         continue;
       }
-      const auto& w = peers[static_cast<size_t>(k++)];
+      const auto& msg = peers[static_cast<size_t>(k++)];
+      if (msg.size() < tail)
+        throw TransportError("diloco: a message of " + std::to_string(msg.size()) + " bytes, expected SCAFFOLD's " +
+                             std::to_string(tail) + " at least");
+      if (tail) {  // at a byte offset (a bfloat16 Δ_d may leave it unaligned to floats)
+        peer_.resize(n);
+        std::memcpy(peer_.data(), msg.data() + (msg.size() - tail), tail);
+        for (size_t i = 0; i < n; ++i) dc_sum_[i] += wd * peer_[i];
+      }
+      const std::span<const uint8_t> w(msg.data(), msg.size() - tail);  // the pseudo-gradient
       if (int8_) {
         kernels::decompress_add(w.data(), w.size(), sum_.data(), n, wd);
       } else if (bf16_) {
@@ -146,8 +188,11 @@ class Diloco final : public Strategy {
           sum_[i] += wd * from_bf16(h);
         }
       } else {
+        if (w.size() != n * sizeof(float))
+          throw TransportError("diloco: a float32 pseudo-gradient of " + std::to_string(w.size()) + " bytes, expected " +
+                               std::to_string(n * sizeof(float)));
         peer_.resize(n);
-        floats_from(w, 0, peer_.data(), n);
+        std::memcpy(peer_.data(), w.data(), w.size());
         for (size_t i = 0; i < n; ++i) sum_[i] += wd * peer_[i];
       }
     }
@@ -159,6 +204,7 @@ class Diloco final : public Strategy {
       outer_x_[i] -= lr * (g + mu * outer_v_[i]);
     }
     std::memcpy(x, outer_x_.data(), n * sizeof(float));
+    if (tail) drift_.apply(dc_sum_.data(), inv);
     since_ = 0;
   }
 
@@ -167,7 +213,8 @@ class Diloco final : public Strategy {
   bool int8_, bf16_;
   kernels::CompressConfig kcfg_;
   int since_ = 0;  // inner steps since the last outer step
-  std::vector<float> outer_x_, outer_v_, delta_, resid_, sum_, peer_;
+  std::vector<float> outer_x_, outer_v_, delta_, resid_, sum_, peer_, delta_c_, dc_sum_;
+  DriftControl drift_;  // FedProx, SCAFFOLD on the inner steps
   DdpBuckets buckets_;  // after every other member: its initialiser comes last
 };
 
@@ -220,12 +267,19 @@ constexpr StrategyKey kWire{
 };
 
 // Every strategy accepts the common keys; diloco uses `block` (the INT8 block, wire "int8").
-constexpr std::array<const StrategyKey*, 10> kKeys = {
-    &strategy_keys::K,        &strategy_keys::density,   &strategy_keys::block, &strategy_keys::overlap,
-    &strategy_keys::quantize, &strategy_keys::bucket_mb, &kH,                   &kOuterLr,
-    &kOuterMomentum,          &kWire};
-constexpr std::array<const StrategyKey*, 5> kReported = {&kH, &kOuterLr, &kOuterMomentum, &kWire,
-                                                         &strategy_keys::block};
+constexpr std::array<const StrategyKey*, 13> kKeys = {
+    &strategy_keys::K,          &strategy_keys::density,   &strategy_keys::block, &strategy_keys::overlap,
+    &strategy_keys::quantize,   &strategy_keys::bucket_mb, &kH,                   &kOuterLr,
+    &kOuterMomentum,            &kWire,                    &strategy_keys::fedprox_mu, &strategy_keys::scaffold,
+    &strategy_keys::scaffold_lr};
+constexpr std::array<const StrategyKey*, 8> kReported = {&kH,
+                                                         &kOuterLr,
+                                                         &kOuterMomentum,
+                                                         &kWire,
+                                                         &strategy_keys::block,
+                                                         &strategy_keys::fedprox_mu,
+                                                         &strategy_keys::scaffold,
+                                                         &strategy_keys::scaffold_lr};
 
 std::unique_ptr<Strategy> make(const StrategyConfig& cfg, const WorkerEnv& env) {
   return std::make_unique<Diloco>(cfg, env);

@@ -12,6 +12,12 @@
 //   fedprox_mu > 0  FedProx (Li et al., "Federated Optimization in Heterogeneous Networks", MLSys
 //                   2020): every step g_d <- g_d + mu (x_d - xbar), xbar the model of the last
 //                   averaging (x_0 before the first), before the SGD step.
+//   scaffold        SCAFFOLD (Karimireddy et al., ICML 2020), option II, each DC one client, global
+//                   step size 1: every step g_d <- g_d + (c - c_d) (after FedProx's term); at an
+//                   averaging after k steps taken, c_d+ = c_d - c + (xbar - x_d) / (k η), η the
+//                   optimizer's lr (scaffold_lr "effective": lr / (1 - momentum)), every DC sends
+//                   Δc_d = c_d+ - c_d after its model, c <- c + (1/M) sum Δc_{d'}, c_d <- c_d+
+//                   (strategies/drift_control.h).
 //
 // Sums run in DC order in every DC, so every replica of every DC is bit-identical after an
 // averaging. With tau = 1 and averaged momentum this is naive DDP up to float summation order
@@ -23,6 +29,7 @@
 #include "engine/strategies/dc_exchange.h"
 #include "engine/strategies/ddp_buckets.h"
 #include "engine/strategies/descriptor.h"
+#include "engine/strategies/drift_control.h"
 
 namespace geotb::engine {
 
@@ -31,8 +38,12 @@ namespace {
 class LocalSgd final : public Strategy {
  public:
   LocalSgd(const StrategyConfig& cfg, const WorkerEnv& env)
-      : cfg_(cfg), xc_(env), averaged_(cfg.momentum_sync == "averaged"), buckets_(cfg, env) {
-    if (cfg.fedprox_mu > 0)
+      : cfg_(cfg),
+        xc_(env),
+        averaged_(cfg.momentum_sync == "averaged"),
+        drift_(cfg, env.learner->num_params()),
+        buckets_(cfg, env) {
+    if (drift_.needs_anchor())
       anchor_.assign(env.learner->params(), env.learner->params() + env.learner->num_params());
   }
 
@@ -42,12 +53,8 @@ class LocalSgd final : public Strategy {
     buckets_.intra_mean(env);  // DDP inside the DC (strategies/ddp_buckets.h)
     {
       ScopedTimer t(*env.clock, env.times.compute_ns);
-      if (!anchor_.empty()) {  // FedProx: the proximal term's gradient, part of the optimizer step
-        const float mu = static_cast<float>(cfg_.fedprox_mu);
-        const float* x = env.learner->params();
-        float* g = env.learner->grads();
-        for (size_t i = 0; i < anchor_.size(); ++i) g[i] += mu * (x[i] - anchor_[i]);
-      }
+      // FedProx's proximal gradient, SCAFFOLD's correction: part of the optimizer step.
+      drift_.correct(env.learner->params(), anchor_.data(), env.learner->grads());
       env.opt->step(env.learner->params(), env.learner->grads());
     }
     ++since_;
@@ -57,6 +64,7 @@ class LocalSgd final : public Strategy {
 
   // A member of this DC died in the step's allreduce (node faults): no gradient, but the step
   // counts towards the period, and an averaging due now still runs (the DCs stay in lock step).
+  // SCAFFOLD's k does not count it (no optimizer step was taken).
   void discard_step(WorkerEnv& env, int step) override {
     ++since_;
     const int period = step < cfg_.warmup_steps ? cfg_.warmup_tau : cfg_.tau;
@@ -69,13 +77,15 @@ class LocalSgd final : public Strategy {
   // The momentum buffers are the optimizer's (saved with the worker); the round position is ours.
   void save(WorkerEnv&, StateWriter& out) override {
     out.i64("steps_since_average", since_);
-    if (!anchor_.empty()) out.floats("fedprox_anchor", anchor_);
+    if (!anchor_.empty()) out.floats("last_average", anchor_);
+    drift_.save(out);
   }
   void restore(WorkerEnv& env, StateReader& in) override {
     const int64_t s = in.i64("steps_since_average");
     if (s < 0 || s > 1000000) throw StateError("steps_since_average: " + std::to_string(s) + ": out of range");
     since_ = static_cast<int>(s);
-    if (!anchor_.empty()) in.floats("fedprox_anchor", anchor_, env.learner->num_params());
+    if (!anchor_.empty()) in.floats("last_average", anchor_, env.learner->num_params());
+    drift_.restore(in);
   }
 
  private:
@@ -84,14 +94,19 @@ class LocalSgd final : public Strategy {
     float* x = env.learner->params();
     const bool with_m = averaged_ && env.opt->uses_momentum();
     float* m = env.opt->momentum_data();
+    // The message: the model, then the momentum (averaged), then SCAFFOLD's Δc_d.
+    const size_t parts = 1 + (with_m ? 1 : 0) + (drift_.scaffold() ? 1 : 0);
     std::vector<uint8_t> own = float_bytes(x, n);
-    if (with_m) {
-      own.resize(2 * n * sizeof(float));
-      std::memcpy(own.data() + n * sizeof(float), m, n * sizeof(float));
+    own.resize(parts * n * sizeof(float));
+    if (with_m) std::memcpy(own.data() + n * sizeof(float), m, n * sizeof(float));
+    if (drift_.scaffold()) {
+      ScopedTimer t(*env.clock, env.times.compute_ns);
+      delta_c_.resize(n);
+      drift_.control_delta(anchor_.data(), x, *env.opt, delta_c_.data());
+      std::memcpy(own.data() + (parts - 1) * n * sizeof(float), delta_c_.data(), n * sizeof(float));
     }
     const auto peers = xc_.exchange(env, own, step, "local_sgd.average");
     ScopedTimer t(*env.clock, env.times.compute_ns);
-    const size_t parts = with_m ? 2 : 1;
     const ComputeRegion region(Work::kReduce, static_cast<uint64_t>(env.num_dcs + 1) * parts * n);  // sums + scaling
     sum_.assign(parts * n, 0.0f);
     peer_.resize(parts * n);
@@ -108,6 +123,7 @@ class LocalSgd final : public Strategy {
     for (size_t i = 0; i < n; ++i) x[i] = sum_[i] * inv;
     if (with_m)
       for (size_t i = 0; i < n; ++i) m[i] = sum_[n + i] * inv;
+    if (drift_.scaffold()) drift_.apply(sum_.data() + (parts - 1) * n, inv);
     if (!anchor_.empty()) std::memcpy(anchor_.data(), x, n * sizeof(float));
     since_ = 0;
   }
@@ -116,8 +132,9 @@ class LocalSgd final : public Strategy {
   DcExchange xc_;
   bool averaged_;
   int since_ = 0;  // steps since the last averaging
-  std::vector<float> sum_, peer_;
-  std::vector<float> anchor_;  // FedProx: the model of the last averaging; empty when fedprox_mu = 0
+  std::vector<float> sum_, peer_, delta_c_;
+  DriftControl drift_;         // FedProx, SCAFFOLD
+  std::vector<float> anchor_;  // the model of the last averaging; empty unless FedProx or SCAFFOLD
   DdpBuckets buckets_;  // after every other member: its initialiser comes last
 };
 
@@ -175,27 +192,16 @@ constexpr StrategyKey kMomentumSync{
     },
 };
 
-constexpr StrategyKey kFedproxMu{
-    .name = "fedprox_mu",
-    .kind = StrategyKey::Kind::kNumber,
-    .set = [](StrategyConfig& c, const KeyValue& v) { c.fedprox_mu = std::get<double>(v); },
-    .get = [](const StrategyConfig& c) { return KeyValue{c.fedprox_mu}; },
-    .check = [](const StrategyConfig& c) {
-      return c.fedprox_mu >= 0 && c.fedprox_mu <= 1000
-                 ? std::string()
-                 : "fedprox_mu: " + show_value(c.fedprox_mu) + ": must be in [0, 1000] (0: off)";
-    },
-    .shown = [](const StrategyConfig& c) { return c.fedprox_mu > 0; },
-};
-
 // Every strategy accepts the common keys (scenarios may set them on any entry); local_sgd uses
 // only its own.
-constexpr std::array<const StrategyKey*, 11> kKeys = {
-    &strategy_keys::K,        &strategy_keys::density,   &strategy_keys::block, &strategy_keys::overlap,
-    &strategy_keys::quantize, &strategy_keys::bucket_mb, &kTau,                 &kWarmupSteps,
-    &kWarmupTau,              &kMomentumSync,            &kFedproxMu};
-constexpr std::array<const StrategyKey*, 5> kReported = {&kTau, &kWarmupSteps, &kWarmupTau, &kMomentumSync,
-                                                         &kFedproxMu};
+constexpr std::array<const StrategyKey*, 13> kKeys = {
+    &strategy_keys::K,          &strategy_keys::density,  &strategy_keys::block,      &strategy_keys::overlap,
+    &strategy_keys::quantize,   &strategy_keys::bucket_mb, &kTau,                     &kWarmupSteps,
+    &kWarmupTau,                &kMomentumSync,           &strategy_keys::fedprox_mu, &strategy_keys::scaffold,
+    &strategy_keys::scaffold_lr};
+constexpr std::array<const StrategyKey*, 7> kReported = {
+    &kTau,          &kWarmupSteps, &kWarmupTau, &kMomentumSync, &strategy_keys::fedprox_mu, &strategy_keys::scaffold,
+    &strategy_keys::scaffold_lr};
 
 std::unique_ptr<Strategy> make(const StrategyConfig& cfg, const WorkerEnv& env) {
   return std::make_unique<LocalSgd>(cfg, env);

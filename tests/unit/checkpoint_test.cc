@@ -86,12 +86,24 @@ std::vector<StrategyConfig> embedded_strategies() {
   local.momentum_sync = "averaged";
   StrategyConfig local_prox = local;  // FedProx: its anchor (the last average) is checkpointed
   local_prox.fedprox_mu = 0.01;
+  // SCAFFOLD: c, c_d, the steps taken in the round and the last average are checkpointed (with
+  // local momentum: the other local_sgd cases average it). scaffold_lr "effective": with the
+  // paper's η and momentum 0.9 the control variates grow without bound (docs/guide/strategies.md).
+  StrategyConfig local_scaffold = local;
+  local_scaffold.scaffold = true;
+  local_scaffold.scaffold_lr = "effective";
+  local_scaffold.momentum_sync = "local";
   StrategyConfig diloco{"diloco"};
   diloco.H = 7;
   diloco.outer_lr = 0.7;
   diloco.outer_momentum = 0.9;
   StrategyConfig diloco_int8 = diloco;
   diloco_int8.wire = "int8";
+  // Both on diloco's inner steps: Δc_d travels after the INT8 pseudo-gradient.
+  StrategyConfig diloco_drift = diloco_int8;
+  diloco_drift.fedprox_mu = 0.01;
+  diloco_drift.scaffold = true;
+  diloco_drift.scaffold_lr = "effective";
   // "K": "auto" (strategies/adaptive_k.h): on this link K moves from 1 to 4 at the third round
   // (step 2), so its rule's state, the measurements collected and the interval's bookkeeping are
   // checkpointed.
@@ -99,12 +111,12 @@ std::vector<StrategyConfig> embedded_strategies() {
   hier_auto.K_auto = true;
   hier_auto.K_max = 32;
   return {StrategyConfig{"naive_ddp"}, StrategyConfig{"lan"}, hier, hier_blocking, hier_auto, hierarchical, local,
-          local_prox, diloco, diloco_int8};
+          local_prox, local_scaffold, diloco, diloco_int8, diloco_drift};
 }
 
 std::string label(const StrategyConfig& s) {
   return s.name + (s.overlap ? "" : " (blocking)") + (s.wire == "int8" ? " (int8)" : "") + (s.K_auto ? " (auto K)" : "") +
-         (s.fedprox_mu > 0 ? " (FedProx)" : "");
+         (s.fedprox_mu > 0 ? " (FedProx)" : "") + (s.scaffold ? " (SCAFFOLD)" : "");
 }
 
 std::vector<int> k_sequence(const geotb::model::StrategyRun& r) {

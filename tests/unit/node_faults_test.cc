@@ -188,13 +188,16 @@ TEST(NodeFaults, LeaderKillHandsTheDcsExchangeToItsLowestSurvivor) {
   hier.density = 0.05;
   StrategyConfig local{"local_sgd"};
   local.tau = 4;
+  StrategyConfig local_scaffold = local;  // SCAFFOLD's k leaves out the step DC a discards
+  local_scaffold.scaffold = true;
+  local_scaffold.scaffold_lr = "effective";
   StrategyConfig diloco{"diloco"};
   diloco.H = 4;
   StrategyConfig dense{"hierarchical"};  // blocking rounds: nothing in flight at the kill
   dense.K = 4;
   dense.overlap = false;
-  for (const StrategyConfig& cfg : {hier, local, diloco, dense}) {
-    SCOPED_TRACE(cfg.name);
+  for (const StrategyConfig& cfg : {hier, local, local_scaffold, diloco, dense}) {
+    SCOPED_TRACE(cfg.name + (cfg.scaffold ? " (SCAFFOLD)" : ""));
     const auto r = run_strategy(two_by(3), work(20), cfg, data(), options(p));
     expect_detected(r, 0, {1, 2, 3}, p);
     const auto& k = r.faults->events[0];

@@ -7,6 +7,7 @@
 
 #include <barrier>
 #include <cmath>
+#include <cstring>
 #include <thread>
 
 #include "emulator/inproc/fabric.h"
@@ -73,13 +74,38 @@ const float kGrad[2][4][kN] = {{{1, 0, 2}, {3, 0, 0}, {0, 1, 0}, {0, 3, 2}},
 struct WorkerOut {
   std::vector<float> x, momentum;
   std::vector<ExchangeRecord> exchanges;
+  StateBuffers state;  // the strategy's checkpoint state after finish()
+  std::vector<float> x_before_finish;  // after the last step, before finish()
+
+  /// A float buffer of `state` ("scaffold_c", ...).
+  std::vector<float> floats(const std::string& name) const {
+    const auto* e = state.find(name);
+    if (!e) return {};
+    std::vector<float> v(e->bytes.size() / sizeof(float));
+    std::memcpy(v.data(), e->bytes.data(), e->bytes.size());
+    return v;
+  }
+};
+
+/// A step that DC `dc` discards (node faults: Strategy::discard_step on all its workers).
+struct Discard {
+  int dc = -1, step = -1;
+};
+
+/// What a run may add: a discarded step; `curved`, DC 0's gradient also has x[0] in coordinate 0
+/// (a loss term x[0]^2 / 2 that only DC 0 has), so that its gradient depends on the model.
+struct Extras {
+  Discard discard;
+  bool curved = false;
 };
 
 /// Runs `steps` steps (then finish()) of strategy `cfg` on the 4 workers (2 + 2, or `layout`) with
 /// the gradients `grad` (kGrad); inner SGD lr 0.5, momentum 0.5. `weights`: env.dc_weights.
+/// `extras`: Extras.
 std::vector<WorkerOut> run(const StrategyConfig& cfg, int steps,
                            const model::RankLayout& layout = model::RankLayout::uniform(2, 2),
-                           const float (*grad)[4][kN] = kGrad, const std::vector<float>& weights = {}) {
+                           const float (*grad)[4][kN] = kGrad, const std::vector<float>& weights = {},
+                           const Extras& extras = {}) {
   emu::SteadyClock clock;
   emu::FabricConfig fc;
   fc.num_sites = 2;
@@ -122,15 +148,29 @@ std::vector<WorkerOut> run(const StrategyConfig& cfg, int steps,
       env.wan_in = {{}, {}};
       auto s = find_strategy(cfg.name).make(cfg, env);
       for (int step = 0; step < steps; ++step) {
+        if (env.dc == extras.discard.dc && step == extras.discard.step) {
+          s->discard_step(env, step);
+          continue;
+        }
         for (size_t i = 0; i < kN; ++i) learner.grads()[i] = grad[step % 2][r][i];
+        if (extras.curved && env.dc == 0) learner.grads()[0] += learner.params()[0];
         s->step(env, step);
       }
+      std::vector<float> before(learner.params(), learner.params() + kN);
       s->finish(env);
+      StateBuffers state;
+      StateWriter w(state);
+      s->save(env, w);
       out[static_cast<size_t>(r)] = {std::vector<float>(learner.params(), learner.params() + kN),
-                                     opt.momentum_buffer(), env.exchanges};
+                                     opt.momentum_buffer(), env.exchanges, std::move(state), std::move(before)};
     });
   for (auto& t : threads) t.join();
   return out;
+}
+
+/// run() on 2 + 2 workers with kGrad, equal weights, and `extras`.
+std::vector<WorkerOut> run_with(const StrategyConfig& cfg, int steps, const Extras& extras) {
+  return run(cfg, steps, model::RankLayout::uniform(2, 2), kGrad, {}, extras);
 }
 
 // By hand (lr 0.5, momentum 0.5; the first step sets m = g):
@@ -214,6 +254,183 @@ TEST(LocalSgd, UnequalSitesAverageWeightedByTheirWorkers) {
   EXPECT_EQ(out[3].x, (std::vector<float>{-1, 0.75f, -1.75f}));
 }
 
+// SCAFFOLD (option II, lr 0.5, k = tau = 2 steps: k lr = 1), two rounds by hand.
+// Round 1: c = c_d = 0, so the steps are plain local SGD's (kDc0After2, kDc1After2, average
+// x1 = kMeanAfter2); then c_d = (x0 - y_d) / (k lr):
+//   c_0 = [1,2,-1] - [-1,1.5,-2.25] = [2,.5,1.25];  c_1 = [1,2,-1] - [.5,.5,-1.25] = [.5,1.5,.25]
+//   Δc_d = c_d (from 0), c = mean = [1.25,1,.75]; the per-step corrections c - c_d:
+//   DC 0 [-.75,.5,-.5], DC 1 [.75,-.5,.5].
+// Round 2, from x1 = [-.25,1,-1.75], the momentum kept per DC (DC 0 [2,1,1.5], DC 1 [1,1,-.5]):
+//   DC 0: g = [2,0,1]+[-.75,.5,-.5] = [1.25,.5,.5],  m = [1,.5,.75]+g = [2.25,1,1.25],   x = [-1.375,.5,-2.375]
+//         g = [1,1,1]+[-.75,.5,-.5] = [.25,1.5,.5],  m = [1.125,.5,.625]+g = [1.375,2,1.125], x = [-2.0625,-.5,-2.9375]
+//   DC 1: g = [0,2,1]+[.75,-.5,.5] = [.75,1.5,1.5],  m = [.5,.5,-.25]+g = [1.25,2,1.25],  x = [-.875,0,-2.375]
+//         g = [1,0,-1]+[.75,-.5,.5] = [1.75,-.5,-.5], m = [.625,1,.625]+g = [2.375,.5,.125], x = [-2.0625,-.25,-2.4375]
+//   average x2 = [-2.0625,-.375,-2.6875], plain local SGD's (below);
+//   c_0 = [2,.5,1.25] - [1.25,1,.75] + (x1 - y_0) = [.75,-.5,.5] + [1.8125,1.5,1.1875] = [2.5625,1,1.6875]
+//   c_1 = [.5,1.5,.25] - [1.25,1,.75] + (x1 - y_1) = [-.75,.5,-.5] + [1.8125,1.25,.6875] = [1.0625,1.75,.1875]
+//   Δc_0 = [.5625,.5,.4375], Δc_1 = [.5625,.25,-.0625]; c = [1.25,1,.75] + [.5625,.375,.1875] = [1.8125,1.375,.9375]
+//   (with every DC in every round and the same k, c = (x_prev - x_new) / (k lr): x1 - x2, as here).
+const std::vector<float> kScaffoldX2 = {-2.0625f, -0.375f, -2.6875f};
+const std::vector<float> kScaffoldC1 = {1.25f, 1, 0.75f}, kScaffoldC2 = {1.8125f, 1.375f, 0.9375f};
+
+TEST(LocalSgd, ScaffoldFirstRoundIsPlainLocalSgdAndSetsTheControlVariates) {
+  StrategyConfig c{"local_sgd"};
+  c.tau = 2;
+  c.scaffold = true;
+  const auto out = run(c, 2);
+  for (int r = 0; r < 4; ++r) {
+    const auto& o = out[static_cast<size_t>(r)];
+    EXPECT_EQ(o.x, kMeanAfter2) << "rank " << r;
+    EXPECT_EQ(o.floats("scaffold_c"), kScaffoldC1) << "rank " << r;
+    EXPECT_EQ(o.floats("scaffold_c_dc"), r < 2 ? (std::vector<float>{2, 0.5f, 1.25f}) : (std::vector<float>{0.5f, 1.5f, 0.25f}))
+        << "rank " << r;
+    EXPECT_EQ(o.floats("last_average"), kMeanAfter2) << "rank " << r;
+  }
+  EXPECT_EQ(out[0].momentum, (std::vector<float>{2, 1, 1.5f}));  // local, as without SCAFFOLD
+  // The model and Δc_d: twice the floats of plain local SGD's exchange.
+  ASSERT_EQ(out[0].exchanges.size(), 1u);
+  EXPECT_EQ(out[0].exchanges[0].bytes_sent, 8u + 2 * 3 * 4);
+}
+
+TEST(LocalSgd, ScaffoldSecondRoundCorrectsEveryStepByTheControlVariates) {
+  StrategyConfig c{"local_sgd"};
+  c.tau = 2;
+  c.scaffold = true;
+  const auto out = run(c, 4);
+  for (int r = 0; r < 4; ++r) {
+    const auto& o = out[static_cast<size_t>(r)];
+    EXPECT_EQ(o.x, kScaffoldX2) << "rank " << r;
+    EXPECT_EQ(o.floats("scaffold_c"), kScaffoldC2) << "rank " << r;
+    EXPECT_EQ(o.floats("scaffold_c_dc"),
+              r < 2 ? (std::vector<float>{2.5625f, 1, 1.6875f}) : (std::vector<float>{1.0625f, 1.75f, 0.1875f}))
+        << "rank " << r;
+  }
+  EXPECT_EQ(out[0].momentum, (std::vector<float>{1.375f, 2, 1.125f}));
+  EXPECT_EQ(out[2].momentum, (std::vector<float>{2.375f, 0.5f, 0.125f}));
+  ASSERT_EQ(out[0].exchanges.size(), 2u);
+  EXPECT_EQ(out[0].exchanges[1].bytes_sent, 8u + 2 * 3 * 4);
+  // Each DC's steps are corrected: after step 2 (finish() then averages that one step).
+  const auto mid = run(c, 3);
+  EXPECT_EQ(mid[0].x_before_finish, (std::vector<float>{-1.375f, 0.5f, -2.375f}));
+  EXPECT_EQ(mid[2].x_before_finish, (std::vector<float>{-0.875f, 0, -2.375f}));
+  // These gradients do not depend on the model and SGD with momentum is linear in them: the
+  // corrections c - c_d sum to 0 over the DCs, so the average is plain local SGD's.
+  c.scaffold = false;
+  const auto plain_mid = run(c, 3);
+  EXPECT_EQ(plain_mid[0].x_before_finish, (std::vector<float>{-1.75f, 0.75f, -2.625f}));
+  EXPECT_EQ(plain_mid[2].x_before_finish, (std::vector<float>{-0.5f, -0.25f, -2.125f}));
+  EXPECT_EQ(run(c, 4)[0].x, kScaffoldX2);
+  // With averaged momentum the message is the model, the momentum and Δc_d.
+  c.scaffold = true;
+  c.momentum_sync = "averaged";
+  EXPECT_EQ(run(c, 2)[2].exchanges.at(0).bytes_sent, 8u + 3 * 3 * 4);
+}
+
+// Where a DC's gradient depends on the model, the correction moves the average. DC 0's gradient
+// gets + x[0] in coordinate 0 (the other coordinates are as above); coordinate 0 by hand:
+//   round 1 (plain): DC 0 g = 2+1 = 3, m = 3, x = -.5; g = 1-.5 = .5, m = 1.5+.5 = 2, x = -1.5.
+//                    DC 1 x = .5 (as above). x1 = -.5; c_0 = 1+1.5 = 2.5, c_1 = .5, c = 1.5;
+//                    corrections: DC 0 -1, DC 1 +1.
+//   round 2, SCAFFOLD: DC 0 g = 2-.5-1 = .5, m = 1+.5 = 1.5, x = -1.25; g = 1-1.25-1 = -1.25,
+//                      m = .75-1.25 = -.5, x = -1.
+//                      DC 1 g = 0+1 = 1, m = .5+1 = 1.5, x = -1.25; g = 1+1 = 2, m = .75+2 = 2.75,
+//                      x = -2.625.  Average -1.8125.
+//   round 2, plain:    DC 0 g = 2-.5 = 1.5, m = 2.5, x = -1.75; g = 1-1.75 = -.75, m = .5, x = -2.
+//                      DC 1 g = 0, m = .5, x = -.75; g = 1, m = 1.25, x = -1.375.  Average -1.6875.
+TEST(LocalSgd, ScaffoldMovesTheAverageWhereTheGradientDependsOnTheModel) {
+  StrategyConfig c{"local_sgd"};
+  c.tau = 2;
+  c.scaffold = true;
+  const auto out = run_with(c, 4, {.curved = true});
+  for (int r = 0; r < 4; ++r)
+    EXPECT_EQ(out[static_cast<size_t>(r)].x, (std::vector<float>{-1.8125f, -0.375f, -2.6875f})) << "rank " << r;
+  EXPECT_EQ(run_with(c, 2, {.curved = true})[0].floats("scaffold_c"), (std::vector<float>{1.5f, 1, 0.75f}));
+  c.scaffold = false;
+  EXPECT_EQ(run_with(c, 4, {.curved = true})[0].x, (std::vector<float>{-1.6875f, -0.375f, -2.6875f}));
+}
+
+// scaffold_lr "effective": η = lr / (1 - momentum) = .5 / .5 = 1, so k η = 2 and round 1's c_d
+// are half of those above: c_0 = [1,.25,.625], c_1 = [.25,.75,.125], c = [.625,.5,.375]; the model
+// of round 1 is plain local SGD's as before.
+TEST(LocalSgd, ScaffoldEffectiveLrDividesByOneMinusMomentum) {
+  StrategyConfig c{"local_sgd"};
+  c.tau = 2;
+  c.scaffold = true;
+  c.scaffold_lr = "effective";
+  const auto out = run(c, 2);
+  EXPECT_EQ(out[0].x, kMeanAfter2);
+  EXPECT_EQ(out[0].floats("scaffold_c_dc"), (std::vector<float>{1, 0.25f, 0.625f}));
+  EXPECT_EQ(out[2].floats("scaffold_c_dc"), (std::vector<float>{0.25f, 0.75f, 0.125f}));
+  EXPECT_EQ(out[3].floats("scaffold_c"), (std::vector<float>{0.625f, 0.5f, 0.375f}));
+}
+
+// k counts the optimizer steps taken: DC 1 discards step 1 (node faults), so its round has k = 1
+// and its model is after step 0, [1,1,-1.5]: c_1 = (x0 - [1,1,-1.5]) / (1 x .5) = [0,2,1]; DC 0's
+// is round 1's [2,.5,1.25]; c = [1,1.25,1.125]; the average [0,1.25,-1.875].
+TEST(LocalSgd, ScaffoldCountsOnlyTheStepsTaken) {
+  StrategyConfig c{"local_sgd"};
+  c.tau = 2;
+  c.scaffold = true;
+  const auto out = run_with(c, 2, {.discard = {.dc = 1, .step = 1}});
+  for (int r = 0; r < 4; ++r) {
+    const auto& o = out[static_cast<size_t>(r)];
+    EXPECT_EQ(o.x, (std::vector<float>{0, 1.25f, -1.875f})) << "rank " << r;
+    EXPECT_EQ(o.floats("scaffold_c"), (std::vector<float>{1, 1.25f, 1.125f})) << "rank " << r;
+  }
+  EXPECT_EQ(out[2].floats("scaffold_c_dc"), (std::vector<float>{0, 2, 1}));
+  // Every step of a round discarded (k = 0): c_d stays (0), Δc_d = 0.
+  StrategyConfig one = c;
+  one.tau = 1;
+  const auto none = run_with(one, 1, {.discard = {.dc = 1, .step = 0}});
+  EXPECT_EQ(none[2].floats("scaffold_c_dc"), (std::vector<float>{0, 0, 0}));
+  // DC 0: c_0 = (x0 - [0,2,-1.5]) / (1 x .5) = [2,0,1]; c = [1,0,.5].
+  EXPECT_EQ(none[0].floats("scaffold_c_dc"), (std::vector<float>{2, 0, 1}));
+  EXPECT_EQ(none[2].floats("scaffold_c"), (std::vector<float>{1, 0, 0.5f}));
+}
+
+// Both on: g <- g + mu (x - x̄) + (c - c_d), FedProx's term first. Round 1 is FedProx's (c = c_d =
+// 0): x1 = [-.125,1.125,-1.625] (the FedProx test), DC models [-.75,1.5,-2.125] and [.5,.75,-1.125];
+// c_0 = x0 - y_0 = [1.75,.5,1.125], c_1 = [.5,1.25,.125], c = [1.125,.875,.625].
+TEST(LocalSgd, FedProxAndScaffoldTogether) {
+  StrategyConfig c{"local_sgd"};
+  c.tau = 2;
+  c.fedprox_mu = 0.5;
+  c.scaffold = true;
+  const auto out = run(c, 2);
+  EXPECT_EQ(out[0].x, (std::vector<float>{-0.125f, 1.125f, -1.625f}));
+  EXPECT_EQ(out[0].floats("scaffold_c_dc"), (std::vector<float>{1.75f, 0.5f, 1.125f}));
+  EXPECT_EQ(out[2].floats("scaffold_c_dc"), (std::vector<float>{0.5f, 1.25f, 0.125f}));
+  EXPECT_EQ(out[3].floats("scaffold_c"), (std::vector<float>{1.125f, 0.875f, 0.625f}));
+  // Round 2 with DC 0's model-dependent gradient (as in the test above; the proximal term is the
+  // same linear function of x in every DC, so without it the corrections would cancel in the
+  // average as there): coordinate 0 ends at -365/256 with both, -339/256 with FedProx alone,
+  // -29/16 with SCAFFOLD alone (exact rational arithmetic; the other coordinates, 1/64 and
+  // -149/64, are FedProx's).
+  const auto both = run_with(c, 4, {.curved = true});
+  for (int r = 0; r < 4; ++r)
+    EXPECT_EQ(both[static_cast<size_t>(r)].x, (std::vector<float>{-365.0f / 256, 1.0f / 64, -149.0f / 64})) << "rank " << r;
+  c.scaffold = false;
+  EXPECT_EQ(run_with(c, 4, {.curved = true})[0].x, (std::vector<float>{-339.0f / 256, 1.0f / 64, -149.0f / 64}));
+}
+
+// Unequal sites (the layout and gradients of LocalSgd.UnequalSitesAverageWeightedByTheirWorkers,
+// weights 1/4, 3/4): c is the weighted mean of the c_d, as the model is. Round 1 (k lr = 1):
+//   c_0 = x0 - [-1,1.5,-2.25] = [2,.5,1.25], c_1 = x0 - [-1,0,-1.25] = [2,2,.25],
+//   c = .25 c_0 + .75 c_1 = [2,1.625,.5] = x0 - the weighted average [-1,.375,-1.5].
+TEST(LocalSgd, ScaffoldWeighsTheControlVariatesAsTheModels) {
+  StrategyConfig c{"local_sgd"};
+  c.tau = 2;
+  c.scaffold = true;
+  const auto out = run(c, 2, model::RankLayout({1, 3}), kGradOnePlusThree, {0.25f, 0.75f});
+  for (int r = 0; r < 4; ++r) {
+    const auto& o = out[static_cast<size_t>(r)];
+    EXPECT_EQ(o.x, (std::vector<float>{-1, 0.375f, -1.5f})) << "rank " << r;
+    EXPECT_EQ(o.floats("scaffold_c"), (std::vector<float>{2, 1.625f, 0.5f})) << "rank " << r;
+  }
+  EXPECT_EQ(out[0].floats("scaffold_c_dc"), (std::vector<float>{2, 0.5f, 1.25f}));
+  EXPECT_EQ(out[3].floats("scaffold_c_dc"), (std::vector<float>{2, 2, 0.25f}));
+}
+
 TEST(LocalSgd, WarmupAveragesEveryWarmupTauStepsThenEveryTau) {
   // tau 3 after a warm-up of 2 synchronous steps: averagings after steps 0, 1, then 4 (3 steps
   // later); steps 5 and 6 are averaged by finish() (step -1).
@@ -281,6 +498,37 @@ TEST(Diloco, Int8WireQuantisesTheDeltaIdenticallyEverywhere) {
   for (size_t i = 0; i < kN; ++i) any_diff = any_diff || out[0].x[i] != kMeanAfter2[i];
   EXPECT_TRUE(any_diff) << "quantisation had no effect: the test would not see a wrong wire";
   for (int r = 1; r < 4; ++r) EXPECT_EQ(out[static_cast<size_t>(r)].x, out[0].x) << "rank " << r;
+}
+
+// Drift control on diloco's inner steps, the outer model as the anchor: with outer lr 1 and no
+// outer momentum the outer step is the mean of the DC models, so diloco is local_sgd (tau = H),
+// SCAFFOLD and FedProx included, bit for bit on these dyadic values; Δc_d travels in float32
+// after the pseudo-gradient, on every wire (bfloat16 holds every Δ_d here exactly).
+TEST(Diloco, FedProxAndScaffoldOnTheInnerStepsMatchLocalSgd) {
+  for (const char* wire : {"float32", "bf16"}) {
+    SCOPED_TRACE(wire);
+    StrategyConfig c{"diloco"};
+    c.H = 2;
+    c.outer_lr = 1.0;
+    c.outer_momentum = 0.0;
+    c.wire = wire;
+    c.scaffold = true;
+    const auto out = run_with(c, 4, {.curved = true});  // LocalSgd.ScaffoldMovesTheAverageWhereTheGradientDependsOnTheModel
+    const size_t value_bytes = std::string(wire) == "bf16" ? 2 : 4;
+    for (int r = 0; r < 4; ++r) {
+      const auto& o = out[static_cast<size_t>(r)];
+      EXPECT_EQ(o.x, (std::vector<float>{-1.8125f, -0.375f, -2.6875f})) << "rank " << r;
+      EXPECT_EQ(o.floats("scaffold_c"), (std::vector<float>{1.3125f, 1.375f, 0.9375f})) << "rank " << r;
+    }
+    ASSERT_EQ(out[0].exchanges.size(), 2u);
+    EXPECT_EQ(out[0].exchanges[0].bytes_sent, 8u + 3 * value_bytes + 3 * 4);
+    c.scaffold = false;
+    c.fedprox_mu = 0.5;
+    const auto prox = run(c, 2);
+    for (int r = 0; r < 4; ++r)
+      EXPECT_EQ(prox[static_cast<size_t>(r)].x, (std::vector<float>{-0.125f, 1.125f, -1.625f})) << "rank " << r;
+    EXPECT_EQ(prox[0].exchanges.at(0).bytes_sent, 8u + 3 * value_bytes);  // FedProx sends nothing more
+  }
 }
 
 TEST(Diloco, Bf16WireSendsTwoBytesPerValue) {

@@ -107,8 +107,8 @@ TEST(Scenario, StrategyKeysParseIntoTheConfig) {
 TEST(Scenario, PeriodicStrategiesAndTheAccuracyTargetParse) {
   json j = good();
   j["strategies"] = json::parse(R"([{"name": "local_sgd", "tau": 8, "warmup_steps": 50, "warmup_tau": 2,
-      "momentum_sync": "averaged"}, {"name": "diloco", "H": 25, "outer_lr": 0.5, "outer_momentum": 0,
-      "wire": "int8", "block": 128}])");
+      "momentum_sync": "averaged", "scaffold": true}, {"name": "diloco", "H": 25, "outer_lr": 0.5,
+      "outer_momentum": 0, "wire": "int8", "block": 128, "fedprox_mu": 0.01, "scaffold": false}])");
   j["workload"]["target_accuracy"] = "84%";
   const auto sc = parse_scenario(j, "s.json");
   ASSERT_EQ(sc.strategies.size(), 2u);
@@ -116,7 +116,11 @@ TEST(Scenario, PeriodicStrategiesAndTheAccuracyTargetParse) {
   EXPECT_EQ(sc.strategies[0].warmup_steps, 50);
   EXPECT_EQ(sc.strategies[0].warmup_tau, 2);
   EXPECT_EQ(sc.strategies[0].momentum_sync, "averaged");
+  EXPECT_TRUE(sc.strategies[0].scaffold);
+  EXPECT_EQ(sc.strategies[0].fedprox_mu, 0.0);
   EXPECT_EQ(sc.strategies[1].H, 25);
+  EXPECT_EQ(sc.strategies[1].fedprox_mu, 0.01);
+  EXPECT_FALSE(sc.strategies[1].scaffold);
   EXPECT_EQ(sc.strategies[1].outer_lr, 0.5);
   EXPECT_EQ(sc.strategies[1].outer_momentum, 0.0);  // an integer JSON number is a number too
   EXPECT_EQ(sc.strategies[1].wire, "int8");
@@ -440,6 +444,14 @@ INSTANTIATE_TEST_SUITE_P(
         Bad{"unknown momentum sync",
             [](json& j) { j["strategies"][1] = {{"name", "local_sgd"}, {"momentum_sync", "global"}}; },
             "strategies[1].momentum_sync: \"global\": unknown (local or averaged)"},
+        Bad{"scaffold not a flag",
+            [](json& j) { j["strategies"][1] = {{"name", "local_sgd"}, {"scaffold", 1}}; },
+            "strategies[1].scaffold: 1: expected true or false"},
+        Bad{"scaffold on hier", [](json& j) { j["strategies"][1]["scaffold"] = true; },
+            "strategies[1].scaffold: true: only local_sgd, diloco take a scaffold"},
+        Bad{"unknown scaffold_lr",
+            [](json& j) { j["strategies"][1] = {{"name", "local_sgd"}, {"scaffold", true}, {"scaffold_lr", "lr"}}; },
+            "strategies[1].scaffold_lr: \"lr\": unknown (optimizer or effective)"},
         Bad{"outer lr not a number",
             [](json& j) { j["strategies"][1] = {{"name", "diloco"}, {"outer_lr", "0.7"}}; },
             "strategies[1].outer_lr: \"0.7\": expected a number"},

@@ -72,10 +72,14 @@ TEST(StrategyTable, AcceptedKeys) {
   EXPECT_EQ(find_strategy("hier_ef_topk_int8").key("K")->kind, StrategyKey::Kind::kSteps);
   EXPECT_EQ(find_strategy("naive_ddp").key("K")->kind, StrategyKey::Kind::kInteger);
   std::vector<std::string> local = common;
-  local.insert(local.end(), {"tau", "warmup_steps", "warmup_tau", "momentum_sync", "fedprox_mu"});
+  local.insert(local.end(), {"tau", "warmup_steps", "warmup_tau", "momentum_sync", "fedprox_mu", "scaffold", "scaffold_lr"});
   EXPECT_EQ(key_names(find_strategy("local_sgd")), local);
   std::vector<std::string> diloco = common;
-  diloco.insert(diloco.end(), {"H", "outer_lr", "outer_momentum", "wire"});
+  diloco.insert(diloco.end(), {"H", "outer_lr", "outer_momentum", "wire", "fedprox_mu", "scaffold", "scaffold_lr"});
+  for (const char* n : {"local_sgd", "diloco"}) {
+    EXPECT_EQ(find_strategy(n).key("scaffold")->kind, StrategyKey::Kind::kFlag) << n;
+    EXPECT_EQ(find_strategy(n).key("fedprox_mu")->kind, StrategyKey::Kind::kNumber) << n;
+  }
   EXPECT_EQ(key_names(find_strategy("diloco")), diloco);
   EXPECT_NE(find_strategy("naive_ddp").key("collective"), nullptr);
   EXPECT_EQ(find_strategy("lan").key("collective"), nullptr);
@@ -139,6 +143,13 @@ TEST(StrategyTable, ValidationMessagesNameKeyAndValue) {
   c = config("local_sgd");
   c.momentum_sync = "global";
   EXPECT_EQ(ls.validate(c), "momentum_sync: \"global\": unknown (local or averaged)");
+  c = config("local_sgd");
+  c.fedprox_mu = -1;
+  EXPECT_EQ(ls.validate(c), "fedprox_mu: -1: must be in [0, 1000] (0: off)");
+  c = config("local_sgd");
+  c.scaffold_lr = "lr";
+  EXPECT_EQ(ls.validate(c), "scaffold_lr: \"lr\": unknown (optimizer or effective)");
+  EXPECT_EQ(find_strategy("diloco").validate(c), "scaffold_lr: \"lr\": unknown (optimizer or effective)");
   const StrategyDescriptor& dl = find_strategy("diloco");
   c = config("diloco");
   c.H = 0;
@@ -164,6 +175,9 @@ TEST(StrategyTable, PeriodicStrategiesDefaultsAreTheStatedOnes) {
   EXPECT_EQ(c.outer_lr, 0.7);   // DiLoCo's outer Nesterov learning rate
   EXPECT_EQ(c.outer_momentum, 0.9);
   EXPECT_EQ(c.wire, "float32");
+  EXPECT_EQ(c.fedprox_mu, 0.0);  // off
+  EXPECT_FALSE(c.scaffold);
+  EXPECT_EQ(c.scaffold_lr, "optimizer");
 }
 
 TEST(StrategyTable, KeysStoreAndReadTheirFields) {
@@ -220,6 +234,17 @@ TEST(StrategyTable, ReportedConfigPerStrategy) {
                                                 {"warmup_steps", int64_t{20}},
                                                 {"warmup_tau", int64_t{2}},
                                                 {"momentum_sync", std::string("averaged")}}));
+  c.scaffold = true;  // shown when on, as fedprox_mu
+  c.fedprox_mu = 0.01;
+  EXPECT_EQ(reported("local_sgd", c), (Reported{{"tau", int64_t{4}},
+                                                {"warmup_steps", int64_t{20}},
+                                                {"warmup_tau", int64_t{2}},
+                                                {"momentum_sync", std::string("averaged")},
+                                                {"fedprox_mu", 0.01},
+                                                {"scaffold", true},
+                                                {"scaffold_lr", std::string("optimizer")}}));
+  c.scaffold = false;
+  c.fedprox_mu = 0;
   c.H = 30;
   c.outer_lr = 0.5;
   c.outer_momentum = 0.8;
