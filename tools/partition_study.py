@@ -6,10 +6,14 @@ Each variant is scenarios/partition-study.json with its sites and partition; `ge
 replays it; the table gives final test accuracy, mean ± sample sd over the seeds, and the
 examples per class of DC 0 (the report's scenario.workload.label_histogram_by_dc).
 
-  tools/partition_study.py --geotb build/harness/geotb --out /tmp/partition [--seeds 3] [--alpha 0.1] [--fedprox MU]
+  tools/partition_study.py --geotb build/harness/geotb --out /tmp/partition [--seeds 3] [--alpha 0.1]
+                           [--fedprox MU] [--scaffold [--scaffold-lr effective]] [--momentum-sync averaged]
+                           [--lr LR] [--momentum M]
 
---fedprox MU adds local_sgd with FedProx (fedprox_mu MU) on the Dirichlet partitions: how much of
-local_sgd's gap it recovers.
+--fedprox MU adds local_sgd with FedProx (fedprox_mu MU) on the Dirichlet partitions, --scaffold
+local_sgd with SCAFFOLD (its scaffold_lr: --scaffold-lr): how much of local_sgd's gap each recovers.
+--momentum-sync sets those added runs' momentum_sync (default local, as the baseline's); --lr and
+--momentum every run's optimizer.
 """
 import argparse
 import glob
@@ -28,16 +32,34 @@ def main():
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--alpha", type=float, default=0.1)
     ap.add_argument("--fedprox", type=float, default=0, help="also run local_sgd with this fedprox_mu (non-IID only)")
+    ap.add_argument("--scaffold", action="store_true", help="also run local_sgd with SCAFFOLD (non-IID only)")
+    ap.add_argument("--scaffold-lr", default="optimizer", choices=["optimizer", "effective"],
+                    help="scaffold_lr of the --scaffold runs")
+    ap.add_argument("--momentum-sync", default="local", choices=["local", "averaged"],
+                    help="momentum_sync of the --fedprox and --scaffold runs")
+    ap.add_argument("--lr", type=float, help="every run's optimizer.lr (default: the scenario's, 0.05)")
+    ap.add_argument("--momentum", type=float, help="every run's optimizer.momentum (default: the scenario's, 0.9)")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     base = json.load(open(os.path.join(ROOT, "scenarios/partition-study.json")))
     rows = []
-    variants = [(sites, part, None) for sites in (2, 4)
+    variants = [(sites, part, None, "", "") for sites in (2, 4)
                 for part in ("iid", {"kind": "dirichlet", "alpha": args.alpha, "level": "dc"})]
+    # Drift control: local_sgd (tau 16) with FedProx or SCAFFOLD on the Dirichlet partitions; each
+    # its own scenario file (suffix) and row name (the strategy's name + what was added).
+    sync = {} if args.momentum_sync == "local" else {"momentum_sync": args.momentum_sync}
+    sync_name = "" if args.momentum_sync == "local" else f", momentum {args.momentum_sync}"
+    extra = []
     if args.fedprox > 0:
-        variants += [(sites, {"kind": "dirichlet", "alpha": args.alpha, "level": "dc"},
-                      [{"name": "local_sgd", "tau": 16, "fedprox_mu": args.fedprox}]) for sites in (2, 4)]
-    for sites, part, strategies in variants:
+        extra.append(({"fedprox_mu": args.fedprox}, "-fedprox", f" + FedProx mu {args.fedprox:g}{sync_name}"))
+    if args.scaffold:
+        eff = args.scaffold_lr == "effective"
+        extra.append(({"scaffold": True, **({"scaffold_lr": "effective"} if eff else {})}, "-scaffold" + ("-eff" if eff else ""),
+                      f" + SCAFFOLD{' (scaffold_lr effective)' if eff else ''}{sync_name}"))
+    variants += [(sites, {"kind": "dirichlet", "alpha": args.alpha, "level": "dc"},
+                  [{"name": "local_sgd", "tau": 16, **keys, **sync}], suffix + ("-avgm" if sync else ""), added)
+                 for keys, suffix, added in extra for sites in (2, 4)]
+    for sites, part, strategies, suffix, added in variants:
             sc = json.loads(json.dumps(base))
             if strategies:
                 sc["strategies"] = strategies
@@ -45,8 +67,11 @@ def main():
             sc["wan"] = [{"between": [NAMES[a], NAMES[b]], **{k: v for k, v in base["wan"][0].items() if k != "between"}}
                          for a in range(sites) for b in range(a + 1, sites)]
             sc["workload"]["partition"] = part
+            for key in ("lr", "momentum"):
+                if getattr(args, key) is not None:
+                    sc["workload"]["optimizer"][key] = getattr(args, key)
             label = "iid" if part == "iid" else f"dirichlet{args.alpha:g}"
-            sc["name"] = f"partition-study-{sites}dc-{label}{'-fedprox' if strategies else ''}".replace(".", "p")
+            sc["name"] = f"partition-study-{sites}dc-{label}{suffix}".replace(".", "p")
             path = os.path.join(args.out, sc["name"] + ".json")
             json.dump(sc, open(path, "w"), indent=2)
             before = set(glob.glob(os.path.join(args.out, sc["name"] + "-2*.json")))
@@ -56,7 +81,7 @@ def main():
             hist = rep["scenario"]["workload"].get("label_histogram_by_dc", {}).get(NAMES[0])
             for s in rep["strategies"]:
                 sm = s["seed_summary"]["final_test_accuracy"]
-                name = s["name"] + (f" + FedProx mu {args.fedprox:g}" if strategies else "")
+                name = s["name"] + added
                 rows.append((sites, label, name, sm["mean"], sm["sd"], sm["n"], hist, os.path.basename(path)))
     print(f"| sites | partition | strategy | final accuracy (mean ± sd, {args.seeds} seeds) | DC 0's examples per class |")
     print("|---|---|---|---|---|")
@@ -68,11 +93,11 @@ def main():
             iid = [r for r in rows if r[0] == sites and r[2] == name and r[1] == "iid"][0]
             non = [r for r in rows if r[0] == sites and r[2] == name and r[1] != "iid"][0]
             print(f"{sites} sites, {name}: gap {100 * (iid[3] - non[3]):+.2f} pt (IID - Dirichlet)")
-            prox = [r for r in rows if r[0] == sites and r[2].startswith(name + " + FedProx")]
-            if prox:
-                gap, left = iid[3] - non[3], iid[3] - prox[0][3]
-                print(f"{sites} sites, {prox[0][2]}: gap {100 * left:+.2f} pt; recovers {100 * (gap - left):+.2f} pt "
-                      f"of {100 * gap:.2f}")
+            for r in rows:
+                if r[0] == sites and r[2].startswith(name + " + "):
+                    gap, left = iid[3] - non[3], iid[3] - r[3]
+                    print(f"{sites} sites, {r[2]}: gap {100 * left:+.2f} pt; recovers {100 * (gap - left):+.2f} pt "
+                          f"of {100 * gap:.2f}")
 
 
 if __name__ == "__main__":
