@@ -64,7 +64,7 @@ LIB=(common/units.cc common/atomic_file.cc
      model/report_error.cc model/json_fields.cc model/json_file.cc model/hardware.cc model/represented.cc
      engine/checkpoint/file.cc engine/checkpoint/state.cc
      harness/scenario.cc harness/link_trace.cc engine/strategies/table.cc engine/strategies/descriptor.cc
-     engine/strategies/adaptive_k.cc
+     engine/strategies/adaptive_k.cc engine/strategies/drift_control.cc engine/data/global_batch.cc
      engine/strategies/dc_exchange.cc engine/strategies/ddp_buckets.cc engine/strategies/diloco.cc
      engine/strategies/hier_ef_topk_int8.cc engine/strategies/lan_ddp.cc engine/strategies/local_sgd.cc
      engine/strategies/naive_ddp.cc engine/collectives/gloo_ring.cc engine/collectives/buckets.cc

@@ -341,7 +341,9 @@ class FaultRuntime::Agent final : public FaultHooks {
     handled_.clear();
     for (int x : rt_.group_of(rank_, {}))
       if (std::find(j.members.begin(), j.members.end(), x) == j.members.end()) handled_.insert(x);
-    monitor_->unmute(now);
+    // Those are dead already: not watched (their silence would raise a second declaration and an
+    // alarm that interrupts this worker's next receive with nothing to recover from).
+    monitor_->unmute(now, handled_);
     {
       std::lock_guard<std::mutex> lk(rt_.mu_);
       rt_.dead_.erase(rank_);

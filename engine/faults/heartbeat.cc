@@ -61,8 +61,16 @@ void HeartbeatMonitor::mute() {
   });
 }
 
-void HeartbeatMonitor::unmute(Nanos at) {
-  sched_.update([&] { unmute_at_ = at; });
+void HeartbeatMonitor::unmute(Nanos at, const std::set<int>& gone) {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    for (int p : gone)
+      if (std::find(peers_.begin(), peers_.end(), p) != peers_.end() && !foreign_.count(p)) declared_.insert(p);
+  }
+  sched_.update([&] {
+    unmute_gone_ = gone;
+    unmute_at_ = at;
+  });
 }
 
 void HeartbeatMonitor::revive_peer(int p, Nanos at) {
@@ -136,13 +144,15 @@ void HeartbeatMonitor::run(Nanos t0) {
           std::nullopt, "heartbeat monitor of rank " + std::to_string(rank_) + ": dead until its restart");
       Nanos back{0};
       bool stop = false;
+      std::set<int> gone;
       sched_.update([&] {
         stop = stop_;
         muted_ = false;
         back = unmute_at_.value_or(Nanos{0});
+        gone.swap(unmute_gone_);
       });
       if (stop || fabric_.closed()) return;
-      for (auto& [p, st] : peers) st = Peer{back, std::nullopt, Nanos{0}, false};
+      for (auto& [p, st] : peers) st = Peer{back, std::nullopt, Nanos{0}, gone.count(p) > 0};
       next_send = back;
       continue;
     }

@@ -61,8 +61,10 @@ class HeartbeatMonitor {
   /// This worker died and will be restarted: the monitor stops watching (its endpoint is dead, so
   /// its heartbeats go nowhere) and waits, holding nobody back, until unmute().
   void mute();
-  /// The worker is back at `at`: every peer counts as heard then.
-  void unmute(Nanos at);
+  /// The worker is back at `at`: every peer counts as heard then, but those of `gone` (dead in its
+  /// group's view while it was: the hand-over's members leave them out), which count as declared
+  /// already and are not watched (no second declaration, no alarm) until revive_peer().
+  void unmute(Nanos at, const std::set<int>& gone = {});
   /// Peer `p` is back at `at` (a restart): watched again, as heard then; no longer declared.
   void revive_peer(int p, Nanos at);
   /// Peers declared dead so far.
@@ -91,6 +93,7 @@ class HeartbeatMonitor {
   std::optional<Nanos> start_at_;  // set by start(), in sched_.update()
   bool muted_ = false;                 // these three: changed and read in sched_.update()/wait()
   std::optional<Nanos> unmute_at_;
+  std::set<int> unmute_gone_;
   std::vector<std::pair<int, Nanos>> revived_;  // peers back, applied at the loop's next turn
   mutable std::mutex mu_;
   std::set<int> declared_;

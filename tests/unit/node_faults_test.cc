@@ -469,4 +469,33 @@ TEST(NodeFaults, KilledThenRestartedWorkerRejoinsWithItsGroupsModel) {
   }
 }
 
+// Rank 3 killed at step 3, rank 1 at step 6, rank 3 restarted at step 14: it comes back into a
+// group that lost rank 1 meanwhile. Its monitor must not watch rank 1 (dead in the hand-over's
+// view): before 2026-12-03 it declared rank 1 again after timeout + confirmation, and that alarm
+// interrupted its next receive with nothing to recover, failing naive_ddp's run.
+TEST(NodeFaults, RestartedWorkerDoesNotDeclareThoseWhoDiedWhileItWasDead) {
+  FaultPlan p = kill_at(1, 1, 3);
+  FaultEvent second = p.events[0];
+  second.dc = 0;
+  second.worker = 1;
+  second.at_step = 6;
+  FaultEvent back = p.events[0];
+  back.kind = FaultEvent::Kind::kRestart;
+  back.at_step = 14;
+  p.events.push_back(second);
+  p.events.push_back(back);
+  p.full_recovery.above_fraction = 1;  // two kills of four: no full recovery
+  for (const StrategyConfig& s : {StrategyConfig{"naive_ddp"}, StrategyConfig{"local_sgd"}}) {
+    SCOPED_TRACE(s.name);
+    const auto r = run_strategy(two_by(2), work(40), s, data(), options(p));
+    ASSERT_TRUE(r.faults.has_value());
+    ASSERT_EQ(r.faults->events.size(), 3u);
+    EXPECT_EQ(r.faults->events[2].event, "restart");
+    EXPECT_EQ(r.faults->false_detections, 0);
+    for (const auto& d : r.faults->detections)
+      EXPECT_FALSE(d.observer == 3 && d.peer == 1) << "the restarted rank declared rank 1 at " << d.at_s << " s";
+    EXPECT_EQ(r.metrics.replica_max_abs_diff, 0.0);
+  }
+}
+
 }  // namespace
