@@ -25,6 +25,25 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NAMES = ["beijing", "ningxia", "shanghai", "guangzhou"]
 
 
+def with_sites(base: dict, sites: int) -> dict:
+    """A copy of `base` with `sites` data centers of its first one's workers, every pair linked as its
+    first WAN link."""
+    sc = json.loads(json.dumps(base))
+    sc["datacenters"] = [{"name": NAMES[i], "workers": base["datacenters"][0]["workers"]} for i in range(sites)]
+    sc["wan"] = [{"between": [NAMES[a], NAMES[b]], **{k: v for k, v in base["wan"][0].items() if k != "between"}}
+                 for a in range(sites) for b in range(a + 1, sites)]
+    return sc
+
+
+def replay(geotb: str, out: str, sc: dict, seeds: int) -> tuple:
+    """Writes `sc` into `out`, replays it with `geotb run --seeds`, returns (its path, the report)."""
+    path = os.path.join(out, sc["name"] + ".json")
+    json.dump(sc, open(path, "w"), indent=2)
+    before = set(glob.glob(os.path.join(out, sc["name"] + "-2*.json")))
+    subprocess.run([geotb, "run", path, "--seeds", str(seeds), "--out", out], check=True, stdout=subprocess.DEVNULL)
+    return path, json.load(open(sorted(set(glob.glob(os.path.join(out, sc["name"] + "-2*.json"))) - before)[-1]))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--geotb", default=os.path.join(ROOT, "build/harness/geotb"))
@@ -60,24 +79,16 @@ def main():
                   [{"name": "local_sgd", "tau": 16, **keys, **sync}], suffix + ("-avgm" if sync else ""), added)
                  for keys, suffix, added in extra for sites in (2, 4)]
     for sites, part, strategies, suffix, added in variants:
-            sc = json.loads(json.dumps(base))
+            sc = with_sites(base, sites)
             if strategies:
                 sc["strategies"] = strategies
-            sc["datacenters"] = [{"name": NAMES[i], "workers": base["datacenters"][0]["workers"]} for i in range(sites)]
-            sc["wan"] = [{"between": [NAMES[a], NAMES[b]], **{k: v for k, v in base["wan"][0].items() if k != "between"}}
-                         for a in range(sites) for b in range(a + 1, sites)]
             sc["workload"]["partition"] = part
             for key in ("lr", "momentum"):
                 if getattr(args, key) is not None:
                     sc["workload"]["optimizer"][key] = getattr(args, key)
             label = "iid" if part == "iid" else f"dirichlet{args.alpha:g}"
             sc["name"] = f"partition-study-{sites}dc-{label}{suffix}".replace(".", "p")
-            path = os.path.join(args.out, sc["name"] + ".json")
-            json.dump(sc, open(path, "w"), indent=2)
-            before = set(glob.glob(os.path.join(args.out, sc["name"] + "-2*.json")))
-            subprocess.run([args.geotb, "run", path, "--seeds", str(args.seeds), "--out", args.out], check=True,
-                           stdout=subprocess.DEVNULL)
-            rep = json.load(open(sorted(set(glob.glob(os.path.join(args.out, sc["name"] + "-2*.json"))) - before)[-1]))
+            path, rep = replay(args.geotb, args.out, sc, args.seeds)
             hist = rep["scenario"]["workload"].get("label_histogram_by_dc", {}).get(NAMES[0])
             for s in rep["strategies"]:
                 sm = s["seed_summary"]["final_test_accuracy"]

@@ -17,13 +17,10 @@ one-time staging bytes.
   tools/semantic_study.py --geotb build/harness/geotb --out /tmp/semantic [--seeds 3]
 """
 import argparse
-import glob
 import json
 import os
-import subprocess
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-NAMES = ["beijing", "ningxia", "shanghai", "guangzhou"]
+from partition_study import NAMES, ROOT, replay, with_sites  # the same sites and replay
 VARIANTS = [("iid", "iid", None),
             ("semantic", {"kind": "semantic"}, None),
             ("mix0.85", {"kind": "semantic"}, {"fraction": 0.15, "beta": 0.85}),
@@ -41,20 +38,12 @@ def main():
     rows = []
     for sites in (2, 4):
         for label, part, mix in VARIANTS:
-            sc = json.loads(json.dumps(base))
-            sc["datacenters"] = [{"name": NAMES[i], "workers": base["datacenters"][0]["workers"]} for i in range(sites)]
-            sc["wan"] = [{"between": [NAMES[a], NAMES[b]], **{k: v for k, v in base["wan"][0].items() if k != "between"}}
-                         for a in range(sites) for b in range(a + 1, sites)]
+            sc = with_sites(base, sites)
             sc["workload"]["partition"] = part
             if mix:
                 sc["workload"]["global_batch"] = mix
             sc["name"] = f"semantic-study-{sites}dc-{label}".replace(".", "p")
-            path = os.path.join(args.out, sc["name"] + ".json")
-            json.dump(sc, open(path, "w"), indent=2)
-            before = set(glob.glob(os.path.join(args.out, sc["name"] + "-2*.json")))
-            subprocess.run([args.geotb, "run", path, "--seeds", str(args.seeds), "--out", args.out], check=True,
-                           stdout=subprocess.DEVNULL)
-            rep = json.load(open(sorted(set(glob.glob(os.path.join(args.out, sc["name"] + "-2*.json"))) - before)[-1]))
+            _, rep = replay(args.geotb, args.out, sc, args.seeds)
             w = rep["scenario"]["workload"]
             hist = w.get("label_histogram_by_dc", {}).get(NAMES[0])
             staging = w.get("global_batch", {}).get("pool_staging_wan_bytes", 0)

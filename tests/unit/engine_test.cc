@@ -98,15 +98,21 @@ void expect_same_weights(const std::vector<float>& xa, const std::vector<float>&
   EXPECT_LE(max_abs, 1e-5 * max_ref);
 }
 
-TEST(Identity, DenseBlockingEveryStepHierEqualsNaiveDdp) {
-  const Datasets& data = small_data();
-  RunOptions opt;
-  StrategyConfig naive{"naive_ddp"};
+// hier_ef_topk_int8 as a dense blocking exchange every step: naive DDP's mean, through the DC means.
+StrategyConfig dense_blocking_hier() {
   StrategyConfig hier{"hier_ef_topk_int8"};
   hier.K = 1;
   hier.density = 1.0;
   hier.quantize = false;
   hier.overlap = false;
+  return hier;
+}
+
+TEST(Identity, DenseBlockingEveryStepHierEqualsNaiveDdp) {
+  const Datasets& data = small_data();
+  RunOptions opt;
+  StrategyConfig naive{"naive_ddp"};
+  StrategyConfig hier = dense_blocking_hier();
   std::vector<float> xa, xb, xc;
   const auto a = run_strategy(fast_cluster(), small_work(), naive, data, opt, &xa);
   const auto b = run_strategy(fast_cluster(), small_work(), hier, data, opt, &xb);
@@ -129,11 +135,7 @@ TEST(Identity, UnequalSitesWeightedByWorkersHierEqualsNaiveDdp) {
   RunOptions opt;
   ClusterSpec c = fast_cluster();
   c.dcs = {{"a", 1}, {"b", 3}};
-  StrategyConfig hier{"hier_ef_topk_int8"};
-  hier.K = 1;
-  hier.density = 1.0;
-  hier.quantize = false;
-  hier.overlap = false;
+  const StrategyConfig hier = dense_blocking_hier();
   std::vector<float> xa, xb, xc;
   const auto a = run_strategy(c, small_work(), StrategyConfig{"naive_ddp"}, data, opt, &xa);
   const auto b = run_strategy(c, small_work(), hier, data, opt, &xb);
