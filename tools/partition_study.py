@@ -44,6 +44,13 @@ def replay(geotb: str, out: str, sc: dict, seeds: int) -> tuple:
     return path, json.load(open(sorted(set(glob.glob(os.path.join(out, sc["name"] + "-2*.json"))) - before)[-1]))
 
 
+def accuracy(s: dict) -> tuple:
+    """A strategy's final test accuracy as (mean, sample sd, seeds): its seed summary, or with one
+    seed its own figure."""
+    sm = s.get("seed_summary", {}).get("final_test_accuracy")
+    return (sm["mean"], sm["sd"], sm["n"]) if sm else (s["metrics"]["final_test_accuracy"], 0.0, 1)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--geotb", default=os.path.join(ROOT, "build/harness/geotb"))
@@ -91,9 +98,8 @@ def main():
             path, rep = replay(args.geotb, args.out, sc, args.seeds)
             hist = rep["scenario"]["workload"].get("label_histogram_by_dc", {}).get(NAMES[0])
             for s in rep["strategies"]:
-                sm = s["seed_summary"]["final_test_accuracy"]
-                name = s["name"] + added
-                rows.append((sites, label, name, sm["mean"], sm["sd"], sm["n"], hist, os.path.basename(path)))
+                mean, sd, n = accuracy(s)
+                rows.append((sites, label, s["name"] + added, mean, sd, n, hist, os.path.basename(path)))
     print(f"| sites | partition | strategy | final accuracy (mean ± sd, {args.seeds} seeds) | DC 0's examples per class |")
     print("|---|---|---|---|---|")
     for sites, label, name, mean, sd, n, hist, _ in rows:

@@ -20,7 +20,7 @@ import argparse
 import json
 import os
 
-from partition_study import NAMES, ROOT, replay, with_sites  # the same sites and replay
+from partition_study import NAMES, ROOT, accuracy, replay, with_sites  # the same sites, replay, accuracy
 VARIANTS = [("iid", "iid", None),
             ("semantic", {"kind": "semantic"}, None),
             ("mix0.85", {"kind": "semantic"}, {"fraction": 0.15, "beta": 0.85}),
@@ -48,9 +48,9 @@ def main():
             hist = w.get("label_histogram_by_dc", {}).get(NAMES[0])
             staging = w.get("global_batch", {}).get("pool_staging_wan_bytes", 0)
             for s in rep["strategies"]:
-                sm = s["seed_summary"]["final_test_accuracy"]
+                mean, sd, _ = accuracy(s)
                 m = s["metrics"]
-                rows.append((sites, label, s["name"], sm["mean"], sm["sd"], m["samples_per_s"], m["wan_payload_bytes"],
+                rows.append((sites, label, s["name"], mean, sd, m["samples_per_s"], m["wan_payload_bytes"],
                              staging, hist))
     print(f"| sites | data | strategy | final accuracy (mean ± sd, {args.seeds} seeds) | samples/s | WAN payload bytes | "
           "pool staging bytes | DC 0's examples per class |")
