@@ -157,6 +157,17 @@ int run(const RunArgs& a) {
                "geotb: warning: tcp_congestion_control \"bbr\": the in-process WAN model does not model BBR's "
                "pacing (docs/guide/network-modes.md: measured 27 % more exposed communication for naive_ddp over "
                "real BBR); embedded results are those of an unpaced, loss-based TCP\n");
+  // SCAFFOLD's option II with η = lr under momentum β: the correction's gain β/(1-β) exceeds 1
+  // above β = 0.5 (docs/guide/strategies.md "Momentum"; measured diverging at 0.9).
+  for (const auto& s : sc.strategies)
+    if (s.scaffold && s.scaffold_lr == "optimizer" && sc.workload.optimizer.momentum > 0.5)
+      fmt::print(stderr,
+                 "geotb: warning: {}: \"scaffold\": true with \"scaffold_lr\": \"optimizer\" and "
+                 "workload.optimizer.momentum {:g}: the control variates' round-to-round gain is {:.3g} > 1 and "
+                 "training is expected to diverge; \"scaffold_lr\": \"effective\" divides by 1 - momentum "
+                 "(docs/guide/strategies.md)\n",
+                 s.name, sc.workload.optimizer.momentum,
+                 sc.workload.optimizer.momentum / (1 - sc.workload.optimizer.momentum));
   std::chrono::milliseconds worker_timeout{0}, deadline{0};
   try {
     worker_timeout = ms_of("--worker-timeout", a.worker_timeout);

@@ -5,7 +5,8 @@ label_skew with 5 classes per DC: the report's histograms hold exactly classes 0
 in west, every training example once; the process mode (each worker partitions for itself) ends
 with the embedded mode's final weights. An impossible Dirichlet min_size is refused before
 anything runs, exit 2, naming the field. The semantic partition with a global batch: every example
-once, the pool in the report, the process mode again ending with the embedded mode's weights."""
+once, the pool in the report, the process mode again ending with the embedded mode's weights.
+SCAFFOLD with the optimizer's lr under momentum 0.9 warns that it is expected to diverge."""
 import subprocess
 import sys
 import tempfile
@@ -60,6 +61,16 @@ with tempfile.TemporaryDirectory() as out:
     _, rep, _ = run_and_report(geotb, source_root, sc, out, timeout=300)
 assert rep["strategies"][0]["final_weights_sha256"] == embedded["final_weights_sha256"], "semantic: the process mode differs"
 print(f"e2e partition: semantic + global batch, histograms {h}, pool {g}; process mode = embedded")
+
+# SCAFFOLD with the optimizer's lr under momentum 0.9 is expected to diverge: the run says so.
+warn = tiny_scenario(source_root, "tiny-scaffold")
+warn["strategies"] = [{"name": "local_sgd", "tau": 4, "scaffold": True}]
+warn["workload"]["steps"] = 4
+with tempfile.TemporaryDirectory() as out:
+    proc, _, _ = run_and_report(geotb, source_root, warn, out)
+assert 'local_sgd: "scaffold": true with "scaffold_lr": "optimizer" and workload.optimizer.momentum 0.9: the control ' \
+       "variates' round-to-round gain is 9 > 1" in proc.stderr, proc.stderr
+print("e2e partition: SCAFFOLD under momentum 0.9 warns")
 
 bad = tiny_scenario(source_root, "tiny-impossible")
 bad["workload"]["partition"] = {"kind": "dirichlet", "alpha": 0.1, "level": "worker", "min_size": 5000}
