@@ -270,12 +270,13 @@ RankReport run_process_worker(const ProcessWorkerConfig& cfg, const StrategyConf
   if (!ckpt.dir.empty() && !rejoin) {  // no checkpoints once a worker was dead (they cannot complete)
     if (!ckpt.requests_file.empty()) requests = std::make_unique<CheckpointRequestFile>(ckpt.requests_file, P);
     // A checkpoint after a kill cannot complete (every rank writes its file of it, and the dead
-    // will not): it is not written, as in the embedded mode. The kills are at a step: every rank
-    // answers alike.
+    // will not): it is not written, as in the embedded mode. A kill at a step is known to every
+    // rank alike; one at an instant once its death was declared here (a rank that has not heard
+    // of it yet still writes its file, which stays without a manifest, as in the embedded mode).
     auto killed_before = [&](int steps) {
       for (const model::FaultEvent& e : faults.plan.events)
         if (e.kind == model::FaultEvent::Kind::kKill && e.at_step && *e.at_step < steps) return true;
-      return false;
+      return agent && agent->saw_a_death();
     };
     hooks.checkpoint_due = [&, killed_before](int steps) {
       const bool due = requests ? requests->due(cfg.rank, steps, ckpt.every_steps)

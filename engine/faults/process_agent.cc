@@ -368,6 +368,11 @@ bool ProcessFaultAgent::was_killed() const {
   return log_.killed_at_step.has_value();
 }
 
+bool ProcessFaultAgent::saw_a_death() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return !declared_.empty() || !handled_.empty();
+}
+
 void ProcessFaultAgent::done(WorkerEnv&) {
   std::lock_guard<std::mutex> lk(mu_);
   live_ = false;

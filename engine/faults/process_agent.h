@@ -170,6 +170,9 @@ class ProcessFaultAgent final : public FaultHooks {
   bool recovered_from(int rank) const;
   /// This worker was killed by the timeline (its close() must not say goodbye).
   bool was_killed() const;
+  /// A peer of its group was declared dead here (whether recovered from or not): a checkpoint
+  /// from now on could not complete (the dead would not write its file).
+  bool saw_a_death() const;
 
  private:
   void killed(int step);  // the log's kill record
