@@ -222,7 +222,8 @@ RankReport run_process_worker(const ProcessWorkerConfig& cfg, const StrategyConf
         throw RunError("rank " + std::to_string(cfg.rank) + ": the hand-over's group does not include it");
       intra = regroup(rejoin->members, static_cast<int>(at - rejoin->members.begin()), rejoin->words[0]);
     } else {
-      intra = info.one_group ? make_gloo_group(store, base, cfg.rank, P, go) : make_gloo_group(store, base, cfg.local_rank, cfg.layout.workers(cfg.dc), go);
+      intra = info.one_group ? make_gloo_group(store, base, cfg.rank, P, go)
+                             : make_gloo_group(store, base, cfg.local_rank, cfg.layout.workers(cfg.dc), go);
     }
     env.intra = intra.get();
     if (agent) agent->adopt_group(std::move(intra), regroup);

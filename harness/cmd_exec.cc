@@ -155,12 +155,12 @@ int run_exec(const ExecArgs& a) {
     fmt::print(stderr, "geotb: error: --ranks-per-dc: {}: must be in [1, 64]\n", a.ranks_per_dc);
     return 2;
   }
-  if (a.ranks_per_dc == 0 && !model::rank_layout(sc.cluster).uniform()) {
-    // torchrun's LOCAL_WORLD_SIZE and a job's rank arithmetic assume one size for every node.
+  // torchrun's LOCAL_WORLD_SIZE and a job's rank arithmetic assume one size for every node.
+  if (const model::RankLayout layout = model::rank_layout(sc.cluster); a.ranks_per_dc == 0 && !layout.uniform()) {
     fmt::print(stderr,
                "geotb: error: {}: datacenters: {} workers: geotb exec runs the same number of ranks in every data "
                "center; give --ranks-per-dc\n",
-               a.scenario, model::rank_layout(sc.cluster).describe());
+               a.scenario, layout.describe());
     return 2;
   }
   if (a.command.empty()) {

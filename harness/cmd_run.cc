@@ -262,11 +262,11 @@ int run(const RunArgs& a) {
     fmt::print(stderr, "geotb: error: {}\n", e.what());
     return 2;
   }
+  const model::RankLayout layout = model::rank_layout(sc.cluster);
   {
     // Made here once before any strategy runs: an impossible partition is refused up front, and
     // the report shows what each data center holds and weighs (the workers make the same).
     try {
-      const model::RankLayout layout = model::rank_layout(sc.cluster);
       const auto shards = engine::make_partition(data.train, engine::kFashionMnistClasses, sc.workload.partition,
                                                  layout, sc.workload.seed);
       if (sc.workload.partition.kind != engine::PartitionSpec::Kind::kIid) {
@@ -302,8 +302,7 @@ int run(const RunArgs& a) {
     // Refused before anything starts when it would not fit (model/memory_estimate.h).
     const model::MemoryEstimate est = model::estimate_embedded_memory(
         {.workers = workers,
-         .workers_per_dc = std::max_element(sc.cluster.dcs.begin(), sc.cluster.dcs.end(),
-                                            [](const auto& x, const auto& y) { return x.workers < y.workers; })->workers,
+         .workers_per_dc = layout.max_workers(),
          .dc_pairs = static_cast<int>(sc.cluster.wan.size()),
          .params = engine::param_count(sc.workload.model),
          .examples = data.train.size + data.test.size,
@@ -318,7 +317,6 @@ int run(const RunArgs& a) {
       return 2;
     }
   }
-  const model::RankLayout layout = model::rank_layout(sc.cluster);
   fmt::print("geotb: scenario {} ({}), {} data centers {} workers, {} steps of {} per worker, {} train / {} test examples\n",
              sc.name, sc.hash.substr(0, 12), sc.cluster.dcs.size(),
              layout.uniform() ? fmt::format("x {}", layout.workers(0)) : "of " + layout.describe(), sc.workload.steps,
