@@ -16,7 +16,8 @@ PKGS=(
   # network emulation and tests
   iproute2 ethtool iputils-ping iperf3
   python3 python3-jsonschema
-  # the PyTorch job of docs/guide/exec.md (examples/, run by the doc tests as root)
+  # the PyTorch job of docs/guide/exec.md (examples/, run by the doc tests as root), and torch's
+  # powerSGD_hook for tests/unit/powersgd_torch_test.cc (python3-numpy comes with it)
   python3-torch
   # the compare report's browser test (headless rendering + screenshot analysis)
   chromium python3-pil

@@ -17,6 +17,7 @@
 #include "engine/collectives/transport_group.h"
 #include "engine/faults/agent.h"
 #include "engine/faults/rejoin.h"
+#include "engine/model/torch_rng.h"
 #include "engine/strategies/table.h"
 #include "engine/transport/emulated.h"
 #include "engine/worker_loop.h"
@@ -117,11 +118,14 @@ model::StrategyRun run_strategy(const ClusterSpec& cluster, const WorkloadSpec& 
     e.wan_in = inbound_links(fc.wan, e.dc, M);
     e.grad_elements = opt.represented_params;
     e.grad_tensors = opt.represented_params ? opt.represented_tensors : tensor_sizes(work.model);
+    e.tensor_shapes = tensor_shapes(work.model);
+    e.represented_shapes = opt.represented_shapes;
+    e.make_normal = make_torch_normal_source;
   }
 
   // Resuming: every rank's state is in memory and verified (checkpoint/file.h) before any starts.
   const Checkpoint* resume = opt.checkpoint.resume;
-  if (resume && (static_cast<int>(resume->ranks.size()) != P || resume->header.strategy != scfg.name))
+  if (resume && (static_cast<int>(resume->ranks.size()) != P || resume->header.strategy != scfg.run_name()))
     throw RunError(scfg.name + ": the checkpoint " + resume->step_dir + " is of " + resume->header.strategy + " with " +
                    std::to_string(resume->ranks.size()) + " ranks, this run " + std::to_string(P));
   // The timeline continues from rank 0's instant at the checkpoint.
@@ -139,7 +143,7 @@ model::StrategyRun run_strategy(const ClusterSpec& cluster, const WorkloadSpec& 
   if (opt.checkpoint.writes()) {
     ckpt_schedule.emplace(P, opt.checkpoint.every_steps, opt.checkpoint.requests,
                           resume ? resume->header.step : 0);
-    ckpt_writer.emplace(opt.checkpoint, scfg.name, P);
+    ckpt_writer.emplace(opt.checkpoint, scfg.run_name(), P);
   }
 
   // Full recovery: the checkpoint every rank goes back to at a boundary, the first to get there
@@ -151,7 +155,8 @@ model::StrategyRun run_strategy(const ClusterSpec& cluster, const WorkloadSpec& 
     for (const auto& [b, c] : rewinds)
       if (b == steps) return c;
     auto c = std::make_shared<const Checkpoint>(load_checkpoint(
-        opt.checkpoint.dir + "/" + scfg.name, {.scenario_hash = opt.checkpoint.scenario_hash, .strategy = scfg.name, .world = P}));
+        opt.checkpoint.dir + "/" + scfg.run_name(),
+        {.scenario_hash = opt.checkpoint.scenario_hash, .strategy = scfg.run_name(), .world = P}));
     rewinds.emplace_back(steps, c);
     ckpt_writer->forget_after(c->header.step);
     return c;

@@ -66,6 +66,8 @@ struct RunOptions {
   /// count). 0: the trained model's own.
   uint64_t represented_params = 0;
   std::vector<uint64_t> represented_tensors;
+  /// Their shapes (WorkerEnv::represented_shapes; empty: not known).
+  std::vector<std::vector<int64_t>> represented_shapes;
 };
 
 /// Runs one strategy from the same initial weights and data order as every other strategy with

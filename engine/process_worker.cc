@@ -17,6 +17,7 @@
 #include "engine/collectives/store.h"
 #include "engine/faults/process_agent.h"
 #include "engine/faults/rejoin.h"
+#include "engine/model/torch_rng.h"
 #include "engine/strategies/table.h"
 #include "engine/transport/counting.h"
 #include "engine/transport/socket/frame.h"
@@ -76,11 +77,11 @@ RankReport run_process_worker(const ProcessWorkerConfig& cfg, const StrategyConf
   // Resuming: this rank's file, verified against the manifest and this run, before anything else.
   std::optional<Checkpoint> resume;
   if (!ckpt.resume.empty())
-    resume = load_checkpoint(ckpt.resume, {.scenario_hash = ckpt.scenario_hash, .strategy = scfg.name, .world = cfg.world},
+    resume = load_checkpoint(ckpt.resume, {.scenario_hash = ckpt.scenario_hash, .strategy = scfg.run_name(), .world = cfg.world},
                              {cfg.rank});
   const int P = cfg.world, M = cfg.layout.dcs();
   const StrategyInfo& info = find_strategy(scfg.name).needs;
-  const std::string key = cfg.key_prefix + "/" + scfg.name + "/";
+  const std::string key = cfg.key_prefix + "/" + scfg.run_name() + "/";
   emu::SteadyClock clock;
   set_compute_threads(1);
 
@@ -199,6 +200,8 @@ RankReport run_process_worker(const ProcessWorkerConfig& cfg, const StrategyConf
   env.clock = &clock;
   env.wan_in = inbound_links(cfg.wan_links, env.dc, env.num_dcs);
   env.grad_tensors = tensor_sizes(work.model);
+  env.tensor_shapes = tensor_shapes(work.model);
+  env.make_normal = make_torch_normal_source;
 
   std::unique_ptr<IntraDc> intra;
   if (info.needs_intra_dc) {
@@ -211,7 +214,8 @@ RankReport run_process_worker(const ProcessWorkerConfig& cfg, const StrategyConf
     if (agent)
       go.timeout = std::min(cfg.timeout, tc.peer_timeout + std::chrono::duration_cast<std::chrono::milliseconds>(
                                                                faults.plan.heartbeat.interval));
-    const std::string base = info.one_group ? "all/" + scfg.name : "dc" + std::to_string(cfg.dc) + "/" + scfg.name;
+    const std::string base =
+        info.one_group ? "all/" + scfg.run_name() : "dc" + std::to_string(cfg.dc) + "/" + scfg.run_name();
     // shrink and restarts rebuild it under a new prefix of the same store
     ProcessFaultAgent::Regroup regroup = [store, base, go](const std::vector<int>& members, int index, const std::string& name) {
       return make_gloo_group(store, base + "/" + name, index, static_cast<int>(members.size()), go);
@@ -285,8 +289,8 @@ RankReport run_process_worker(const ProcessWorkerConfig& cfg, const StrategyConf
       return due && !killed_before(steps);
     };
     hooks.checkpoint_write = [&](int steps, const StateBuffers& s) {
-      const CheckpointHeader h{.scenario_hash = ckpt.scenario_hash, .strategy = scfg.name, .world = P, .step = steps};
-      const std::string step_dir = checkpoint_step_dir(ckpt.dir, scfg.name, steps);
+      const CheckpointHeader h{.scenario_hash = ckpt.scenario_hash, .strategy = scfg.run_name(), .world = P, .step = steps};
+      const std::string step_dir = checkpoint_step_dir(ckpt.dir, scfg.run_name(), steps);
       // This rank's WAN counters so far (the report's totals cover the whole run).
       StateBuffers with_wan = s;
       StateWriter w(with_wan, "mode.wan.");

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,7 @@
 #include "engine/model/learner.h"
 #include "engine/optim/sgd.h"
 #include "engine/transport/transport.h"
+#include "kernels/powersgd.h"
 #include "model/measurements.h"
 #include "model/rank_layout.h"
 
@@ -26,6 +28,10 @@ namespace geotb::engine {
 /// Strategy parameters, from the scenario's "strategies" entries.
 struct StrategyConfig {
   std::string name;          ///< a name of the strategy table (strategies/table.h)
+  /// The entry's name in reports, progress and --strategies (scenario "label"): lets one scenario
+  /// run a strategy several times with different keys. Empty: `name`.
+  std::string label = {};
+  const std::string& run_name() const { return label.empty() ? name : label; }
   int K = 16;                ///< steps between inter-DC exchanges (with K_auto: the first interval's)
   /// "K": "auto" (hier_ef_topk_int8, hierarchical): K follows the measured exchange, step and
   /// round times (strategies/adaptive_k.h), within [K_min, K_max], for a target utilisation.
@@ -63,6 +69,10 @@ struct StrategyConfig {
   double outer_lr = 0.7;       ///< outer learning rate (DiLoCo's 0.7)
   double outer_momentum = 0.9; ///< outer Nesterov momentum (DiLoCo's 0.9; 0 = plain outer SGD)
   std::string wire = "float32";  ///< the pseudo-gradient on the WAN: "float32" or "int8" (INTELLECT-1)
+
+  // powersgd (strategies/powersgd.cc; docs/guide/strategies.md "powersgd"): PowerSGDState's
+  // hyperparameters and defaults (kernels/powersgd.h); an iteration is an inter-DC round.
+  kernels::PowerSgdConfig powersgd = {};
 };
 
 // The worker's time accounting and exchange log are the model's (model/measurements.h).
@@ -116,6 +126,15 @@ struct WorkerEnv {
   /// trained model's, learner->num_params()).
   std::vector<uint64_t> grad_tensors;
   uint64_t grad_elements = 0;
+  /// The trained model's parameter tensors' shapes, in the flat buffers' order (PowerSGD views
+  /// each as a matrix).
+  std::vector<std::vector<int64_t>> tensor_shapes;
+  /// The represented model's tensor shapes, when grad_elements is set and they are known (a
+  /// catalog model or declared tensors): what PowerSGD's messages stand for on the network.
+  std::vector<std::vector<int64_t>> represented_shapes;
+  /// Standard normal streams (libtorch's generator: model/torch_rng.h), for draws that must be
+  /// torch's (PowerSGD's first Q); empty where the caller links no libtorch.
+  std::function<std::unique_ptr<kernels::NormalSource>()> make_normal;
 };
 
 /// Every other rank of this rank's data center, ascending (a DC leader forwards to them; sends

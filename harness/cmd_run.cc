@@ -192,13 +192,13 @@ int run(const RunArgs& a) {
     for (const auto& name : split_csv(a.strategies)) {
       bool found = false;
       for (const auto& c : sc.strategies)
-        if (c.name == name) {
+        if (c.run_name() == name) {
           chosen.push_back(c);
           found = true;
         }
       if (!found) {
         std::string have;
-        for (const auto& c : sc.strategies) have += (have.empty() ? "" : ", ") + c.name;
+        for (const auto& c : sc.strategies) have += (have.empty() ? "" : ", ") + c.run_name();
         fmt::print(stderr, "geotb: error: --strategies: \"{}\": not in {} (has: {})\n", name, a.scenario, have);
         return 2;
       }
@@ -227,7 +227,7 @@ int run(const RunArgs& a) {
       if (a.strategies.empty()) {
         chosen.clear();
         for (const auto& c : sc.strategies)
-          if (c.name == found.header.strategy) chosen.push_back(c);
+          if (c.run_name() == found.header.strategy) chosen.push_back(c);
         if (chosen.empty())
           throw engine::CheckpointError(fmt::format("{}/manifest: strategy \"{}\": not in {}", found.step_dir,
                                                     found.header.strategy, a.scenario));
@@ -235,7 +235,7 @@ int run(const RunArgs& a) {
       if (chosen.size() != 1)
         throw engine::CheckpointError(fmt::format("continues one strategy, --strategies names {}", chosen.size()));
       resume = engine::load_checkpoint(
-          a.resume, {.scenario_hash = sc.checkpoint.training_hash, .strategy = chosen[0].name, .world = workers});
+          a.resume, {.scenario_hash = sc.checkpoint.training_hash, .strategy = chosen[0].run_name(), .world = workers});
       if (resume->header.step >= sc.workload.steps)
         throw engine::CheckpointError(fmt::format("{}: at step {}, the scenario has {} steps: nothing left to run",
                                                   resume->step_dir, resume->header.step, sc.workload.steps));
@@ -243,7 +243,7 @@ int run(const RunArgs& a) {
       fmt::print(stderr, "geotb: error: --resume: {}\n", e.what());
       return 2;
     }
-    fmt::print("geotb: resuming {} from {} (step {})\n", chosen[0].name, resume->step_dir, resume->header.step);
+    fmt::print("geotb: resuming {} from {} (step {})\n", chosen[0].run_name(), resume->step_dir, resume->header.step);
   }
   auto resumed_from = [&](model::StrategyRun& r) {
     if (resume) r.resumed_from = model::ResumedFrom{resume->header.step, resume->step_dir};
@@ -335,7 +335,8 @@ int run(const RunArgs& a) {
       for (int i = 0; i < a.seeds && ok; ++i) {
         engine::WorkloadSpec work = sc.workload;
         work.seed = sc.seed + static_cast<uint64_t>(i);
-        Progress prog(stdout, a.seeds > 1 ? fmt::format("{} seed {}", c.name, work.seed) : c.name, samples_per_step);
+        Progress prog(stdout, a.seeds > 1 ? fmt::format("{} seed {}", c.run_name(), work.seed) : c.run_name(),
+                      samples_per_step);
         engine::RunOptions opt;
         opt.clock = sc.clock;
         opt.compute = sc.compute;
@@ -343,6 +344,7 @@ int run(const RunArgs& a) {
         opt.represent_scale = sc.represented ? sc.represented->scale() : 1.0;
         opt.represented_params = sc.represented ? sc.represented->params : 0;
         opt.represented_tensors = sc.represented_tensors;
+        opt.represented_shapes = sc.represented_shapes;
         opt.progress = [&prog](int done, int total, double t) { prog.update(done, total, t); };
         opt.checkpoint.dir = checkpoint_dir;
         opt.checkpoint.every_steps = sc.checkpoint.every_steps;
@@ -354,6 +356,7 @@ int run(const RunArgs& a) {
         };
         try {
           model::StrategyRun r = engine::run_strategy(sc.cluster, work, c, data, opt);
+          r.name = c.run_name();
           resumed_from(r);
           if (sc.target_accuracy)
             r.metrics.time_to_accuracy = model::metrics::time_to_accuracy(r, *sc.target_accuracy);
@@ -363,7 +366,7 @@ int run(const RunArgs& a) {
           if (i == 0) first = std::move(r);
         } catch (const std::exception& e) {
           prog.finish(fmt::format("FAILED: {}", e.what()));
-          failures.push_back({c.name, a.seeds > 1 ? fmt::format("seed {}: {}", work.seed, e.what()) : e.what()});
+          failures.push_back({c.run_name(), a.seeds > 1 ? fmt::format("seed {}: {}", work.seed, e.what()) : e.what()});
           ok = false;
         }
       }
@@ -406,9 +409,9 @@ int run(const RunArgs& a) {
       if (sc.network == "process")
         for (size_t d = 0; d < sc.cluster.dcs.size(); ++d) po.dcs.push_back({"", "127.0.0.1", "", ""});
       for (const auto& c : chosen) {
-        Progress prog(stdout, c.name, samples_per_step);
+        Progress prog(stdout, c.run_name(), samples_per_step);
         po.progress = [&prog](int done, int total, double t) { prog.update(done, total, t); };
-        po.work_dir = work_dir + "/" + c.name;
+        po.work_dir = work_dir + "/" + c.run_name();
         try {
 #ifdef GEOTB_HAVE_NET
           if (net) {
@@ -417,6 +420,7 @@ int run(const RunArgs& a) {
           }
 #endif
           model::StrategyRun r = run_strategy_processes(sc, c, po);
+          r.name = c.run_name();
           resumed_from(r);
 #ifdef GEOTB_HAVE_NET
           if (net) {
@@ -447,7 +451,7 @@ int run(const RunArgs& a) {
           if (net) net->stop_emulator();
 #endif
           prog.finish(fmt::format("FAILED: {}", e.what()));
-          failures.push_back({c.name, e.what()});
+          failures.push_back({c.run_name(), e.what()});
         }
       }
     } catch (const Interrupted& e) {

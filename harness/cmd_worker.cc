@@ -105,7 +105,7 @@ int run_worker(const WorkerArgs& a) {
     const Scenario sc = load_scenario(a.scenario);
     const engine::StrategyConfig* scfg = nullptr;
     for (const auto& c : sc.strategies)
-      if (c.name == a.strategy) scfg = &c;
+      if (c.run_name() == a.strategy) scfg = &c;
     if (!scfg) throw engine::ConfigError(fmt::format("--strategy: \"{}\": not in {}", a.strategy, a.scenario));
 
     engine::ProcessWorkerConfig cfg;

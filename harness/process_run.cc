@@ -165,7 +165,7 @@ model::StrategyRun run_strategy_processes(const Scenario& sc, const engine::Stra
     const DcPlacement& pl = place(w.dc);
     if (!pl.netns.empty()) w.argv = {"ip", "netns", "exec", pl.netns};
     if (!pl.cpus.empty()) w.argv.insert(w.argv.end(), {"taskset", "-c", pl.cpus});
-    w.argv.insert(w.argv.end(), {bin, "worker", opt.scenario_path, "--strategy", scfg.name, "--out",
+    w.argv.insert(w.argv.end(), {bin, "worker", opt.scenario_path, "--strategy", scfg.run_name(), "--out",
                                  json_paths[static_cast<size_t>(r)], "--timeout", timeout_arg});
     if (!opt.checkpoint_dir.empty()) w.argv.insert(w.argv.end(), {"--checkpoint-dir", opt.checkpoint_dir});
     if (requests) w.argv.insert(w.argv.end(), {"--checkpoint-requests", requests_path});

@@ -118,6 +118,7 @@ model::ScenarioSummary scenario_summary(const Scenario& sc, const RunContext& ct
 
 nlohmann::json strategy_config_json(const engine::StrategyConfig& c) {
   nlohmann::json j = {{"name", c.name}};
+  if (!c.label.empty()) j["label"] = c.label;
   for (const auto& [key, value] : engine::find_strategy(c.name).report(c))
     std::visit([&j, key = std::string(key)](const auto& v) { j[key] = v; }, value);
   return j;
@@ -132,7 +133,7 @@ model::RunReport make_report(const Scenario& sc, std::vector<model::StrategyRun>
   for (auto& run : runs) {
     const engine::StrategyConfig* cfg = nullptr;
     for (const auto& c : sc.strategies)
-      if (c.name == run.name) cfg = &c;
+      if (c.run_name() == run.name) cfg = &c;
     run.config = strategy_config_json(cfg ? *cfg : engine::StrategyConfig{run.name});
     if (sc.target_accuracy) run.metrics.time_to_accuracy = model::metrics::time_to_accuracy(run, *sc.target_accuracy);
     model::metrics::derive(run);  // the alarm too, for runs merged before it existed

@@ -249,9 +249,11 @@ static std::optional<double> positive_count(const json& v, std::string* why) {
 // workload.represents: a catalog name, or {"model": name} / {"name", "params"} / {"name",
 // "tensors"}, each with an optional "sequence_length" (model/represented.h).
 static model::RepresentedModel read_represented(const json& j, const std::string& path, const engine::ModelConfig& trained,
-                                                std::vector<uint64_t>* tensors) {
+                                                std::vector<uint64_t>* tensors,
+                                                std::vector<std::vector<int64_t>>* shapes_out) {
   model::RepresentedModel r;
   tensors->clear();
+  shapes_out->clear();
   r.trained_params = engine::param_count(trained);
   auto from_catalog = [&](const json& v, const std::string& field) {
     if (!v.is_string()) fail(field, v, "expected a catalog name (" + model::represented_names() + ")");
@@ -260,6 +262,7 @@ static model::RepresentedModel read_represented(const json& j, const std::string
     r.name = std::string(e->name);
     r.params = model::transformer_params(e->shape);
     *tensors = model::transformer_tensors(e->shape);
+    *shapes_out = model::transformer_shapes(e->shape);
     r.how = "catalog layer formula";
     r.source = std::string(e->source);
     r.sequence_length = e->sequence_length;
@@ -304,6 +307,7 @@ static model::RepresentedModel read_represented(const json& j, const std::string
       }
       r.params = model::tensor_params(shapes);
       for (const auto& s : shapes) tensors->push_back(model::tensor_params({s}));
+      *shapes_out = shapes;
       r.how = "declared tensors";
       r.source = fmt::format("the scenario ({} tensors)", shapes.size());
     }
@@ -527,7 +531,8 @@ Scenario parse_scenario(const json& j, const std::string& origin, const std::str
       }
       if (auto e = engine::validate(sc.workload.model); !e.empty())
         throw ScenarioError("workload." + e);
-      if (const json* r = w.opt("represents")) sc.represented = read_represented(*r, w.field("represents"), sc.workload.model, &sc.represented_tensors);
+      if (const json* r = w.opt("represents")) sc.represented = read_represented(*r, w.field("represents"), sc.workload.model, &sc.represented_tensors,
+                                                                  &sc.represented_shapes);
       const std::string fm = "fashion-mnist", iid = "iid";
       sc.dataset = get_string(w, "dataset", &fm);
       if (sc.dataset != "fashion-mnist") fail("workload.dataset", json(sc.dataset), "unknown dataset (fashion-mnist)");
@@ -639,7 +644,7 @@ Scenario parse_scenario(const json& j, const std::string& origin, const std::str
       }
       // A key another strategy takes: say which (the generic "unknown key" for the rest).
       for (auto it = st[i].begin(); it != st[i].end(); ++it) {
-        if (it.key() == "name" || desc->key(it.key())) continue;
+        if (it.key() == "name" || it.key() == "label" || desc->key(it.key())) continue;
         std::string takers;
         size_t count = 0;
         for (const engine::StrategyDescriptor* other : engine::strategy_table())
@@ -680,7 +685,20 @@ Scenario parse_scenario(const json& j, const std::string& origin, const std::str
         }
       }
       if (auto e = desc->validate(c); !e.empty()) throw ScenarioError(s.path() + "." + e);
-      if (!names.insert(c.name).second) fail(s.field("name"), json(c.name), "strategy listed twice");
+      if (s.has("label")) {
+        c.label = get_string(s, "label");
+        if (c.label.empty() || c.label.size() > 64 ||
+            c.label.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.+-") !=
+                std::string::npos)
+          fail(s.field("label"), json(c.label), "expected 1 to 64 of [A-Za-z0-9_.+-]");
+        for (const std::string& other : engine::strategy_names())
+          if (c.label == other && other != c.name)
+            fail(s.field("label"), json(c.label), "the name of another strategy: reports would confuse them");
+      }
+      if (!names.insert(c.run_name()).second)
+        fail(s.field(c.label.empty() ? "name" : "label"), json(c.run_name()),
+             c.label.empty() ? "strategy listed twice (give each entry a distinct \"label\")"
+                             : "label listed twice");
       s.done();
       sc.strategies.push_back(c);
     }
@@ -1080,6 +1098,12 @@ void check_represented_for_mode(const Scenario& sc) {
                        "model's, each with its rendezvous: not representable by scaling; use \"collective\": "
                        "\"eager_ring\" (NCCL-like)",
                        sc.represented->params));
+  for (size_t i = 0; i < sc.strategies.size(); ++i)
+    if (engine::find_strategy(sc.strategies[i].name).needs.tensor_shapes && sc.represented_shapes.empty())
+      fail(fmt::format("strategies[{}].name", i), json(sc.strategies[i].name),
+           fmt::format("its messages follow the represented model's tensor shapes, and workload.represents gives "
+                       "\"{}\" as a count only: declare its \"tensors\" or name a catalog model",
+                       sc.represented->name));
 }
 
 void validate_tcp_congestion_control(const std::string& field, const std::string& v) {

@@ -46,6 +46,8 @@ struct Scenario {
   /// The represented model's tensors (elements, parameter order): a catalog entry's or the
   /// declared shapes; empty for a declared count (DDP's buckets then cut it flat).
   std::vector<uint64_t> represented_tensors;
+  /// Their shapes (catalog or declared tensors; empty for a declared count): PowerSGD's matrices.
+  std::vector<std::vector<int64_t>> represented_shapes;
   std::vector<engine::StrategyConfig> strategies;
   std::string network = "embedded";  ///< "embedded" | "process" | "dpdk" (docs/guide/network-modes.md)
   /// The embedded mode's clock (docs/guide/clocks.md): virtual (default) or wall; the process modes

@@ -133,12 +133,15 @@ class PowerSgd {
   const std::vector<float>& error() const { return error_; }  ///< empty before the first compressed iteration
   bool has_memory() const { return has_memory_; }
   uint64_t zero_columns() const { return zero_columns_; }
-  /// The state as words: iter, has_memory, rng state; P, Q and the error as floats.
+  /// What a later iteration reads (torch's state, less what it never reads again): the iteration;
+  /// whether Q is kept, and Q, with warm start; the seed stream without warm start (with it, the
+  /// stream draws once, at the first compressed iteration, and never again: before that draw it
+  /// is the config's seed); the error. Not P: every iteration computes P = M Q before reading it.
   struct State {
     int64_t iter = 0;
     bool has_memory = false;
-    std::vector<uint32_t> rng;
-    std::vector<float> p, q, error;
+    std::vector<uint32_t> rng;  ///< empty: the stream as constructed
+    std::vector<float> q, error;
   };
   State save() const;
   /// Throws std::invalid_argument naming the part whose size does not fit this plan.

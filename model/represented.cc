@@ -22,19 +22,21 @@ uint64_t transformer_params(const TransformerShape& s) {
   return embed + s.layers * (attn + mlp + norms) + d * (1 + b);
 }
 
-std::vector<uint64_t> transformer_tensors(const TransformerShape& s) {
-  const uint64_t d = s.hidden, head_dim = s.heads ? d / s.heads : 0, kv = s.kv_heads * head_dim;
-  std::vector<uint64_t> t;
-  auto linear = [&](uint64_t in, uint64_t out) {
-    t.push_back(in * out);
-    if (s.biases) t.push_back(out);
+std::vector<std::vector<int64_t>> transformer_shapes(const TransformerShape& s) {
+  const auto d = static_cast<int64_t>(s.hidden), head_dim = s.heads ? d / static_cast<int64_t>(s.heads) : 0,
+             kv = static_cast<int64_t>(s.kv_heads) * head_dim, ffn = static_cast<int64_t>(s.ffn),
+             vocab = static_cast<int64_t>(s.vocab);
+  std::vector<std::vector<int64_t>> t;
+  auto linear = [&](int64_t in, int64_t out) {
+    t.push_back({out, in});
+    if (s.biases) t.push_back({out});
   };
   auto norm = [&] {
-    t.push_back(d);
-    if (s.biases) t.push_back(d);
+    t.push_back({d});
+    if (s.biases) t.push_back({d});
   };
-  t.push_back(s.vocab * d);
-  if (s.positions) t.push_back(s.positions * d);
+  t.push_back({vocab, d});
+  if (s.positions) t.push_back({static_cast<int64_t>(s.positions), d});
   for (uint64_t l = 0; l < s.layers; ++l) {
     norm();
     linear(d, d);
@@ -43,16 +45,22 @@ std::vector<uint64_t> transformer_tensors(const TransformerShape& s) {
     linear(d, d);
     norm();
     if (s.gated_mlp) {
-      linear(d, s.ffn);
-      linear(d, s.ffn);
-      linear(s.ffn, d);
+      linear(d, ffn);
+      linear(d, ffn);
+      linear(ffn, d);
     } else {
-      linear(d, s.ffn);
-      linear(s.ffn, d);
+      linear(d, ffn);
+      linear(ffn, d);
     }
   }
   norm();
-  if (!s.tied_embeddings) t.push_back(s.vocab * d);
+  if (!s.tied_embeddings) t.push_back({vocab, d});
+  return t;
+}
+
+std::vector<uint64_t> transformer_tensors(const TransformerShape& s) {
+  std::vector<uint64_t> t;
+  for (const auto& shape : transformer_shapes(s)) t.push_back(tensor_params({shape}));
   return t;
 }
 

@@ -44,6 +44,9 @@ uint64_t transformer_params(const TransformerShape& s);
 /// or fc, proj, each weight followed by its bias; the final norm; an untied output head). GPT-2's
 /// fused c_attn is counted as its q, k and v parts. What DDP's buckets are cut from.
 std::vector<uint64_t> transformer_tensors(const TransformerShape& s);
+/// The same tensors' shapes as PyTorch holds them (a linear layer's weight is (out, in), an
+/// embedding (vocab, d), a norm (d)): what PowerSGD views as matrices.
+std::vector<std::vector<int64_t>> transformer_shapes(const TransformerShape& s);
 
 struct RepresentedEntry {
   std::string_view name;       ///< catalog key ("llama3-70b")

@@ -26,6 +26,8 @@ std::string validate(const ModelConfig& m);
 size_t param_count(const ModelConfig& m);
 /// Its parameter tensors' elements, in the order of the flat buffers (libtorch's parameters()).
 std::vector<uint64_t> tensor_sizes(const ModelConfig& m);
+/// The same tensors' shapes (libtorch's: a Linear weight is (out, in), a Conv2d's (out, in, kh, kw)).
+std::vector<std::vector<int64_t>> tensor_shapes(const ModelConfig& m);
 
 class Learner {
  public:

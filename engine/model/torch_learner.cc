@@ -20,19 +20,28 @@ size_t param_count(const ModelConfig& m) {
   return total + in * static_cast<size_t>(m.classes) + static_cast<size_t>(m.classes);
 }
 
-std::vector<uint64_t> tensor_sizes(const ModelConfig& m) {
-  if (m.name == "cnn")
-    return {1 * 16 * 25, 16, 16 * 32 * 25, 32, 32 * 7 * 7 * static_cast<uint64_t>(m.classes),
-            static_cast<uint64_t>(m.classes)};
-  std::vector<uint64_t> t;
-  uint64_t in = static_cast<uint64_t>(m.inputs);
+std::vector<std::vector<int64_t>> tensor_shapes(const ModelConfig& m) {
+  const int64_t classes = m.classes;
+  if (m.name == "cnn") return {{16, 1, 5, 5}, {16}, {32, 16, 5, 5}, {32}, {classes, 32 * 7 * 7}, {classes}};
+  std::vector<std::vector<int64_t>> t;
+  int64_t in = m.inputs;
   for (int h : m.hidden) {
-    t.push_back(in * static_cast<uint64_t>(h));
-    t.push_back(static_cast<uint64_t>(h));
-    in = static_cast<uint64_t>(h);
+    t.push_back({h, in});
+    t.push_back({h});
+    in = h;
   }
-  t.push_back(in * static_cast<uint64_t>(m.classes));
-  t.push_back(static_cast<uint64_t>(m.classes));
+  t.push_back({classes, in});
+  t.push_back({classes});
+  return t;
+}
+
+std::vector<uint64_t> tensor_sizes(const ModelConfig& m) {
+  std::vector<uint64_t> t;
+  for (const auto& s : tensor_shapes(m)) {
+    uint64_t n = 1;
+    for (int64_t d : s) n *= static_cast<uint64_t>(d);
+    t.push_back(n);
+  }
   return t;
 }
 

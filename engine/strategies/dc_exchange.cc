@@ -22,6 +22,17 @@ DcExchange::DcExchange(const WorkerEnv& env) {
 
 std::vector<std::vector<uint8_t>> DcExchange::exchange(WorkerEnv& env, const std::vector<uint8_t>& own, int step,
                                                        std::string_view name, uint64_t own_fixed_bytes) {
+  return run(env, own, step, name, own_fixed_bytes, nullptr);
+}
+
+std::vector<std::vector<uint8_t>> DcExchange::exchange_shaped(WorkerEnv& env, const std::vector<uint8_t>& own,
+                                                              int step, std::string_view name, uint64_t network_bytes) {
+  return run(env, own, step, name, 0, &network_bytes);
+}
+
+std::vector<std::vector<uint8_t>> DcExchange::run(WorkerEnv& env, const std::vector<uint8_t>& own, int step,
+                                                  std::string_view name, uint64_t own_fixed_bytes,
+                                                  const uint64_t* network_bytes) {
   const TagRange tags = tags_.take(name, 2);
   const uint64_t tag_exchange = tags.tag(0), tag_forward = tags.tag(1);
   std::vector<std::vector<uint8_t>> out;
@@ -37,22 +48,32 @@ std::vector<std::vector<uint8_t>> DcExchange::exchange(WorkerEnv& env, const std
   std::memcpy(msg.data(), &t0, kHeader);
   if (!own.empty()) std::memcpy(msg.data() + kHeader, own.data(), own.size());
   const uint64_t fixed = kHeader + own_fixed_bytes;
-  for (int p : peers_) env.net->send_data(p, tag_exchange, msg, fixed);
+  // On the network: the message scaled as the represented model's, or as its sender sized it.
+  auto size_of = [&](uint64_t bytes) {
+    return network_bytes ? kHeader + *network_bytes : env.net->represented_size(bytes, fixed);
+  };
+  auto send = [&](int dst, uint64_t tag, const std::vector<uint8_t>& m, uint64_t header) {
+    if (network_bytes)
+      env.net->send_shaped(dst, tag, m, header + *network_bytes, 1);
+    else
+      env.net->send_data(dst, tag, m, header + own_fixed_bytes);
+  };
+  for (int p : peers_) send(p, tag_exchange, msg, kHeader);
   ExchangeRecord rec;
   rec.step = step;
-  rec.bytes_sent = env.net->represented_size(msg.size(), fixed);
+  rec.bytes_sent = size_of(msg.size());
   ExchangeTiming timing(t0);
   for (size_t k = 0; k < peers_.size(); ++k) {
     std::vector<uint8_t> in = env.net->recv(peers_[k], tag_exchange);
     if (in.size() < kHeader) throw TransportError("DC exchange: message of " + std::to_string(in.size()) + " bytes");
     int64_t sent_at;
     std::memcpy(&sent_at, in.data(), kHeader);
-    timing.arrived(sent_at, env.net->represented_size(in.size(), fixed), peer_links_[k]);
+    timing.arrived(sent_at, size_of(in.size()), peer_links_[k]);
     out.emplace_back(in.begin() + kHeader, in.end());
   }
   timing.finish(env.clock->now().count(), rec);
   for (int m : dc_ranks_but_self(env))
-    for (const auto& w : out) env.net->send_data(m, tag_forward, w, own_fixed_bytes);
+    for (const auto& w : out) send(m, tag_forward, w, 0);
   env.exchanges.push_back(rec);
   return out;
 }

@@ -29,8 +29,16 @@ class DcExchange {
   /// tensor; Transport::send_data).
   std::vector<std::vector<uint8_t>> exchange(WorkerEnv& env, const std::vector<uint8_t>& own, int step,
                                              std::string_view name, uint64_t own_fixed_bytes = 0);
+  /// exchange() of a message that every DC sends at the same size and that stands for
+  /// `network_bytes` of payload on a representing transport (a represented model's PowerSGD
+  /// factors, whose size is not the trained model's scaled: Transport::send_shaped).
+  std::vector<std::vector<uint8_t>> exchange_shaped(WorkerEnv& env, const std::vector<uint8_t>& own, int step,
+                                                    std::string_view name, uint64_t network_bytes);
 
  private:
+  std::vector<std::vector<uint8_t>> run(WorkerEnv& env, const std::vector<uint8_t>& own, int step,
+                                        std::string_view name, uint64_t own_fixed_bytes, const uint64_t* network_bytes);
+
   std::vector<int> peers_;               // other DCs' leaders, in DC order
   std::vector<InboundLink> peer_links_;  // the WAN link from each of them to this DC
   TagAllocator tags_{strategy_tags()};

@@ -31,6 +31,9 @@ struct StrategyInfo {
   /// Survives node kills with the shrink policy (engine/faults/): survivors rebuild its groups
   /// and it implements Strategy::discard_step.
   bool survives_kills = false;
+  /// Its messages depend on the model's tensor shapes (PowerSGD's factors): a represented model
+  /// must give them (WorkerEnv::represented_shapes).
+  bool tensor_shapes = false;
 };
 
 /// A config key's value as read from a scenario or shown in a report.

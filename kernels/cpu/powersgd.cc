@@ -269,7 +269,10 @@ void PowerSgd::finish(float* g, const float* q_sum, int world) {
 }
 
 PowerSgd::State PowerSgd::save() const {
-  return State{.iter = iter_, .has_memory = has_memory_, .rng = rng_.save(), .p = p_, .q = q_, .error = error_};
+  State s{.iter = iter_, .has_memory = has_memory_ && cfg_.warm_start, .rng = {}, .q = {}, .error = error_};
+  if (!cfg_.warm_start) s.rng = rng_.save();
+  if (s.has_memory) s.q = q_;
+  return s;
 }
 
 void PowerSgd::restore(const State& s) {
@@ -279,14 +282,14 @@ void PowerSgd::restore(const State& s) {
                                   std::to_string(want));
   };
   if (s.iter < 0) throw std::invalid_argument("iter: " + std::to_string(s.iter) + ": negative");
-  check("p", s.p.size(), plan_.p_size, !s.has_memory);
-  check("q", s.q.size(), plan_.q_size, !s.has_memory);
+  if (s.has_memory && !cfg_.warm_start) throw std::invalid_argument("has_memory: true without warm start");
+  if (s.has_memory) check("q", s.q.size(), plan_.q_size, false);  // else Q is drawn afresh: s.q unread
   check("error", s.error.size(), plan_.numel, true);
-  rng_.restore(s.rng);
+  if (!s.rng.empty()) rng_.restore(s.rng);
   iter_ = s.iter;
   has_memory_ = s.has_memory;
-  p_ = s.p;
-  q_ = s.q;
+  p_.assign(plan_.p_size, 0.0f);
+  q_ = s.has_memory ? s.q : std::vector<float>(plan_.q_size, 0.0f);
   error_ = s.error;
 }
 

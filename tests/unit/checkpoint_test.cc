@@ -110,13 +110,22 @@ std::vector<StrategyConfig> embedded_strategies() {
   StrategyConfig hier_auto = hier;
   hier_auto.K_auto = true;
   hier_auto.K_max = 32;
+  // powersgd: rounds every 3 steps, compressed from the third (step 8): at step 12 its warm Q,
+  // the error and the iteration are state; without warm start the seed stream instead of Q.
+  StrategyConfig powersgd{"powersgd"};
+  powersgd.K = 3;
+  powersgd.powersgd.rank = 2;
+  powersgd.powersgd.start_iter = 2;
+  StrategyConfig powersgd_cold = powersgd;
+  powersgd_cold.powersgd.warm_start = false;
   return {StrategyConfig{"naive_ddp"}, StrategyConfig{"lan"}, hier, hier_blocking, hier_auto, hierarchical, local,
-          local_prox, local_scaffold, diloco, diloco_int8, diloco_drift};
+          local_prox, local_scaffold, diloco, diloco_int8, diloco_drift, powersgd, powersgd_cold};
 }
 
 std::string label(const StrategyConfig& s) {
   return s.name + (s.overlap ? "" : " (blocking)") + (s.wire == "int8" ? " (int8)" : "") + (s.K_auto ? " (auto K)" : "") +
-         (s.fedprox_mu > 0 ? " (FedProx)" : "") + (s.scaffold ? " (SCAFFOLD)" : "");
+         (s.fedprox_mu > 0 ? " (FedProx)" : "") + (s.scaffold ? " (SCAFFOLD)" : "") +
+         (s.name == "powersgd" && !s.powersgd.warm_start ? " (no warm start)" : "");
 }
 
 std::vector<int> k_sequence(const geotb::model::StrategyRun& r) {

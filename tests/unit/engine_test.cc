@@ -252,6 +252,26 @@ TEST(Strategies, EveryReplicaEndsIdenticalAndCompressedTrafficIsSmall) {
   EXPECT_EQ(d.metrics.wan_final_sync_bytes, std::optional<uint64_t>(0));
 }
 
+// powersgd, rank 2 from round 2 (start_powerSGD_iter), on the 784-32-10 MLP: both weight
+// matrices pass torch's compression test ((32 + 784) * 2 * 2 < 32 * 784, (10 + 32) * 2 * 2 < 320),
+// the biases (42 floats) do not. The two vanilla rounds send the progress (25,450 floats); each
+// compressed round sends the biases with P (42 + 64 + 20 floats), then Q (1,568 + 64); finish()
+// sends the rest densely. Every message has the 8-byte clock. Every replica ends identical.
+TEST(Strategies, PowerSgdSendsItsFactorsAndEveryReplicaEndsIdentical) {
+  StrategyConfig p{"powersgd"};
+  p.K = 4;
+  p.powersgd.rank = 2;
+  p.powersgd.start_iter = 2;
+  const auto r = run_strategy(fast_cluster(), small_work(), p, small_data(), RunOptions{});
+  EXPECT_EQ(r.metrics.replica_max_abs_diff, 0.0);
+  constexpr uint64_t dense = 8 + 4 * 25450, first = 8 + 4 * (42 + 64 + 20), second = 8 + 4 * (1568 + 64);
+  std::vector<uint64_t> sent;
+  for (const auto& e : r.exchanges) sent.push_back(e.bytes_sent);
+  EXPECT_EQ(sent, (std::vector<uint64_t>{dense, dense, first, second, first, second, first, second, first, second,
+                                         dense}));
+  EXPECT_LT(r.series.loss.back(), r.series.loss.front());
+}
+
 // Three sites on asymmetric links (as triangle-asymmetric): on the virtual clock with a compute
 // profile, every exchange takes at least S / B + one-way delay of the link each message crossed,
 // and close to it (the links are otherwise idle: efficiency > 0.9); replicas end bit-identical

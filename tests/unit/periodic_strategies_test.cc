@@ -1,4 +1,4 @@
-// local_sgd and diloco: one round (two for diloco's outer momentum) of the real strategy objects
+// local_sgd, diloco and powersgd: one round (two for diloco's outer momentum) of the real strategy objects
 // against hand-computed references, on crafted tensors. 2 DCs x 2 workers, each worker a thread
 // with a fake learner (its gradients written by the test), an intra-DC group that averages its two
 // members, and the in-process fabric between all four (no libtorch). All values are dyadic
@@ -97,6 +97,20 @@ struct Discard {
 struct Extras {
   Discard discard;
   bool curved = false;
+  /// env.tensor_shapes (powersgd); empty: one 1-D tensor of kN.
+  std::vector<std::vector<int64_t>> shapes;
+};
+
+/// 1, 2, 3, ... from every seed: PowerSGD's first Q without libtorch.
+class CountingNormal final : public kernels::NormalSource {
+ public:
+  void seed(uint64_t) override { next_ = 1; }
+  void fill(float* out, size_t n) override {
+    for (size_t i = 0; i < n; ++i) out[i] = next_++;
+  }
+
+ private:
+  float next_ = 1;
 };
 
 /// Runs `steps` steps (then finish()) of strategy `cfg` on the 4 workers (2 + 2, or `layout`) with
@@ -146,6 +160,8 @@ std::vector<WorkerOut> run(const StrategyConfig& cfg, int steps,
       env.intra = &intra;
       env.clock = &clock;
       env.wan_in = {{}, {}};
+      env.tensor_shapes = extras.shapes.empty() ? std::vector<std::vector<int64_t>>{{int64_t{kN}}} : extras.shapes;
+      env.make_normal = [] { return std::make_unique<CountingNormal>(); };
       auto s = find_strategy(cfg.name).make(cfg, env);
       for (int step = 0; step < steps; ++step) {
         if (env.dc == extras.discard.dc && step == extras.discard.step) {
@@ -538,6 +554,61 @@ TEST(Diloco, Bf16WireSendsTwoBytesPerValue) {
   for (int r = 0; r < 4; ++r) EXPECT_EQ(out[static_cast<size_t>(r)].x, kMeanAfter2) << "rank " << r;
   ASSERT_EQ(out[0].exchanges.size(), 1u);
   EXPECT_EQ(out[0].exchanges[0].bytes_sent, 8u + 3 * 2);
+}
+
+// ---- powersgd -------------------------------------------------------------------------------
+
+// A 1-D tensor is never compressed (torch's test: (3 + 1) * 1 * 2 >= 3): a vanilla round and a
+// compressed one (start_powerSGD_iter 0, allowed without error feedback and warm start) are both
+// the exact mean of the DCs' progress, so after K = 2 steps every replica holds the mean of the
+// DC models, as local_sgd's averaging gives it.
+TEST(PowerSgd, UncompressedTensorsAreTheMeanOfTheDcProgress) {
+  for (bool vanilla : {true, false}) {
+    StrategyConfig c;
+    c.name = "powersgd";
+    c.K = 2;
+    if (!vanilla) {
+      c.powersgd.start_iter = 0;
+      c.powersgd.error_feedback = c.powersgd.warm_start = false;
+    }
+    ASSERT_EQ(find_strategy("powersgd").validate(c), "");
+    const auto out = run(c, 2);
+    for (const auto& w : out) {
+      EXPECT_EQ(w.x_before_finish, kMeanAfter2) << vanilla;
+      EXPECT_EQ(w.x, kMeanAfter2) << vanilla;
+    }
+    // Leaders' messages: the 8-byte clock, then floats. Vanilla: the progress; compressed: the
+    // uncompressed tensors and P (none), then Q (none). Then finish()'s dense exchange.
+    const std::vector<uint64_t> want =
+        vanilla ? std::vector<uint64_t>{8 + 4 * kN, 8 + 4 * kN} : std::vector<uint64_t>{8 + 4 * kN, 8, 8 + 4 * kN};
+    for (int r : {0, 2}) {
+      std::vector<uint64_t> got;
+      for (const auto& e : out[static_cast<size_t>(r)].exchanges) got.push_back(e.bytes_sent);
+      EXPECT_EQ(got, want) << r;
+    }
+  }
+}
+
+// Rounds before start_powerSGD_iter leave no error; a compressed round of an uncompressed
+// tensor leaves e_d = u_d - mean (torch's error for its uncompressed tensors), which finish()
+// sends back: the final model is again the mean.
+TEST(PowerSgd, ErrorFeedbackOfUncompressedTensorsIsLocalMinusMean) {
+  StrategyConfig c;
+  c.name = "powersgd";
+  c.K = 2;
+  c.powersgd.start_iter = 2;
+  // Rounds 0 and 1 (steps 0-1, 2-3) vanilla, round 2 (steps 4-5) compressed: its error is the
+  // DC's progress minus the mean progress.
+  const auto out = run(c, 6);
+  const std::vector<float> e0 = out[0].floats("error"), e2 = out[2].floats("error");
+  ASSERT_EQ(e0.size(), kN);
+  for (size_t i = 0; i < kN; ++i) {
+    EXPECT_EQ(e0[i], -e2[i]) << i;  // two DCs: local - mean is opposite
+    EXPECT_EQ(out[0].x[i], out[2].x[i]) << i;
+  }
+  EXPECT_NE(e0, std::vector<float>(kN, 0.0f));
+  EXPECT_EQ(out[1].floats("error"), e0);  // every worker of a DC holds the same state
+  EXPECT_EQ(out[3].floats("error"), e2);
 }
 
 }  // namespace

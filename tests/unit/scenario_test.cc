@@ -1,5 +1,6 @@
 // Scenario validation: good files load, bad ones fail with a message naming field and value.
 #include "harness/scenario.h"
+#include "model/represented.h"
 
 #include <unistd.h>
 
@@ -279,6 +280,45 @@ TEST(Scenario, RepresentedModelParsesAndDrivesTheDerivation) {
   EXPECT_EQ(sc.represented->how, "declared tensors");
 }
 
+// "label": one strategy several times with different keys; reports and --strategies use the label.
+TEST(Scenario, LabelsLetAStrategyRunTwice) {
+  json j = good();
+  j["strategies"] = json::parse(R"([{"name": "naive_ddp"},
+      {"name": "powersgd", "label": "powersgd-r1", "start_powerSGD_iter": 2},
+      {"name": "powersgd", "label": "powersgd-r4", "matrix_approximation_rank": 4, "start_powerSGD_iter": 2}])");
+  const auto sc = parse_scenario(j, "s.json");
+  ASSERT_EQ(sc.strategies.size(), 3u);
+  EXPECT_EQ(sc.strategies[0].run_name(), "naive_ddp");
+  EXPECT_EQ(sc.strategies[1].name, "powersgd");
+  EXPECT_EQ(sc.strategies[1].run_name(), "powersgd-r1");
+  EXPECT_EQ(sc.strategies[1].powersgd.rank, 1);
+  EXPECT_EQ(sc.strategies[2].run_name(), "powersgd-r4");
+  EXPECT_EQ(sc.strategies[2].powersgd.rank, 4);
+  EXPECT_EQ(sc.strategies[2].powersgd.start_iter, 2);
+}
+
+// powersgd's factors follow the represented model's shapes: a count alone is refused.
+TEST(Scenario, PowerSgdNeedsTheRepresentedModelsShapes) {
+  json j = good();
+  j["strategies"] = json::parse(R"([{"name": "naive_ddp", "collective": "eager_ring"},
+                                    {"name": "powersgd", "start_powerSGD_iter": 2}])");
+  j["compute"] = {{"gpu", "h100-sxm"}, {"mfu", 0.4}, {"tokens_per_worker_per_step", 8192}};
+  json k = j;
+  k["workload"]["represents"] = {{"name", "mine"}, {"params", "1B"}};
+  EXPECT_EQ(error_of(k),
+            "s.json: strategies[1].name: \"powersgd\": its messages follow the represented model's tensor shapes, and "
+            "workload.represents gives \"mine\" as a count only: declare its \"tensors\" or name a catalog model");
+  k["workload"]["represents"] = "llama3-8b";
+  const auto sc = parse_scenario(k, "s.json");
+  ASSERT_FALSE(sc.represented_shapes.empty());
+  EXPECT_EQ(sc.represented_shapes[0], (std::vector<int64_t>{128256, 4096}));  // the token embedding
+  EXPECT_EQ(sc.represented_shapes[2], (std::vector<int64_t>{4096, 4096}));    // layer 0's q (out, in)
+  EXPECT_EQ(sc.represented_shapes[3], (std::vector<int64_t>{1024, 4096}));    // k: 8 KV heads of 128
+  uint64_t total = 0;
+  for (const auto& s : sc.represented_shapes) total += geotb::model::tensor_params({s});
+  EXPECT_EQ(total, 8030261248u);
+}
+
 TEST(Scenario, RepresentedModelErrorsNameFieldAndValue) {
   json j = good();
   j["strategies"][0]["collective"] = "eager_ring";
@@ -485,7 +525,17 @@ INSTANTIATE_TEST_SUITE_P(
             [](json& j) { j["compute"] = {{"step_time", "5ms"}, {"reduce_ns_per_element", -1}}; },
             "compute.reduce_ns_per_element: -1: must be"},
         Bad{"strategy listed twice", [](json& j) { j["strategies"][1]["name"] = "naive_ddp"; },
-            "strategies[1].name: \"naive_ddp\": strategy listed twice"},
+            "strategies[1].name: \"naive_ddp\": strategy listed twice (give each entry a distinct \"label\")"},
+        Bad{"label listed twice",
+            [](json& j) {
+              j["strategies"][0]["label"] = "x";
+              j["strategies"][1]["label"] = "x";
+            },
+            "strategies[1].label: \"x\": label listed twice"},
+        Bad{"label with a space", [](json& j) { j["strategies"][0]["label"] = "a b"; },
+            "strategies[0].label: \"a b\": expected 1 to 64 of [A-Za-z0-9_.+-]"},
+        Bad{"label naming another strategy", [](json& j) { j["strategies"][1]["label"] = "naive_ddp"; },
+            "strategies[1].label: \"naive_ddp\": the name of another strategy: reports would confuse them"},
         Bad{"link to nowhere", [](json& j) { j["wan"][0]["between"][1] = "mars"; },
             "wan[0].between[1]: \"mars\": no such data center (have: a, b)"},
         Bad{"global batch of no example", [](json& j) { j["workload"]["global_batch"] = {{"fraction", 0.01}}; },

@@ -13,7 +13,7 @@ namespace {
 
 TEST(StrategyTable, EveryNameResolvesInTableOrder) {
   const std::vector<std::string> names = {"naive_ddp", "naive_ddp_c10d", "hierarchical", "hier_ef_topk_int8",
-                                          "lan",       "local_sgd",      "diloco"};
+                                          "lan",       "local_sgd",      "diloco",         "powersgd"};
   EXPECT_EQ(strategy_names(), names);
   ASSERT_EQ(strategy_table().size(), names.size());
   for (size_t i = 0; i < names.size(); ++i) {
@@ -31,7 +31,7 @@ TEST(StrategyTable, UnknownNameListsTheTable) {
   } catch (const UnknownStrategy& e) {
     EXPECT_STREQ(e.what(),
                  "name: \"magic\": unknown strategy (one of naive_ddp naive_ddp_c10d hierarchical hier_ef_topk_int8 lan "
-                 "local_sgd diloco)");
+                 "local_sgd diloco powersgd)");
   }
   EXPECT_THROW((void)find_strategy(""), std::invalid_argument);
 }
@@ -50,6 +50,10 @@ TEST(StrategyTable, WhatEachNeedsFromTheEngine) {
   EXPECT_EQ(flags(find_strategy("lan").needs), Flags(true, true, false, true, false));
   EXPECT_EQ(flags(find_strategy("local_sgd").needs), Flags(true, false, false, false, false));
   EXPECT_EQ(flags(find_strategy("diloco").needs), Flags(true, false, false, false, false));
+  EXPECT_EQ(flags(find_strategy("powersgd").needs), Flags(true, false, false, false, false));
+  // Only PowerSGD's messages follow the tensor shapes.
+  for (const StrategyDescriptor* d : strategy_table())
+    EXPECT_EQ(d->needs.tensor_shapes, d->name == "powersgd") << d->name;
 }
 
 std::vector<std::string> key_names(const StrategyDescriptor& d) {
@@ -81,6 +85,14 @@ TEST(StrategyTable, AcceptedKeys) {
     EXPECT_EQ(find_strategy(n).key("fedprox_mu")->kind, StrategyKey::Kind::kNumber) << n;
   }
   EXPECT_EQ(key_names(find_strategy("diloco")), diloco);
+  // powersgd: PowerSGDState's arguments under torch's names.
+  std::vector<std::string> powersgd = common;
+  powersgd.insert(powersgd.end(), {"matrix_approximation_rank", "start_powerSGD_iter", "min_compression_rate",
+                                   "use_error_feedback", "warm_start", "orthogonalization_epsilon", "random_seed"});
+  EXPECT_EQ(key_names(find_strategy("powersgd")), powersgd);
+  EXPECT_EQ(find_strategy("powersgd").key("matrix_approximation_rank")->lo, 1);
+  EXPECT_EQ(find_strategy("powersgd").key("random_seed")->hi, 4294967295);
+  EXPECT_EQ(find_strategy("powersgd").key("warm_start")->kind, StrategyKey::Kind::kFlag);
   EXPECT_NE(find_strategy("naive_ddp").key("collective"), nullptr);
   EXPECT_EQ(find_strategy("lan").key("collective"), nullptr);
   EXPECT_EQ(find_strategy("naive_ddp").key("name"), nullptr);
@@ -257,6 +269,50 @@ TEST(StrategyTable, ReportedConfigPerStrategy) {
 }
 
 // "K": "auto" (strategies/adaptive_k.h): stored, reported with its bounds, checked.
+// powersgd: every PowerSGDState argument is reported; its checks are torch's (kernels::validate),
+// the first invalid argument named with its value.
+TEST(StrategyTable, PowerSgdKeysReportAndCheckTorchsArguments) {
+  const StrategyDescriptor& d = find_strategy("powersgd");
+  StrategyConfig c = config("powersgd");
+  c.K = 4;
+  d.key("matrix_approximation_rank")->set(c, KeyValue{int64_t{2}});
+  d.key("start_powerSGD_iter")->set(c, KeyValue{int64_t{10}});
+  d.key("min_compression_rate")->set(c, KeyValue{1.5});
+  d.key("use_error_feedback")->set(c, KeyValue{false});
+  d.key("warm_start")->set(c, KeyValue{true});
+  d.key("orthogonalization_epsilon")->set(c, KeyValue{1e-8});
+  d.key("random_seed")->set(c, KeyValue{int64_t{4294967295}});
+  EXPECT_EQ(c.powersgd.random_seed, 4294967295u);
+  EXPECT_EQ(reported("powersgd", c), (Reported{{"K", int64_t{4}},
+                                               {"matrix_approximation_rank", int64_t{2}},
+                                               {"start_powerSGD_iter", int64_t{10}},
+                                               {"min_compression_rate", 1.5},
+                                               {"use_error_feedback", false},
+                                               {"warm_start", true},
+                                               {"orthogonalization_epsilon", 1e-8},
+                                               {"random_seed", int64_t{4294967295}}}));
+  EXPECT_EQ(d.validate(c), "");
+  c.powersgd.start_iter = 1;  // warm start needs > 1
+  EXPECT_EQ(d.validate(c),
+            "start_powerSGD_iter: 1: must be above 1 with use_error_feedback or warm_start (PowerSGDState's rule)");
+  c.powersgd.warm_start = false;
+  EXPECT_EQ(d.validate(c), "");
+  c.powersgd.rank = 0;
+  EXPECT_EQ(d.validate(c), "matrix_approximation_rank: 0: must be at least 1");
+  c.powersgd.rank = 1;
+  c.powersgd.orthogonalization_epsilon = -1;
+  EXPECT_EQ(d.validate(c), "orthogonalization_epsilon: -1: must be a finite number >= 0");
+  // torch's defaults.
+  const StrategyConfig def = config("powersgd");
+  EXPECT_EQ(def.powersgd.rank, 1);
+  EXPECT_EQ(def.powersgd.start_iter, 1000);
+  EXPECT_EQ(def.powersgd.min_compression_rate, 2.0);
+  EXPECT_TRUE(def.powersgd.error_feedback);
+  EXPECT_TRUE(def.powersgd.warm_start);
+  EXPECT_EQ(def.powersgd.orthogonalization_epsilon, 0.0);
+  EXPECT_EQ(def.powersgd.random_seed, 0u);
+}
+
 TEST(StrategyTable, AutoKIsStoredReportedAndChecked) {
   const StrategyDescriptor& d = find_strategy("hier_ef_topk_int8");
   StrategyConfig c{"hier_ef_topk_int8"};
