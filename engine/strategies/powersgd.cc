@@ -57,19 +57,34 @@ class PowerSgdStrategy final : public Strategy {
 
   void step(WorkerEnv& env, int step) override {
     buckets_.intra_mean(env);  // DDP inside the DC (strategies/ddp_buckets.h)
-    {
-      ScopedTimer t(*env.clock, env.times.compute_ns);
-      env.opt->step(env.learner->params(), env.learner->grads());
+    if (cfg_.K == 1) {
+      // DDP with torch's hook: the DC's gradient is what PowerSGD compresses, and the optimizer
+      // steps on the mean approximation, the same on every replica.
+      const float* g = env.learner->grads();
+      u_.assign(g, g + env.learner->num_params());
+      sync(env, step);
+      optimizer_step(env, u_.data());
+      return;
     }
+    optimizer_step(env, env.learner->grads());
     if ((step + 1) % cfg_.K == 0) round(env, step);
   }
 
   // A member of this DC died in the step's allreduce: no gradient, but a round due now runs.
+  // K = 1: this DC joins the step's exchange with a zero gradient and steps on the mean, as
+  // every other DC does, so that the replicas stay identical.
   void discard_step(WorkerEnv& env, int step) override {
+    if (cfg_.K == 1) {
+      u_.assign(env.learner->num_params(), 0.0f);
+      sync(env, step);
+      optimizer_step(env, u_.data());
+      return;
+    }
     if ((step + 1) % cfg_.K == 0) round(env, step);
   }
 
   void finish(WorkerEnv& env) override {
+    if (cfg_.K == 1) return;  // every replica took the same steps: identical; the error stays unsent, as torch's
     const size_t n = env.learner->num_params();
     float* x = env.learner->params();
     progress(env);
@@ -83,7 +98,7 @@ class PowerSgdStrategy final : public Strategy {
   // (kernels::PowerSgd::State): the iteration, Q with warm start (and that it is kept), the seed
   // stream without, the error once there is one.
   void save(WorkerEnv&, StateWriter& out) override {
-    out.floats("anchor", xbar_);
+    if (cfg_.K > 1) out.floats("anchor", xbar_);
     const kernels::PowerSgd::State s = ps_.save();
     out.i64("iter", s.iter);
     if (cfg_.powersgd.warm_start) {
@@ -96,7 +111,7 @@ class PowerSgdStrategy final : public Strategy {
   }
   void restore(WorkerEnv& env, StateReader& in) override {
     const size_t n = env.learner->num_params();
-    in.floats("anchor", xbar_, n);
+    if (cfg_.K > 1) in.floats("anchor", xbar_, n);
     kernels::PowerSgd::State s;
     s.iter = in.i64("iter");
     if (cfg_.powersgd.warm_start) {
@@ -117,6 +132,11 @@ class PowerSgdStrategy final : public Strategy {
   static const std::vector<std::vector<int64_t>>& shapes_of(const WorkerEnv& env) {
     if (env.tensor_shapes.empty()) throw std::invalid_argument("powersgd: the model's tensor shapes are not known");
     return env.tensor_shapes;
+  }
+
+  void optimizer_step(WorkerEnv& env, const float* g) {
+    ScopedTimer t(*env.clock, env.times.compute_ns);
+    env.opt->step(env.learner->params(), g);
   }
 
   /// u = x - xbar.
@@ -148,10 +168,24 @@ class PowerSgdStrategy final : public Strategy {
     out.assign(sum_.begin(), sum_.end());
   }
 
+  /// K > 1: the DC's progress since the last round, replaced by the mean, re-bases every replica.
   void round(WorkerEnv& env, int step) {
     const size_t n = env.learner->num_params();
     float* x = env.learner->params();
     progress(env);
+    sync(env, step);
+    ScopedTimer t(*env.clock, env.times.compress_ns);
+    const ComputeRegion region(Work::kCompress, n);
+    for (size_t i = 0; i < n; ++i) {
+      xbar_[i] += u_[i];
+      x[i] = xbar_[i];
+    }
+  }
+
+  /// One PowerSGD iteration over the DC leaders: u_ (this DC's) becomes the DCs' mean, exact
+  /// (vanilla) or PowerSGD's approximation of it.
+  void sync(WorkerEnv& env, int step) {
+    const size_t n = env.learner->num_params();
     // torch divides by the world size; unequal DC weights already sum to 1.
     const int world = env.dc_weights.empty() ? env.num_dcs : 1;
     if (ps_.vanilla()) {
@@ -195,12 +229,6 @@ class PowerSgdStrategy final : public Strategy {
         const ComputeRegion region(Work::kCompress, work - work / 2 - work / 4);
         ps_.finish(u_.data(), q_sum.data(), world);
       }
-    }
-    ScopedTimer t(*env.clock, env.times.compress_ns);
-    const ComputeRegion region(Work::kCompress, n);
-    for (size_t i = 0; i < n; ++i) {
-      xbar_[i] += u_[i];
-      x[i] = xbar_[i];
     }
   }
 
