@@ -69,8 +69,9 @@ LIB=(common/units.cc common/atomic_file.cc
      engine/strategies/adaptive_k.cc engine/strategies/drift_control.cc engine/data/global_batch.cc
      engine/strategies/dc_exchange.cc engine/strategies/ddp_buckets.cc engine/strategies/diloco.cc
      engine/strategies/hier_ef_topk_int8.cc engine/strategies/lan_ddp.cc engine/strategies/local_sgd.cc
-     engine/strategies/naive_ddp.cc engine/collectives/gloo_ring.cc engine/collectives/buckets.cc
-     engine/collectives/ring_allreduce.cc engine/optim/sgd.cc engine/transport/tags.cc engine/compute_charge.cc)
+     engine/strategies/naive_ddp.cc engine/strategies/qsgd.cc engine/collectives/gloo_ring.cc
+     engine/collectives/buckets.cc engine/collectives/ring_allreduce.cc engine/optim/sgd.cc engine/transport/tags.cc
+     engine/compute_charge.cc)
 LIBS="-lfmt -lcrypto -lz -lpthread"
 obj() { echo "obj/${1%.cc}.o"; }
 {

@@ -63,6 +63,11 @@ struct StrategyConfig {
   double outer_lr = 0.7;       ///< outer learning rate (DiLoCo's 0.7)
   double outer_momentum = 0.9; ///< outer Nesterov momentum (DiLoCo's 0.9; 0 = plain outer SGD)
   std::string wire = "float32";  ///< the pseudo-gradient on the WAN: "float32" or "int8" (INTELLECT-1)
+
+  // qsgd (strategies/qsgd.cc; docs/guide/strategies.md "qsgd: the update rule"). Defaults: GRACE's
+  // QSGD compressor (sands-lab/grace, grace_dl/dist: quantum_num 256, bucket_size 128).
+  uint32_t levels = 256;  ///< s: quantisation levels per sign, [1, 65535] (ceil(log2(s+1)) bits each on the WAN)
+  uint32_t bucket = 128;  ///< d: elements per float32 norm, [1, 2^24]
 };
 
 // The worker's time accounting and exchange log are the model's (model/measurements.h).
@@ -116,6 +121,10 @@ struct WorkerEnv {
   /// trained model's, learner->num_params()).
   std::vector<uint64_t> grad_tensors;
   uint64_t grad_elements = 0;
+  /// The run's seed (the scenario's "seed", WorkloadSpec::seed; set by run_worker_loop before the
+  /// strategy is made): the same on every rank, so that a strategy's random streams keyed by it
+  /// (qsgd's stochastic rounding) agree across workers and modes.
+  uint64_t seed = 0;
 };
 
 /// Every other rank of this rank's data center, ascending (a DC leader forwards to them; sends

@@ -12,11 +12,12 @@ extern const StrategyDescriptor kHierEfTopkInt8; // hier_ef_topk_int8.cc
 extern const StrategyDescriptor kLan;            // lan_ddp.cc
 extern const StrategyDescriptor kLocalSgd;       // local_sgd.cc
 extern const StrategyDescriptor kDiloco;         // diloco.cc
+extern const StrategyDescriptor kQsgd;           // qsgd.cc
 
 namespace {
-constexpr std::array<const StrategyDescriptor*, 7> kTable = {&kNaiveDdp, &kNaiveDdpC10d, &kHierarchical,
+constexpr std::array<const StrategyDescriptor*, 8> kTable = {&kNaiveDdp, &kNaiveDdpC10d, &kHierarchical,
                                                              &kHierEfTopkInt8, &kLan,      &kLocalSgd,
-                                                             &kDiloco};
+                                                             &kDiloco,   &kQsgd};
 }  // namespace
 
 std::span<const StrategyDescriptor* const> strategy_table() { return kTable; }

@@ -110,8 +110,13 @@ std::vector<StrategyConfig> embedded_strategies() {
   StrategyConfig hier_auto = hier;
   hier_auto.K_auto = true;
   hier_auto.K_max = 32;
+  // QSGD: the anchor, the steps since the last round and the round counter (the key of the
+  // stochastic rounding's stream) are checkpointed; 16 levels, so that a round's draws show.
+  StrategyConfig qsgd{"qsgd"};
+  qsgd.K = 5;
+  qsgd.levels = 16;
   return {StrategyConfig{"naive_ddp"}, StrategyConfig{"lan"}, hier, hier_blocking, hier_auto, hierarchical, local,
-          local_prox, local_scaffold, diloco, diloco_int8, diloco_drift};
+          local_prox, local_scaffold, diloco, diloco_int8, diloco_drift, qsgd};
 }
 
 std::string label(const StrategyConfig& s) {
