@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Bounded libFuzzer runs of every reader of untrusted bytes (docs/measurements/fuzzing.md):
 #   decoder      the compression wire decoder            kernels/fuzz/fuzz_decoder.cc
+#   qsgd         the QSGD wire decoder and encoder       kernels/fuzz/fuzz_qsgd.cc
 #   scenario     the scenario parser                     tests/fuzz/fuzz_scenario.cc
 #   checkpoint   the checkpoint rank file and manifest   tests/fuzz/fuzz_checkpoint.cc
 #   rank_file    the rank file (`geotb worker --out`)    tests/fuzz/fuzz_rank_file.cc
@@ -9,8 +10,8 @@
 # Usage: ci/fuzz.sh [RUNS] [WORKDIR] [TARGET[=N]...]
 #   RUNS     the decoder's executions (default 1000000)
 #   WORKDIR  build, corpora and crash inputs (default build-fuzz)
-#   TARGET   run only these targets (default: all six, in the order above); TARGET=N runs N
-#            executions. Without =N a file reader runs its CI count (READER_RUNS below). With
+#   TARGET   run only these targets (default: all seven, in the order above); TARGET=N runs N
+#            executions. Without =N a file reader (and qsgd) runs its CI count (READER_RUNS below). With
 #            RUNS=300000 the six took 61 s on the 2-core VM with the build up to date, ~3 min
 #            with the build from nothing (6 min beside another build; docs/measurements/fuzzing.md).
 # Builds with clang (-fsanitize=fuzzer,address,undefined; ninja, FUZZ_JOBS parallel jobs, default
@@ -32,11 +33,11 @@ shift $(( $# < 2 ? $# : 2 ))
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 CXX=${FUZZ_CXX:-clang++}
 JOBS=${FUZZ_JOBS:-2}
-ALL=(decoder scenario checkpoint rank_file exec_report run_report)
+ALL=(decoder qsgd scenario checkpoint rank_file exec_report run_report)
 # CI executions of each file reader: 15-22 s each here, two at a time (docs/measurements/fuzzing.md
 # has each target's rate).
-declare -A READER_RUNS=([scenario]=50000 [checkpoint]=300000 [rank_file]=80000 [exec_report]=60000
-                        [run_report]=20000)
+declare -A READER_RUNS=([qsgd]=300000 [scenario]=50000 [checkpoint]=300000 [rank_file]=80000
+                        [exec_report]=60000 [run_report]=20000)
 declare -A N=()
 SELECTED=()
 for arg in "$@"; do
@@ -56,7 +57,8 @@ WORK=$(cd "$WORK" && pwd)
 
 # ---- build (ninja: objects shared between targets, rebuilt only when a source or header changed)
 KERNELS=(kernels/index_coding.cc kernels/validate.cc kernels/wire_format.cc kernels/cpu/compress_ef.cc
-         kernels/cpu/decompress_add.cc kernels/cpu/ef_pass.cc kernels/cpu/quantize.cc kernels/cpu/topk.cc)
+         kernels/cpu/decompress_add.cc kernels/cpu/ef_pass.cc kernels/cpu/qsgd.cc kernels/cpu/quantize.cc
+         kernels/cpu/topk.cc kernels/cpu/powersgd.cc)
 # The readers and what they call; the scenario parser needs the strategy table, whose descriptors
 # name every strategy's factory, hence the strategies, collectives and kernels (linked, not run).
 LIB=(common/units.cc common/atomic_file.cc
@@ -67,8 +69,9 @@ LIB=(common/units.cc common/atomic_file.cc
      engine/strategies/adaptive_k.cc engine/strategies/drift_control.cc engine/data/global_batch.cc
      engine/strategies/dc_exchange.cc engine/strategies/ddp_buckets.cc engine/strategies/diloco.cc
      engine/strategies/hier_ef_topk_int8.cc engine/strategies/lan_ddp.cc engine/strategies/local_sgd.cc
-     engine/strategies/naive_ddp.cc engine/collectives/gloo_ring.cc engine/collectives/buckets.cc
-     engine/collectives/ring_allreduce.cc engine/optim/sgd.cc engine/transport/tags.cc engine/compute_charge.cc)
+     engine/strategies/naive_ddp.cc engine/strategies/powersgd.cc engine/strategies/qsgd.cc engine/collectives/gloo_ring.cc
+     engine/collectives/buckets.cc engine/collectives/ring_allreduce.cc engine/optim/sgd.cc engine/transport/tags.cc
+     engine/compute_charge.cc)
 LIBS="-lfmt -lcrypto -lz -lpthread"
 obj() { echo "obj/${1%.cc}.o"; }
 {
@@ -105,10 +108,12 @@ rule tool
   description = LINK $out
 EOF
   for s in "${KERNELS[@]}" "${LIB[@]}" tests/fuzz/fuzz_{scenario,checkpoint,rank_file,exec_report,run_report}.cc \
-           kernels/fuzz/fuzz_decoder.cc; do
+           kernels/fuzz/fuzz_decoder.cc kernels/fuzz/fuzz_qsgd.cc; do
     echo "build $(obj "$s"): cc \$root/$s"
   done
-  for s in kernels/fuzz/make_seeds.cc tests/fuzz/make_seeds.cc; do echo "build $(obj "$s"): cc_plain \$root/$s"; done
+  for s in kernels/fuzz/make_seeds.cc kernels/fuzz/make_qsgd_seeds.cc tests/fuzz/make_seeds.cc; do
+    echo "build $(obj "$s"): cc_plain \$root/$s"
+  done
   echo "build $(obj engine/model/torch_learner.cc): cc_torch \$root/engine/model/torch_learner.cc"
   echo "build libkernels.a: ar $(for s in "${KERNELS[@]}"; do obj "$s"; done | tr '\n' ' ')"
   echo "build libreaders.a: ar $(for s in "${LIB[@]}"; do obj "$s"; done | tr '\n' ' ')"
@@ -116,6 +121,10 @@ EOF
   echo "  libs = -lz"
   # The seed writers are plain programs (no libFuzzer main); instrumented objects link into them.
   echo "build make_decoder_seeds: tool $(obj kernels/fuzz/make_seeds.cc) libkernels.a"
+  echo "  libs = -lz"
+  echo "build fuzz_qsgd: fuzz $(obj kernels/fuzz/fuzz_qsgd.cc) libkernels.a"
+  echo "  libs = -lz"
+  echo "build make_qsgd_seeds: tool $(obj kernels/fuzz/make_qsgd_seeds.cc) libkernels.a"
   echo "  libs = -lz"
   echo "build fuzz_scenario: fuzz $(obj tests/fuzz/fuzz_scenario.cc) $(obj engine/model/torch_learner.cc) libreaders.a libkernels.a"
   echo "  libs = -ltorch_cpu -lc10 $LIBS"
@@ -133,6 +142,7 @@ BINS=()
 for t in "${SELECTED[@]}"; do
   BINS+=("fuzz_$t")
   [ "$t" = decoder ] && BINS+=(make_decoder_seeds)
+  [ "$t" = qsgd ] && BINS+=(make_qsgd_seeds)
   [ "$t" = checkpoint ] && BINS+=(make_checkpoint_seeds)
 done
 echo "fuzz: building ${SELECTED[*]} with $($CXX --version | head -1)"
@@ -147,6 +157,7 @@ seeds() {  # target dir: the seed files of `target` into dir
   mkdir -p "$d"
   case $t in
     decoder) "$WORK/make_decoder_seeds" "$d" > /dev/null ;;
+    qsgd) "$WORK/make_qsgd_seeds" "$d" > /dev/null ;;
     scenario) cp "$ROOT"/scenarios/*.json "$d/" ;;
     checkpoint) cp "$ROOT"/tests/fuzz/seeds/checkpoint/* "$d/"; "$WORK/make_checkpoint_seeds" synth "$d" ;;
     rank_file) cp "$ROOT"/tests/fuzz/seeds/rank_file/* "$d/" ;;
@@ -176,7 +187,7 @@ run_target() {  # target: writes $WORK/<target>.result ("status executions secon
     echo "fuzz: $t: cannot write its seeds"; echo "$t 1 0 0" > "$WORK/$t.result"; return
   fi
   mkdir -p "$corpus" "$WORK/artifacts-$t"
-  if [ "$t" != decoder ]; then
+  if [ "$t" != decoder ] && [ "$t" != qsgd ]; then  # the kernels' targets: seeds written by the encoder
     if ! GEOTB_FUZZ_SEED_CHECK=1 "$bin" "$seeddir"/* > "$WORK/seedcheck-$t.log" 2>&1; then
       echo "fuzz: $t: a seed is rejected by the reader (GEOTB_FUZZ_SEED_CHECK):"
       grep -E '^(fuzz: |Running: )' "$WORK/seedcheck-$t.log" | tail -4
@@ -192,8 +203,10 @@ run_target() {  # target: writes $WORK/<target>.result ("status executions secon
   fi
   cp "$seeddir"/* "$corpus/"
   start=$(date +%s.%N)
-  "$bin" -runs="$n" -seed=1 -max_len="$( [ "$t" = decoder ] && echo 4096 || max_len "$seeddir")" \
-    $( [ "$t" = decoder ] || echo -timeout=10 ) -print_final_stats=1 \
+  local kernel=0
+  { [ "$t" = decoder ] || [ "$t" = qsgd ]; } && kernel=1
+  "$bin" -runs="$n" -seed=1 -max_len="$( [ $kernel = 1 ] && echo 4096 || max_len "$seeddir")" \
+    $( [ $kernel = 1 ] || echo -timeout=10 ) -print_final_stats=1 \
     -artifact_prefix="$WORK/artifacts-$t/" "$corpus" > "$log" 2>&1 || status=$?
   end=$(date +%s.%N)
   execs=$(grep -E '^stat::number_of_executed_units' "$log" | awk '{print $2}')

@@ -73,6 +73,10 @@ struct StrategyConfig {
   // powersgd (strategies/powersgd.cc; docs/guide/strategies.md "powersgd"): PowerSGDState's
   // hyperparameters and defaults (kernels/powersgd.h); an iteration is an inter-DC round.
   kernels::PowerSgdConfig powersgd = {};
+  // qsgd (strategies/qsgd.cc; docs/guide/strategies.md "qsgd: the update rule"). Defaults: GRACE's
+  // QSGD compressor (sands-lab/grace, grace_dl/dist: quantum_num 256, bucket_size 128).
+  uint32_t levels = 256;  ///< s: quantisation levels per sign, [1, 65535] (ceil(log2(s+1)) bits each on the WAN)
+  uint32_t bucket = 128;  ///< d: elements per float32 norm, [1, 2^24]
 };
 
 // The worker's time accounting and exchange log are the model's (model/measurements.h).
@@ -135,6 +139,10 @@ struct WorkerEnv {
   /// Standard normal streams (libtorch's generator: model/torch_rng.h), for draws that must be
   /// torch's (PowerSGD's first Q); empty where the caller links no libtorch.
   std::function<std::unique_ptr<kernels::NormalSource>()> make_normal;
+  /// The run's seed (the scenario's "seed", WorkloadSpec::seed; set by run_worker_loop before the
+  /// strategy is made): the same on every rank, so that a strategy's random streams keyed by it
+  /// (qsgd's stochastic rounding) agree across workers and modes.
+  uint64_t seed = 0;
 };
 
 /// Every other rank of this rank's data center, ascending (a DC leader forwards to them; sends

@@ -45,6 +45,7 @@ void run_worker_loop(WorkerEnv& env, const StrategyConfig& scfg, const WorkloadS
     ~NetBack() { env.net = net; }
   } net_back{env, base_net};
   if (hooks.tag_epoch > 0) enter_epoch(hooks.tag_epoch);
+  env.seed = work.seed;  // every rank's, in every mode (WorkerEnv::seed)
   std::unique_ptr<Strategy> strategy = desc.make(scfg, env);
   BatchSampler sampler(shard, work.seed, static_cast<uint64_t>(env.rank));
   std::vector<uint32_t> idx;

@@ -13,11 +13,12 @@ extern const StrategyDescriptor kLan;            // lan_ddp.cc
 extern const StrategyDescriptor kLocalSgd;       // local_sgd.cc
 extern const StrategyDescriptor kDiloco;         // diloco.cc
 extern const StrategyDescriptor kPowerSgd;       // powersgd.cc
+extern const StrategyDescriptor kQsgd;           // qsgd.cc
 
 namespace {
-constexpr std::array<const StrategyDescriptor*, 8> kTable = {&kNaiveDdp, &kNaiveDdpC10d, &kHierarchical,
+constexpr std::array<const StrategyDescriptor*, 9> kTable = {&kNaiveDdp, &kNaiveDdpC10d, &kHierarchical,
                                                              &kHierEfTopkInt8, &kLan,      &kLocalSgd,
-                                                             &kDiloco,   &kPowerSgd};
+                                                             &kDiloco,   &kPowerSgd, &kQsgd};
 }  // namespace
 
 std::span<const StrategyDescriptor* const> strategy_table() { return kTable; }

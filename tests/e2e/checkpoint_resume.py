@@ -9,6 +9,9 @@ overlap on and off:
    resumed from and validates against the schema.
 2. process mode (overlap on): coordinator and every worker killed with SIGKILL after a
    checkpoint, resumed with --net process: the same final weights again.
+   qsgd (its stochastic rounding keyed by the run's seed, the DC and the round): embedded killed
+   and resumed, then the process mode killed and resumed: the embedded run's final weights both
+   times.
 3. SIGUSR1 to `geotb run` (embedded, then process mode: the coordinator passes the request on to
    every worker) with a checkpoint directory and no period: a checkpoint is written mid-run, and
    resuming from it gives the same final weights.
@@ -32,12 +35,12 @@ schema = json.loads((source_root / "harness/report.schema.json").read_text())
 STRATEGY = "hier_ef_topk_int8"
 
 
-def scenario(tmp, name, overlap, ckpt_dir, every=10, seed=7):
+def scenario(tmp, name, overlap, ckpt_dir, every=10, seed=7, entry=None):
     s = json.loads((source_root / "scenarios/tiny.json").read_text())
     s["name"] = name.lower()
     s["seed"] = seed
     s["workload"]["steps"] = 80
-    s["strategies"] = [{"name": STRATEGY, "K": 4, "density": "5%", "block": 256, "overlap": overlap}]
+    s["strategies"] = [entry or {"name": STRATEGY, "K": 4, "density": "5%", "block": 256, "overlap": overlap}]
     s["checkpoint"] = {"every_steps": every}
     if ckpt_dir is not None:  # None: given by --checkpoint-dir
         s["checkpoint"]["dir"] = str(ckpt_dir)
@@ -139,6 +142,26 @@ with tempfile.TemporaryDirectory(prefix="geotb-ckpt-e2e-") as t:
     assert res["resumed_from"]["step"] == step
     same_run(res, ref, "process mode")
     print(f"  resumed from step {step}: final weights {res['final_weights_sha256'][:16]}... = uninterrupted")
+
+    # qsgd: K 7 (its rounds and the checkpoints every 10 steps fall apart), 16 levels.
+    QSGD = {"name": "qsgd", "K": 7, "levels": 16}
+    qref = None
+    for mode in ("embedded", "process"):
+        print(f"qsgd, {mode} mode")
+        d = tmp / f"ckpt-qsgd-{mode}"
+        sc = scenario(tmp, f"ck-qsgd-{mode}", True, d, entry=QSGD)
+        if qref is None:
+            run([sc], tmp / "ref-qsgd")
+            qref = report(tmp / "ref-qsgd")
+            assert qref["name"] == "qsgd" and qref["config"]["levels"] == 16, qref["config"]
+            shutil.rmtree(d)
+        step = kill_after_checkpoint([sc, "--net", mode, "--out", tmp / f"killed-qsgd-{mode}"], d / "qsgd" / "latest",
+                                     group=mode == "process")
+        run([sc, "--net", mode, "--resume", d / "qsgd"], tmp / f"res-qsgd-{mode}")
+        res = report(tmp / f"res-qsgd-{mode}")
+        assert res["resumed_from"]["step"] == step
+        same_run(res, qref, f"qsgd {mode} mode")
+        print(f"  resumed from step {step}: final weights {res['final_weights_sha256'][:16]}... = uninterrupted embedded")
 
     # stdbuf line-buffers geotb's stdout through LD_PRELOAD, which an ASan build (ci/sanitizers.sh)
     # refuses unless told that its runtime need not come first.

@@ -50,7 +50,8 @@ base = tiny_scenario(source_root, "represented-tiny")
 base["workload"]["steps"] = 12
 base["clock"] = "virtual"
 base["strategies"] = [{"name": "naive_ddp", "collective": "eager_ring"},
-                      {"name": "hier_ef_topk_int8", "K": 4, "density": "5%", "block": 256, "overlap": True}]
+                      {"name": "hier_ef_topk_int8", "K": 4, "density": "5%", "block": 256, "overlap": True},
+                      {"name": "qsgd", "K": 4}]  # its 8 + 28 header bytes fixed, norms and codes scaled
 # The proxy alone, with the same declared compute: what the represented run's messages scale.
 plain = copy.deepcopy(base)
 plain["name"] = "plain-tiny"
@@ -96,6 +97,13 @@ for s, q in zip(r["strategies"], p["strategies"]):
     # (headers that do not grow make the represented bytes slightly smaller than a pure scaling).
     # naive_ddp's buckets carry GPT-2's own bucket sizes, or their proxy slice scaled (whole
     # proxy floats: DdpBuckets::scales): the same bytes within 0.1 %.
+    if s["name"] == "qsgd":
+        # kernels/qsgd.h: 28 + 4 ceil(n/d) + ceil(n (ceil(log2(s+1)) + 1) / 8) bytes, after the 8-byte
+        # clock; the 36 header bytes stay, the rest scales (to the byte).
+        wire = 8 + 28 + 4 * -(-TRAINED // 128) + -(-TRAINED * 10 // 8)
+        assert q["exchanges"][0]["bytes"] == wire, q["exchanges"][0]
+        for e in s["exchanges"]:
+            assert abs(e["bytes"] - (36 + (wire - 36) * ctx["scale"])) <= 0.5, (e, wire)
     upper = scaled * 1.001 if s["name"] == "naive_ddp" else scaled + m["wan_messages"]
     assert scaled * 0.999 <= m["wan_payload_bytes"] <= upper, (s["name"], m["wan_payload_bytes"], scaled)
     print(f"{s['name']}: {m['wan_payload_bytes']} WAN bytes = {m['wan_payload_bytes'] / scaled:.6f} x the proxy's "

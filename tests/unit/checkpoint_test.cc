@@ -118,8 +118,13 @@ std::vector<StrategyConfig> embedded_strategies() {
   powersgd.powersgd.start_iter = 2;
   StrategyConfig powersgd_cold = powersgd;
   powersgd_cold.powersgd.warm_start = false;
+  // QSGD: the anchor, the steps since the last round and the round counter (the key of the
+  // stochastic rounding's stream) are checkpointed; 16 levels, so that a round's draws show.
+  StrategyConfig qsgd{"qsgd"};
+  qsgd.K = 5;
+  qsgd.levels = 16;
   return {StrategyConfig{"naive_ddp"}, StrategyConfig{"lan"}, hier, hier_blocking, hier_auto, hierarchical, local,
-          local_prox, local_scaffold, diloco, diloco_int8, diloco_drift, powersgd, powersgd_cold};
+          local_prox, local_scaffold, diloco, diloco_int8, diloco_drift, powersgd, powersgd_cold, qsgd};
 }
 
 std::string label(const StrategyConfig& s) {

@@ -13,6 +13,7 @@
 #include "emulator/inproc/fabric.h"
 #include "engine/strategies/table.h"
 #include "engine/transport/emulated.h"
+#include "kernels/qsgd.h"
 
 using namespace geotb;
 using namespace geotb::engine;
@@ -99,6 +100,7 @@ struct Extras {
   bool curved = false;
   /// env.tensor_shapes (powersgd); empty: one 1-D tensor of kN.
   std::vector<std::vector<int64_t>> shapes;
+  uint64_t seed = 0;  // env.seed: the run's seed (qsgd's stochastic rounding)
 };
 
 /// 1, 2, 3, ... from every seed: PowerSGD's first Q without libtorch.
@@ -162,6 +164,7 @@ std::vector<WorkerOut> run(const StrategyConfig& cfg, int steps,
       env.wan_in = {{}, {}};
       env.tensor_shapes = extras.shapes.empty() ? std::vector<std::vector<int64_t>>{{int64_t{kN}}} : extras.shapes;
       env.make_normal = [] { return std::make_unique<CountingNormal>(); };
+      env.seed = extras.seed;
       auto s = find_strategy(cfg.name).make(cfg, env);
       for (int step = 0; step < steps; ++step) {
         if (env.dc == extras.discard.dc && step == extras.discard.step) {
@@ -609,6 +612,136 @@ TEST(PowerSgd, ErrorFeedbackOfUncompressedTensorsIsLocalMinusMean) {
   EXPECT_NE(e0, std::vector<float>(kN, 0.0f));
   EXPECT_EQ(out[1].floats("error"), e0);  // every worker of a DC holds the same state
   EXPECT_EQ(out[3].floats("error"), e2);
+// qsgd (strategies/qsgd.cc). With bucket 1 every element is its own bucket: its norm is |u_i|,
+// and with s a power of two |u_i| / scale is exactly s, so Q(u) = u without a draw: the round is
+// local SGD's averaging of the models, bit for bit (u_0 = [-2,-.5,-1.25], u_1 = [-.5,-1.5,-.25]).
+TEST(QsgdStrategy, ExactLevelsMakeARoundTheMeanOfTheDcModels) {
+  StrategyConfig c{"qsgd"};
+  c.K = 2;
+  c.bucket = 1;
+  for (uint32_t s : {1u, 256u}) {
+    c.levels = s;
+    const auto out = run(c, 2);
+    for (int r = 0; r < 4; ++r) EXPECT_EQ(out[static_cast<size_t>(r)].x, kMeanAfter2) << "s " << s << " rank " << r;
+    // One exchange, after step 1: the 8-byte clock + 28 + 3 norms + 3 codes of ceil(log2(s+1)) + 1 bits.
+    ASSERT_EQ(out[0].exchanges.size(), 1u);
+    EXPECT_EQ(out[0].exchanges[0].step, 1);
+    EXPECT_EQ(out[0].exchanges[0].bytes_sent, 8u + 28 + 12 + (s == 1 ? 1 : 4));
+    EXPECT_TRUE(out[1].exchanges.empty());  // members do not talk to the WAN
+    EXPECT_EQ(out[2].exchanges.size(), 1u);
+  }
+}
+
+/// The DC means of kGrad at `step`, as FakeIntra computes them.
+std::vector<float> dc_grad(int dc, int step) {
+  std::vector<float> g(kN);
+  for (size_t i = 0; i < kN; ++i) {
+    const float a = kGrad[step % 2][2 * dc][i], b = kGrad[step % 2][2 * dc + 1][i];
+    g[i] = (a + b) / 2.0f;
+  }
+  return g;
+}
+
+/// qsgd's update rule (docs/guide/strategies.md) for the 2 + 2 workers of run(): per DC SGD (lr .5,
+/// momentum .5) on the DC's mean gradient; every K steps x̄ <- x̄ + (1/2) sum_d deq(Q(x_d - x̄)) with
+/// DC d's stream qsgd_seed(seed, stream_of(d), round); x_d <- x̄; finish: the dense mean of the
+/// remaining progress.
+std::vector<float> qsgd_reference(const StrategyConfig& c, int steps, uint64_t seed, uint64_t (*stream_of)(int),
+                                  uint64_t (*round_of)(uint64_t)) {
+  std::vector<float> xbar = kX0;
+  std::vector<std::vector<float>> x = {kX0, kX0};
+  SgdConfig sc;
+  sc.lr = 0.5;
+  sc.momentum = 0.5;
+  std::vector<Sgd> opt = {Sgd(sc, kN), Sgd(sc, kN)};
+  uint64_t round = 0;
+  int since = 0;
+  auto average = [&](bool quantised) {
+    std::vector<float> sum(kN, 0.0f);
+    for (int d = 0; d < 2; ++d) {
+      std::vector<float> u(kN);
+      for (size_t i = 0; i < kN; ++i) u[i] = x[static_cast<size_t>(d)][i] - xbar[i];
+      if (quantised) {
+        std::vector<uint8_t> w;
+        const kernels::QsgdConfig qc{.levels = c.levels,
+                                     .bucket = c.bucket,
+                                     .seed = kernels::qsgd_seed(seed, stream_of(d), round_of(round))};
+        kernels::qsgd_encode(u.data(), kN, qc, w);
+        kernels::qsgd_decode_add(w.data(), w.size(), sum.data(), kN, 1.0f);
+      } else {
+        for (size_t i = 0; i < kN; ++i) sum[i] += 1.0f * u[i];
+      }
+    }
+    for (size_t i = 0; i < kN; ++i) xbar[i] += sum[i] * 0.5f;
+    x = {xbar, xbar};
+    since = 0;
+  };
+  for (int step = 0; step < steps; ++step) {
+    for (int d = 0; d < 2; ++d) {
+      std::vector<float> g = dc_grad(d, step);
+      opt[static_cast<size_t>(d)].step(x[static_cast<size_t>(d)].data(), g.data());
+    }
+    if (++since >= c.K) {
+      average(true);
+      ++round;
+    }
+  }
+  if (since > 0) average(false);
+  return xbar;
+}
+
+uint64_t dc_stream(int d) { return static_cast<uint64_t>(d); }
+uint64_t dc0_stream(int) { return 0; }
+uint64_t same_round(uint64_t r) { return r; }
+uint64_t first_round(uint64_t) { return 0; }
+
+// One bucket of 3 at s = 1 and 2: the roundings are random, every replica ends bit-identical, and
+// the result is the rule's with each DC's own stream (run seed, DC, round): a DC using another DC's
+// stream, or every round the first round's, or another run seed, gives another model.
+TEST(QsgdStrategy, RandomRoundsFollowTheRuleWithAStreamPerRunDcAndRound) {
+  for (uint32_t s : {1u, 2u}) {
+    SCOPED_TRACE("s " + std::to_string(s));
+    StrategyConfig c{"qsgd"};
+    c.K = 2;
+    c.levels = s;
+    const uint64_t seed = 42;
+    const auto out = run(c, 7, model::RankLayout::uniform(2, 2), kGrad, {}, {.seed = seed});
+    for (int r = 1; r < 4; ++r) EXPECT_EQ(out[static_cast<size_t>(r)].x, out[0].x) << "rank " << r;
+    const auto ref = qsgd_reference(c, 7, seed, dc_stream, same_round);
+    EXPECT_EQ(out[0].x, ref);
+    EXPECT_NE(qsgd_reference(c, 7, seed, dc0_stream, same_round), ref);
+    EXPECT_NE(qsgd_reference(c, 7, seed, dc_stream, first_round), ref);
+    EXPECT_NE(qsgd_reference(c, 7, seed + 1, dc_stream, same_round), ref);
+    const auto other = run(c, 7, model::RankLayout::uniform(2, 2), kGrad, {}, {.seed = seed + 1});
+    EXPECT_EQ(other[0].x, qsgd_reference(c, 7, seed + 1, dc_stream, same_round));
+    // Rounds after steps 1, 3, 5 with a message of 8 + 28 + 4 + ceil(3 (w + 1) / 8) bytes; the
+    // last step's progress in float32 at finish (step -1): 8 + 12.
+    ASSERT_EQ(out[0].exchanges.size(), 4u);
+    for (int k = 0; k < 3; ++k) {
+      EXPECT_EQ(out[0].exchanges[static_cast<size_t>(k)].step, 2 * k + 1);
+      EXPECT_EQ(out[0].exchanges[static_cast<size_t>(k)].bytes_sent, 8 + kernels::qsgd_wire_bytes(kN, s, 128));
+    }
+    EXPECT_EQ(out[0].exchanges[0].bytes_sent, 8u + 28 + 4 + (s == 1 ? 1 : 2));  // 3 codes of 2 or 3 bits
+    EXPECT_EQ(out[0].exchanges[3].step, -1);
+    EXPECT_EQ(out[0].exchanges[3].bytes_sent, 8u + 3 * 4);
+    // The strategy's state after finish: the anchor (= the model), the round counter.
+    EXPECT_EQ(out[0].floats("anchor"), out[0].x);
+    ASSERT_NE(out[0].state.find("round"), nullptr);
+    int64_t rounds;
+    std::memcpy(&rounds, out[0].state.find("round")->bytes.data(), 8);
+    EXPECT_EQ(rounds, 3);
+  }
+}
+
+// Unequal sites (1 + 3 workers, weights 1/4, 3/4), exact levels: the round is the weighted mean
+// of the models, as local_sgd's ([-1, .375, -1.5]).
+TEST(QsgdStrategy, UnequalSitesWeighTheQuantisedProgress) {
+  StrategyConfig c{"qsgd"};
+  c.K = 2;
+  c.bucket = 1;
+  const auto out = run(c, 2, model::RankLayout({1, 3}), kGradOnePlusThree, {0.25f, 0.75f});
+  for (int r = 0; r < 4; ++r)
+    EXPECT_EQ(out[static_cast<size_t>(r)].x, (std::vector<float>{-1, 0.375f, -1.5f})) << "rank " << r;
 }
 
 }  // namespace

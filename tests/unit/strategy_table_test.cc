@@ -13,7 +13,8 @@ namespace {
 
 TEST(StrategyTable, EveryNameResolvesInTableOrder) {
   const std::vector<std::string> names = {"naive_ddp", "naive_ddp_c10d", "hierarchical", "hier_ef_topk_int8",
-                                          "lan",       "local_sgd",      "diloco",         "powersgd"};
+                                          "lan",       "local_sgd",      "diloco",         "powersgd",
+                                          "qsgd"};
   EXPECT_EQ(strategy_names(), names);
   ASSERT_EQ(strategy_table().size(), names.size());
   for (size_t i = 0; i < names.size(); ++i) {
@@ -31,7 +32,7 @@ TEST(StrategyTable, UnknownNameListsTheTable) {
   } catch (const UnknownStrategy& e) {
     EXPECT_STREQ(e.what(),
                  "name: \"magic\": unknown strategy (one of naive_ddp naive_ddp_c10d hierarchical hier_ef_topk_int8 lan "
-                 "local_sgd diloco powersgd)");
+                 "local_sgd diloco powersgd qsgd)");
   }
   EXPECT_THROW((void)find_strategy(""), std::invalid_argument);
 }
@@ -54,6 +55,8 @@ TEST(StrategyTable, WhatEachNeedsFromTheEngine) {
   // Only PowerSGD's messages follow the tensor shapes.
   for (const StrategyDescriptor* d : strategy_table())
     EXPECT_EQ(d->needs.tensor_shapes, d->name == "powersgd") << d->name;
+  EXPECT_EQ(flags(find_strategy("qsgd").needs), Flags(true, false, false, false, false));
+  EXPECT_FALSE(find_strategy("qsgd").needs.survives_kills);  // not with node kills yet
 }
 
 std::vector<std::string> key_names(const StrategyDescriptor& d) {
@@ -93,6 +96,13 @@ TEST(StrategyTable, AcceptedKeys) {
   EXPECT_EQ(find_strategy("powersgd").key("matrix_approximation_rank")->lo, 1);
   EXPECT_EQ(find_strategy("powersgd").key("random_seed")->hi, 4294967295);
   EXPECT_EQ(find_strategy("powersgd").key("warm_start")->kind, StrategyKey::Kind::kFlag);
+  std::vector<std::string> qsgd = common;
+  qsgd.insert(qsgd.end(), {"levels", "bucket"});
+  EXPECT_EQ(key_names(find_strategy("qsgd")), qsgd);
+  EXPECT_EQ(find_strategy("qsgd").key("levels")->kind, StrategyKey::Kind::kInteger);
+  EXPECT_EQ(find_strategy("qsgd").key("bucket")->kind, StrategyKey::Kind::kInteger);
+  EXPECT_EQ(find_strategy("qsgd").key("K")->kind, StrategyKey::Kind::kInteger);  // no "auto"
+  EXPECT_EQ(find_strategy("diloco").key("levels"), nullptr);
   EXPECT_NE(find_strategy("naive_ddp").key("collective"), nullptr);
   EXPECT_EQ(find_strategy("lan").key("collective"), nullptr);
   EXPECT_EQ(find_strategy("naive_ddp").key("name"), nullptr);
@@ -175,6 +185,32 @@ TEST(StrategyTable, ValidationMessagesNameKeyAndValue) {
   c = config("diloco");
   c.wire = "int4";
   EXPECT_EQ(dl.validate(c), "wire: \"int4\": unknown (float32, bf16 or int8)");
+  const StrategyDescriptor& q = find_strategy("qsgd");
+  c = config("qsgd");
+  for (int64_t bad : {int64_t{0}, int64_t{-3}, int64_t{65536}}) {
+    q.key("levels")->set(c, KeyValue{bad});
+    EXPECT_EQ(q.validate(c), "levels: " + std::to_string(bad) + ": must be in [1, 65535] levels");
+  }
+  for (int64_t ok : {int64_t{1}, int64_t{65535}}) {
+    q.key("levels")->set(c, KeyValue{ok});
+    EXPECT_EQ(q.validate(c), "");
+  }
+  c = config("qsgd");
+  for (int64_t bad : {int64_t{0}, int64_t{-1}, int64_t{(1 << 24) + 1}}) {
+    q.key("bucket")->set(c, KeyValue{bad});
+    EXPECT_EQ(q.validate(c), "bucket: " + std::to_string(bad) + ": must be in [1, 16777216] elements");
+  }
+  for (int64_t ok : {int64_t{1}, int64_t{1 << 24}}) {
+    q.key("bucket")->set(c, KeyValue{ok});
+    EXPECT_EQ(q.validate(c), "");
+  }
+  // K first, then levels, then bucket (the descriptor's order).
+  c = config("qsgd");
+  c.levels = 0;
+  c.bucket = 0;
+  EXPECT_EQ(q.validate(c), "levels: 0: must be in [1, 65535] levels");
+  c.K = 0;
+  EXPECT_EQ(q.validate(c), "K: 0: must be in [1, 100000] steps");
 }
 
 TEST(StrategyTable, PeriodicStrategiesDefaultsAreTheStatedOnes) {
@@ -190,6 +226,8 @@ TEST(StrategyTable, PeriodicStrategiesDefaultsAreTheStatedOnes) {
   EXPECT_EQ(c.fedprox_mu, 0.0);  // off
   EXPECT_FALSE(c.scaffold);
   EXPECT_EQ(c.scaffold_lr, "optimizer");
+  EXPECT_EQ(c.levels, 256u);  // QSGD: GRACE's quantum_num (sands-lab/grace)
+  EXPECT_EQ(c.bucket, 128u);  // GRACE's bucket_size
 }
 
 TEST(StrategyTable, KeysStoreAndReadTheirFields) {
@@ -266,6 +304,9 @@ TEST(StrategyTable, ReportedConfigPerStrategy) {
                                              {"outer_momentum", 0.8},
                                              {"wire", std::string("int8")},
                                              {"block", int64_t{128}}}));
+  c.levels = 15;
+  c.bucket = 512;
+  EXPECT_EQ(reported("qsgd", c), (Reported{{"K", int64_t{8}}, {"levels", int64_t{15}}, {"bucket", int64_t{512}}}));
 }
 
 // "K": "auto" (strategies/adaptive_k.h): stored, reported with its bounds, checked.
