@@ -68,7 +68,10 @@ struct StrategyConfig {
   int H = 500;                 ///< inner steps per outer step (DiLoCo's 500)
   double outer_lr = 0.7;       ///< outer learning rate (DiLoCo's 0.7)
   double outer_momentum = 0.9; ///< outer Nesterov momentum (DiLoCo's 0.9; 0 = plain outer SGD)
-  std::string wire = "float32";  ///< the pseudo-gradient on the WAN: "float32" or "int8" (INTELLECT-1)
+  /// The values on the WAN. diloco's pseudo-gradient: "float32", "bf16" or "int8" (INTELLECT-1);
+  /// naive_ddp's gradient allreduce and hierarchical's exchange: "float32", "bf16" or "fp16"
+  /// (kernels/wire16.h; docs/guide/strategies.md "16-bit wires").
+  std::string wire = "float32";
 
   // powersgd (strategies/powersgd.cc; docs/guide/strategies.md "powersgd"): PowerSGDState's
   // hyperparameters and defaults (kernels/powersgd.h); an iteration is an inter-DC round.

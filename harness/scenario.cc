@@ -1090,14 +1090,18 @@ void check_represented_for_mode(const Scenario& sc) {
          "a represented model needs a compute profile (\"compute\": {\"gpu\", \"mfu\", "
          "\"tokens_per_worker_per_step\"} or a step_time): the trained model's measured compute is not its");
   const size_t n = sc.represented->trained_params;
-  for (size_t i = 0; i < sc.strategies.size(); ++i)
-    if (sc.strategies[i].name == "naive_ddp" && sc.strategies[i].collective == "gloo_ring" &&
-        !engine::gloo_ring_represents(n, sc.represented->scale(), static_cast<size_t>(total_workers(sc))))
+  for (size_t i = 0; i < sc.strategies.size(); ++i) {
+    const auto& st = sc.strategies[i];
+    const bool wire16 = st.wire == "bf16" || st.wire == "fp16";  // naive_ddp's 2-byte elements
+    if (st.name == "naive_ddp" && st.collective == "gloo_ring" &&
+        !engine::gloo_ring_represents(n, sc.represented->scale(), static_cast<size_t>(total_workers(sc)), {},
+                                      wire16 ? 2 : 4))
       fail(fmt::format("strategies[{}].collective", i), json("gloo_ring"),
-           fmt::format("Gloo's ring cuts {} float32 gradients into more segments of at most 1 MiB than the trained "
+           fmt::format("Gloo's ring cuts {} {} gradients into more segments of at most 1 MiB than the trained "
                        "model's, each with its rendezvous: not representable by scaling; use \"collective\": "
                        "\"eager_ring\" (NCCL-like)",
-                       sc.represented->params));
+                       sc.represented->params, wire16 ? st.wire : std::string("float32")));
+  }
   for (size_t i = 0; i < sc.strategies.size(); ++i)
     if (engine::find_strategy(sc.strategies[i].name).needs.tensor_shapes && sc.represented_shapes.empty())
       fail(fmt::format("strategies[{}].name", i), json(sc.strategies[i].name),

@@ -117,8 +117,7 @@ struct Offsets {
 
 }  // namespace
 
-GlooRingLayout gloo_ring_layout(size_t total_bytes, size_t ranks, const GlooRingOptions& o) {
-  constexpr size_t elem = sizeof(float);
+GlooRingLayout gloo_ring_layout(size_t total_bytes, size_t ranks, const GlooRingOptions& o, size_t elem) {
   GlooRingLayout L;
   if (ranks == 0 || total_bytes == 0) return L;
   const size_t max_seg = std::max(elem, elem * (o.max_segment_bytes / elem));
@@ -129,21 +128,39 @@ GlooRingLayout gloo_ring_layout(size_t total_bytes, size_t ranks, const GlooRing
   return L;
 }
 
-bool gloo_ring_represents(size_t n, double scale, size_t ranks, const GlooRingOptions& o) {
+bool gloo_ring_represents(size_t n, double scale, size_t ranks, const GlooRingOptions& o, size_t elem) {
   if (scale == 1.0 || ranks < 2) return true;
   const auto rep = static_cast<size_t>(std::llround(static_cast<double>(n) * scale));
-  return gloo_ring_layout(n * sizeof(float), ranks, o).num_segments ==
-         gloo_ring_layout(rep * sizeof(float), ranks, o).num_segments;
+  return gloo_ring_layout(n * elem, ranks, o, elem).num_segments ==
+         gloo_ring_layout(rep * elem, ranks, o, elem).num_segments;
 }
 
-uint64_t gloo_ring_tag_count(size_t n, size_t ranks, const GlooRingOptions& o) {
+uint64_t gloo_ring_tag_count(size_t n, size_t ranks, const GlooRingOptions& o, size_t elem) {
   if (ranks <= 1 || n == 0) return 0;
-  const GlooRingLayout L = gloo_ring_layout(n * sizeof(float), ranks, o);
+  const GlooRingLayout L = gloo_ring_layout(n * elem, ranks, o, elem);
   return 4 * static_cast<uint64_t>(L.num_segments - L.segments_per_rank);
 }
 
-void gloo_ring_allreduce_sum(Transport& t, const std::vector<int>& ring, float* data, size_t n, const TagRange& tags,
-                             const GlooRingOptions& o) {
+namespace {
+
+// The element types the ring reduces: T on the wire and in the buffer, add() as Gloo's sum of two
+// elements (gloo/math.h sum<T>): float's +; a 16-bit float's float sum rounded back to 16 bits
+// (gloo/types.h float16::operator+=, kernels/wire16.h).
+struct Float32Elements {
+  using T = float;
+  static float add(float a, float b) { return a + b; }
+};
+template <typename Codec>
+struct Wire16Elements {
+  using T = uint16_t;
+  static uint16_t add(uint16_t a, uint16_t b) { return Codec::add(a, b); }
+};
+
+template <typename E>
+void gloo_ring(Transport& t, const std::vector<int>& ring, typename E::T* data, size_t n, const TagRange& tags,
+               const GlooRingOptions& o) {
+  using T = typename E::T;
+  constexpr size_t elem = sizeof(T);
   const size_t p = ring.size();
   if (p <= 1 || n == 0) return;
   const auto it = std::find(ring.begin(), ring.end(), t.rank());
@@ -151,14 +168,14 @@ void gloo_ring_allreduce_sum(Transport& t, const std::vector<int>& ring, float* 
   const size_t pos = static_cast<size_t>(it - ring.begin());
   const int send_to = ring[(pos + p - 1) % p];  // Gloo: sendRank = rank - 1
   const int recv_from = ring[(pos + 1) % p];    // Gloo: recvRank = rank + 1
-  const size_t total = n * sizeof(float);
-  const GlooRingLayout L = gloo_ring_layout(total, p, o);
+  const size_t total = n * elem;
+  const GlooRingLayout L = gloo_ring_layout(total, p, o, elem);
   const size_t seg = L.segment_bytes, S = L.num_segments, spr = L.segments_per_rank;
   const size_t span = S * seg;
   // Iteration i < S - spr of a phase sends one segment: its receiver-ready and data messages
   // each take a tag of their own range, phase by phase.
   const uint64_t sends = S - spr;
-  tags.require(gloo_ring_tag_count(n, p, o));
+  tags.require(gloo_ring_tag_count(n, p, o, elem));
   TagAllocator alloc(tags);
   const TagRange ready_tags = alloc.take("gloo_ring.ready", 2 * sends);
   const TagRange data_tags = alloc.take("gloo_ring.data", 2 * sends);
@@ -193,11 +210,15 @@ void gloo_ring_allreduce_sum(Transport& t, const std::vector<int>& ring, float* 
               throw TransportError("gloo_ring: segment of " + std::to_string(in.size()) + " bytes from rank " +
                                    std::to_string(recv_from) + ", expected " + std::to_string(pre + len));
             if (phase == 0) {
-              float* dst = reinterpret_cast<float*>(bytes + prev.recv_off);
-              const float* src = reinterpret_cast<const float*>(in.data() + pre);
-              const size_t m = len / sizeof(float);
+              T* dst = reinterpret_cast<T*>(bytes + prev.recv_off);
+              const uint8_t* src = in.data() + pre;
+              const size_t m = len / elem;
               const ComputeRegion region(Work::kReduce, m);
-              for (size_t k = 0; k < m; ++k) dst[k] = dst[k] + src[k];
+              for (size_t k = 0; k < m; ++k) {
+                T s;
+                std::memcpy(&s, src + k * elem, elem);
+                dst[k] = E::add(dst[k], s);
+              }
             } else {
               std::memcpy(bytes + prev.recv_off, in.data() + pre, len);
             }
@@ -229,6 +250,18 @@ void gloo_ring_allreduce_sum(Transport& t, const std::vector<int>& ring, float* 
     sender.stop();
     throw;
   }
+}
+
+}  // namespace
+
+void gloo_ring_allreduce_sum(Transport& t, const std::vector<int>& ring, float* data, size_t n, const TagRange& tags,
+                             const GlooRingOptions& o) {
+  gloo_ring<Float32Elements>(t, ring, data, n, tags, o);
+}
+
+void gloo_ring_allreduce_sum(Transport& t, const std::vector<int>& ring, uint16_t* data, size_t n, kernels::Wire16 w,
+                             const TagRange& tags, const GlooRingOptions& o) {
+  kernels::with_wire16(w, [&](auto c) { gloo_ring<Wire16Elements<decltype(c)>>(t, ring, data, n, tags, o); });
 }
 
 }  // namespace geotb::engine

@@ -15,6 +15,9 @@
 // The NOTIFY_SEND_READY message Gloo also sends (48 bytes, bookkeeping only, gates nothing) is
 // not modelled. Data direction, segment offsets and the iteration schedule follow Gloo exactly;
 // the element-wise sums are in Gloo's order (own contribution + partial sum from the successor).
+// 16-bit elements (naive_ddp's "wire": "bf16" | "fp16"): the same ring on 2-byte elements (Gloo's
+// layout in bytes of elementSize 2), each hop's partial sum rounded back to 16 bits as Gloo's
+// float16 sum does (float add, round to nearest even: gloo/types.h float16::operator+=).
 #pragma once
 
 #include <cstddef>
@@ -23,6 +26,7 @@
 
 #include "engine/transport/tags.h"
 #include "engine/transport/transport.h"
+#include "kernels/wire16.h"
 
 namespace geotb::engine {
 
@@ -31,25 +35,28 @@ struct GlooRingOptions {
   size_t preamble_bytes = 48;          ///< gloo tcp Op preamble: 6 x size_t
 };
 
-/// Segment layout of one allreduce, as Gloo computes it (exposed for tests).
+/// Segment layout of one allreduce, as Gloo computes it (exposed for tests); `elem_bytes`: the
+/// element size (Gloo's elementSize: 4 for float, 2 for a 16-bit float), segments are multiples of it.
 struct GlooRingLayout {
   size_t segment_bytes = 0;
   size_t num_segments = 0;
   size_t segments_per_rank = 0;
   size_t iterations_per_phase = 0;  ///< S - S/P + 2
 };
-GlooRingLayout gloo_ring_layout(size_t total_bytes, size_t ranks, const GlooRingOptions& o = {});
+GlooRingLayout gloo_ring_layout(size_t total_bytes, size_t ranks, const GlooRingOptions& o = {},
+                                size_t elem_bytes = sizeof(float));
 
-/// Whether Gloo's ring on n floats, scaled to a represented model `scale` times larger
-/// (docs/guide/represented.md), is still Gloo's: its layout for the represented size has the same
+/// Whether Gloo's ring on n elements of `elem_bytes`, scaled to a represented model `scale` times
+/// larger (docs/guide/represented.md), is still Gloo's: its layout for the represented size has the same
 /// segment count as for n (every segment below max_segment_bytes), so that scaling each segment
 /// message is exact. Otherwise Gloo would send more, smaller segments, each with its rendezvous.
-bool gloo_ring_represents(size_t n, double scale, size_t ranks, const GlooRingOptions& o = {});
+bool gloo_ring_represents(size_t n, double scale, size_t ranks, const GlooRingOptions& o = {},
+                          size_t elem_bytes = sizeof(float));
 
-/// Tags one gloo_ring_allreduce_sum of n floats over `ranks` ranks uses: one receiver-ready and
-/// one data message per sending iteration (the first S - S/P of each phase), 4 (S - S/P) in all,
-/// laid out [ready: reduce-scatter, allgather][data: reduce-scatter, allgather].
-uint64_t gloo_ring_tag_count(size_t n, size_t ranks, const GlooRingOptions& o = {});
+/// Tags one gloo_ring_allreduce_sum of n elements of `elem_bytes` over `ranks` ranks uses: one
+/// receiver-ready and one data message per sending iteration (the first S - S/P of each phase),
+/// 4 (S - S/P) in all, laid out [ready: reduce-scatter, allgather][data: reduce-scatter, allgather].
+uint64_t gloo_ring_tag_count(size_t n, size_t ranks, const GlooRingOptions& o = {}, size_t elem_bytes = sizeof(float));
 
 /// In place: data[0..n) becomes the element-wise sum over all ranks in `ring` (ring order; every
 /// member calls with the same ring, n, tags and options). Uses the first gloo_ring_tag_count(n,
@@ -58,5 +65,10 @@ uint64_t gloo_ring_tag_count(size_t n, size_t ranks, const GlooRingOptions& o = 
 /// this rank wake up).
 void gloo_ring_allreduce_sum(Transport& t, const std::vector<int>& ring, float* data, size_t n, const TagRange& tags,
                              const GlooRingOptions& o = {});
+
+/// The same on n 16-bit floats of format `w` (kernels/wire16.h): 2 bytes per element on the wire,
+/// every partial sum rounded to `w`. Uses the first gloo_ring_tag_count(n, ring.size(), o, 2) tags.
+void gloo_ring_allreduce_sum(Transport& t, const std::vector<int>& ring, uint16_t* data, size_t n, kernels::Wire16 w,
+                             const TagRange& tags, const GlooRingOptions& o = {});
 
 }  // namespace geotb::engine

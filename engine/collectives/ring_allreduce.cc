@@ -10,11 +10,24 @@
 namespace geotb::engine {
 
 namespace {
-std::vector<uint8_t> pack(const float* p, size_t n) {
-  std::vector<uint8_t> b(n * sizeof(float));
+template <typename T>
+std::vector<uint8_t> pack(const T* p, size_t n) {
+  std::vector<uint8_t> b(n * sizeof(T));
   if (n) std::memcpy(b.data(), p, b.size());
   return b;
 }
+
+// The element types the ring reduces (as gloo_ring.cc's): float's +, or a 16-bit float's float
+// sum rounded back to 16 bits (kernels/wire16.h).
+struct Float32Elements {
+  using T = float;
+  static float add(float a, float b) { return a + b; }
+};
+template <typename Codec>
+struct Wire16Elements {
+  using T = uint16_t;
+  static uint16_t add(uint16_t a, uint16_t b) { return Codec::add(a, b); }
+};
 }  // namespace
 
 bool shape_scales(size_t n, const RingShape& shape, double scale) {
@@ -25,8 +38,10 @@ bool shape_scales(size_t n, const RingShape& shape, double scale) {
 uint64_t ring_allreduce_tag_count(size_t ranks) { return ranks <= 1 ? 0 : 2 * (ranks - 1); }
 
 namespace {
-void run_ring(Transport& t, const std::vector<int>& ring, float* data, size_t n, const TagRange& tags,
+template <typename E>
+void run_ring(Transport& t, const std::vector<int>& ring, typename E::T* data, size_t n, const TagRange& tags,
               const RingShape* shape) {
+  using T = typename E::T;
   const size_t p = ring.size();
   if (p <= 1) return;
   tags.require(ring_allreduce_tag_count(p));
@@ -41,7 +56,7 @@ void run_ring(Transport& t, const std::vector<int>& ring, float* data, size_t n,
     std::vector<uint8_t> b = pack(data + lo(c), len(c));
     if (!shape) return t.send_data(next, tag, std::move(b));
     const uint64_t e = shape->elements;
-    t.send_shaped(next, tag, std::move(b), ((c + 1) * e / p - c * e / p) * sizeof(float), shape->rounds);
+    t.send_shaped(next, tag, std::move(b), ((c + 1) * e / p - c * e / p) * sizeof(T), shape->rounds);
   };
 
   // Reduce-scatter: after p-1 steps position i holds the full sum of chunk (i+1) mod p.
@@ -50,13 +65,16 @@ void run_ring(Transport& t, const std::vector<int>& ring, float* data, size_t n,
     const size_t recv_c = (pos + p - s - 1) % p;
     send(send_c, tags.tag(s));
     const std::vector<uint8_t> in = t.recv(prev, tags.tag(s));
-    if (in.size() != len(recv_c) * sizeof(float))
+    if (in.size() != len(recv_c) * sizeof(T))
       throw TransportError("ring_allreduce: chunk of " + std::to_string(in.size()) + " bytes, expected " +
-                           std::to_string(len(recv_c) * sizeof(float)));
-    const float* src = reinterpret_cast<const float*>(in.data());
-    float* dst = data + lo(recv_c);
+                           std::to_string(len(recv_c) * sizeof(T)));
+    T* dst = data + lo(recv_c);
     const ComputeRegion region(Work::kReduce, len(recv_c));
-    for (size_t i = 0, m = len(recv_c); i < m; ++i) dst[i] += src[i];
+    for (size_t i = 0, m = len(recv_c); i < m; ++i) {
+      T s;
+      std::memcpy(&s, in.data() + i * sizeof(T), sizeof(T));
+      dst[i] = E::add(dst[i], s);
+    }
   }
   // Allgather: circulate the reduced chunks.
   for (size_t s = 0; s + 1 < p; ++s) {
@@ -64,9 +82,9 @@ void run_ring(Transport& t, const std::vector<int>& ring, float* data, size_t n,
     const size_t recv_c = (pos + p - s) % p;
     send(send_c, tags.tag(p - 1 + s));
     const std::vector<uint8_t> in = t.recv(prev, tags.tag(p - 1 + s));
-    if (in.size() != len(recv_c) * sizeof(float))
+    if (in.size() != len(recv_c) * sizeof(T))
       throw TransportError("ring_allreduce: chunk of " + std::to_string(in.size()) + " bytes, expected " +
-                           std::to_string(len(recv_c) * sizeof(float)));
+                           std::to_string(len(recv_c) * sizeof(T)));
     if (!in.empty()) std::memcpy(data + lo(recv_c), in.data(), in.size());
   }
 }
@@ -74,12 +92,17 @@ void run_ring(Transport& t, const std::vector<int>& ring, float* data, size_t n,
 }  // namespace
 
 void ring_allreduce_sum(Transport& t, const std::vector<int>& r, float* data, size_t n, const TagRange& tags) {
-  run_ring(t, r, data, n, tags, nullptr);
+  run_ring<Float32Elements>(t, r, data, n, tags, nullptr);
 }
 
 void ring_allreduce_sum(Transport& t, const std::vector<int>& r, float* data, size_t n, const TagRange& tags,
                         const RingShape& shape) {
-  run_ring(t, r, data, n, tags, &shape);
+  run_ring<Float32Elements>(t, r, data, n, tags, &shape);
+}
+
+void ring_allreduce_sum(Transport& t, const std::vector<int>& r, uint16_t* data, size_t n, kernels::Wire16 w,
+                        const TagRange& tags, const RingShape* shape) {
+  kernels::with_wire16(w, [&](auto c) { run_ring<Wire16Elements<decltype(c)>>(t, r, data, n, tags, shape); });
 }
 
 }  // namespace geotb::engine

@@ -149,6 +149,20 @@ extern constexpr StrategyKey overlap{
     .get = [](const StrategyConfig& c) { return KeyValue{c.overlap}; },
 };
 
+extern constexpr StrategyKey wire16{
+    .name = "wire",
+    .kind = StrategyKey::Kind::kText,
+    .set = [](StrategyConfig& c, const KeyValue& v) { c.wire = std::get<std::string>(v); },
+    .get = [](const StrategyConfig& c) { return KeyValue{c.wire}; },
+    .check = [](const StrategyConfig& c) {
+      return c.wire != "float32" && c.wire != "bf16" && c.wire != "fp16"
+                 ? "wire: \"" + c.wire + "\": unknown (float32, bf16 or fp16)"
+                 : std::string();
+    },
+    // float32 is the default: a float32 run's report stays as it was before 16-bit wires.
+    .shown = [](const StrategyConfig& c) { return c.wire != "float32"; },
+};
+
 extern constexpr StrategyKey quantize{
     .name = "quantize",
     .kind = StrategyKey::Kind::kFlag,

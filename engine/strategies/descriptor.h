@@ -82,6 +82,9 @@ extern const StrategyKey block;     ///< INT8 block size, [1, 2^20] elements
 extern const StrategyKey overlap;   ///< exchange in the background, applied one round late
 extern const StrategyKey quantize;  ///< INT8 values (false: float32)
 extern const StrategyKey bucket_mb; ///< DDP's bucket_cap_mb of every DDP allreduce (strategies/ddp_buckets.h)
+/// "wire": "float32" (default), "bf16" or "fp16": naive_ddp's gradient allreduce and hierarchical's
+/// exchange in 16 bits (kernels/wire16.h); reported only when not float32.
+extern const StrategyKey wire16;
 }  // namespace strategy_keys
 
 struct StrategyDescriptor {

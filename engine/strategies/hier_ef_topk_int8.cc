@@ -21,6 +21,11 @@
 //                   progress (x_d - mark_d + e_d), so every replica ends with the same model.
 //
 // `hierarchical` is the same code with density 1 and float32 values: uncompressed, residual 0.
+// With "wire": "bf16" | "fp16" its rounds send v = u + e_d as 16-bit floats instead
+// (kernels::cast16_ef: s_r = 16-bit(v), saturated at the format's largest finite value,
+// e_d = v - s_r exactly: error feedback keeps the rounding for the next round), 2 bytes per
+// element and no wire header; the peers add decode(s_r) as they add a float32 message. The final
+// exchange at finish stays float32, so every replica still ends identical.
 // "K": "auto" (strategies/adaptive_k.h): a round first collects the one in flight, then decides
 // the next K from the measurements that round carried (every DC's, the same at every worker: the
 // leader forwards them to its members), then launches its own exchange, whose message carries
@@ -42,16 +47,16 @@
 #include "engine/strategies/descriptor.h"
 #include "engine/transport/tags.h"
 #include "kernels/compress.h"
+#include "kernels/wire16.h"
 #include "kernels/wire_format.h"
 
 namespace geotb::engine {
 
 namespace {
 
-constexpr size_t kHeader = sizeof(int64_t);  // sender's clock at hand-off, ns
 // Headers of an exchange message that do not grow with the model (docs/guide/represented.md):
-// the hand-off clock and the compressed tensor's wire header.
-constexpr size_t kFixed = kHeader + kernels::kWireHeaderBytes;
+// the hand-off clock (and "K": "auto"'s measurement, below), then the coding's header (Coding).
+constexpr size_t kHeader = sizeof(int64_t);  // sender's clock at hand-off, ns
 // "K": "auto": the sender's latest RoundMeasure (three doubles) follows the clock.
 constexpr size_t kMeasureBytes = 3 * sizeof(double);
 
@@ -98,9 +103,19 @@ struct InFlight {
   }
 };
 
+/// What a round's (or the final exchange's) message carries: the compressed tensor of
+/// kernels/wire_format.h, or (wire16) 2-byte floats of that format.
+struct Coding {
+  std::optional<kernels::Wire16> wire16;
+  /// The message's bytes that do not grow with the model (docs/guide/represented.md).
+  size_t header() const { return wire16 ? 0 : kernels::kWireHeaderBytes; }
+};
+
 class HierEfTopkInt8 final : public Strategy {
  public:
-  HierEfTopkInt8(const StrategyConfig& cfg, const WorkerEnv& env) : cfg_(cfg), buckets_(cfg, env) {
+  /// `wire16`: hierarchical's 16-bit rounds ("wire"); none: the compressed wire format.
+  HierEfTopkInt8(const StrategyConfig& cfg, const WorkerEnv& env, std::optional<kernels::Wire16> wire16 = std::nullopt)
+      : cfg_(cfg), rounds_{wire16}, buckets_(cfg, env) {
     const size_t n = env.learner->num_params();
     const float* x = env.learner->params();
     xbar_.assign(x, x + n);
@@ -149,15 +164,17 @@ class HierEfTopkInt8 final : public Strategy {
     const size_t n = env.learner->num_params();
     float* x = env.learner->params();
     if (in_flight_) collect_pending(env);
-    // Dense float32 exchange of everything not yet in xbar, so every replica ends identical.
+    // Dense float32 exchange of everything not yet in xbar, so every replica ends identical
+    // (whatever the rounds' wire).
     kernels::CompressConfig dense;
     dense.density = 1.0;
     dense.values = kernels::ValueCoding::kFloat32;
-    std::vector<uint8_t> wire = compress(env, dense);
+    const Coding float32{};
+    std::vector<uint8_t> wire = compress(env, dense, float32);
     const RoundTags tags = take_round_tags("hier.final");
     std::unique_ptr<InFlight> fut;
-    if (leader(env)) fut = launch(env, std::move(wire), tags);
-    apply(env, collect(env, fut.get(), tags), s_cur_, -1);
+    if (leader(env)) fut = launch(env, std::move(wire), tags, float32);
+    apply(env, collect(env, fut.get(), tags, float32), s_cur_, -1, float32);
     std::memcpy(x, xbar_.data(), n * sizeof(float));
   }
 
@@ -221,14 +238,20 @@ class HierEfTopkInt8 final : public Strategy {
     return {.exchange = r.tag(0), .forward = r.tag(1)};
   }
 
-  /// acc = x - mark; wire = compress_ef(acc, resid); s_cur = dequantised(wire).
-  std::vector<uint8_t> compress(WorkerEnv& env, const kernels::CompressConfig& kc) {
+  /// acc = x - mark; wire = compress_ef(acc, resid); s_cur = dequantised(wire). A 16-bit coding:
+  /// wire = cast16_ef(acc, resid), s_cur = its decoded values (the same contract: resid <- v - s_cur).
+  std::vector<uint8_t> compress(WorkerEnv& env, const kernels::CompressConfig& kc, const Coding& coding) {
     const size_t n = env.learner->num_params();
     const float* x = env.learner->params();
     ScopedTimer t(*env.clock, env.times.compress_ns);
     const ComputeRegion region(Work::kCompress, 2 * n);  // compress + decompress of n elements
     for (size_t i = 0; i < n; ++i) acc_[i] = x[i] - mark_[i];
     std::vector<uint8_t> wire;
+    if (coding.wire16) {
+      wire.resize(2 * n);
+      kernels::cast16_ef(*coding.wire16, acc_.data(), resid_.data(), s_cur_.data(), n, wire.data());
+      return wire;
+    }
     kernels::compress_ef(acc_.data(), resid_.data(), n, kc, wire);
     std::fill(s_cur_.begin(), s_cur_.end(), 0.0f);
     kernels::decompress_add(wire.data(), wire.size(), s_cur_.data(), n, 1.0f);
@@ -253,7 +276,7 @@ class HierEfTopkInt8 final : public Strategy {
   /// every worker keeps them in decision_ for the next boundary.
   void collect_pending(WorkerEnv& env) {
     const RoundTags tags = in_flight_tags_;
-    Arrived a = collect(env, pending_.get(), tags);
+    Arrived a = collect(env, pending_.get(), tags, rounds_);
     if (auto_k_ && leader(env)) {
       last_exchange_s_ = a.launch_to_last_s;
       decision_.clear();
@@ -271,7 +294,7 @@ class HierEfTopkInt8 final : public Strategy {
       std::memcpy(v.data(), msg.data(), msg.size());
       decision_ = unflatten(v);
     }
-    apply(env, a, s_prev_, last_round_step_);
+    apply(env, a, s_prev_, last_round_step_, rounds_);
   }
 
   /// "K": "auto": collect the round in flight, decide the next K, launch this round's exchange
@@ -282,7 +305,7 @@ class HierEfTopkInt8 final : public Strategy {
     const int64_t entry = env.clock->now().count();
     const uint64_t exposed0 = env.times.exposed_comm_ns;
     const double step_s = static_cast<double>(entry - interval_start_ns_) * 1e-9 / interval_steps_;
-    std::vector<uint8_t> wire = compress(env, kcfg_);
+    std::vector<uint8_t> wire = compress(env, kcfg_, rounds_);
     const RoundTags tags = take_round_tags("hier.round");
     if (in_flight_) collect_pending(env);
     if (!decision_.empty()) {
@@ -293,7 +316,7 @@ class HierEfTopkInt8 final : public Strategy {
     // This DC's measurement, carried by this round's message: the exchange just collected, the
     // training time per step of the interval that ended, the previous round's own compute.
     own_sent_ = last_exchange_s_ >= 0 ? RoundMeasure{last_exchange_s_, step_s, last_round_s_} : RoundMeasure{};
-    if (leader(env)) pending_ = launch(env, std::move(wire), tags, true, &own_sent_);
+    if (leader(env)) pending_ = launch(env, std::move(wire), tags, rounds_, true, &own_sent_);
     in_flight_k_ = k;
     fly(env, tags, step);
     std::memcpy(mark_.data(), x, n * sizeof(float));
@@ -325,17 +348,18 @@ class HierEfTopkInt8 final : public Strategy {
     if (auto_k_) return adaptive_round(env, step);
     const size_t n = env.learner->num_params();
     float* x = env.learner->params();
-    std::vector<uint8_t> wire = compress(env, kcfg_);
+    std::vector<uint8_t> wire = compress(env, kcfg_, rounds_);
     const RoundTags tags = take_round_tags("hier.round");
     std::unique_ptr<InFlight> fut;
-    if (leader(env)) fut = launch(env, std::move(wire), tags);
+    if (leader(env)) fut = launch(env, std::move(wire), tags, rounds_);
     if (cfg_.overlap) {
       // Apply the previous round (it had K steps to arrive); this one flies under the next K.
-      if (in_flight_) apply(env, collect(env, pending_.get(), in_flight_tags_), s_prev_, last_round_step_);
+      if (in_flight_)
+        apply(env, collect(env, pending_.get(), in_flight_tags_, rounds_), s_prev_, last_round_step_, rounds_);
       pending_ = std::move(fut);  // the previous one was joined by collect() above
       fly(env, tags, step);
     } else {
-      apply(env, collect(env, fut.get(), tags), s_cur_, step);
+      apply(env, collect(env, fut.get(), tags, rounds_), s_cur_, step, rounds_);
       ScopedTimer t(*env.clock, env.times.compress_ns);
       const ComputeRegion region(Work::kCompress, n);
       for (size_t i = 0; i < n; ++i) x[i] = xbar_[i] + resid_[i];
@@ -347,7 +371,8 @@ class HierEfTopkInt8 final : public Strategy {
   /// `send_own` false: only receive (the round's own message was sent by a dead predecessor).
   /// `measure` ("K": "auto"): this DC's latest measurement, sent after the clock.
   std::unique_ptr<InFlight> launch(WorkerEnv& env, std::vector<uint8_t> wire, const RoundTags& tags,
-                                   bool send_own = true, const RoundMeasure* measure = nullptr) {
+                                   const Coding& coding, bool send_own = true,
+                                   const RoundMeasure* measure = nullptr) {
     auto f = std::make_unique<InFlight>();
     f->net = env.net;
     f->sync = env.net->make_sync();
@@ -356,7 +381,7 @@ class HierEfTopkInt8 final : public Strategy {
     const emu::Clock* clock = env.clock;
     const uint64_t tag = tags.exchange;
     const bool measured = auto_k_.has_value();
-    const size_t head = kHeader + (measured ? kMeasureBytes : 0), fixed = kFixed + (head - kHeader);
+    const size_t head = kHeader + (measured ? kMeasureBytes : 0), fixed = head + coding.header();
     std::array<double, 3> m{};
     if (measure) m = {measure->exchange_s, measure->step_s, measure->round_s};
     f->th = f->sync->spawn("WAN exchange of rank " + std::to_string(env.rank),
@@ -409,7 +434,7 @@ class HierEfTopkInt8 final : public Strategy {
 
   /// The peers' messages of a round: the leader waits for its exchange and forwards them to its
   /// DC members; a member receives them from its leader.
-  Arrived collect(WorkerEnv& env, InFlight* exchange, const RoundTags& tags) {
+  Arrived collect(WorkerEnv& env, InFlight* exchange, const RoundTags& tags, const Coding& coding) {
     Arrived a;
     const auto t0 = env.clock->now();
     {
@@ -418,10 +443,10 @@ class HierEfTopkInt8 final : public Strategy {
         // A successor that took over as leader with a round in flight: its predecessor had
         // launched the exchange; the other DCs send their messages again to the new address.
         std::unique_ptr<InFlight> adopted;
-        if (!exchange) exchange = (adopted = launch(env, {}, tags, /*send_own=*/false)).get();
+        if (!exchange) exchange = (adopted = launch(env, {}, tags, coding, /*send_own=*/false)).get();
         a = exchange->join();
         for (int m : dc_ranks_but_self(env))
-          for (const auto& w : a.wires) env.net->send_data(m, tags.forward, w, kernels::kWireHeaderBytes);
+          for (const auto& w : a.wires) env.net->send_data(m, tags.forward, w, coding.header());
       } else {
         for (size_t i = 0; i < peers_.size(); ++i)
           a.wires.push_back(env.net->recv(env.dc_leaders[static_cast<size_t>(env.dc)], tags.forward));
@@ -437,7 +462,7 @@ class HierEfTopkInt8 final : public Strategy {
   }
 
   /// xbar += sum_d w_d own_d (w_d = 1/M, or workload "dc_weights"); the leader records the exchange.
-  void apply(WorkerEnv& env, const Arrived& a, const std::vector<float>& own, int step) {
+  void apply(WorkerEnv& env, const Arrived& a, const std::vector<float>& own, int step, const Coding& coding) {
     const size_t n = env.learner->num_params();
     {
       ScopedTimer t(*env.clock, env.times.compress_ns);
@@ -451,7 +476,14 @@ class HierEfTopkInt8 final : public Strategy {
           for (size_t i = 0; i < n; ++i) sum_[i] += wd * own[i];
         } else {
           const auto& w = a.wires[static_cast<size_t>(k++)];
-          kernels::decompress_add(w.data(), w.size(), sum_.data(), n, wd);
+          if (!coding.wire16) {
+            kernels::decompress_add(w.data(), w.size(), sum_.data(), n, wd);
+          } else if (w.size() != 2 * n) {
+            throw TransportError("hierarchical: a 16-bit exchange of " + std::to_string(w.size()) + " bytes, expected " +
+                                 std::to_string(2 * n));
+          } else {
+            kernels::add16(*coding.wire16, w.data(), n, wd, sum_.data());
+          }
         }
       }
       const float inv = dc_mean_scale(env);
@@ -469,6 +501,7 @@ class HierEfTopkInt8 final : public Strategy {
   }
 
   StrategyConfig cfg_;
+  Coding rounds_;  // the rounds' coding (the final exchange's is float32)
   kernels::CompressConfig kcfg_;
   std::vector<int> peers_;    // other DCs' leaders, in DC order
   std::vector<InboundLink> peer_links_;  // the WAN link from each of them to this DC
@@ -499,7 +532,7 @@ std::unique_ptr<Strategy> make_hierarchical(const StrategyConfig& cfg, const Wor
   StrategyConfig dense = cfg;
   dense.density = 1.0;
   dense.quantize = false;
-  return std::make_unique<HierEfTopkInt8>(dense, env);
+  return std::make_unique<HierEfTopkInt8>(dense, env, kernels::parse_wire16(cfg.wire));
 }
 
 constexpr std::array<const StrategyKey*, 9> kKeys = {
@@ -509,11 +542,16 @@ constexpr std::array<const StrategyKey*, 9> kKeys = {
 constexpr std::array<const StrategyKey*, 8> kReported = {
     &strategy_keys::K_or_auto, &strategy_keys::K_min, &strategy_keys::K_max,    &strategy_keys::K_target,
     &strategy_keys::overlap, &strategy_keys::density, &strategy_keys::block, &strategy_keys::quantize};
-// hierarchical sends everything in float32: density, block and quantize are accepted (as every
-// strategy accepts the common keys) but not used, and not reported.
-constexpr std::array<const StrategyKey*, 5> kReportedDense = {&strategy_keys::K_or_auto, &strategy_keys::K_min,
-                                                              &strategy_keys::K_max, &strategy_keys::K_target,
-                                                              &strategy_keys::overlap};
+// hierarchical sends everything densely, in float32 or 16 bits ("wire"): density, block and
+// quantize are accepted (as every strategy accepts the common keys) but not used, and not reported.
+constexpr std::array<const StrategyKey*, 10> kKeysDense = {
+    &strategy_keys::K_or_auto, &strategy_keys::density,  &strategy_keys::block,
+    &strategy_keys::overlap,   &strategy_keys::quantize, &strategy_keys::bucket_mb,
+    &strategy_keys::K_min,     &strategy_keys::K_max,    &strategy_keys::K_target,
+    &strategy_keys::wire16};
+constexpr std::array<const StrategyKey*, 6> kReportedDense = {&strategy_keys::K_or_auto, &strategy_keys::K_min,
+                                                              &strategy_keys::K_max,     &strategy_keys::K_target,
+                                                              &strategy_keys::overlap,   &strategy_keys::wire16};
 
 constexpr StrategyInfo kNeeds = {
     .needs_intra_dc = true, .one_group = false, .exchanges_every_step = false, .survives_kills = true};
@@ -533,9 +571,10 @@ constexpr StrategyDescriptor kHierEfTopkInt8{
 extern const StrategyDescriptor kHierarchical;
 constexpr StrategyDescriptor kHierarchical{
     .name = "hierarchical",
-    .description = "hier_ef_topk_int8 uncompressed: density 100 %, float32 values",
+    .description = "hier_ef_topk_int8 uncompressed: density 100 %, float32 values (or bf16/fp16 with error "
+                   "feedback: \"wire\")",
     .needs = kNeeds,
-    .keys = kKeys,
+    .keys = kKeysDense,
     .reported = kReportedDense,
     .make = make_hierarchical,
 };

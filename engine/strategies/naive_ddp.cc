@@ -8,7 +8,21 @@
 // of a represented model, or one the proxy slice cannot stand for: DdpBuckets::scales) runs the
 // eager ring whatever "collective" says (its messages carry the buckets' sizes and rounds).
 // Then a plain SGD step on the averaged gradient.
+//
+// "wire": "bf16" | "fp16": DDP's compress hooks, as torch 1.13.1 writes them
+// (torch/distributed/algorithms/ddp_comm_hooks/default_hooks.py, bf16_compress_hook and
+// fp16_compress_hook: `bucket.buffer().to(torch.<16-bit type>).div_(world_size)`, allreduce,
+// then `decompressed_tensor.copy_(fut.value()[0])`). Per bucket group: each element cast to 16
+// bits (round to nearest even; binary16 overflows to ±inf), divided by the world size in 16 bits
+// (the float quotient rounded to 16 bits: both hooks divide BEFORE the allreduce, to avoid overflow),
+// allreduced over the same ring on 2-byte elements with every hop's partial sum rounded to 16 bits
+// (collectives/gloo_ring.h, ring_allreduce.h), and cast back to float32 (exact): the mean, with
+// no division after. torch 1.13's Gloo sums float16 but has no bfloat16 (the hook needs NCCL):
+// "bf16" on "gloo_ring" is Gloo's schedule with NCCL's bfloat16 sums. Docs:
+// docs/guide/strategies.md "16-bit wires".
 #include <array>
+#include <optional>
+#include <vector>
 
 #include "engine/collectives/gloo_ring.h"
 #include "engine/collectives/ring_allreduce.h"
@@ -16,6 +30,7 @@
 #include "engine/strategies/ddp_buckets.h"
 #include "engine/strategies/descriptor.h"
 #include "engine/transport/tags.h"
+#include "kernels/wire16.h"
 
 namespace geotb::engine {
 
@@ -24,7 +39,7 @@ namespace {
 class NaiveDdp final : public Strategy {
  public:
   NaiveDdp(const StrategyConfig& cfg, const WorkerEnv& env)
-      : gloo_(cfg.collective == "gloo_ring"), buckets_(cfg, env) {}
+      : gloo_(cfg.collective == "gloo_ring"), wire16_(kernels::parse_wire16(cfg.wire)), buckets_(cfg, env) {}
 
   uint64_t loop_step_share() const override { return buckets_.loop_step_share(); }
 
@@ -37,14 +52,17 @@ class NaiveDdp final : public Strategy {
     const double scale = env.net->represent_scale();
     auto whole = [&](const BucketGroup& b) { return DdpBuckets::scales(b, scale); };
     auto gloo = [&](const BucketGroup& b) { return gloo_ && whole(b); };
+    const size_t elem = wire16_ ? sizeof(uint16_t) : sizeof(float);
     buckets_.run(
         env,
         [&](const BucketGroup& b) {
-          return tags_.take("naive_ddp.step", gloo(b) ? gloo_ring_tag_count(b.n, env.ring.size())
+          return tags_.take("naive_ddp.step", gloo(b) ? gloo_ring_tag_count(b.n, env.ring.size(), {}, elem)
                                                       : ring_allreduce_tag_count(env.ring.size()));
         },
         [&](const BucketGroup& b, const TagRange& tags) {
-          if (gloo(b))
+          if (wire16_)
+            reduce16(env, b, tags, gloo(b), whole(b));
+          else if (gloo(b))
             gloo_ring_allreduce_sum(*env.net, env.ring, g + b.lo, b.n, tags);
           else if (whole(b))
             ring_allreduce_sum(*env.net, env.ring, g + b.lo, b.n, tags);
@@ -52,7 +70,7 @@ class NaiveDdp final : public Strategy {
             ring_allreduce_sum(*env.net, env.ring, g + b.lo, b.n, tags, DdpBuckets::shape(b));
         });
     ScopedTimer t(*env.clock, env.times.compute_ns);
-    {
+    if (!wire16_) {  // a 16-bit wire divided before its allreduce (reduce16)
       const ComputeRegion region(Work::kReduce, n);  // the mean's scaling, counted for every strategy
       const float inv = 1.0f / static_cast<float>(env.ring.size());  // the participants (env.world without faults)
       for (size_t i = 0; i < n; ++i) g[i] *= inv;
@@ -66,7 +84,33 @@ class NaiveDdp final : public Strategy {
   void restore(WorkerEnv&, StateReader&) override {}
 
  private:
+  /// One bucket group through torch's bf16/fp16_compress_hook (default_hooks.py): h = 16-bit(g),
+  /// h = 16-bit(float(h) / world) (Tensor.to(dtype).div_(world_size): the quotient in float, rounded
+  /// to 16 bits), allreduce of h in 16 bits, g = float(h) (copy_ back: exact). The two casts are
+  /// element-wise passes, charged as such (Work::kReduce), inside the group's allreduce where the
+  /// hook runs them.
+  void reduce16(WorkerEnv& env, const BucketGroup& b, const TagRange& tags, bool gloo, bool whole) const {
+    float* g = env.learner->grads() + b.lo;
+    std::vector<uint16_t> h(b.n);
+    const auto world = static_cast<float>(env.ring.size());  // the participants (env.world without faults)
+    {
+      const ComputeRegion region(Work::kReduce, b.n);
+      kernels::cast_div16(*wire16_, g, b.n, world, h.data());
+    }
+    if (gloo)
+      gloo_ring_allreduce_sum(*env.net, env.ring, h.data(), b.n, *wire16_, tags);
+    else if (whole)
+      ring_allreduce_sum(*env.net, env.ring, h.data(), b.n, *wire16_, tags);
+    else {
+      const RingShape shape = DdpBuckets::shape(b);
+      ring_allreduce_sum(*env.net, env.ring, h.data(), b.n, *wire16_, tags, &shape);
+    }
+    const ComputeRegion region(Work::kReduce, b.n);
+    kernels::decode16(*wire16_, h.data(), b.n, g);
+  }
+
   bool gloo_;
+  std::optional<kernels::Wire16> wire16_;  // "wire": "bf16" | "fp16"; none: float32
   DdpBuckets buckets_;
   TagAllocator tags_{strategy_tags()};
 };
@@ -85,12 +129,13 @@ constexpr StrategyKey kCollective{
 };
 
 // Every strategy accepts the common keys (scenarios may set them on any entry); naive_ddp uses
-// only its collective and buckets.
-constexpr std::array<const StrategyKey*, 7> kKeys = {&strategy_keys::K,        &strategy_keys::density,
+// only its collective, buckets and wire.
+constexpr std::array<const StrategyKey*, 8> kKeys = {&strategy_keys::K,        &strategy_keys::density,
                                                      &strategy_keys::block,    &strategy_keys::overlap,
                                                      &strategy_keys::quantize, &strategy_keys::bucket_mb,
-                                                     &kCollective};
-constexpr std::array<const StrategyKey*, 2> kReported = {&kCollective, &strategy_keys::bucket_mb};
+                                                     &kCollective,             &strategy_keys::wire16};
+constexpr std::array<const StrategyKey*, 3> kReported = {&kCollective, &strategy_keys::bucket_mb,
+                                                         &strategy_keys::wire16};
 
 std::unique_ptr<Strategy> make(const StrategyConfig& cfg, const WorkerEnv& env) {
   return std::make_unique<NaiveDdp>(cfg, env);
@@ -101,7 +146,8 @@ std::unique_ptr<Strategy> make(const StrategyConfig& cfg, const WorkerEnv& env) 
 extern const StrategyDescriptor kNaiveDdp;
 constexpr StrategyDescriptor kNaiveDdp{
     .name = "naive_ddp",
-    .description = "DDP with one group spanning every site: a float32 gradient allreduce over all ranks every step",
+    .description = "DDP with one group spanning every site: a float32 (or bf16/fp16: \"wire\") gradient allreduce "
+                   "over all ranks every step",
     .needs = {.needs_intra_dc = false, .one_group = false, .exchanges_every_step = true, .survives_kills = true},
     .keys = kKeys,
     .reported = kReported,

@@ -319,6 +319,33 @@ TEST(Scenario, PowerSgdNeedsTheRepresentedModelsShapes) {
   EXPECT_EQ(total, 8030261248u);
 }
 
+// "wire": naive_ddp's gradient allreduce and hierarchical's exchange in 16 bits.
+TEST(Scenario, SixteenBitWiresParse) {
+  json j = good();
+  j["strategies"] = json::parse(R"([{"name": "naive_ddp", "wire": "bf16"}, {"name": "hierarchical", "wire": "fp16"}])");
+  const auto sc = parse_scenario(j, "s.json");
+  EXPECT_EQ(sc.strategies[0].wire, "bf16");
+  EXPECT_EQ(sc.strategies[1].wire, "fp16");
+  j["strategies"] = json::parse(R"([{"name": "naive_ddp"}])");
+  EXPECT_EQ(parse_scenario(j, "s.json").strategies[0].wire, "float32");
+}
+
+// naive_ddp on Gloo's ring represents a larger model only while Gloo's segment count stays the
+// trained model's: 2P = 8 segments (P = 4) of at most 1 MiB, so 2 Mi float32 elements, or 4 Mi
+// 16-bit ones (the trained MLP's 109,386 parameters make 8 segments either way).
+TEST(Scenario, GloosRingRepresentsTwiceTheElementsOnA16BitWire) {
+  json j = good();
+  j["compute"] = {{"gpu", "h100-sxm"}, {"mfu", 0.4}, {"tokens_per_worker_per_step", 8192}};
+  j["workload"]["represents"] = {{"name", "x"}, {"params", "3M"}};
+  EXPECT_THAT(error_of(j),
+              HasSubstr("strategies[0].collective: \"gloo_ring\": Gloo's ring cuts 3000000 float32 gradients"));
+  j["strategies"][0]["wire"] = "bf16";
+  EXPECT_EQ(error_of(j), "(no error)");
+  j["workload"]["represents"]["params"] = "5M";
+  EXPECT_THAT(error_of(j),
+              HasSubstr("strategies[0].collective: \"gloo_ring\": Gloo's ring cuts 5000000 bf16 gradients"));
+}
+
 TEST(Scenario, RepresentedModelErrorsNameFieldAndValue) {
   json j = good();
   j["strategies"][0]["collective"] = "eager_ring";
@@ -501,6 +528,15 @@ INSTANTIATE_TEST_SUITE_P(
         Bad{"unknown wire",
             [](json& j) { j["strategies"][1] = {{"name", "diloco"}, {"wire", "int4"}}; },
             "strategies[1].wire: \"int4\": unknown (float32, bf16 or int8)"},
+        Bad{"fp8 wire on naive_ddp", [](json& j) { j["strategies"][0]["wire"] = "fp8"; },
+            "strategies[0].wire: \"fp8\": unknown (float32, bf16 or fp16)"},
+        Bad{"int8 wire on hierarchical",
+            [](json& j) { j["strategies"][1] = {{"name", "hierarchical"}, {"wire", "int8"}}; },
+            "strategies[1].wire: \"int8\": unknown (float32, bf16 or fp16)"},
+        Bad{"wire not a string", [](json& j) { j["strategies"][0]["wire"] = 16; },
+            "strategies[0].wire: 16: expected a string"},
+        Bad{"wire on hier_ef_topk_int8", [](json& j) { j["strategies"][1]["wire"] = "bf16"; },
+            "strategies[1].wire: \"bf16\": only naive_ddp, hierarchical, diloco take a wire"},
         Bad{"target accuracy above 1", [](json& j) { j["workload"]["target_accuracy"] = 1.2; },
             "workload.target_accuracy: 1.2: a probability must be in [0, 1]"},
         Bad{"zero target accuracy", [](json& j) { j["workload"]["target_accuracy"] = 0; },

@@ -69,13 +69,21 @@ TEST(StrategyTable, AcceptedKeys) {
   // bucket_mb: every strategy runs a DDP allreduce (strategies/ddp_buckets.h).
   const std::vector<std::string> common = {"K", "density", "block", "overlap", "quantize", "bucket_mb"};
   std::vector<std::string> naive = common;
-  naive.push_back("collective");
+  naive.insert(naive.end(), {"collective", "wire"});
   EXPECT_EQ(key_names(find_strategy("naive_ddp")), naive);
   for (const char* n : {"naive_ddp_c10d", "lan"}) EXPECT_EQ(key_names(find_strategy(n)), common) << n;
-  // The hierarchical strategies take "K": "auto" and its bounds (strategies/adaptive_k.h).
+  // The hierarchical strategies take "K": "auto" and its bounds (strategies/adaptive_k.h);
+  // hierarchical also a 16-bit "wire".
   std::vector<std::string> hier = common;
   hier.insert(hier.end(), {"K_min", "K_max", "K_target"});
-  for (const char* n : {"hierarchical", "hier_ef_topk_int8"}) EXPECT_EQ(key_names(find_strategy(n)), hier) << n;
+  EXPECT_EQ(key_names(find_strategy("hier_ef_topk_int8")), hier);
+  hier.push_back("wire");
+  EXPECT_EQ(key_names(find_strategy("hierarchical")), hier);
+  // naive_ddp's and hierarchical's "wire" is one key (float32, bf16, fp16); diloco's its own (int8).
+  EXPECT_EQ(find_strategy("naive_ddp").key("wire"), find_strategy("hierarchical").key("wire"));
+  EXPECT_NE(find_strategy("naive_ddp").key("wire"), find_strategy("diloco").key("wire"));
+  EXPECT_EQ(find_strategy("naive_ddp").key("wire")->kind, StrategyKey::Kind::kText);
+  EXPECT_EQ(find_strategy("hier_ef_topk_int8").key("wire"), nullptr);
   EXPECT_EQ(find_strategy("hier_ef_topk_int8").key("K")->kind, StrategyKey::Kind::kSteps);
   EXPECT_EQ(find_strategy("naive_ddp").key("K")->kind, StrategyKey::Kind::kInteger);
   std::vector<std::string> local = common;
@@ -211,6 +219,31 @@ TEST(StrategyTable, ValidationMessagesNameKeyAndValue) {
   EXPECT_EQ(q.validate(c), "levels: 0: must be in [1, 65535] levels");
   c.K = 0;
   EXPECT_EQ(q.validate(c), "K: 0: must be in [1, 100000] steps");
+  c = config("diloco");
+  c.wire = "fp16";  // binary16 is naive_ddp's and hierarchical's, not diloco's
+  EXPECT_EQ(dl.validate(c), "wire: \"fp16\": unknown (float32, bf16 or int8)");
+}
+
+// "wire" on naive_ddp and hierarchical: float32 (the default), bf16 or fp16; anything else names
+// the key and the value. diloco's INT8 is not a 16-bit wire.
+TEST(StrategyTable, Wire16AcceptsFloat32Bf16AndFp16) {
+  for (const char* n : {"naive_ddp", "hierarchical"}) {
+    const StrategyDescriptor& d = find_strategy(n);
+    StrategyConfig c = config(n);
+    for (const char* ok : {"float32", "bf16", "fp16"}) {
+      d.key("wire")->set(c, KeyValue{std::string(ok)});
+      EXPECT_EQ(c.wire, ok);
+      EXPECT_EQ(d.key("wire")->get(c), KeyValue{std::string(ok)});
+      EXPECT_EQ(d.validate(c), "") << n << " " << ok;
+    }
+    for (const char* bad : {"fp8", "int8", "float16", "BF16", ""}) {
+      c.wire = bad;
+      EXPECT_EQ(d.validate(c), "wire: \"" + std::string(bad) + "\": unknown (float32, bf16 or fp16)") << n;
+    }
+    // The first invalid key in the descriptor's order: K before wire.
+    c.K = 0;
+    EXPECT_EQ(d.validate(c), "K: 0: must be in [1, 100000] steps") << n;
+  }
 }
 
 TEST(StrategyTable, PeriodicStrategiesDefaultsAreTheStatedOnes) {
@@ -269,6 +302,14 @@ TEST(StrategyTable, ReportedConfigPerStrategy) {
   c.collective = "eager_ring";
   c.bucket_mb = 50;
   EXPECT_EQ(reported("naive_ddp", c), (Reported{{"collective", std::string("eager_ring")}, {"bucket_mb", 50.0}}));
+  // A 16-bit wire is reported (float32, the default, is not: reports stay as they were).
+  StrategyConfig w = c;
+  w.wire = "bf16";
+  EXPECT_EQ(reported("naive_ddp", w),
+            (Reported{{"collective", std::string("eager_ring")}, {"bucket_mb", 50.0}, {"wire", std::string("bf16")}}));
+  w.wire = "fp16";
+  EXPECT_EQ(reported("hierarchical", w), (Reported{{"K", int64_t{8}}, {"overlap", false}, {"wire", std::string("fp16")}}));
+  EXPECT_EQ(reported("hier_ef_topk_int8", w).count("wire"), 0u);
   const Reported k_overlap = {{"K", int64_t{8}}, {"overlap", false}};
   const Reported ddp = {{"K", int64_t{8}}, {"overlap", false}, {"bucket_mb", 50.0}};
   EXPECT_EQ(reported("lan", c), ddp);
