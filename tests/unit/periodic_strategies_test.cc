@@ -612,6 +612,8 @@ TEST(PowerSgd, ErrorFeedbackOfUncompressedTensorsIsLocalMinusMean) {
   EXPECT_NE(e0, std::vector<float>(kN, 0.0f));
   EXPECT_EQ(out[1].floats("error"), e0);  // every worker of a DC holds the same state
   EXPECT_EQ(out[3].floats("error"), e2);
+}
+
 // qsgd (strategies/qsgd.cc). With bucket 1 every element is its own bucket: its norm is |u_i|,
 // and with s a power of two |u_i| / scale is exactly s, so Q(u) = u without a draw: the round is
 // local SGD's averaging of the models, bit for bit (u_0 = [-2,-.5,-1.25], u_1 = [-.5,-1.5,-.25]).
