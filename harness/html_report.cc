@@ -21,27 +21,59 @@ namespace {
 namespace mx = model::metrics;
 using plot::xml_escape;
 
-/// Okabe-Ito colours (distinguishable with colour-blindness), one per strategy of the strategy
-/// table (engine::strategy_names(), in its order) so a strategy keeps its colour from one report
-/// to the next; strategies the table does not know (older reports) take the rest in order of
-/// appearance.
+/// Okabe-Ito colours (distinguishable with colour-blindness), then six more. Each strategy of the
+/// strategy table (engine::strategy_names()) prefers the colour at its table position, so a
+/// strategy keeps its colour from one report to the next; a page never gives one colour to two
+/// runs while a colour is free (a labelled run, "powersgd-r2", and one the table does not know
+/// take the next free one), and past the palette a colour comes back with a dash pattern.
 constexpr const char* kPalette[] = {"#D55E00", "#56B4E9", "#009E73", "#0072B2", "#666666", "#CC79A7",
-                                    "#E69F00", "#000000", "#8C564B", "#BCBD22"};
+                                    "#E69F00", "#000000", "#8C564B", "#BCBD22", "#17BECF", "#7F3C8D",
+                                    "#A6761D", "#E7298A"};
+const char* kDashes[] = {"", "8 4", "2 3", "10 3 2 3"};
 
-/// name -> colour for every strategy of `reports`.
-std::map<std::string, std::string> strategy_colors(const std::vector<model::RunReport>& reports) {
-  std::map<std::string, std::string> out;
-  size_t next = 0;
-  auto assign = [&](const std::string& name) {
-    if (!out.count(name)) out[name] = kPalette[next++ % std::size(kPalette)];
-  };
-  for (const auto& n : engine::strategy_names()) assign(n);
+struct RunStyle {
+  std::string color;
+  std::string dash;  ///< "" unless the palette ran out on this page
+};
+
+/// name -> style for every strategy run of `reports`.
+std::map<std::string, RunStyle> strategy_styles(const std::vector<model::RunReport>& reports) {
+  std::vector<std::string> names;  // the page's runs, in order of appearance
+  std::map<std::string, size_t> preferred;
   for (const auto& r : reports)
-    for (const auto& s : r.strategies) assign(s.name);
+    for (const auto& s : r.strategies) {
+      if (preferred.count(s.name)) continue;
+      names.push_back(s.name);
+      const std::string base = s.config.is_object() && s.config.contains("name") && s.config["name"].is_string()
+                                   ? s.config["name"].get<std::string>()
+                                   : s.name;
+      const auto& table = engine::strategy_names();
+      const auto it = std::find(table.begin(), table.end(), base);
+      preferred[s.name] = it == table.end() ? std::size(kPalette) : static_cast<size_t>(it - table.begin());
+    }
+  std::map<std::string, RunStyle> out;
+  std::vector<bool> used(std::size(kPalette), false);
+  for (const auto& n : names) {  // first: every run whose table colour is still free
+    const size_t p = preferred[n];
+    if (p < used.size() && !used[p] && !out.count(n)) {
+      used[p] = true;
+      out[n] = {kPalette[p], ""};
+    }
+  }
+  size_t next = 0, cycle = 0;
+  for (const auto& n : names) {  // then the rest: free colours, then colours again with a dash
+    if (out.count(n)) continue;
+    while (next < used.size() && used[next]) ++next;
+    if (next == used.size()) {
+      std::fill(used.begin(), used.end(), false);
+      next = 0;
+      ++cycle;
+    }
+    used[next] = true;
+    out[n] = {kPalette[next], cycle ? kDashes[1 + (cycle - 1) % (std::size(kDashes) - 1)] : ""};
+  }
   return out;
 }
-
-const char* kDashes[] = {"", "8 4", "2 3", "10 3 2 3"};
 
 std::string fmt_duration_s(double s) {
   if (s >= 1) return fmt::format("{:.4g} s", s);
@@ -359,7 +391,7 @@ std::string time_to_accuracy_text(const model::StrategyRun& run) {
 std::vector<ComparedRun> compared_runs(const std::vector<model::RunReport>& reports,
                                        const std::string& baseline_strategy) {
   std::vector<ComparedRun> out;
-  const std::map<std::string, std::string> colors = strategy_colors(reports);
+  const std::map<std::string, RunStyle> styles = strategy_styles(reports);
   for (size_t i = 0; i < reports.size(); ++i)
     for (const auto& s : reports[i].strategies) {
       ComparedRun c;
@@ -368,8 +400,9 @@ std::vector<ComparedRun> compared_runs(const std::vector<model::RunReport>& repo
       c.baseline = reports[i].find(baseline_strategy);
       c.report_index = i;
       c.label = reports.size() > 1 ? fmt::format("{} (run {})", s.name, i + 1) : s.name;
-      c.color = colors.at(s.name);
-      c.dash = kDashes[i % std::size(kDashes)];
+      const RunStyle& st = styles.at(s.name);
+      c.color = st.color;
+      c.dash = !st.dash.empty() ? st.dash : kDashes[i % std::size(kDashes)];
       out.push_back(std::move(c));
     }
   return out;

@@ -1,6 +1,9 @@
 // Unit tests of the SVG plotting helper (harness/plot/) and of the compare pages' structure.
 #include <gtest/gtest.h>
 
+#include <map>
+#include <set>
+
 #include <cmath>
 
 #include <regex>
@@ -170,6 +173,29 @@ TEST(Pages, HtmlIsSelfContainedWithEveryChartAndMarkdownSaysTheRatios) {
       << md;
   EXPECT_NE(md.find("[x.html](x.html)"), std::string::npos);
   EXPECT_EQ(html.find("fig-adaptive-k"), std::string::npos) << "no run adapted K";
+}
+
+// A page of 16 runs: naive_ddp keeps the strategy table's colour, every run up to the palette's 14
+// colours gets its own, and the two past it reuse colours with a dash pattern.
+TEST(Pages, EveryRunOfAPageHasItsOwnColourWhileThePaletteLasts) {
+  using harness::crafted::report_json;
+  std::vector<harness::crafted::Strat> runs = {{"naive_ddp", 100, 1024, 0.75}};
+  for (int i = 1; i < 16; ++i) runs.push_back({"run" + std::to_string(i), 100.0 + i, 256, 0.75});
+  const std::string html = harness::render_html_report({model::parse_report(report_json(runs), "a.json")}, "naive_ddp");
+  std::map<std::string, std::string> colour;  // run -> its swatch in the metrics table
+  const std::string mark = "<tr><td><span class=\"swatch\" style=\"background:";
+  for (size_t at = html.find(mark); at != std::string::npos; at = html.find(mark, at + 1)) {
+    const size_t c = at + mark.size(), end = html.find("</td>", c);
+    const std::string col = html.substr(c, 7), name = html.substr(html.find("</span>", c) + 7, end - html.find("</span>", c) - 7);
+    colour.emplace(name, col);
+  }
+  ASSERT_EQ(colour.size(), 16u);
+  EXPECT_EQ(colour.at("naive_ddp"), "#D55E00");
+  std::set<std::string> first14;
+  for (int i = 0; i < 14; ++i) first14.insert(colour.at(i ? "run" + std::to_string(i) : "naive_ddp"));
+  EXPECT_EQ(first14.size(), 14u);
+  EXPECT_EQ(colour.at("run14"), "#D55E00");  // the palette again, from its start
+  EXPECT_NE(html.find("stroke-dasharray=\"8 4\""), std::string::npos);
 }
 
 // "K": "auto": K per round against time (a step line: the previous K holds until the next round),
