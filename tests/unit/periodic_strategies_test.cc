@@ -13,58 +13,18 @@
 #include "emulator/inproc/fabric.h"
 #include "engine/strategies/table.h"
 #include "engine/transport/emulated.h"
+#include "strategy_fixtures.h"
 #include "kernels/qsgd.h"
 
 using namespace geotb;
 using namespace geotb::engine;
+using geotb::engine::test::FakeIntra;
+using geotb::engine::test::FakeLearner;
+using geotb::engine::test::Group;
 
 namespace {
 
 constexpr size_t kN = 3;
-
-class FakeLearner final : public Learner {
- public:
-  explicit FakeLearner(std::vector<float> x) : x_(std::move(x)), g_(x_.size(), 0.0f) {}
-  size_t num_params() const override { return x_.size(); }
-  float* params() override { return x_.data(); }
-  float* grads() override { return g_.data(); }
-  double forward_backward(const float*, const int64_t*, size_t) override { return 0; }
-  double accuracy(const Dataset&) override { return 0; }
-
- private:
-  std::vector<float> x_, g_;
-};
-
-/// The workers of one DC (at most 4): allreduce_mean = (a + b + ...) / size in member order.
-struct Group {
-  explicit Group(int n) : size(n), sync(n) {}
-  int size;
-  std::barrier<> sync;
-  float slot[4][kN] = {};
-};
-
-class FakeIntra final : public IntraDc {
- public:
-  FakeIntra(Group& g, int rank) : g_(g), rank_(rank) {}
-  int rank() const override { return rank_; }
-  int size() const override { return g_.size; }
-  void allreduce_mean(float* d, size_t n) override {
-    for (size_t i = 0; i < n; ++i) g_.slot[rank_][i] = d[i];
-    g_.sync.arrive_and_wait();
-    for (size_t i = 0; i < n; ++i) {
-      float sum = 0;
-      for (int m = 0; m < g_.size; ++m) sum += g_.slot[m][i];
-      d[i] = sum / static_cast<float>(g_.size);
-    }
-    g_.sync.arrive_and_wait();
-  }
-  void broadcast(float*, size_t, int) override {}
-  void barrier() override { g_.sync.arrive_and_wait(); }
-
- private:
-  Group& g_;
-  int rank_;
-};
 
 const std::vector<float> kX0 = {1, 2, -1};
 // Per step, per worker (ranks 0, 1 in DC 0; 2, 3 in DC 1). DC means: step 0 [2,0,1] / [0,2,1],
@@ -96,10 +56,10 @@ struct Discard {
 /// What a run may add: a discarded step; `curved`, DC 0's gradient also has x[0] in coordinate 0
 /// (a loss term x[0]^2 / 2 that only DC 0 has), so that its gradient depends on the model.
 struct Extras {
-  Discard discard;
+  Discard discard = {};
   bool curved = false;
   /// env.tensor_shapes (powersgd); empty: one 1-D tensor of kN.
-  std::vector<std::vector<int64_t>> shapes;
+  std::vector<std::vector<int64_t>> shapes = {};
   uint64_t seed = 0;  // env.seed: the run's seed (qsgd's stochastic rounding)
 };
 
@@ -133,7 +93,7 @@ std::vector<WorkerOut> run(const StrategyConfig& cfg, int steps,
   wan.delay = std::chrono::nanoseconds{0};
   fc.wan = {{0, 1, wan}, {1, 0, wan}};
   emu::Fabric fabric(fc, clock);
-  Group g0(layout.workers(0)), g1(layout.workers(1));
+  Group g0(layout.workers(0), kN), g1(layout.workers(1), kN);
   Group* groups[2] = {&g0, &g1};
   std::vector<WorkerOut> out(4);
   std::vector<std::thread> threads;
@@ -146,22 +106,8 @@ std::vector<WorkerOut> run(const StrategyConfig& cfg, int steps,
       Sgd opt(sc, kN);
       EmulatedTransport net(fabric, r, std::chrono::seconds(10));
       FakeIntra intra(*groups[layout.dc_of(r)], layout.local_of(r));
-      WorkerEnv env;
-      env.rank = r;
-      env.dc = layout.dc_of(r);
-      env.local_rank = layout.local_of(r);
-      env.world = 4;
-      env.num_dcs = 2;
-      env.layout = layout;
+      WorkerEnv env = geotb::engine::test::fixture_env(r, layout, learner, opt, net, intra, clock);
       env.dc_weights = weights;
-      env.dc_leaders = layout.leaders();
-      env.ring = {0, 1, 2, 3};
-      env.learner = &learner;
-      env.opt = &opt;
-      env.net = &net;
-      env.intra = &intra;
-      env.clock = &clock;
-      env.wan_in = {{}, {}};
       env.tensor_shapes = extras.shapes.empty() ? std::vector<std::vector<int64_t>>{{int64_t{kN}}} : extras.shapes;
       env.make_normal = [] { return std::make_unique<CountingNormal>(); };
       env.seed = extras.seed;

@@ -21,6 +21,7 @@
 #include "engine/strategies/table.h"
 #include "engine/transport/emulated.h"
 #include "fabric_fixtures.h"
+#include "strategy_fixtures.h"
 #include "kernels/wire16.h"
 
 using namespace geotb;
@@ -29,6 +30,9 @@ using namespace std::chrono_literals;
 using kernels::Bf16;
 using kernels::Fp16;
 using kernels::Wire16;
+using geotb::engine::test::FakeIntra;
+using geotb::engine::test::FakeLearner;
+using geotb::engine::test::Group;
 
 namespace {
 
@@ -86,7 +90,7 @@ std::vector<uint16_t> eager_reference(Wire16 w, const Data16& d) {
 /// delay; `scale`: the transports' represented-model scale); returns the WAN traffic.
 emu::TrafficStats on_ranks(int per_site, double scale, const std::function<void(Transport&, int)>& body) {
   emu::SteadyClock clock;
-  emu::Fabric f(test::two_sites(per_site, 0, 0ns), clock);
+  emu::Fabric f(geotb::test::two_sites(per_site, 0, 0ns), clock);
   std::vector<std::thread> threads;
   for (int r = 0; r < 2 * per_site; ++r)
     threads.emplace_back([&, r] {
@@ -249,50 +253,6 @@ TEST(Ring16, ARepresentedModelsMessagesCarryTwoBytesPerElement) {
 
 // --- The strategies on 2 DCs x 2 workers -------------------------------------------------------
 
-class FakeLearner final : public Learner {
- public:
-  explicit FakeLearner(std::vector<float> x) : x_(std::move(x)), g_(x_.size(), 0.0f) {}
-  size_t num_params() const override { return x_.size(); }
-  float* params() override { return x_.data(); }
-  float* grads() override { return g_.data(); }
-  double forward_backward(const float*, const int64_t*, size_t) override { return 0; }
-  double accuracy(const Dataset&) override { return 0; }
-
- private:
-  std::vector<float> x_, g_;
-};
-
-/// The workers of one DC: allreduce_mean = (a + b) / 2 in member order (the reference's too).
-struct Group {
-  Group(int members, size_t n) : size(members), sync(members), slot(static_cast<size_t>(members), std::vector<float>(n)) {}
-  int size;
-  std::barrier<> sync;
-  std::vector<std::vector<float>> slot;
-};
-
-class FakeIntra final : public IntraDc {
- public:
-  FakeIntra(Group& g, int rank) : g_(g), rank_(rank) {}
-  int rank() const override { return rank_; }
-  int size() const override { return g_.size; }
-  void allreduce_mean(float* d, size_t n) override {
-    for (size_t i = 0; i < n; ++i) g_.slot[static_cast<size_t>(rank_)][i] = d[i];
-    g_.sync.arrive_and_wait();
-    for (size_t i = 0; i < n; ++i) {
-      float sum = 0;
-      for (int m = 0; m < g_.size; ++m) sum += g_.slot[static_cast<size_t>(m)][i];
-      d[i] = sum / static_cast<float>(g_.size);
-    }
-    g_.sync.arrive_and_wait();
-  }
-  void broadcast(float*, size_t, int) override {}
-  void barrier() override { g_.sync.arrive_and_wait(); }
-
- private:
-  Group& g_;
-  int rank_;
-};
-
 /// Worker r's gradient element i at `step`, given its model x.
 using GradFn = std::function<float(int r, int step, size_t i, const float* x)>;
 
@@ -317,7 +277,7 @@ struct RunOut {
 RunOut run(const StrategyConfig& cfg, int steps, const std::vector<float>& x0, const GradFn& grad, const SgdConfig& sc) {
   const size_t n = x0.size();
   emu::SteadyClock clock;
-  emu::Fabric fabric(test::two_sites(2, 0, 0ns), clock);
+  emu::Fabric fabric(geotb::test::two_sites(2, 0, 0ns), clock);
   Group g0(2, n), g1(2, n);
   Group* groups[2] = {&g0, &g1};
   RunOut out;
@@ -330,21 +290,7 @@ RunOut run(const StrategyConfig& cfg, int steps, const std::vector<float>& x0, c
       Sgd opt(sc, n);
       EmulatedTransport net(fabric, r, 10s);
       FakeIntra intra(*groups[layout.dc_of(r)], layout.local_of(r));
-      WorkerEnv env;
-      env.rank = r;
-      env.dc = layout.dc_of(r);
-      env.local_rank = layout.local_of(r);
-      env.world = 4;
-      env.num_dcs = 2;
-      env.layout = layout;
-      env.dc_leaders = layout.leaders();
-      env.ring = {0, 1, 2, 3};
-      env.learner = &learner;
-      env.opt = &opt;
-      env.net = &net;
-      env.intra = &intra;
-      env.clock = &clock;
-      env.wan_in = {{}, {}};
+      WorkerEnv env = geotb::engine::test::fixture_env(r, layout, learner, opt, net, intra, clock);
       auto s = find_strategy(cfg.name).make(cfg, env);
       for (int step = 0; step < steps; ++step) {
         for (size_t i = 0; i < n; ++i) learner.grads()[i] = grad(r, step, i, learner.params());
