@@ -25,12 +25,13 @@
 
 #include "emulator/inproc/fabric.h"
 #include "emulator/inproc/virtual_time.h"
+#include "engine/transport/tags.h"
 #include "model/faults.h"
 
 namespace geotb::engine {
 
 /// The heartbeat tag: outside every range a Transport user may take (transport/tags.h: [0, 2^63)).
-inline constexpr uint64_t kHeartbeatTag = (uint64_t{1} << 63) + 1;
+inline constexpr uint64_t kHeartbeatTag = reserved_tags::kHeartbeat;
 
 class HeartbeatMonitor {
  public:

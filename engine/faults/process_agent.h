@@ -73,6 +73,7 @@
 #include "engine/transport/socket/socket_transport.h"
 #include "engine/worker_loop.h"
 #include "model/faults.h"
+#include "engine/transport/tags.h"
 
 namespace geotb::engine {
 
@@ -123,7 +124,7 @@ class ProcessFaultAgent final : public FaultHooks {
   ProcessFaultAgent(ProcessFaultConfig cfg, const emu::Clock& clock);
 
   /// The tag of the "recovering" notices (SocketTransportConfig::notice_tag).
-  static constexpr uint64_t kRecoveringTag = (uint64_t{1} << 63) + 3;
+  static constexpr uint64_t kRecoveringTag = reserved_tags::kRecovering;
   /// The transport's on_peer_failed (any thread). Before start and after done: ignored.
   void peer_failed(int peer, const std::string& why, std::optional<std::chrono::milliseconds> silent_for);
   /// The transport's on_notice: `peer` is recovering from the deaths it lists.

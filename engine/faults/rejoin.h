@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "engine/checkpoint/state.h"
+#include "engine/transport/tags.h"
 #include "model/faults.h"
 #include "model/rank_layout.h"
 
@@ -22,7 +23,7 @@ struct WorkerRecord;
 
 /// The tag of the hand-over message: outside every range a Transport user takes, beside the
 /// heartbeats' (heartbeat.h) and the recovering notices' (process_agent.h).
-inline constexpr uint64_t kRejoinTag = (uint64_t{1} << 63) + 2;
+inline constexpr uint64_t kRejoinTag = reserved_tags::kRejoin;
 
 /// What the coordinator tells a restarted worker.
 struct RejoinMessage {

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "engine/result.h"
+#include "engine/transport/tags.h"
 
 namespace geotb::engine {
 
@@ -22,7 +23,7 @@ uint64_t agreement_tag(const std::set<int>& dead, int k) {
     h ^= static_cast<uint64_t>(d) + 1;
     h *= 1099511628211ull;
   }
-  return (uint64_t{1} << 63) + (uint64_t{1} << 62) + ((h & ((uint64_t{1} << 60) - 1)) << 1) + static_cast<uint64_t>(k);
+  return reserved_tags::kShrinkBase + ((h & ((uint64_t{1} << 60) - 1)) << 1) + static_cast<uint64_t>(k);
 }
 
 std::string show(const std::vector<int64_t>& v) {

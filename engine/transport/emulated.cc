@@ -8,6 +8,9 @@
 
 namespace geotb::engine {
 
+// The fabric is below the engine and names its takeover tag itself: the same reserved tag.
+static_assert(emu::Fabric::kTakeoverTag == reserved_tags::kTakeover);
+
 namespace {
 
 /// Sync in virtual time: the scheduler's lock, update() at the caller's virtual instant, wait()

@@ -55,6 +55,22 @@ TagRange all_tags();
 TagRange strategy_tags();
 TagRange group_tags();
 
+/// The tags above every range a Transport user may take, [2^63, 2^64): each one purpose of the
+/// transports and the fault machinery, all named here so that no two collide.
+namespace reserved_tags {
+inline constexpr uint64_t kBase = uint64_t{1} << 63;
+inline constexpr uint64_t kHeartbeat = kBase + 1;   ///< heartbeats (faults/heartbeat.h)
+inline constexpr uint64_t kRejoin = kBase + 2;      ///< a restarted worker's hand-over (faults/rejoin.h)
+inline constexpr uint64_t kRecovering = kBase + 3;  ///< "recovering" notices (faults/process_agent.h)
+inline constexpr uint64_t kTakeover = kBase + 4;    ///< a DC leader's successor's notice (transport.h)
+inline constexpr uint64_t kSinglesEnd = kBase + 5;  ///< every single tag above is below it
+/// The survivors' regroup exchanges after node kills (faults/shrink.cc): [kShrinkBase, 2^64).
+inline constexpr uint64_t kShrinkBase = kBase + (uint64_t{1} << 62);
+static_assert(kHeartbeat < kRejoin && kRejoin < kRecovering && kRecovering < kTakeover && kTakeover < kSinglesEnd,
+              "the single reserved tags are distinct");
+static_assert(kSinglesEnd <= kShrinkBase, "the single reserved tags lie below the regroup range");
+}  // namespace reserved_tags
+
 /// Hands out consecutive, non-overlapping ranges of one space, in call order.
 class TagAllocator {
  public:

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "engine/sync.h"
+#include "engine/transport/tags.h"
 
 namespace geotb::engine {
 
@@ -95,6 +96,6 @@ class Transport {
 
 /// The takeover notice's tag (Transport::take_over): outside every range a Transport user may
 /// take (transport/tags.h); the same value as the fabric's (emulator/inproc/fabric.h).
-inline constexpr uint64_t kTakeoverTag = (uint64_t{1} << 63) + 4;
+inline constexpr uint64_t kTakeoverTag = reserved_tags::kTakeover;
 
 }  // namespace geotb::engine
