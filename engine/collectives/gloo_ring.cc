@@ -1,5 +1,6 @@
 #include "engine/collectives/gloo_ring.h"
 
+#include "engine/collectives/ring_elements.h"
 #include "engine/compute_charge.h"
 
 #include <algorithm>
@@ -143,19 +144,6 @@ uint64_t gloo_ring_tag_count(size_t n, size_t ranks, const GlooRingOptions& o, s
 
 namespace {
 
-// The element types the ring reduces: T on the wire and in the buffer, add() as Gloo's sum of two
-// elements (gloo/math.h sum<T>): float's +; a 16-bit float's float sum rounded back to 16 bits
-// (gloo/types.h float16::operator+=, kernels/wire16.h).
-struct Float32Elements {
-  using T = float;
-  static float add(float a, float b) { return a + b; }
-};
-template <typename Codec>
-struct Wire16Elements {
-  using T = uint16_t;
-  static uint16_t add(uint16_t a, uint16_t b) { return Codec::add(a, b); }
-};
-
 template <typename E>
 void gloo_ring(Transport& t, const std::vector<int>& ring, typename E::T* data, size_t n, const TagRange& tags,
                const GlooRingOptions& o) {
@@ -256,12 +244,12 @@ void gloo_ring(Transport& t, const std::vector<int>& ring, typename E::T* data, 
 
 void gloo_ring_allreduce_sum(Transport& t, const std::vector<int>& ring, float* data, size_t n, const TagRange& tags,
                              const GlooRingOptions& o) {
-  gloo_ring<Float32Elements>(t, ring, data, n, tags, o);
+  gloo_ring<ring_elements::Float32>(t, ring, data, n, tags, o);
 }
 
 void gloo_ring_allreduce_sum(Transport& t, const std::vector<int>& ring, uint16_t* data, size_t n, kernels::Wire16 w,
                              const TagRange& tags, const GlooRingOptions& o) {
-  kernels::with_wire16(w, [&](auto c) { gloo_ring<Wire16Elements<decltype(c)>>(t, ring, data, n, tags, o); });
+  kernels::with_wire16(w, [&](auto c) { gloo_ring<ring_elements::Wire16<decltype(c)>>(t, ring, data, n, tags, o); });
 }
 
 }  // namespace geotb::engine

@@ -1,4 +1,5 @@
 #include "engine/collectives/ring_allreduce.h"
+#include "engine/collectives/ring_elements.h"
 #include "engine/compute_charge.h"
 
 #include <algorithm>
@@ -17,17 +18,6 @@ std::vector<uint8_t> pack(const T* p, size_t n) {
   return b;
 }
 
-// The element types the ring reduces (as gloo_ring.cc's): float's +, or a 16-bit float's float
-// sum rounded back to 16 bits (kernels/wire16.h).
-struct Float32Elements {
-  using T = float;
-  static float add(float a, float b) { return a + b; }
-};
-template <typename Codec>
-struct Wire16Elements {
-  using T = uint16_t;
-  static uint16_t add(uint16_t a, uint16_t b) { return Codec::add(a, b); }
-};
 }  // namespace
 
 bool shape_scales(size_t n, const RingShape& shape, double scale) {
@@ -92,17 +82,17 @@ void run_ring(Transport& t, const std::vector<int>& ring, typename E::T* data, s
 }  // namespace
 
 void ring_allreduce_sum(Transport& t, const std::vector<int>& r, float* data, size_t n, const TagRange& tags) {
-  run_ring<Float32Elements>(t, r, data, n, tags, nullptr);
+  run_ring<ring_elements::Float32>(t, r, data, n, tags, nullptr);
 }
 
 void ring_allreduce_sum(Transport& t, const std::vector<int>& r, float* data, size_t n, const TagRange& tags,
                         const RingShape& shape) {
-  run_ring<Float32Elements>(t, r, data, n, tags, &shape);
+  run_ring<ring_elements::Float32>(t, r, data, n, tags, &shape);
 }
 
 void ring_allreduce_sum(Transport& t, const std::vector<int>& r, uint16_t* data, size_t n, kernels::Wire16 w,
                         const TagRange& tags, const RingShape* shape) {
-  kernels::with_wire16(w, [&](auto c) { run_ring<Wire16Elements<decltype(c)>>(t, r, data, n, tags, shape); });
+  kernels::with_wire16(w, [&](auto c) { run_ring<ring_elements::Wire16<decltype(c)>>(t, r, data, n, tags, shape); });
 }
 
 }  // namespace geotb::engine
