@@ -166,6 +166,19 @@ void householder_q(float* m, size_t rows, size_t cols) {
   for (size_t i = 0; i < rows * cols; ++i) m[i] = static_cast<float>(q[i]);
 }
 
+/// out (rows x cols, row-major) = A B with A(i, k) = a[i a_row + k a_col] and B(k, j) =
+/// b[k b_row + j b_col] (a transpose is read in place): each sum in double over k ascending,
+/// rounded once to float.
+void product(const float* a, size_t a_row, size_t a_col, const float* b, size_t b_row, size_t b_col, float* out,
+             size_t rows, size_t inner, size_t cols) {
+  for (size_t i = 0; i < rows; ++i)
+    for (size_t j = 0; j < cols; ++j) {
+      double s = 0;
+      for (size_t k = 0; k < inner; ++k) s += static_cast<double>(a[i * a_row + k * a_col]) * b[k * b_row + j * b_col];
+      out[i * cols + j] = static_cast<float>(s);
+    }
+}
+
 }  // namespace
 
 uint64_t orthogonalize(float* m, size_t rows, size_t cols, double epsilon) {
@@ -212,14 +225,8 @@ void PowerSgd::begin(float* g, float* unc, float* p, NormalSource* normal) {
     const size_t r = static_cast<size_t>(t.rank);
     if (fresh) normal->fill(q, t.cols * r);
     zero_columns_ += orthogonalize(q, t.cols, r, cfg_.orthogonalization_epsilon);
-    const float* m = g + t.offset;
-    float* pp = p + t.p_offset;
-    for (size_t i = 0; i < t.rows; ++i)
-      for (size_t c = 0; c < r; ++c) {
-        double s = 0;
-        for (size_t k = 0; k < t.cols; ++k) s += static_cast<double>(m[i * t.cols + k]) * q[k * r + c];
-        pp[i * r + c] = static_cast<float>(s);
-      }
+    // P = M Q: (rows x cols) (cols x r)
+    product(g + t.offset, t.cols, 1, q, r, 1, p + t.p_offset, t.rows, t.cols, r);
   }
   has_memory_ = true;
 }
@@ -235,14 +242,8 @@ void PowerSgd::after_p(float* g, const float* unc_sum, const float* p_sum, int w
     const size_t r = static_cast<size_t>(t.rank);
     float* pp = p_.data() + t.p_offset;
     zero_columns_ += orthogonalize(pp, t.rows, r, cfg_.orthogonalization_epsilon);
-    const float* m = g + t.offset;
-    float* q = q_out + t.q_offset;
-    for (size_t k = 0; k < t.cols; ++k)
-      for (size_t c = 0; c < r; ++c) {
-        double s = 0;
-        for (size_t i = 0; i < t.rows; ++i) s += static_cast<double>(m[i * t.cols + k]) * pp[i * r + c];
-        q[k * r + c] = static_cast<float>(s);
-      }
+    // Q = M^T P: (cols x rows) (rows x r), M^T read in place
+    product(g + t.offset, 1, t.cols, pp, r, 1, q_out + t.q_offset, t.cols, t.rows, r);
   }
 }
 
@@ -252,15 +253,8 @@ void PowerSgd::finish(float* g, const float* q_sum, int world) {
   for (const PowerSgdTensor& t : plan_.tensors) {
     if (!t.compressed) continue;
     const size_t r = static_cast<size_t>(t.rank);
-    const float* pp = p_.data() + t.p_offset;
-    const float* q = q_.data() + t.q_offset;
-    float* m = g + t.offset;
-    for (size_t i = 0; i < t.rows; ++i)
-      for (size_t k = 0; k < t.cols; ++k) {
-        double s = 0;
-        for (size_t c = 0; c < r; ++c) s += static_cast<double>(pp[i * r + c]) * q[k * r + c];
-        m[i * t.cols + k] = static_cast<float>(s);
-      }
+    // M = P Q^T: (rows x r) (r x cols), Q^T read in place
+    product(p_.data() + t.p_offset, r, 1, q_.data() + t.q_offset, 1, r, g + t.offset, t.rows, r, t.cols);
   }
   if (cfg_.error_feedback)
     for (size_t i = 0; i < plan_.numel; ++i) error_[i] = copy_[i] - g[i];
