@@ -78,6 +78,15 @@ std::vector<std::vector<uint8_t>> DcExchange::run(WorkerEnv& env, const std::vec
   return out;
 }
 
+void dc_weighted_sum(const WorkerEnv& env, const std::vector<std::vector<uint8_t>>& peers, const float* own,
+                     size_t offset, size_t n, std::vector<float>& out) {
+  std::vector<float> peer(n);
+  dc_weighted_sum(env, own + offset, n, out, [&](size_t k, float w, float* sum) {
+    floats_from(peers[k], offset, peer.data(), n);
+    for (size_t i = 0; i < n; ++i) sum[i] += w * peer[i];
+  });
+}
+
 std::vector<uint8_t> float_bytes(const float* x, size_t n) {
   std::vector<uint8_t> b(n * sizeof(float));
   if (n) std::memcpy(b.data(), x, b.size());

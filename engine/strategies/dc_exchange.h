@@ -44,6 +44,28 @@ class DcExchange {
   TagAllocator tags_{strategy_tags()};
 };
 
+/// out = sum_d w_d v_d over the data centers in DC order (w_d = dc_mean_weight, strategy.h; not yet
+/// scaled by dc_mean_scale), this DC's v_d = own[0, n) at its own place, so that every worker
+/// sums in the same order and every replica's result is bit-identical. add_peer(k, w, out) adds
+/// w times the k-th other DC's v (DC order) into out[0, n).
+template <class AddPeer>
+void dc_weighted_sum(const WorkerEnv& env, const float* own, size_t n, std::vector<float>& out, AddPeer&& add_peer) {
+  out.assign(n, 0.0f);
+  for (int d = 0, k = 0; d < env.num_dcs; ++d) {
+    const float w = dc_mean_weight(env, d);  // 1 unless the DCs weigh differently: exact
+    if (d == env.dc) {
+      for (size_t i = 0; i < n; ++i) out[i] += w * own[i];
+    } else {
+      add_peer(static_cast<size_t>(k++), w, out.data());
+    }
+  }
+}
+
+/// dc_weighted_sum of float messages: v_d is floats [offset, offset + n) of each peer's message
+/// (DcExchange::exchange's result, in DC order), and own + offset for this DC.
+void dc_weighted_sum(const WorkerEnv& env, const std::vector<std::vector<uint8_t>>& peers, const float* own,
+                     size_t offset, size_t n, std::vector<float>& out);
+
 /// Float buffers as message bytes and back (host byte order: every rank runs this build).
 std::vector<uint8_t> float_bytes(const float* x, size_t n);
 /// Copies n floats from `bytes` at float offset `offset`; throws TransportError on a size mismatch.

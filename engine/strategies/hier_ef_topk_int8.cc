@@ -43,6 +43,7 @@
 #include "engine/compute_charge.h"
 #include "engine/strategies/adaptive_k.h"
 #include "engine/strategies/exchange_timing.h"
+#include "engine/strategies/dc_exchange.h"
 #include "engine/strategies/ddp_buckets.h"
 #include "engine/strategies/descriptor.h"
 #include "engine/transport/tags.h"
@@ -469,23 +470,17 @@ class HierEfTopkInt8 final : public Strategy {
       const ComputeRegion region(Work::kCompress, (a.wires.size() + 1) * n);  // decompress every peer's + re-base
       // Summed in DC order (own contribution at its own place), the same order in every DC, so
       // that every DC's anchor, hence every replica, is bit-identical with 3 or more DCs too.
-      sum_.assign(n, 0.0f);
-      for (int d = 0, k = 0; d < env.num_dcs; ++d) {
-        const float wd = dc_mean_weight(env, d);  // 1 unless the DCs weigh differently: exact
-        if (d == env.dc) {
-          for (size_t i = 0; i < n; ++i) sum_[i] += wd * own[i];
+      dc_weighted_sum(env, own.data(), n, sum_, [&](size_t k, float wd, float* sum) {
+        const auto& w = a.wires[k];
+        if (!coding.wire16) {
+          kernels::decompress_add(w.data(), w.size(), sum, n, wd);
+        } else if (w.size() != 2 * n) {
+          throw TransportError("hierarchical: a 16-bit exchange of " + std::to_string(w.size()) + " bytes, expected " +
+                               std::to_string(2 * n));
         } else {
-          const auto& w = a.wires[static_cast<size_t>(k++)];
-          if (!coding.wire16) {
-            kernels::decompress_add(w.data(), w.size(), sum_.data(), n, wd);
-          } else if (w.size() != 2 * n) {
-            throw TransportError("hierarchical: a 16-bit exchange of " + std::to_string(w.size()) + " bytes, expected " +
-                                 std::to_string(2 * n));
-          } else {
-            kernels::add16(*coding.wire16, w.data(), n, wd, sum_.data());
-          }
+          kernels::add16(*coding.wire16, w.data(), n, wd, sum);
         }
-      }
+      });
       const float inv = dc_mean_scale(env);
       for (size_t i = 0; i < n; ++i) xbar_[i] += sum_[i] * inv;
     }

@@ -108,17 +108,9 @@ class LocalSgd final : public Strategy {
     const auto peers = xc_.exchange(env, own, step, "local_sgd.average");
     ScopedTimer t(*env.clock, env.times.compute_ns);
     const ComputeRegion region(Work::kReduce, static_cast<uint64_t>(env.num_dcs + 1) * parts * n);  // sums + scaling
-    sum_.assign(parts * n, 0.0f);
-    peer_.resize(parts * n);
-    // Summed in DC order, own contribution at its own place: the same order in every DC.
-    for (int d = 0, k = 0; d < env.num_dcs; ++d) {
-      if (d == env.dc)
-        std::memcpy(peer_.data(), own.data(), parts * n * sizeof(float));
-      else
-        floats_from(peers[static_cast<size_t>(k++)], 0, peer_.data(), parts * n);
-      const float w = dc_mean_weight(env, d);  // 1 unless the DCs weigh differently: exact
-      for (size_t i = 0; i < parts * n; ++i) sum_[i] += w * peer_[i];
-    }
+    own_f_.resize(parts * n);
+    floats_from(own, 0, own_f_.data(), parts * n);
+    dc_weighted_sum(env, peers, own_f_.data(), 0, parts * n, sum_);  // in DC order, own at its own place
     const float inv = dc_mean_scale(env);
     for (size_t i = 0; i < n; ++i) x[i] = sum_[i] * inv;
     if (with_m)
@@ -132,7 +124,7 @@ class LocalSgd final : public Strategy {
   DcExchange xc_;
   bool averaged_;
   int since_ = 0;  // steps since the last averaging
-  std::vector<float> sum_, peer_, delta_c_;
+  std::vector<float> sum_, own_f_, delta_c_;
   DriftControl drift_;         // FedProx, SCAFFOLD
   std::vector<float> anchor_;  // the model of the last averaging; empty unless FedProx or SCAFFOLD
   DdpBuckets buckets_;  // after every other member: its initialiser comes last

@@ -154,17 +154,7 @@ class PowerSgdStrategy final : public Strategy {
             size_t offset, size_t len, std::vector<float>& out) {
     ScopedTimer t(*env.clock, env.times.compress_ns);
     const ComputeRegion region(Work::kReduce, static_cast<uint64_t>(env.num_dcs) * len);
-    sum_.assign(len, 0.0f);
-    peer_.resize(len);
-    for (int d = 0, k = 0; d < env.num_dcs; ++d) {
-      const float* v = own.data() + offset;
-      if (d != env.dc) {
-        floats_from(peers[static_cast<size_t>(k++)], offset, peer_.data(), len);
-        v = peer_.data();
-      }
-      const float w = dc_mean_weight(env, d);
-      for (size_t i = 0; i < len; ++i) sum_[i] += w * v[i];
-    }
+    dc_weighted_sum(env, peers, own.data(), offset, len, sum_);  // into sum_: `out` may be `own`
     out.assign(sum_.begin(), sum_.end());
   }
 
@@ -237,7 +227,7 @@ class PowerSgdStrategy final : public Strategy {
   kernels::PowerSgd ps_;
   std::unique_ptr<kernels::NormalSource> normal_;
   std::optional<kernels::PowerSgdPlan> represented_;  // the represented model's split; none: the trained one
-  std::vector<float> xbar_, u_, msg_, q_, sum_, peer_;
+  std::vector<float> xbar_, u_, msg_, q_, sum_;
   DdpBuckets buckets_;  // after every other member: its initialiser comes last
 };
 

@@ -65,14 +65,7 @@ class Qsgd final : public Strategy {
     const auto peers = xc_.exchange(env, float_bytes(own_.data(), n), -1, "qsgd.final");
     ScopedTimer t(*env.clock, env.times.compute_ns);
     const ComputeRegion region(Work::kReduce, static_cast<uint64_t>(env.num_dcs + 1) * n);
-    sum_.assign(n, 0.0f);
-    peer_.resize(n);
-    for (int d = 0, k = 0; d < env.num_dcs; ++d) {
-      if (d != env.dc) floats_from(peers[static_cast<size_t>(k++)], 0, peer_.data(), n);
-      const float* u = d == env.dc ? own_.data() : peer_.data();
-      const float w = dc_mean_weight(env, d);
-      for (size_t i = 0; i < n; ++i) sum_[i] += w * u[i];
-    }
+    dc_weighted_sum(env, peers, own_.data(), 0, n, sum_);
     rebase(env);
   }
 
@@ -118,16 +111,9 @@ class Qsgd final : public Strategy {
       const ComputeRegion region(Work::kCompress, static_cast<uint64_t>(env.num_dcs + 1) * n);  // decode, sum, re-base
       // Summed in DC order, own contribution at its own place: the same order in every DC, so
       // that every DC's anchor, hence every replica, is bit-identical.
-      sum_.assign(n, 0.0f);
-      for (int d = 0, k = 0; d < env.num_dcs; ++d) {
-        const float w = dc_mean_weight(env, d);  // 1 unless the DCs weigh differently: exact
-        if (d == env.dc) {
-          for (size_t i = 0; i < n; ++i) sum_[i] += w * own_[i];
-        } else {
-          const auto& m = peers[static_cast<size_t>(k++)];
-          kernels::qsgd_decode_add(m.data(), m.size(), sum_.data(), n, w);
-        }
-      }
+      dc_weighted_sum(env, own_.data(), n, sum_, [&](size_t k, float w, float* sum) {
+        kernels::qsgd_decode_add(peers[k].data(), peers[k].size(), sum, n, w);
+      });
       rebase(env);
     }
     ++round_;
@@ -146,7 +132,7 @@ class Qsgd final : public Strategy {
   StrategyConfig cfg_;
   DcExchange xc_;
   std::vector<float> anchor_;  // x̄: the model of the last round, identical everywhere
-  std::vector<float> own_, sum_, peer_;
+  std::vector<float> own_, sum_;
   int since_ = 0;        // steps since the last round
   uint64_t round_ = 0;   // rounds done: the counter of the stochastic rounding's stream
   DdpBuckets buckets_;   // after every other member: its initialiser comes last
