@@ -870,6 +870,13 @@ Scenario parse_scenario(const json& j, const std::string& origin, const std::str
           fail(h.field("timeout"), hj->value("timeout", json(common::format_duration(hb.timeout))),
                fmt::format("must exceed the interval ({}): a peer is silent for an interval between two heartbeats",
                            common::format_duration(hb.interval)));
+        const int64_t witnesses_def = hb.witnesses;
+        hb.witnesses = static_cast<int>(get_int(h, "witnesses", 0, 16, &witnesses_def));
+        hb.unreachable = duration(h, "unreachable", std::chrono::hours(1), &hb.unreachable);
+        if (hb.witnesses > 0 && hb.unreachable < hb.confirmation)
+          fail(h.field("unreachable"), hj->value("unreachable", json(common::format_duration(hb.unreachable))),
+               fmt::format("must be at least the confirmation ({}): it bounds a suspicion no witness answers",
+                           common::format_duration(hb.confirmation)));
         h.done();
       }
       const std::string shrink = "shrink", drop = "drop";

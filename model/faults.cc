@@ -57,8 +57,9 @@ void from_json(const json& j, Detection& d) {
   d.last_heard_s = f::nonneg(j, "last_heard_s");
   d.suspected_s = f::nonneg(j, "suspected_s");
   d.how = f::has(j, "how") ? f::str(j, "how") : "";
-  if (!d.how.empty() && d.how != "connection" && d.how != "silence")
-    f::fail("how", fmt::format("expected \"connection\" or \"silence\", got {}", f::shown(j.at("how"))));
+  if (!d.how.empty() && d.how != "connection" && d.how != "silence" && d.how != "witness" && d.how != "unreachable")
+    f::fail("how", fmt::format("expected \"connection\", \"silence\", \"witness\" or \"unreachable\", got {}",
+                               f::shown(j.at("how"))));
   if (d.last_heard_s > d.suspected_s || d.suspected_s > d.at_s)
     f::fail("", fmt::format("last_heard_s {} <= suspected_s {} <= at_s {} does not hold", d.last_heard_s,
                             d.suspected_s, d.at_s));
@@ -168,7 +169,9 @@ void from_json(const json& j, FullRecoveryRecord& r) {
 void to_json(json& j, const FaultsSection& s) {
   j = {{"heartbeat", {{"interval_s", s.heartbeat_interval_s},
                       {"timeout_s", s.heartbeat_timeout_s},
-                      {"confirmation_s", s.heartbeat_confirmation_s}}},
+                      {"confirmation_s", s.heartbeat_confirmation_s},
+                      {"witnesses", s.heartbeat_witnesses},
+                      {"unreachable_s", s.heartbeat_unreachable_s}}},
        {"policy", s.policy},
        {"shard", s.shard},
        {"events", s.events},
@@ -185,6 +188,9 @@ void from_json(const json& j, FaultsSection& s) {
     s.heartbeat_interval_s = f::nonneg(hb, "interval_s");
     s.heartbeat_timeout_s = f::nonneg(hb, "timeout_s");
     s.heartbeat_confirmation_s = f::nonneg(hb, "confirmation_s");
+    // Reports written before the indirect probes have neither.
+    s.heartbeat_witnesses = f::has(hb, "witnesses") ? static_cast<int>(f::count(hb, "witnesses")) : 0;
+    s.heartbeat_unreachable_s = f::has(hb, "unreachable_s") ? f::nonneg(hb, "unreachable_s") : 0;
   } catch (FieldError& e) {
     e.prepend("heartbeat");
     throw;
@@ -265,6 +271,8 @@ FaultsSection section_of(const FaultPlan& plan) {
   s.heartbeat_interval_s = std::chrono::duration<double>(plan.heartbeat.interval).count();
   s.heartbeat_timeout_s = std::chrono::duration<double>(plan.heartbeat.timeout).count();
   s.heartbeat_confirmation_s = std::chrono::duration<double>(plan.heartbeat.confirmation).count();
+  s.heartbeat_witnesses = plan.heartbeat.witnesses;
+  s.heartbeat_unreachable_s = plan.heartbeat.witnesses > 0 ? std::chrono::duration<double>(plan.heartbeat.unreachable).count() : 0;
   s.policy = plan.policy;
   s.shard = plan.shard;
   s.full_recovery_above = plan.full_recovery.above_fraction;
@@ -274,6 +282,9 @@ FaultsSection section_of(const FaultPlan& plan) {
 FaultsSection merge_fault_logs(const FaultPlan& plan, const RankLayout& layout, const std::vector<RankFaultLog>& logs,
                                int origin) {
   FaultsSection s = section_of(plan);
+  // The process modes' detector (the socket transport's) asks no witness (docs/guide/faults.md).
+  s.heartbeat_witnesses = 0;
+  s.heartbeat_unreachable_s = 0;
   const int64_t t0 = logs.at(static_cast<size_t>(origin)).start_ns;
   // Rank r's seconds on the origin's start (the host's monotonic clock is every rank's).
   // A rank starts a few ms before or after the origin; an instant before the origin's start is 0.

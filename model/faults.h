@@ -46,10 +46,20 @@ std::string to_string(FaultEvent::Kind k);
 /// to every peer it watches; a peer silent for `timeout` is suspected, and declared dead if still
 /// silent `confirmation` later (a heartbeat in between clears the suspicion: a congested link is
 /// not a dead node). Defaults: 2 s, 3 s, 2 s.
+///
+/// Indirect probes (the embedded mode; SWIM's ping-req, Lifeguard's nack): a suspect is also
+/// probed through up to `witnesses` other ranks (FaultGroups::witnesses: its own site's members,
+/// which reach it over their LAN, and a rank of a third site). Any answer that it lives clears
+/// the suspicion; it is declared dead after `confirmation` only when a witness could not reach it
+/// either, or when it has no witness. A suspect that neither it nor any witness answers (the
+/// observer's own path is in doubt: its whole site dead, or cut off) is declared `unreachable`
+/// after the suspicion. witnesses 0: the observer's own silence decides. Defaults: 3, 30 s.
 struct HeartbeatConfig {
   std::chrono::nanoseconds interval{std::chrono::seconds(2)};
   std::chrono::nanoseconds timeout{std::chrono::seconds(3)};
   std::chrono::nanoseconds confirmation{std::chrono::seconds(2)};
+  int witnesses = 3;
+  std::chrono::nanoseconds unreachable{std::chrono::seconds(30)};
 };
 
 /// Full recovery: once more than `above_fraction` of the run's workers have been declared dead,
@@ -92,9 +102,11 @@ struct Detection {
   double at_s = 0;           ///< when, seconds since the start of training
   double last_heard_s = 0;   ///< the peer's last heartbeat arrived then (the start if never)
   double suspected_s = 0;    ///< when it was first suspected (last_heard + timeout)
-  /// How (process modes; "" in the embedded mode, whose monitors only have heartbeats):
-  /// "connection" (its connections ended without a goodbye: the kernel of a killed process closed
-  /// them) or "silence" (nothing from it for timeout + confirmation).
+  /// How: "connection" (process modes: its connections ended without a goodbye: the kernel of a
+  /// killed process closed them), "silence" (nothing from it for timeout + confirmation, and no
+  /// witness to ask: the process modes, or witnesses 0), "witness" (embedded: silent, and a
+  /// witness could not reach it either), "unreachable" (embedded: neither it nor any witness
+  /// answered for faults.heartbeat.unreachable); "" in embedded reports written before 2026-12-03.
   std::string how;
 };
 void to_json(json& j, const Detection& d);
@@ -146,6 +158,8 @@ void from_json(const json& j, FullRecoveryRecord& r);
 
 struct FaultsSection {
   double heartbeat_interval_s = 0, heartbeat_timeout_s = 0, heartbeat_confirmation_s = 0;
+  int heartbeat_witnesses = 0;             ///< 0: none asked (the process modes; reports before them)
+  double heartbeat_unreachable_s = 0;      ///< with witnesses: declared unreachable after this
   std::string policy, shard;
   double full_recovery_above = 0.25;  ///< the plan's threshold (FullRecoveryConfig)
   std::optional<FullRecoveryRecord> full_recovery;  ///< absent: none happened

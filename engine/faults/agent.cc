@@ -19,9 +19,12 @@ class FaultRuntime::Agent final : public FaultHooks {
   Agent(FaultRuntime& rt, int rank) : rt_(rt), rank_(rank), dc_(rt.layout_.dc_of(rank)) {
     // The other DCs' leaders a DC leader watches: their deaths are recorded; their DCs recover
     // on their own and a survivor takes over the dead leader's address (take_over below).
-    monitor_ = std::make_unique<HeartbeatMonitor>(rt.fabric_, rt.sched_, rank, rt.groups_.watched_by(rank), rt.plan_.heartbeat,
+    const std::vector<int> watched = rt.groups_.watched_by(rank);
+    std::map<int, std::vector<int>> witnesses;  // whom to ask about each (heartbeat.h)
+    for (int p : watched) witnesses[p] = rt.groups_.witnesses(rank, p, rt.plan_.heartbeat.witnesses);
+    monitor_ = std::make_unique<HeartbeatMonitor>(rt.fabric_, rt.sched_, rank, watched, rt.plan_.heartbeat,
                                                   rt.world_group_, [this](const model::Detection& d) { rt_.on_declared(d); },
-                                                  rt.groups_.watched_outside_group(rank));
+                                                  rt.groups_.watched_outside_group(rank), std::move(witnesses));
     slow_.resize(rt.plan_.events.size());
   }
 

@@ -65,6 +65,24 @@ std::vector<int> FaultGroups::watched_by(int rank) const {
   return peers;
 }
 
+std::vector<int> FaultGroups::witnesses(int observer, int peer, int k) const {
+  const int pd = layout.dc_of(peer), od = layout.dc_of(observer);
+  std::vector<int> mates;
+  for (int r = layout.first(pd); r < layout.first(pd) + layout.workers(pd); ++r)
+    if (r != peer && r != observer) mates.push_back(r);
+  std::vector<int> third;  // the lowest rank of every site other than both of theirs
+  for (int d = 0; d < layout.dcs(); ++d)
+    if (d != pd && d != od) third.push_back(layout.first(d));
+  const size_t kk = static_cast<size_t>(std::max(k, 0));
+  // One third-site witness when the peer has site mates (their LAN is the surest path), as many
+  // as fit otherwise; the mates fill the rest.
+  const size_t n_third = std::min(third.size(), mates.empty() ? kk : std::min<size_t>(1, kk));
+  std::vector<int> out(third.begin(), third.begin() + static_cast<std::ptrdiff_t>(n_third));
+  for (size_t i = 0; i < mates.size() && out.size() < kk; ++i) out.push_back(mates[i]);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 std::set<int> FaultGroups::watched_outside_group(int rank) const {
   const std::vector<int> group = group_of(rank, {});
   std::set<int> out;

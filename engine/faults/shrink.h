@@ -26,6 +26,11 @@ struct FaultGroups {
   /// The peers `rank` watches by heartbeats: its group's other members and, for a DC leader of
   /// per-DC groups, the other DCs' leaders.
   std::vector<int> watched_by(int rank) const;
+  /// Whom `observer` asks about a suspect `peer` (heartbeat.h's indirect probes), at most `k`:
+  /// the lowest rank of each site other than both of theirs (another WAN path to the peer's site),
+  /// at most one such site when the peer's site has other members, then the peer's own site
+  /// members in rank order (they reach it over their LAN), never the observer or the peer.
+  std::vector<int> witnesses(int observer, int peer, int k) const;
   /// Those of them outside its group (the other DCs' leaders): their deaths are recorded only.
   std::set<int> watched_outside_group(int rank) const;
   /// Every rank of the other data centers, ascending: whom a leader's successor tells.

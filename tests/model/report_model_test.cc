@@ -506,6 +506,8 @@ TEST(ReportModel, FaultsAbsentOrReadAndWrittenStrictly) {
   f.heartbeat_interval_s = 2;
   f.heartbeat_timeout_s = 3;
   f.heartbeat_confirmation_s = 2;
+  f.heartbeat_witnesses = 3;
+  f.heartbeat_unreachable_s = 30;
   f.policy = "shrink";
   f.shard = "redistribute";
   FaultRecord k;
@@ -530,7 +532,7 @@ TEST(ReportModel, FaultsAbsentOrReadAndWrittenStrictly) {
   sl.policy = "none";
   sl.factor = 5;
   f.events = {k, sl};  // the slow one never ended: until_s null
-  f.detections = {Detection{7, 6, 9.0, 4.0, 7.0, ""}};
+  f.detections = {Detection{7, 6, 9.0, 4.0, 7.0, "witness"}};
   f.heartbeats_sent = 244;
   r.faults = f;
   const json w = r;
@@ -560,6 +562,17 @@ TEST(ReportModel, FaultsAbsentOrReadAndWrittenStrictly) {
             "r.json: strategies[0].faults.events[1].factor: missing (a slow event has one)");
   EXPECT_EQ(error([](json& x) { x["heartbeat"].erase("timeout_s"); }),
             "r.json: strategies[0].faults.heartbeat.timeout_s: missing");
+  EXPECT_EQ(error([](json& x) { x["detections"][0]["how"] = "rumour"; }),
+            "r.json: strategies[0].faults.detections[0].how: expected \"connection\", \"silence\", \"witness\" or "
+            "\"unreachable\", got \"rumour\"");
+  {  // a report written before the witnesses: none asked
+    json old_report = w;
+    old_report["faults"]["heartbeat"].erase("witnesses");
+    old_report["faults"]["heartbeat"].erase("unreachable_s");
+    const StrategyRun o = old_report.get<StrategyRun>();
+    EXPECT_EQ(o.faults->heartbeat_witnesses, 0);
+    EXPECT_EQ(o.faults->heartbeat_unreachable_s, 0);
+  }
   EXPECT_EQ(error([](json& x) { x["detections"][0]["suspected_s"] = 10.0; }),
             "r.json: strategies[0].faults.detections[0]: last_heard_s 4 <= suspected_s 10 <= at_s 9 does not hold");
 }

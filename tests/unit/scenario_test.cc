@@ -668,7 +668,12 @@ TEST(ScenarioFaults, EventsAndHeartbeatsParse) {
   EXPECT_EQ(d.faults.heartbeat.interval, std::chrono::seconds(2));
   EXPECT_EQ(d.faults.heartbeat.timeout, std::chrono::seconds(3));
   EXPECT_EQ(d.faults.heartbeat.confirmation, std::chrono::seconds(2));
+  EXPECT_EQ(d.faults.heartbeat.witnesses, 3);
+  EXPECT_EQ(d.faults.heartbeat.unreachable, std::chrono::seconds(30));
   EXPECT_EQ(d.faults.shard, "drop");
+  j["faults"] = {{"heartbeat", {{"witnesses", 0}, {"unreachable", "1min"}}}};
+  EXPECT_EQ(parse_scenario(j, "s.json").faults.heartbeat.witnesses, 0);
+  EXPECT_EQ(parse_scenario(j, "s.json").faults.heartbeat.unreachable, std::chrono::minutes(1));
   EXPECT_FALSE(parse_scenario(good(), "s.json").faults.active());
   // Every strategy that survives kills may lose a DC leader (worker 0): a survivor takes over.
   j["timeline"][0]["kill"]["worker"] = 0;
@@ -783,6 +788,10 @@ INSTANTIATE_TEST_SUITE_P(
             "timeline[0].at_step: 3: a link change is scheduled by \"at\""},
         Bad{"timeout not above interval", [](json& j) { j["faults"]["heartbeat"]["timeout"] = "500ms"; },
             "faults.heartbeat.timeout: \"500ms\": must exceed the interval (500 ms)"},
+        Bad{"too many witnesses", [](json& j) { j["faults"]["heartbeat"]["witnesses"] = 17; },
+            "faults.heartbeat.witnesses: 17: must be in [0, 16]"},
+        Bad{"unreachable below the confirmation", [](json& j) { j["faults"]["heartbeat"]["unreachable"] = "500ms"; },
+            "faults.heartbeat.unreachable: \"500ms\": must be at least the confirmation (1 s)"},
         Bad{"heartbeat unit missing", [](json& j) { j["faults"]["heartbeat"]["interval"] = 2; },
             "faults.heartbeat.interval: 2: missing unit"},
         Bad{"unknown policy", [](json& j) { j["faults"]["policy"] = "restart_all"; },
