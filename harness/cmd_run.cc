@@ -40,7 +40,7 @@ struct RunArgs {
   std::vector<std::string> argv;
   std::string net;                     ///< "" = the scenario's "network"
   std::string clock;                   ///< "" = the scenario's "clock" (default: virtual when embedded)
-  std::string worker_timeout = "30s";  ///< process modes: workers' --timeout
+  std::string worker_timeout;  ///< workers' --timeout (process modes; default 30s), the embedded transports' (default 120s)
   std::string deadline;                ///< process modes: per strategy ("" = 120 s + 2 s per step)
   std::string net_prefix = "gtbrun";   ///< dpdk: namespace prefix
   int rt_priority = -1;                ///< dpdk: data plane SCHED_FIFO priority (-1: 0 on a shielded CPU, else 50)
@@ -170,7 +170,7 @@ int run(const RunArgs& a) {
                  sc.workload.optimizer.momentum / (1 - sc.workload.optimizer.momentum));
   std::chrono::milliseconds worker_timeout{0}, deadline{0};
   try {
-    worker_timeout = ms_of("--worker-timeout", a.worker_timeout);
+    worker_timeout = ms_of("--worker-timeout", a.worker_timeout.empty() ? "30s" : a.worker_timeout);
     if (!a.deadline.empty()) deadline = ms_of("--deadline", a.deadline);
   } catch (const ScenarioError& e) {
     fmt::print(stderr, "geotb: error: {}\n", e.what());
@@ -341,6 +341,7 @@ int run(const RunArgs& a) {
         opt.clock = sc.clock;
         opt.compute = sc.compute;
         opt.faults = sc.faults;
+        if (!a.worker_timeout.empty()) opt.transport_timeout = opt.gloo_timeout = worker_timeout;
         opt.represent_scale = sc.represented ? sc.represented->scale() : 1.0;
         opt.represented_params = sc.represented ? sc.represented->params : 0;
         opt.represented_tensors = sc.represented_tensors;
@@ -501,8 +502,8 @@ void register_run_command(CLI::App& app, const std::vector<std::string>& argv) {
                   "process per rank on loopback), dpdk (one process per rank in per-DC namespaces behind the DPDK "
                   "emulator; root)");
   cmd->add_option("--worker-timeout", args->worker_timeout,
-                  "process/dpdk: a worker waiting this long on a peer, collective or the store fails")
-      ->capture_default_str();
+                  "A worker waiting this long on a peer, collective or the store fails (process/dpdk: default "
+                  "30s; embedded: a message not delivered by then, on the run's clock, default 120s)");
   cmd->add_option("--deadline", args->deadline, "process/dpdk: per strategy, from start to the last worker's exit "
                                                 "(default 120 s + 2 s per step)");
   cmd->add_option("--checkpoint-dir", args->checkpoint_dir,
