@@ -10,7 +10,7 @@ detection, declarations and false ones in the runs that completed (a failed run 
 never detected, the first detection's latency of each kill, the mean final accuracy. Existing
 reports under OUTDIR are reused.
 
-usage: tools/false_detection_sweep.py GEOTB OUTDIR [--kill] [--seeds N] [--worker-timeout 1800s]
+usage: tools/false_detection_sweep.py GEOTB OUTDIR [--kill] [--seeds N] [--witnesses K] [--worker-timeout 1800s]
 """
 import argparse
 import collections
@@ -35,6 +35,8 @@ def main():
     ap.add_argument("out")
     ap.add_argument("--kill", action="store_true")
     ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--witnesses", type=int, help="sets faults.heartbeat.witnesses (0: the observer's silence "
+                                                  "alone decides, the rule before 2026-12-03; default: the scenario's)")
     ap.add_argument("--worker-timeout", help="passed to geotb run (embedded: a message not delivered by then "
                                              "fails the run; default 120s)")
     a = ap.parse_args()
@@ -47,6 +49,8 @@ def main():
         s["seed"] = seed
         s["wan"][0]["loss"] = loss
         s["wan"][0]["rtt"] = rtt
+        if a.witnesses is not None:
+            s["faults"]["heartbeat"]["witnesses"] = a.witnesses
         if a.kill:
             s["timeline"] = [{"at_step": 30, "kill": {"dc": "ningxia", "worker": 2}}]
         path = pathlib.Path(a.out) / (s["name"] + ".json")
