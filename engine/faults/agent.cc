@@ -159,7 +159,9 @@ class FaultRuntime::Agent final : public FaultHooks {
     }
   }
 
-  bool record_all() const override { return rt_.plan_.has_kills(); }
+  // Whenever heartbeats run: a false detection can fence rank 0 without any kill in the timeline,
+  // and the lowest survivor then reports (FaultRuntime::reporter).
+  bool record_all() const override { return rt_.plan_.active(); }
 
   void before_rewind(WorkerEnv&, BatchSampler& sampler) override {
     if (rt_.plan_.shard != "redistribute" || epoch_ == 0) return;

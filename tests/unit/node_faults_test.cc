@@ -175,6 +175,42 @@ TEST(NodeFaults, NaiveDdpLeaderKillMovesTheReportingToTheLowestSurvivor) {
   EXPECT_EQ(again.faults->events[0].detection_latency_s, r.faults->events[0].detection_latency_s);
 }
 
+// A one-way cut from the start: nothing gets from DC a to DC b, b to a works. b's ranks hear
+// neither a's ranks nor the witness they ask (rank 1 hears rank 0 over a's LAN, but its answer
+// crosses the cut), so after faults.heartbeat.unreachable they declare a's live ranks
+// "unreachable": two false detections, each fencing its rank. a's ranks hear b, and declare
+// nobody. b carries on alone. Rank 0 is fenced although the timeline kills nobody, so the lowest
+// survivor, rank 2, reports: every rank records its step times whenever heartbeats run.
+TEST(NodeFaults, LiveRankZeroFencedOnAOneWayCutHandsTheReportingToTheLowestSurvivor) {
+  FaultPlan p = kill_at(0, 0, 0);
+  p.events.clear();
+  p.heartbeat.unreachable = std::chrono::seconds(2);
+  ClusterSpec c = two_by(2);
+  c.wan[0].a_to_b.up = false;
+  const auto r = run_strategy(c, work(16), StrategyConfig{"naive_ddp"}, data(), options(p));
+  ASSERT_TRUE(r.faults.has_value());
+  const auto& f = *r.faults;
+  EXPECT_EQ(f.false_detections, 2);
+  std::vector<std::pair<int, int>> pairs;  // (observer, peer) of the first, false declarations
+  for (const auto& d : f.detections)
+    if (d.how == "unreachable") {
+      pairs.emplace_back(d.observer, d.peer);
+      EXPECT_NEAR(d.at_s - d.suspected_s, 2.0, 1e-9);
+    }
+  std::sort(pairs.begin(), pairs.end());
+  EXPECT_EQ(pairs, (std::vector<std::pair<int, int>>{{2, 0}, {2, 1}, {3, 0}, {3, 1}}));
+  for (const auto& d : f.detections) EXPECT_TRUE(d.peer == 0 || d.peer == 1) << d.observer << " declared " << d.peer;
+  ASSERT_EQ(f.events.size(), 2u);
+  for (const auto& e : f.events) {
+    EXPECT_EQ(e.event, "kill");
+    EXPECT_EQ(e.policy, "shrink (fenced after a detection)");
+  }
+  EXPECT_EQ(r.series.step_end_s.size(), 16u);
+  EXPECT_EQ(r.series.test_accuracy.size(), 4u);
+  EXPECT_EQ(r.metrics.replica_max_abs_diff, 0.0);  // ranks 2 and 3
+  EXPECT_GT(r.metrics.final_test_accuracy, 0.5);
+}
+
 // A DC leader's kill with per-DC groups: DC a's leader (rank 0) dies at step 6; a's survivors
 // (ranks 1, 2) detect it, and DC b's leader (rank 3) records it too without recovering. Rank 1
 // takes over rank 0's address: DC b's exchange reaches it unchanged, and it collects the round in
