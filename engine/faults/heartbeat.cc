@@ -114,7 +114,8 @@ uint64_t HeartbeatMonitor::sent() const {
 namespace {
 
 // The datagrams: [sent at: i64 ns][sequence: u64][kind: u8] and, for the indirect probes, the
-// suspect [i32].
+// suspect [i32]. A witness's answer carries its request's "sent at", so that an answer to an
+// earlier suspicion of the same peer is told apart.
 enum Kind : uint8_t {
   kBeat = 0,     // a heartbeat (also the answer to a probe)
   kProbe = 1,    // answer with a heartbeat now
@@ -137,6 +138,7 @@ void HeartbeatMonitor::run(Nanos t0) {
   // A request this rank serves as a witness: probe `suspect`, answer `observer`.
   struct Ask {
     int observer = 0, suspect = 0;
+    Nanos asked_at{0};  // the request's "sent at", echoed in the answer
     Nanos until{0};  // no answer from the suspect by then: "not reached"
     Nanos reprobe{0};  // a second probe half-way, so that one lost datagram is not a "not reached"
   };
@@ -144,6 +146,7 @@ void HeartbeatMonitor::run(Nanos t0) {
   // answers (a probe is answered by a heartbeat at once) or the confirmation time is over, so
   // that lost datagrams alone do not make a live peer dead.
   const Nanos probe_every = std::max(Nanos(std::chrono::milliseconds(1)), cfg_.interval / 4);
+  // `now`: the "sent at" field (a witness's answers echo the request's).
   auto datagram = [&](int p, uint8_t kind, Nanos now, uint64_t seq, int suspect = -1) {
     std::vector<uint8_t> msg(suspect >= 0 ? kAskBytes : kBeatBytes);
     const int64_t t = now.count();
@@ -258,7 +261,7 @@ void HeartbeatMonitor::run(Nanos t0) {
     for (size_t i = 0; i < asks.size();) {
       Ask& a = asks[i];
       if (now >= a.until) {
-        datagram(a.observer, kNotReached, now, seq, a.suspect);
+        datagram(a.observer, kNotReached, a.asked_at, seq, a.suspect);
         asks.erase(asks.begin() + static_cast<std::ptrdiff_t>(i));
         continue;
       }
@@ -290,6 +293,8 @@ void HeartbeatMonitor::run(Nanos t0) {
     }
     const Nanos at = sched_.now(actor_);
     const uint8_t kind = m->payload.size() > 16 ? m->payload[16] : static_cast<uint8_t>(kBeat);
+    int64_t sent_at = 0;
+    if (m->payload.size() >= 8) std::memcpy(&sent_at, m->payload.data(), 8);
     int suspect = -1;
     if (m->payload.size() >= kAskBytes) {
       int32_t x;
@@ -304,7 +309,7 @@ void HeartbeatMonitor::run(Nanos t0) {
         if (suspect < 0 || suspect == rank_) break;
         auto it = peers.find(suspect);
         if (it != peers.end() && it->second.dead) {  // declared by this rank already
-          datagram(m->src, kNotReached, at, seq, suspect);
+          datagram(m->src, kNotReached, Nanos{sent_at}, seq, suspect);
           break;
         }
         const bool pending = std::any_of(asks.begin(), asks.end(), [&](const Ask& a) {
@@ -312,13 +317,15 @@ void HeartbeatMonitor::run(Nanos t0) {
         });
         if (pending) break;
         datagram(suspect, kProbe, at, seq);
-        asks.push_back(Ask{m->src, suspect, at + probe_every, at + probe_every / 2});
+        asks.push_back(Ask{m->src, suspect, Nanos{sent_at}, at + probe_every, at + probe_every / 2});
         break;
       }
       case kAlive:
       case kNotReached: {
         auto it = peers.find(suspect);
-        if (it == peers.end() || it->second.dead || !it->second.suspected) break;  // stale
+        // Stale: about a peer not suspected (any more), or answering a request of an earlier suspicion.
+        if (it == peers.end() || it->second.dead || !it->second.suspected || Nanos{sent_at} < *it->second.suspected)
+          break;
         if (kind == kAlive) {
           it->second.last_heard = std::max(it->second.last_heard, m->delivered_at);
           it->second.suspected.reset();
@@ -330,11 +337,12 @@ void HeartbeatMonitor::run(Nanos t0) {
       default:
         break;
     }
-    if (kind != kBeat) continue;
-    // A heartbeat: the answer to whatever this rank asked of its sender as a witness.
+    // Anything from the sender shows it alive: a heartbeat answers whatever this rank asked of it as
+    // a witness, and every datagram (as before the witnesses: heartbeats and probes) counts as
+    // hearing it.
     for (size_t i = 0; i < asks.size();) {
       if (asks[i].suspect == m->src) {
-        datagram(asks[i].observer, kAlive, at, seq, m->src);
+        datagram(asks[i].observer, kAlive, asks[i].asked_at, seq, m->src);
         asks.erase(asks.begin() + static_cast<std::ptrdiff_t>(i));
       } else {
         ++i;
