@@ -179,7 +179,7 @@ int run_exec(const ExecArgs& a) {
     fmt::print(stderr, "geotb: error: {}\n", e.what());
     return 2;
   }
-  sc.network = "dpdk";  // the report says how it ran
+  sc.network = NetworkMode::kDpdk;  // the report says how it ran
   sc.clock = engine::ClockMode::kWall;
   std::vector<std::string> dc_names;
   for (const auto& d : sc.cluster.dcs) dc_names.push_back(d.name);

@@ -101,13 +101,14 @@ int run(const RunArgs& a) {
     return 2;
   }
   if (!a.net.empty()) {
-    if (a.net != "embedded" && a.net != "process" && a.net != "dpdk") {
+    const std::optional<NetworkMode> mode = parse_network_mode(a.net);
+    if (!mode) {
       fmt::print(stderr, "geotb: error: --net: \"{}\": one of embedded, process, dpdk\n", a.net);
       return 2;
     }
-    sc.network = a.net;  // the report says how it ran
+    sc.network = *mode;  // the report says how it ran
     // The scenario's clock default follows the mode it runs in (virtual only exists embedded).
-    if (!sc.raw.contains("clock")) sc.clock = sc.network == "embedded" ? engine::ClockMode::kVirtual : engine::ClockMode::kWall;
+    if (!sc.raw.contains("clock")) sc.clock = sc.network == NetworkMode::kEmbedded ? engine::ClockMode::kVirtual : engine::ClockMode::kWall;
   }
   if (!a.clock.empty()) {
     if (a.clock != "virtual" && a.clock != "wall") {
@@ -116,9 +117,9 @@ int run(const RunArgs& a) {
     }
     sc.clock = a.clock == "virtual" ? engine::ClockMode::kVirtual : engine::ClockMode::kWall;
   }
-  if (sc.network != "embedded" && sc.clock == engine::ClockMode::kVirtual) {
+  if (sc.network != NetworkMode::kEmbedded && sc.clock == engine::ClockMode::kVirtual) {
     fmt::print(stderr, "geotb: error: clock: \"virtual\": the {} network mode runs in wall time only (add --clock wall)\n",
-               sc.network);
+               to_string(sc.network));
     return 2;
   }
   try {
@@ -137,9 +138,9 @@ int run(const RunArgs& a) {
     fmt::print(stderr, "geotb: error: --seeds: {}: must be in [1, 100]\n", a.seeds);
     return 2;
   }
-  if (a.seeds > 1 && sc.network != "embedded") {
+  if (a.seeds > 1 && sc.network != NetworkMode::kEmbedded) {
     fmt::print(stderr, "geotb: error: --seeds: {}: only the embedded network mode repeats a run with other seeds "
-                       "(network is \"{}\")\n", a.seeds, sc.network);
+                       "(network is \"{}\")\n", a.seeds, to_string(sc.network));
     return 2;
   }
   if (!a.tcp_cc.empty()) {
@@ -152,7 +153,7 @@ int run(const RunArgs& a) {
     sc.tcp_congestion_control = a.tcp_cc;
     sc.cluster.segments.cc = model_congestion_control(sc.tcp_congestion_control);
   }
-  if (sc.network == "embedded" && sc.tcp_congestion_control == "bbr")
+  if (sc.network == NetworkMode::kEmbedded && sc.tcp_congestion_control == "bbr")
     fmt::print(stderr,
                "geotb: warning: tcp_congestion_control \"bbr\": the in-process WAN model does not model BBR's "
                "pacing (docs/guide/network-modes.md: measured 27 % more exposed communication for naive_ddp over "
@@ -176,7 +177,7 @@ int run(const RunArgs& a) {
     fmt::print(stderr, "geotb: error: {}\n", e.what());
     return 2;
   }
-  if (sc.network == "dpdk") {
+  if (sc.network == NetworkMode::kDpdk) {
 #ifndef GEOTB_HAVE_NET
     fmt::print(stderr, "geotb: error: network \"dpdk\": this geotb was built without DPDK (libdpdk-dev)\n");
     return 2;
@@ -298,7 +299,7 @@ int run(const RunArgs& a) {
       return 2;
     }
   }
-  if (sc.network == "embedded") {
+  if (sc.network == NetworkMode::kEmbedded) {
     // Refused before anything starts when it would not fit (model/memory_estimate.h).
     const model::MemoryEstimate est = model::estimate_embedded_memory(
         {.workers = workers,
@@ -325,7 +326,7 @@ int run(const RunArgs& a) {
   std::vector<model::StrategyRun> results;
   std::vector<model::Failure> failures;
   const size_t samples_per_step = static_cast<size_t>(sc.workload.step_samples()) * static_cast<size_t>(workers);
-  if (sc.network == "embedded") {
+  if (sc.network == NetworkMode::kEmbedded) {
     for (const auto& c : chosen) {
       // Seed sc.seed is the strategy's run in the report (series, exchanges, the CI gate's
       // figures); with --seeds N, seeds sc.seed + 1 ... add their figures to its "seeds".
@@ -391,7 +392,7 @@ int run(const RunArgs& a) {
     try {
 #ifdef GEOTB_HAVE_NET
       std::optional<DpdkSession> net;
-      if (sc.network == "dpdk") {
+      if (sc.network == NetworkMode::kDpdk) {
         DpdkSessionOptions dopt;
         dopt.prefix = a.net_prefix;
         dopt.rt_priority = a.rt_priority;
@@ -407,7 +408,7 @@ int run(const RunArgs& a) {
         po.dcs = net->placements();
       }
 #endif
-      if (sc.network == "process")
+      if (sc.network == NetworkMode::kProcess)
         for (size_t d = 0; d < sc.cluster.dcs.size(); ++d) po.dcs.push_back({"", "127.0.0.1", "", ""});
       for (const auto& c : chosen) {
         Progress prog(stdout, c.run_name(), samples_per_step);

@@ -50,7 +50,7 @@ namespace {
 
 /// Which clock produced the time figures, and the compute profile it charged, if any.
 void record_clock(const Scenario& sc, model::ReportContext& c) {
-  const bool virt = sc.network == "embedded" && sc.clock == engine::ClockMode::kVirtual;
+  const bool virt = sc.network == NetworkMode::kEmbedded && sc.clock == engine::ClockMode::kVirtual;
   c.clock = virt ? "virtual" : "wall";
   if (sc.represented) c.represented_model = sc.represented;
   if (!virt || sc.compute.empty()) return;
@@ -78,7 +78,7 @@ model::ScenarioSummary scenario_summary(const Scenario& sc, const RunContext& ct
   s.file = ctx.scenario_file;
   s.hash = sc.hash;
   s.seed = sc.seed;
-  s.network = sc.network;
+  s.network = to_string(sc.network);
   s.tcp_congestion_control = sc.tcp_congestion_control;
   for (const auto& d : sc.cluster.dcs) s.datacenters.push_back({d.name, d.workers});
   for (const auto& w : sc.cluster.wan)

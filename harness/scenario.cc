@@ -318,6 +318,21 @@ static model::RepresentedModel read_represented(const json& j, const std::string
   return r;
 }
 
+const char* to_string(NetworkMode m) {
+  switch (m) {
+    case NetworkMode::kEmbedded: return "embedded";
+    case NetworkMode::kProcess: return "process";
+    case NetworkMode::kDpdk: return "dpdk";
+  }
+  return "?";
+}
+
+std::optional<NetworkMode> parse_network_mode(std::string_view name) {
+  for (NetworkMode m : {NetworkMode::kEmbedded, NetworkMode::kProcess, NetworkMode::kDpdk})
+    if (name == to_string(m)) return m;
+  return std::nullopt;
+}
+
 Scenario parse_scenario(const json& j, const std::string& origin, const std::string& dir) {
   try {
     Scenario sc;
@@ -704,19 +719,22 @@ Scenario parse_scenario(const json& j, const std::string& origin, const std::str
     }
 
     const std::string emb = "embedded";
-    sc.network = get_string(root, "network", &emb);
-    if (sc.network != "embedded" && sc.network != "process" && sc.network != "dpdk")
-      fail("network", json(sc.network),
+    const std::string network = get_string(root, "network", &emb);
+    const std::optional<NetworkMode> mode = parse_network_mode(network);
+    if (!mode)
+      fail("network", json(network),
            "unknown network mode (one of \"embedded\": threads over the in-process WAN model, \"process\": one "
            "process per rank on this host's loopback, \"dpdk\": one process per rank in per-DC namespaces behind "
            "the DPDK emulator)");
+    sc.network = *mode;
 
-    const std::string default_clock = sc.network == "embedded" ? "virtual" : "wall";
+    const std::string default_clock = sc.network == NetworkMode::kEmbedded ? "virtual" : "wall";
     const std::string clock = get_string(root, "clock", &default_clock);
     if (clock == "virtual") {
-      if (sc.network != "embedded")
+      if (sc.network != NetworkMode::kEmbedded)
         fail("clock", json(clock),
-             fmt::format("the {} network mode runs in wall time only (\"virtual\" is for \"embedded\")", sc.network));
+             fmt::format("the {} network mode runs in wall time only (\"virtual\" is for \"embedded\")",
+                         to_string(sc.network)));
       sc.clock = engine::ClockMode::kVirtual;
     } else if (clock == "wall") {
       sc.clock = engine::ClockMode::kWall;
@@ -1043,7 +1061,7 @@ void check_faults_for_mode(const Scenario& sc) {
         paths.push_back(fmt::format("timeline[{}]", i));
     }
   const bool virt = sc.clock == engine::ClockMode::kVirtual;
-  if (sc.network == "embedded") {
+  if (sc.network == NetworkMode::kEmbedded) {
     if (!virt)
       fail(paths.empty() ? "faults" : paths[0], json("embedded/wall"),
            "node faults in the embedded mode run on the virtual clock only (the process and dpdk modes run them "
@@ -1085,11 +1103,11 @@ void check_represented_for_mode(const Scenario& sc) {
   if (!sc.represented || sc.represented->scale() == 1.0) return;
   const std::string field = "workload.represents";
   const json name(sc.represented->name);
-  if (sc.network != "embedded")
+  if (sc.network != NetworkMode::kEmbedded)
     fail(field, name,
          fmt::format("a represented model runs in the embedded mode only (the {} mode sends real bytes: the trained "
                      "model's)",
-                     sc.network));
+                     to_string(sc.network)));
   if (sc.clock != engine::ClockMode::kVirtual)
     fail(field, name, "a represented model needs the virtual clock (its compute and transfers are the model's, not the host's)");
   if (sc.compute.empty())

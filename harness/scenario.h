@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <optional>
 #include <vector>
 
@@ -25,6 +26,18 @@ class ScenarioError : public engine::ConfigError {
  public:
   using engine::ConfigError::ConfigError;
 };
+
+/// How a run's ranks run and talk (scenario "network", `geotb run --net`;
+/// docs/guide/network-modes.md).
+enum class NetworkMode {
+  kEmbedded,  ///< threads in one process over the in-process WAN model (virtual or wall clock)
+  kProcess,   ///< one OS process per rank on loopback (wall clock)
+  kDpdk,      ///< one process per rank in per-DC namespaces behind the DPDK emulator (root)
+};
+/// "embedded", "process" or "dpdk": the scenario's and the report's spelling.
+const char* to_string(NetworkMode m);
+/// The mode `name` spells, or nothing.
+std::optional<NetworkMode> parse_network_mode(std::string_view name);
 
 struct Scenario {
   int schema = 1;
@@ -49,7 +62,7 @@ struct Scenario {
   /// Their shapes (catalog or declared tensors; empty for a declared count): PowerSGD's matrices.
   std::vector<std::vector<int64_t>> represented_shapes;
   std::vector<engine::StrategyConfig> strategies;
-  std::string network = "embedded";  ///< "embedded" | "process" | "dpdk" (docs/guide/network-modes.md)
+  NetworkMode network = NetworkMode::kEmbedded;  ///< scenario "network" (docs/guide/network-modes.md)
   /// The embedded mode's clock (docs/guide/clocks.md): virtual (default) or wall; the process modes
   /// run in wall time only.
   engine::ClockMode clock = engine::ClockMode::kVirtual;
