@@ -123,9 +123,15 @@ RankReport run_process_worker(const ProcessWorkerConfig& cfg, const StrategyConf
     tc.heartbeat = ms(faults.plan.heartbeat.interval);
     tc.peer_timeout = ms(faults.plan.heartbeat.timeout + faults.plan.heartbeat.confirmation);
     agent = std::make_unique<ProcessFaultAgent>(ProcessFaultConfig{faults.plan, groups, cfg.rank, shards, work.seed}, clock);
-    tc.on_peer_failed = [a = agent.get()](int peer, const std::string& why, std::optional<std::chrono::milliseconds> silent) {
-      a->peer_failed(peer, why, silent);
-    };
+    tc.on_peer_failed = [a = agent.get()](int peer, const std::string& why, std::optional<std::chrono::milliseconds> silent,
+                                          const std::string& how) { a->peer_failed(peer, why, silent, how); };
+    // A silent peer is asked about to its witnesses before it is failed (engine/faults/heartbeat.h).
+    if (faults.plan.heartbeat.witnesses > 0) {
+      tc.witnesses = [groups, rank = cfg.rank, k = faults.plan.heartbeat.witnesses](int peer) {
+        return groups.witnesses(rank, peer, k);
+      };
+      tc.unreachable = ms(faults.plan.heartbeat.unreachable);
+    }
     tc.notice_tag = ProcessFaultAgent::kRecoveringTag;
     tc.on_notice = [a = agent.get()](int peer, std::vector<uint8_t> bytes) { a->peer_notice(peer, bytes); };
   }

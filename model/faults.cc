@@ -169,9 +169,7 @@ void from_json(const json& j, FullRecoveryRecord& r) {
 void to_json(json& j, const FaultsSection& s) {
   j = {{"heartbeat", {{"interval_s", s.heartbeat_interval_s},
                       {"timeout_s", s.heartbeat_timeout_s},
-                      {"confirmation_s", s.heartbeat_confirmation_s},
-                      {"witnesses", s.heartbeat_witnesses},
-                      {"unreachable_s", s.heartbeat_unreachable_s}}},
+                      {"confirmation_s", s.heartbeat_confirmation_s}}},
        {"policy", s.policy},
        {"shard", s.shard},
        {"events", s.events},
@@ -180,6 +178,11 @@ void to_json(json& j, const FaultsSection& s) {
        {"heartbeats_sent", s.heartbeats_sent},
        {"full_recovery_above", s.full_recovery_above},
        {"full_recovery", s.full_recovery ? json(*s.full_recovery) : json(nullptr)}};
+  // Absent when no witness was asked: how reports written before the witnesses read.
+  if (s.heartbeat_witnesses > 0) {
+    j["heartbeat"]["witnesses"] = s.heartbeat_witnesses;
+    j["heartbeat"]["unreachable_s"] = s.heartbeat_unreachable_s;
+  }
 }
 
 void from_json(const json& j, FaultsSection& s) {
@@ -282,9 +285,6 @@ FaultsSection section_of(const FaultPlan& plan) {
 FaultsSection merge_fault_logs(const FaultPlan& plan, const RankLayout& layout, const std::vector<RankFaultLog>& logs,
                                int origin) {
   FaultsSection s = section_of(plan);
-  // The process modes' detector (the socket transport's) asks no witness (docs/guide/faults.md).
-  s.heartbeat_witnesses = 0;
-  s.heartbeat_unreachable_s = 0;
   const int64_t t0 = logs.at(static_cast<size_t>(origin)).start_ns;
   // Rank r's seconds on the origin's start (the host's monotonic clock is every rank's).
   // A rank starts a few ms before or after the origin; an instant before the origin's start is 0.

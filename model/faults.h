@@ -47,7 +47,7 @@ std::string to_string(FaultEvent::Kind k);
 /// silent `confirmation` later (a heartbeat in between clears the suspicion: a congested link is
 /// not a dead node). Defaults: 2 s, 3 s, 2 s.
 ///
-/// Indirect probes (the embedded mode; SWIM's ping-req, Lifeguard's nack): a suspect is also
+/// Indirect probes (every mode; SWIM's ping-req, Lifeguard's nack): a suspect is also
 /// probed through up to `witnesses` other ranks (FaultGroups::witnesses: its own site's members,
 /// which reach it over their LAN, and a rank of a third site). Any answer that it lives clears
 /// the suspicion; it is declared dead after `confirmation` only when a witness could not reach it
@@ -104,9 +104,9 @@ struct Detection {
   double suspected_s = 0;    ///< when it was first suspected (last_heard + timeout)
   /// How: "connection" (process modes: its connections ended without a goodbye: the kernel of a
   /// killed process closed them), "silence" (nothing from it for timeout + confirmation, and no
-  /// witness to ask: the process modes, or witnesses 0), "witness" (embedded: silent, and a
-  /// witness could not reach it either), "unreachable" (embedded: neither it nor any witness
-  /// answered for faults.heartbeat.unreachable); "" in embedded reports written before 2026-12-03.
+  /// witness to ask: witnesses 0, or none exists), "witness" (silent, and a witness could not
+  /// reach it either), "unreachable" (neither it nor any witness answered for
+  /// faults.heartbeat.unreachable); "" in embedded reports written before 2026-12-03.
   std::string how;
 };
 void to_json(json& j, const Detection& d);
@@ -158,7 +158,7 @@ void from_json(const json& j, FullRecoveryRecord& r);
 
 struct FaultsSection {
   double heartbeat_interval_s = 0, heartbeat_timeout_s = 0, heartbeat_confirmation_s = 0;
-  int heartbeat_witnesses = 0;             ///< 0: none asked (the process modes; reports before them)
+  int heartbeat_witnesses = 0;             ///< 0: none asked (reports written before them read 0)
   double heartbeat_unreachable_s = 0;      ///< with witnesses: declared unreachable after this
   std::string policy, shard;
   double full_recovery_above = 0.25;  ///< the plan's threshold (FullRecoveryConfig)

@@ -174,7 +174,8 @@ void ProcessFaultAgent::started(Nanos t0) {
   live_ = true;
 }
 
-void ProcessFaultAgent::peer_failed(int peer, const std::string&, std::optional<std::chrono::milliseconds> silent_for) {
+void ProcessFaultAgent::peer_failed(int peer, const std::string&, std::optional<std::chrono::milliseconds> silent_for,
+                                    const std::string& how) {
   const bool silent = silent_for.has_value();
   const std::vector<int> watched = cfg_.groups.watched_by(cfg_.rank);
   if (std::find(watched.begin(), watched.end(), peer) == watched.end()) return;  // another group's business
@@ -193,7 +194,7 @@ void ProcessFaultAgent::peer_failed(int peer, const std::string&, std::optional<
   const double timeout = std::chrono::duration<double>(cfg_.plan.heartbeat.timeout).count();
   d.last_heard_s = silent ? std::max(0.0, at - std::chrono::duration<double>(*silent_for).count()) : at;
   d.suspected_s = silent ? std::min(at, d.last_heard_s + timeout) : at;
-  d.how = silent ? "silence" : "connection";
+  d.how = how;  // "connection", "silence", "witness" or "unreachable" (the transport's)
   log_.detections.push_back(d);
   if (foreign) {
     foreign_declared_.insert(peer);
@@ -228,9 +229,12 @@ void ProcessFaultAgent::refresh_interrupt() {
 
 bool ProcessFaultAgent::await_declaration() {
   // The step failed. If a member died, its declaration is here or comes within peer_timeout
-  // (silence) plus one heartbeat interval; a reset connection is seen at once.
+  // (silence) plus one heartbeat interval, and with witnesses at most `unreachable` more (their
+  // answers; none at all); a reset connection is seen at once.
   std::unique_lock<std::mutex> lk(mu_);
-  const auto wait = peer_timeout_ + std::chrono::duration_cast<std::chrono::milliseconds>(cfg_.plan.heartbeat.interval);
+  auto wait = peer_timeout_ + std::chrono::duration_cast<std::chrono::milliseconds>(cfg_.plan.heartbeat.interval);
+  if (cfg_.plan.heartbeat.witnesses > 0)
+    wait += std::chrono::duration_cast<std::chrono::milliseconds>(cfg_.plan.heartbeat.unreachable);
   return declared_cv_.wait_for(lk, wait, [&] {
     return std::any_of(declared_.begin(), declared_.end(), [&](int d) { return !handled_.count(d); });
   });

@@ -126,7 +126,8 @@ class ProcessFaultAgent final : public FaultHooks {
   /// The tag of the "recovering" notices (SocketTransportConfig::notice_tag).
   static constexpr uint64_t kRecoveringTag = reserved_tags::kRecovering;
   /// The transport's on_peer_failed (any thread). Before start and after done: ignored.
-  void peer_failed(int peer, const std::string& why, std::optional<std::chrono::milliseconds> silent_for);
+  void peer_failed(int peer, const std::string& why, std::optional<std::chrono::milliseconds> silent_for,
+                   const std::string& how);
   /// The transport's on_notice: `peer` is recovering from the deaths it lists.
   void peer_notice(int peer, const std::vector<uint8_t>& bytes);
   /// The transport whose receives a declaration interrupts, and the peer timeout it was given.

@@ -63,10 +63,12 @@ inline constexpr uint64_t kHeartbeat = kBase + 1;   ///< heartbeats (faults/hear
 inline constexpr uint64_t kRejoin = kBase + 2;      ///< a restarted worker's hand-over (faults/rejoin.h)
 inline constexpr uint64_t kRecovering = kBase + 3;  ///< "recovering" notices (faults/process_agent.h)
 inline constexpr uint64_t kTakeover = kBase + 4;    ///< a DC leader's successor's notice (transport.h)
-inline constexpr uint64_t kSinglesEnd = kBase + 5;  ///< every single tag above is below it
+inline constexpr uint64_t kWitness = kBase + 5;     ///< indirect probes between socket transports (socket_transport.h)
+inline constexpr uint64_t kSinglesEnd = kBase + 6;  ///< every single tag above is below it
 /// The survivors' regroup exchanges after node kills (faults/shrink.cc): [kShrinkBase, 2^64).
 inline constexpr uint64_t kShrinkBase = kBase + (uint64_t{1} << 62);
-static_assert(kHeartbeat < kRejoin && kRejoin < kRecovering && kRecovering < kTakeover && kTakeover < kSinglesEnd,
+static_assert(kHeartbeat < kRejoin && kRejoin < kRecovering && kRecovering < kTakeover && kTakeover < kWitness &&
+                  kWitness < kSinglesEnd,
               "the single reserved tags are distinct");
 static_assert(kSinglesEnd <= kShrinkBase, "the single reserved tags lie below the regroup range");
 }  // namespace reserved_tags

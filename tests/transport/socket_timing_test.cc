@@ -9,8 +9,10 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <mutex>
+#include <set>
 #include <tuple>
 #include <chrono>
 #include <cstdio>
@@ -138,7 +140,7 @@ struct PeerFailures {
 TEST(SocketDeadPeer, OnPeerFailedHearsAKillBeforeTheBlockedRecvWakes) {
   PeerFailures f;
   WithChild w("hello", [&](SocketTransportConfig& c) {
-    c.on_peer_failed = [&](int r, const std::string& why, std::optional<milliseconds> silent) {
+    c.on_peer_failed = [&](int r, const std::string& why, std::optional<milliseconds> silent, const std::string&) {
       std::lock_guard<std::mutex> lk(f.mu);
       f.calls.emplace_back(r, silent.has_value(), f.recv_saw_it.load());
       EXPECT_NE(why.find("rank 1"), std::string::npos) << why;
@@ -159,7 +161,7 @@ TEST(SocketDeadPeer, OnPeerFailedSaysSilenceForAStoppedPeerAndNothingForAGoodbye
   for (const char* mode : {"hello", "close"}) {
     PeerFailures f;
     WithChild w(mode, [&](SocketTransportConfig& c) {
-      c.on_peer_failed = [&](int r, const std::string&, std::optional<milliseconds> silent) {
+      c.on_peer_failed = [&](int r, const std::string&, std::optional<milliseconds> silent, const std::string&) {
         std::lock_guard<std::mutex> lk(f.mu);
         f.calls.emplace_back(r, silent.has_value(), false);
         if (silent) f.silent_for = *silent;
@@ -318,4 +320,107 @@ TEST(SocketTimeouts, CloseWakesBlockedRecvAndIsIdempotent) {
   EXPECT_THROW(p.b->recv(0, 1), PeerDeadError);
   EXPECT_LT(seconds_since(t1), 1.5);
   print_measured("GOODBYE -> PeerDeadError", seconds_since(t1), 1.5);
+}
+
+// Indirect probes (SocketTransportConfig::witnesses; the rule of engine/faults/heartbeat.h):
+// three transports on loopback, heartbeats every 100 ms, peer_timeout 500 ms, unreachable 2 s.
+// `deaf[r]` names the ranks whose traffic does not count as heard at rank r (a path that loses
+// their heartbeats); every rank's witness for a suspect is the third rank.
+struct WitnessWorld {
+  std::mutex mu;
+  std::vector<std::tuple<int, int, std::string, milliseconds>> failed;  // (observer, peer, how, silent for)
+  std::vector<std::unique_ptr<SocketTransport>> t;
+
+  WitnessWorld(std::vector<std::set<int>> deaf, bool witnesses, std::vector<std::pair<int, int>> pairs) {
+    std::vector<SocketEndpoint> eps;
+    for (int r = 0; r < 3; ++r) {
+      auto c = geotb::test::cfg_for(r, 3, milliseconds(500));
+      c.unreachable = milliseconds(2000);
+      if (witnesses) c.witnesses = [r](int p) { return std::vector<int>{3 - r - p}; };
+      c.deaf_to = [d = deaf[static_cast<size_t>(r)]](int p) { return d.count(p) > 0; };
+      c.on_peer_failed = [this, r](int p, const std::string&, std::optional<milliseconds> silent, const std::string& how) {
+        std::lock_guard<std::mutex> lk(mu);
+        failed.emplace_back(r, p, how, silent.value_or(milliseconds(-1)));
+      };
+      t.push_back(std::make_unique<SocketTransport>(c));
+      eps.push_back({"127.0.0.1", t.back()->port()});
+    }
+    for (auto& x : t) x->start(eps);
+    for (auto [a, b] : pairs) {  // connected both ways: heartbeats flow
+      EXPECT_TRUE(t[static_cast<size_t>(a)]->await_streams(b, milliseconds(3000)));
+      EXPECT_TRUE(t[static_cast<size_t>(b)]->await_streams(a, milliseconds(3000)));
+    }
+  }
+  std::vector<std::tuple<int, int, std::string, milliseconds>> failures() {
+    std::lock_guard<std::mutex> lk(mu);
+    auto f = failed;
+    std::sort(f.begin(), f.end());
+    return f;
+  }
+};
+
+// Rank 0 cannot hear rank 1, rank 2 hears both: nothing fails in 3 s (6 peer timeouts). Without
+// witnesses rank 0 fails rank 1 for its silence after peer_timeout, and closes their connections:
+// rank 1 then fails rank 0 too ("connection"), as it would a killed process.
+TEST(SocketWitnesses, APathThatLosesEverythingIsNotADeathWhenAWitnessHearsThePeer) {
+  {
+    WitnessWorld w({{1}, {}, {}}, true, {{0, 1}, {0, 2}, {1, 2}});
+    std::this_thread::sleep_for(milliseconds(3000));
+    EXPECT_TRUE(w.failures().empty()) << std::get<0>(w.failures()[0]) << " failed " << std::get<1>(w.failures()[0])
+                                      << " (" << std::get<2>(w.failures()[0]) << ")";
+  }
+  WitnessWorld w({{1}, {}, {}}, false, {{0, 1}, {0, 2}, {1, 2}});
+  std::this_thread::sleep_for(milliseconds(1500));
+  const auto f = w.failures();
+  ASSERT_EQ(f.size(), 2u);
+  EXPECT_EQ(std::make_tuple(std::get<0>(f[0]), std::get<1>(f[0]), std::get<2>(f[0])), std::make_tuple(0, 1, std::string("silence")));
+  EXPECT_EQ(std::make_tuple(std::get<0>(f[1]), std::get<1>(f[1]), std::get<2>(f[1])), std::make_tuple(1, 0, std::string("connection")));
+}
+
+// Rank 1 silent to both others (as a frozen host): each asks the other, which cannot hear it
+// either ("not reached"), and fails it as "witness" soon after peer_timeout (bound: 5x, 2.5 s).
+// Their connections to rank 1 close, so rank 1 fails both ("connection").
+TEST(SocketWitnesses, APeerNobodyHearsFailsOnAWitnessWord) {
+  const auto t0 = std::chrono::steady_clock::now();
+  WitnessWorld w({{1}, {}, {1}}, true, {{0, 1}, {0, 2}, {1, 2}});
+  std::vector<std::tuple<int, int, std::string, milliseconds>> f;
+  while (f.size() < 4 && seconds_since(t0) < 5.0) {
+    std::this_thread::sleep_for(milliseconds(20));
+    f = w.failures();
+  }
+  ASSERT_EQ(f.size(), 4u);
+  for (size_t i : {size_t{0}, size_t{3}}) {  // (0, 1) and (2, 1), sorted
+    EXPECT_EQ(std::get<0>(f[i]), i == 0 ? 0 : 2);
+    EXPECT_EQ(std::get<1>(f[i]), 1);
+    EXPECT_EQ(std::get<2>(f[i]), "witness");
+    EXPECT_GE(std::get<3>(f[i]), milliseconds(500));
+    EXPECT_LT(std::get<3>(f[i]), milliseconds(2500));
+    print_measured("silent peer failed on a witness's word after", std::get<3>(f[i]).count() / 1e3, 2.5);
+  }
+  for (size_t i : {size_t{1}, size_t{2}}) {
+    EXPECT_EQ(std::get<0>(f[i]), 1);
+    EXPECT_EQ(std::get<2>(f[i]), "connection");
+  }
+}
+
+// Rank 0 cannot hear rank 1, and its witness (rank 2) has no connection to rank 1, so it has
+// nothing to say: rank 0 fails rank 1 "unreachable", 2 s (unreachable) after the suspicion.
+TEST(SocketWitnesses, APeerNoWitnessCanSpeakForFailsUnreachable) {
+  WitnessWorld w({{1}, {}, {}}, true, {{0, 1}, {0, 2}});
+  std::this_thread::sleep_for(milliseconds(1500));
+  EXPECT_TRUE(w.failures().empty()) << "failed before unreachable";
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<std::tuple<int, int, std::string, milliseconds>> f;
+  while (f.empty() && seconds_since(t0) < 5.0) {
+    std::this_thread::sleep_for(milliseconds(20));
+    f = w.failures();
+  }
+  f = w.failures();  // and rank 1's "connection" of rank 0, once rank 0 closed their connections
+  ASSERT_GE(f.size(), 1u);
+  EXPECT_EQ(std::get<0>(f[0]), 0);
+  EXPECT_EQ(std::get<1>(f[0]), 1);
+  EXPECT_EQ(std::get<2>(f[0]), "unreachable");
+  for (size_t i = 1; i < f.size(); ++i) EXPECT_EQ(std::make_tuple(std::get<0>(f[i]), std::get<2>(f[i])), std::make_tuple(1, std::string("connection")));
+  EXPECT_GE(std::get<3>(f[0]), milliseconds(2500));  // peer_timeout + unreachable of silence
+  EXPECT_LT(std::get<3>(f[0]), milliseconds(4000));
 }

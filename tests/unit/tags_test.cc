@@ -204,7 +204,7 @@ TEST(Tags, ACollectiveGivenTooFewTagsThrowsBeforeSending) {
 TEST(ReservedTags, OutsideEveryUsersRangeAndApart) {
   const engine::TagRange all = engine::all_tags();
   for (uint64_t t : {engine::reserved_tags::kHeartbeat, engine::reserved_tags::kRejoin, engine::reserved_tags::kRecovering,
-                     engine::reserved_tags::kTakeover, engine::reserved_tags::kShrinkBase, ~uint64_t{0}})
+                     engine::reserved_tags::kTakeover, engine::reserved_tags::kWitness, engine::reserved_tags::kShrinkBase, ~uint64_t{0}})
     EXPECT_FALSE(all.contains(t)) << t;
   EXPECT_EQ(engine::reserved_tags::kBase, all.base() + all.size());
   EXPECT_EQ(engine::kTakeoverTag, uint64_t{9223372036854775812u});  // 2^63 + 4, the value on the wire before this header

@@ -180,6 +180,11 @@ struct SocketTransport::Impl {
     std::vector<Clock::time_point> retry_at;
     std::string last_connect_error;
     Clock::time_point last_heard{};
+    // Indirect probes (cfg.witnesses): while silent past peer_timeout, since when; whether a
+    // witness could not reach it either; when to ask the witnesses again.
+    std::optional<Clock::time_point> suspected_at;
+    bool not_reached = false;
+    Clock::time_point next_ask{};
     std::map<uint64_t, Partial> partial;
     uint64_t next_deliver = 0;
     bool goodbye_seen = false;
@@ -607,7 +612,7 @@ struct SocketTransport::Impl {
   // silent: failed after this long of silence; goodbye: it closed its transport (on_peer_failed
   // is not told: a peer that said goodbye finished or failed on its own, it was not killed).
   void fail_peer(int r, Fail kind, const std::string& why, std::optional<milliseconds> silent = std::nullopt,
-                 bool goodbye = false) {
+                 bool goodbye = false, const std::string& how = "") {
     Peer& p = peers[r];
     // The node-fault agent hears of it before any waiter wakes with the error, so that a
     // collective failing on it already finds the survivors' recovery under way.
@@ -617,7 +622,8 @@ struct SocketTransport::Impl {
       first = p.fail == Fail::kNone && !p.reported && !closing;
       p.reported = true;
     }
-    if (first && !goodbye && cfg.on_peer_failed) cfg.on_peer_failed(r, me() + why, silent);
+    if (first && !goodbye && cfg.on_peer_failed)
+      cfg.on_peer_failed(r, me() + why, silent, how.empty() ? (silent ? "silence" : "connection") : how);
     {
       std::lock_guard lk(mu);
       if (p.fail == Fail::kNone) {
@@ -1218,6 +1224,8 @@ struct SocketTransport::Impl {
         if (it->first != p.next_deliver || it->second.got != it->second.len) break;
         if (cfg.notice_tag != 0 && it->second.tag == cfg.notice_tag && cfg.on_notice) {
           notices.push_back(std::move(it->second.buf));
+        } else if (it->second.tag == reserved_tags::kWitness) {
+          witness_message(r, it->second.buf);
         } else if (it->second.tag == kTakeoverTag) {
           int64_t dead = -1;
           if (it->second.buf.size() == sizeof dead) std::memcpy(&dead, it->second.buf.data(), sizeof dead);
@@ -1302,7 +1310,11 @@ struct SocketTransport::Impl {
       else conn_broken(c, "read: " + errstr(errno));
       break;
     }
-    if (heard && c->peer >= 0) peers[c->peer].last_heard = Clock::now();
+    if (heard && c->peer >= 0 && !(cfg.deaf_to && cfg.deaf_to(c->peer))) {
+      Peer& p = peers[c->peer];
+      p.last_heard = Clock::now();
+      p.suspected_at.reset();
+    }
   }
 
   // ---------------------------------------------------------------- output
@@ -1411,12 +1423,91 @@ struct SocketTransport::Impl {
       if (p.failed_io) continue;
       if (p.connect_started) ensure_connect(r);
       if (p.failed_io) continue;
-      if (open[r] && now - p.last_heard > cfg.peer_timeout)
-        fail_peer(r, Fail::kDead,
-                  "no data or heartbeat from " + who(r) + " for " +
-                      ms_text(std::chrono::duration_cast<milliseconds>(now - p.last_heard)) +
-                      " (peer_timeout " + ms_text(cfg.peer_timeout) + ")",
-                  std::chrono::duration_cast<milliseconds>(now - p.last_heard));
+      if (!open[r] || now - p.last_heard <= cfg.peer_timeout) continue;
+      const auto silent = std::chrono::duration_cast<milliseconds>(now - p.last_heard);
+      const std::string silence = "no data or heartbeat from " + who(r) + " for " + ms_text(silent) +
+                                  " (peer_timeout " + ms_text(cfg.peer_timeout) + ")";
+      const std::vector<int> w = cfg.witnesses ? cfg.witnesses(r) : std::vector<int>{};
+      if (w.empty()) {
+        fail_peer(r, Fail::kDead, silence, silent);
+        continue;
+      }
+      if (!p.suspected_at) {
+        p.suspected_at = now;
+        p.not_reached = false;
+        p.next_ask = now;
+      }
+      if (p.not_reached) {
+        fail_peer(r, Fail::kDead, silence + ", and a witness could not reach it either", silent, false, "witness");
+      } else if (now - *p.suspected_at >= cfg.unreachable) {
+        fail_peer(r, Fail::kDead, silence + ", and no witness answered for " + ms_text(cfg.unreachable), silent, false,
+                  "unreachable");
+      } else if (now >= p.next_ask) {
+        ask_witnesses(r, w, *p.suspected_at);
+        p.next_ask = now + std::max(milliseconds(5), cfg.heartbeat / 4);
+      }
+    }
+  }
+
+  // ---------------------------------------------------------------- witnesses
+  // The messages on reserved_tags::kWitness: [kind u8][suspect i32][asked at: ns since the
+  // asker's suspicion began, i64: the asker's own clock, echoed back].
+  enum WitnessKind : uint8_t { kAsk = 1, kAlive = 2, kNotReached = 3 };
+
+  static std::vector<uint8_t> witness_bytes(WitnessKind k, int suspect, int64_t asked_at) {
+    std::vector<uint8_t> b(13);
+    b[0] = k;
+    const int32_t x = suspect;
+    std::memcpy(b.data() + 1, &x, 4);
+    std::memcpy(b.data() + 5, &asked_at, 8);
+    return b;
+  }
+
+  // I/O thread: asks every witness of silent peer r that has not failed here.
+  void ask_witnesses(int r, const std::vector<int>& w, Clock::time_point suspected_at) {
+    const int64_t at = std::chrono::duration_cast<std::chrono::nanoseconds>(suspected_at.time_since_epoch()).count();
+    std::lock_guard lk(mu);
+    for (int x : w) {
+      if (x == r || x == cfg.rank || x < 0 || x >= cfg.world || peers[x].fail != Fail::kNone) continue;
+      queue_locked(x, reserved_tags::kWitness, std::make_shared<const std::vector<uint8_t>>(witness_bytes(kAsk, r, at)));
+    }
+  }
+
+  // I/O thread, mu held: a request from `src` (answered at once from what this rank heard), or an
+  // answer to one of this rank's.
+  void witness_message(int src, const std::vector<uint8_t>& b) {
+    if (b.size() != 13) return;  // not from this build: ignored
+    int32_t suspect;
+    int64_t asked_at;
+    std::memcpy(&suspect, b.data() + 1, 4);
+    std::memcpy(&asked_at, b.data() + 5, 8);
+    if (suspect < 0 || suspect >= cfg.world || suspect == src) return;
+    const auto now = Clock::now();
+    if (b[0] == kAsk) {
+      if (suspect == cfg.rank) {  // asked about this rank itself: it lives
+        queue_locked(src, reserved_tags::kWitness,
+                     std::make_shared<const std::vector<uint8_t>>(witness_bytes(kAlive, suspect, asked_at)));
+        return;
+      }
+      const Peer& q = peers[suspect];
+      const bool connected = std::any_of(conns.begin(), conns.end(), [&](const auto& kv) {
+        return !kv.second->dead && kv.second->peer == suspect && kv.second->st == St::kOpen;
+      });
+      if (!connected && q.fail == Fail::kNone) return;  // no connection to it: nothing to say
+      const bool alive = q.fail == Fail::kNone && now - q.last_heard <= 2 * cfg.heartbeat;
+      queue_locked(src, reserved_tags::kWitness,
+                   std::make_shared<const std::vector<uint8_t>>(witness_bytes(alive ? kAlive : kNotReached, suspect, asked_at)));
+      return;
+    }
+    Peer& p = peers[suspect];
+    if (!p.suspected_at ||
+        asked_at != std::chrono::duration_cast<std::chrono::nanoseconds>(p.suspected_at->time_since_epoch()).count())
+      return;  // stale: about an earlier suspicion, or none now
+    if (b[0] == kAlive) {
+      p.last_heard = now;
+      p.suspected_at.reset();
+    } else if (b[0] == kNotReached) {
+      p.not_reached = true;
     }
   }
 

@@ -93,10 +93,25 @@ struct SocketTransportConfig {
   uint64_t max_message_bytes = 1ull << 34;  // larger incoming messages are FrameErrors, larger sends throw
   /// Called once per failed peer, on the I/O thread with no lock held, before any waiter sees the
   /// failure: (rank, why, silent_for: how long nothing had come from it when it was failed for
-  /// peer_timeout of silence; nothing when its connection ended or a frame was bad). Not for a peer that closed its transport (GOODBYE): it
-  /// finished or failed on its own. A node-fault agent (engine/faults/) records the detection and
-  /// interrupts receives. May be empty.
-  std::function<void(int, const std::string&, std::optional<std::chrono::milliseconds>)> on_peer_failed;
+  /// silence; nothing when its connection ended or a frame was bad, how: "silence", "witness",
+  /// "unreachable" (see witnesses) or "connection"). Not for a peer that closed its transport
+  /// (GOODBYE): it finished or failed on its own. A node-fault agent (engine/faults/) records the
+  /// detection and interrupts receives. May be empty.
+  std::function<void(int, const std::string&, std::optional<std::chrono::milliseconds>, const std::string&)>
+      on_peer_failed;
+  /// Indirect probes (the rule of engine/faults/heartbeat.h): a peer silent for peer_timeout is
+  /// not failed at once if witnesses(peer) names ranks. This transport asks each of them (a
+  /// message on reserved_tags::kWitness, every heartbeat / 4) whether it hears the peer. A
+  /// witness answers "alive" if something came from the peer within two heartbeat intervals, "not
+  /// reached" if nothing did or the peer failed there, nothing if it has no connection to it. An
+  /// "alive" counts as hearing the peer. The peer fails on a "not reached" (how "witness"), or
+  /// `unreachable` after its silence passed peer_timeout with no answer (how "unreachable").
+  /// Empty function or empty list: silence for peer_timeout fails the peer (how "silence").
+  std::function<std::vector<int>(int)> witnesses;
+  std::chrono::milliseconds unreachable{30000};
+  /// Fault injection for tests: nothing that arrives from a rank it names counts as hearing that
+  /// rank (a path that loses every heartbeat; the data still arrives). Empty: none.
+  std::function<bool(int)> deaf_to;
   /// Messages with this tag (non-zero; outside every range a Transport user takes) are handed to
   /// on_notice (src, bytes) on the I/O thread, in order, with no lock held, instead of a mailbox:
   /// a node-fault agent's "recovering" notices, which must reach it while its worker is blocked.
