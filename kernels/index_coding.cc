@@ -14,7 +14,7 @@ inline size_t varint_len(uint32_t x) {
   return (bits + 6) / 7;
 }
 
-[[noreturn]] void fail(const std::string& what) { throw KernelError("wire index section: " + what); }
+[[noreturn]] void fail_index(const std::string& what) { throw KernelError("wire index section: " + what); }
 
 }  // namespace
 
@@ -57,15 +57,15 @@ void encode_indices(IndexCoding coding, const uint32_t* idx, size_t k, uint64_t 
 
 void decode_indices(IndexCoding coding, const uint8_t* in, size_t len, uint64_t n, uint64_t k,
                     uint32_t* out) {
-  if (n > kMaxElements) fail("n=" + std::to_string(n) + " exceeds the 32-bit index range");
+  if (n > kMaxElements) fail_index("n=" + std::to_string(n) + " exceeds the 32-bit index range");
   if (coding == IndexCoding::kBitmap) {
     if (len != bitmap_index_bytes(n))
-      fail("bitmap of " + std::to_string(len) + " bytes, expected " +
+      fail_index("bitmap of " + std::to_string(len) + " bytes, expected " +
            std::to_string(bitmap_index_bytes(n)) + " for n=" + std::to_string(n));
-    if (n % 8 != 0 && (in[len - 1] >> (n % 8)) != 0) fail("bitmap padding bits past n are set");
+    if (n % 8 != 0 && (in[len - 1] >> (n % 8)) != 0) fail_index("bitmap padding bits past n are set");
     uint64_t c = 0;
     for (size_t b = 0; b < len; ++b) c += static_cast<uint64_t>(std::popcount(in[b]));
-    if (c != k) fail("bitmap has " + std::to_string(c) + " bits set, header says k=" + std::to_string(k));
+    if (c != k) fail_index("bitmap has " + std::to_string(c) + " bits set, header says k=" + std::to_string(k));
     uint64_t j = 0;
     for (size_t b = 0; b < len; ++b) {
       unsigned m = in[b];
@@ -77,29 +77,29 @@ void decode_indices(IndexCoding coding, const uint8_t* in, size_t len, uint64_t 
     }
     return;
   }
-  if (coding != IndexCoding::kDeltaVarint) fail("unknown index coding");
+  if (coding != IndexCoding::kDeltaVarint) fail_index("unknown index coding");
   size_t pos = 0;
   uint64_t next = 0;  // smallest index the next entry may take (previous + 1)
   for (uint64_t j = 0; j < k; ++j) {
     uint64_t x = 0;
     unsigned shift = 0;
     for (;;) {
-      if (pos >= len) fail("truncated varint at entry " + std::to_string(j) + " of k=" + std::to_string(k));
+      if (pos >= len) fail_index("truncated varint at entry " + std::to_string(j) + " of k=" + std::to_string(k));
       uint8_t byte = in[pos++];
-      if (shift == 28 && (byte & 0xF0u) != 0) fail("varint overflows 32 bits at entry " + std::to_string(j));
+      if (shift == 28 && (byte & 0xF0u) != 0) fail_index("varint overflows 32 bits at entry " + std::to_string(j));
       x |= static_cast<uint64_t>(byte & 0x7Fu) << shift;
       if ((byte & 0x80u) == 0) {
-        if (byte == 0 && shift != 0) fail("non-canonical varint at entry " + std::to_string(j));
+        if (byte == 0 && shift != 0) fail_index("non-canonical varint at entry " + std::to_string(j));
         break;
       }
       shift += 7;
     }
     uint64_t i = next + x;
-    if (i >= n) fail("index " + std::to_string(i) + " at entry " + std::to_string(j) + " >= n=" + std::to_string(n));
+    if (i >= n) fail_index("index " + std::to_string(i) + " at entry " + std::to_string(j) + " >= n=" + std::to_string(n));
     out[j] = static_cast<uint32_t>(i);
     next = i + 1;
   }
-  if (pos != len) fail(std::to_string(len - pos) + " trailing bytes after k=" + std::to_string(k) + " indices");
+  if (pos != len) fail_index(std::to_string(len - pos) + " trailing bytes after k=" + std::to_string(k) + " indices");
 }
 
 }  // namespace geotb::kernels

@@ -31,7 +31,7 @@ uint32_t wire_crc(const uint8_t* wire, size_t len) {
   return static_cast<uint32_t>(c);
 }
 
-[[noreturn]] void fail(const std::string& what) { throw KernelError("wire: " + what); }
+[[noreturn]] void fail_wire(const std::string& what) { throw KernelError("wire: " + what); }
 
 }  // namespace
 
@@ -68,19 +68,19 @@ size_t encode_wire(uint64_t n, uint64_t k, uint32_t block, ValueCoding values, c
 }
 
 WireView decode_wire(const uint8_t* wire, size_t len, uint64_t expected_n, std::vector<uint32_t>& idx) {
-  if (wire == nullptr && len != 0) fail("null buffer");
+  if (wire == nullptr && len != 0) fail_wire("null buffer");
   if (len < kWireHeaderBytes)
-    fail("truncated header: " + std::to_string(len) + " bytes < " + std::to_string(kWireHeaderBytes));
+    fail_wire("truncated header: " + std::to_string(len) + " bytes < " + std::to_string(kWireHeaderBytes));
   WireView v;
   WireHeader& h = v.header;
   uint32_t magic = get<uint32_t>(wire);
-  if (magic != kWireMagic) fail("bad magic 0x" + [&] { char b[16]; std::snprintf(b, sizeof b, "%08x", magic); return std::string(b); }());
+  if (magic != kWireMagic) fail_wire("bad magic 0x" + [&] { char b[16]; std::snprintf(b, sizeof b, "%08x", magic); return std::string(b); }());
   h.version = get<uint16_t>(wire + 4);
   if (h.version != kWireVersion)
-    fail("unsupported version " + std::to_string(h.version) + " (this decoder reads " + std::to_string(kWireVersion) + ")");
+    fail_wire("unsupported version " + std::to_string(h.version) + " (this decoder reads " + std::to_string(kWireVersion) + ")");
   uint8_t vc = wire[6], icod = wire[7];
-  if (vc > static_cast<uint8_t>(ValueCoding::kFloat32)) fail("unknown value coding " + std::to_string(vc));
-  if (icod > static_cast<uint8_t>(IndexCoding::kBitmap)) fail("unknown index coding " + std::to_string(icod));
+  if (vc > static_cast<uint8_t>(ValueCoding::kFloat32)) fail_wire("unknown value coding " + std::to_string(vc));
+  if (icod > static_cast<uint8_t>(IndexCoding::kBitmap)) fail_wire("unknown index coding " + std::to_string(icod));
   h.values = static_cast<ValueCoding>(vc);
   h.indices = static_cast<IndexCoding>(icod);
   h.n = get<uint64_t>(wire + 8);
@@ -88,21 +88,21 @@ WireView decode_wire(const uint8_t* wire, size_t len, uint64_t expected_n, std::
   h.block = get<uint32_t>(wire + 24);
   h.crc = get<uint32_t>(wire + 28);
   h.index_bytes = get<uint64_t>(wire + 32);
-  if (h.n != expected_n) fail("n=" + std::to_string(h.n) + " but the destination has " + std::to_string(expected_n));
-  if (h.n > kMaxElements) fail("n=" + std::to_string(h.n) + " exceeds " + std::to_string(kMaxElements));
-  if (h.k > h.n) fail("k=" + std::to_string(h.k) + " > n=" + std::to_string(h.n));
-  if (h.k == 0 && h.n != 0) fail("k=0 for n=" + std::to_string(h.n));
-  if (h.block == 0 || h.block > kMaxBlock) fail("block=" + std::to_string(h.block) + " outside [1, " + std::to_string(kMaxBlock) + "]");
+  if (h.n != expected_n) fail_wire("n=" + std::to_string(h.n) + " but the destination has " + std::to_string(expected_n));
+  if (h.n > kMaxElements) fail_wire("n=" + std::to_string(h.n) + " exceeds " + std::to_string(kMaxElements));
+  if (h.k > h.n) fail_wire("k=" + std::to_string(h.k) + " > n=" + std::to_string(h.n));
+  if (h.k == 0 && h.n != 0) fail_wire("k=0 for n=" + std::to_string(h.n));
+  if (h.block == 0 || h.block > kMaxBlock) fail_wire("block=" + std::to_string(h.block) + " outside [1, " + std::to_string(kMaxBlock) + "]");
   // Sizes: every term is bounded (n < 2^32, index_bytes checked first), so no overflow below.
   uint64_t max_index_bytes = h.indices == IndexCoding::kBitmap ? bitmap_index_bytes(h.n) : 5 * h.k;
-  if (h.index_bytes > max_index_bytes) fail("index_bytes=" + std::to_string(h.index_bytes) + " too large for k=" + std::to_string(h.k));
+  if (h.index_bytes > max_index_bytes) fail_wire("index_bytes=" + std::to_string(h.index_bytes) + " too large for k=" + std::to_string(h.k));
   uint64_t nb = h.values == ValueCoding::kInt8 ? num_blocks(h.k, h.block) : 0;
   uint64_t value_bytes = h.values == ValueCoding::kInt8 ? h.k : 4 * h.k;
   uint64_t total = kWireHeaderBytes + h.index_bytes + 4 * nb + value_bytes;
   if (len != total)
-    fail((len < total ? "truncated: " : "trailing bytes: ") + std::to_string(len) + " bytes, header implies " + std::to_string(total));
+    fail_wire((len < total ? "truncated: " : "trailing bytes: ") + std::to_string(len) + " bytes, header implies " + std::to_string(total));
   uint32_t crc = wire_crc(wire, len);
-  if (crc != h.crc) fail("checksum mismatch");
+  if (crc != h.crc) fail_wire("checksum mismatch");
   const uint8_t* p = wire + kWireHeaderBytes;
   idx.resize(h.k);
   decode_indices(h.indices, p, h.index_bytes, h.n, h.k, idx.data());
@@ -111,16 +111,16 @@ WireView decode_wire(const uint8_t* wire, size_t len, uint64_t expected_n, std::
     v.scales = p;
     for (uint64_t b = 0; b < nb; ++b) {
       float s = get<float>(p + 4 * b);
-      if (!(s >= 0.0f) || !std::isfinite(s)) fail("scale of block " + std::to_string(b) + " is not finite and >= 0");
+      if (!(s >= 0.0f) || !std::isfinite(s)) fail_wire("scale of block " + std::to_string(b) + " is not finite and >= 0");
     }
     p += 4 * nb;
     v.values = p;
     for (uint64_t j = 0; j < h.k; ++j)
-      if (p[j] == 0x80u) fail("int8 value -128 at entry " + std::to_string(j) + " (codes are in [-127,127])");
+      if (p[j] == 0x80u) fail_wire("int8 value -128 at entry " + std::to_string(j) + " (codes are in [-127,127])");
   } else {
     v.values = p;
     for (uint64_t j = 0; j < h.k; ++j)
-      if (!std::isfinite(get<float>(p + 4 * j))) fail("non-finite float32 value at entry " + std::to_string(j));
+      if (!std::isfinite(get<float>(p + 4 * j))) fail_wire("non-finite float32 value at entry " + std::to_string(j));
   }
   return v;
 }

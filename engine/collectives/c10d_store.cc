@@ -37,7 +37,7 @@ std::shared_ptr<StoreHandle> make_tcp_store(const TcpStoreConfig& cfg) {
 
 namespace {
 // c10::Error's what() carries a C++ backtrace; the first line is the message.
-std::string first_line(const std::exception& e) {
+std::string store_first_line(const std::exception& e) {
   std::string s = e.what();
   const auto nl = s.find('\n');
   return nl == std::string::npos ? s : s.substr(0, nl);
@@ -48,7 +48,7 @@ void store_set(StoreHandle& s, const std::string& key, const std::vector<uint8_t
   try {
     s.store->set(key, value);
   } catch (const std::exception& e) {
-    throw StoreError("store set \"" + key + "\": " + first_line(e));
+    throw StoreError("store set \"" + key + "\": " + store_first_line(e));
   }
 }
 
@@ -57,7 +57,7 @@ std::vector<uint8_t> store_get(StoreHandle& s, const std::string& key) {
     return s.store->get(key);
   } catch (const std::exception& e) {
     throw StoreError("store get \"" + key + "\" (waited up to " + std::to_string(s.store->getTimeout().count()) +
-                     " ms): " + first_line(e));
+                     " ms): " + store_first_line(e));
   }
 }
 
@@ -65,7 +65,7 @@ int64_t store_add(StoreHandle& s, const std::string& key, int64_t delta) {
   try {
     return s.store->add(key, delta);
   } catch (const std::exception& e) {
-    throw StoreError("store add \"" + key + "\": " + first_line(e));
+    throw StoreError("store add \"" + key + "\": " + store_first_line(e));
   }
 }
 

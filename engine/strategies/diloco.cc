@@ -267,21 +267,21 @@ constexpr StrategyKey kWire{
 };
 
 // Every strategy accepts the common keys; diloco uses `block` (the INT8 block, wire "int8").
-constexpr std::array<const StrategyKey*, 13> kKeys = {
+constexpr std::array<const StrategyKey*, 13> kDilocoKeys = {
     &strategy_keys::K,          &strategy_keys::density,   &strategy_keys::block, &strategy_keys::overlap,
     &strategy_keys::quantize,   &strategy_keys::bucket_mb, &kH,                   &kOuterLr,
     &kOuterMomentum,            &kWire,                    &strategy_keys::fedprox_mu, &strategy_keys::scaffold,
     &strategy_keys::scaffold_lr};
-constexpr std::array<const StrategyKey*, 8> kReported = {&kH,
-                                                         &kOuterLr,
-                                                         &kOuterMomentum,
-                                                         &kWire,
-                                                         &strategy_keys::block,
-                                                         &strategy_keys::fedprox_mu,
-                                                         &strategy_keys::scaffold,
-                                                         &strategy_keys::scaffold_lr};
+constexpr std::array<const StrategyKey*, 8> kDilocoReported = {&kH,
+                                                               &kOuterLr,
+                                                               &kOuterMomentum,
+                                                               &kWire,
+                                                               &strategy_keys::block,
+                                                               &strategy_keys::fedprox_mu,
+                                                               &strategy_keys::scaffold,
+                                                               &strategy_keys::scaffold_lr};
 
-std::unique_ptr<Strategy> make(const StrategyConfig& cfg, const WorkerEnv& env) {
+std::unique_ptr<Strategy> make_diloco(const StrategyConfig& cfg, const WorkerEnv& env) {
   return std::make_unique<Diloco>(cfg, env);
 }
 
@@ -293,9 +293,9 @@ constexpr StrategyDescriptor kDiloco{
     .description = "Gloo allreduce inside each DC; every H inner steps an outer Nesterov step on the DC-averaged "
                    "pseudo-gradient (float32, bfloat16 or INT8 on the WAN)",
     .needs = {.needs_intra_dc = true, .one_group = false, .exchanges_every_step = false, .survives_kills = true},
-    .keys = kKeys,
-    .reported = kReported,
-    .make = make,
+    .keys = kDilocoKeys,
+    .reported = kDilocoReported,
+    .make = make_diloco,
 };
 
 }  // namespace geotb::engine

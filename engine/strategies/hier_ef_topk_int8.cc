@@ -530,23 +530,23 @@ std::unique_ptr<Strategy> make_hierarchical(const StrategyConfig& cfg, const Wor
   return std::make_unique<HierEfTopkInt8>(dense, env, kernels::parse_wire16(cfg.wire));
 }
 
-constexpr std::array<const StrategyKey*, 9> kKeys = {
+constexpr std::array<const StrategyKey*, 9> kHierEfTopkInt8Keys = {
     &strategy_keys::K_or_auto, &strategy_keys::density,  &strategy_keys::block,
     &strategy_keys::overlap,   &strategy_keys::quantize, &strategy_keys::bucket_mb,
     &strategy_keys::K_min,     &strategy_keys::K_max,    &strategy_keys::K_target};
-constexpr std::array<const StrategyKey*, 8> kReported = {
+constexpr std::array<const StrategyKey*, 8> kHierEfTopkInt8Reported = {
     &strategy_keys::K_or_auto, &strategy_keys::K_min, &strategy_keys::K_max,    &strategy_keys::K_target,
     &strategy_keys::overlap, &strategy_keys::density, &strategy_keys::block, &strategy_keys::quantize};
 // hierarchical sends everything densely, in float32 or 16 bits ("wire"): density, block and
 // quantize are accepted (as every strategy accepts the common keys) but not used, and not reported.
-constexpr std::array<const StrategyKey*, 10> kKeysDense = {
+constexpr std::array<const StrategyKey*, 10> kHierarchicalKeys = {
     &strategy_keys::K_or_auto, &strategy_keys::density,  &strategy_keys::block,
     &strategy_keys::overlap,   &strategy_keys::quantize, &strategy_keys::bucket_mb,
     &strategy_keys::K_min,     &strategy_keys::K_max,    &strategy_keys::K_target,
     &strategy_keys::wire16};
-constexpr std::array<const StrategyKey*, 6> kReportedDense = {&strategy_keys::K_or_auto, &strategy_keys::K_min,
-                                                              &strategy_keys::K_max,     &strategy_keys::K_target,
-                                                              &strategy_keys::overlap,   &strategy_keys::wire16};
+constexpr std::array<const StrategyKey*, 6> kHierarchicalReported = {
+    &strategy_keys::K_or_auto, &strategy_keys::K_min,   &strategy_keys::K_max,
+    &strategy_keys::K_target,  &strategy_keys::overlap, &strategy_keys::wire16};
 
 constexpr StrategyInfo kNeeds = {
     .needs_intra_dc = true, .one_group = false, .exchanges_every_step = false, .survives_kills = true};
@@ -558,8 +558,8 @@ constexpr StrategyDescriptor kHierEfTopkInt8{
     .name = "hier_ef_topk_int8",
     .description = "Gloo allreduce inside each DC; every K steps error-feedback top-k + INT8 deltas between DC leaders",
     .needs = kNeeds,
-    .keys = kKeys,
-    .reported = kReported,
+    .keys = kHierEfTopkInt8Keys,
+    .reported = kHierEfTopkInt8Reported,
     .make = make_hier_ef_topk_int8,
 };
 
@@ -569,8 +569,8 @@ constexpr StrategyDescriptor kHierarchical{
     .description = "hier_ef_topk_int8 uncompressed: density 100 %, float32 values (or bf16/fp16 with error "
                    "feedback: \"wire\")",
     .needs = kNeeds,
-    .keys = kKeysDense,
-    .reported = kReportedDense,
+    .keys = kHierarchicalKeys,
+    .reported = kHierarchicalReported,
     .make = make_hierarchical,
 };
 

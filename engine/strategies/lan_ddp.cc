@@ -35,19 +35,19 @@ class LanDdp final : public Strategy {
   DdpBuckets buckets_;
 };
 
-std::unique_ptr<Strategy> make(const StrategyConfig& cfg, const WorkerEnv& env) {
+std::unique_ptr<Strategy> make_lan_ddp(const StrategyConfig& cfg, const WorkerEnv& env) {
   return std::make_unique<LanDdp>(cfg, env);
 }
 
 // Every strategy accepts the common keys (scenarios may set them on any entry); these use only
 // the buckets.
-constexpr std::array<const StrategyKey*, 6> kKeys = {&strategy_keys::K,        &strategy_keys::density,
-                                                     &strategy_keys::block,    &strategy_keys::overlap,
-                                                     &strategy_keys::quantize, &strategy_keys::bucket_mb};
+constexpr std::array<const StrategyKey*, 6> kLanDdpKeys = {&strategy_keys::K,        &strategy_keys::density,
+                                                           &strategy_keys::block,    &strategy_keys::overlap,
+                                                           &strategy_keys::quantize, &strategy_keys::bucket_mb};
 // The report shows K and overlap for every strategy with a Gloo group per DC (as it always has),
 // and the buckets of the DDP allreduce that is the whole step.
-constexpr std::array<const StrategyKey*, 3> kReported = {&strategy_keys::K, &strategy_keys::overlap,
-                                                         &strategy_keys::bucket_mb};
+constexpr std::array<const StrategyKey*, 3> kLanDdpReported = {&strategy_keys::K, &strategy_keys::overlap,
+                                                               &strategy_keys::bucket_mb};
 
 }  // namespace
 
@@ -60,9 +60,9 @@ constexpr StrategyDescriptor kLan{
               .exchanges_every_step = false,
               .co_located = true,
               .survives_kills = true},
-    .keys = kKeys,
-    .reported = kReported,
-    .make = make,
+    .keys = kLanDdpKeys,
+    .reported = kLanDdpReported,
+    .make = make_lan_ddp,
 };
 
 // DDP itself: one c10d ProcessGroupGloo spanning the data centers, its TCP through the real WAN.
@@ -75,9 +75,9 @@ constexpr StrategyDescriptor kNaiveDdpC10d{
               .exchanges_every_step = true,
               .co_located = false,
               .real_network_only = true},
-    .keys = kKeys,
-    .reported = kReported,
-    .make = make,
+    .keys = kLanDdpKeys,
+    .reported = kLanDdpReported,
+    .make = make_lan_ddp,
 };
 
 }  // namespace geotb::engine

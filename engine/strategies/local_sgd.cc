@@ -186,16 +186,16 @@ constexpr StrategyKey kMomentumSync{
 
 // Every strategy accepts the common keys (scenarios may set them on any entry); local_sgd uses
 // only its own.
-constexpr std::array<const StrategyKey*, 13> kKeys = {
+constexpr std::array<const StrategyKey*, 13> kLocalSgdKeys = {
     &strategy_keys::K,          &strategy_keys::density,  &strategy_keys::block,      &strategy_keys::overlap,
     &strategy_keys::quantize,   &strategy_keys::bucket_mb, &kTau,                     &kWarmupSteps,
     &kWarmupTau,                &kMomentumSync,           &strategy_keys::fedprox_mu, &strategy_keys::scaffold,
     &strategy_keys::scaffold_lr};
-constexpr std::array<const StrategyKey*, 7> kReported = {
+constexpr std::array<const StrategyKey*, 7> kLocalSgdReported = {
     &kTau,          &kWarmupSteps, &kWarmupTau, &kMomentumSync, &strategy_keys::fedprox_mu, &strategy_keys::scaffold,
     &strategy_keys::scaffold_lr};
 
-std::unique_ptr<Strategy> make(const StrategyConfig& cfg, const WorkerEnv& env) {
+std::unique_ptr<Strategy> make_local_sgd(const StrategyConfig& cfg, const WorkerEnv& env) {
   return std::make_unique<LocalSgd>(cfg, env);
 }
 
@@ -207,9 +207,9 @@ constexpr StrategyDescriptor kLocalSgd{
     .description = "Gloo allreduce inside each DC; every tau steps (warmup_tau for the first warmup_steps) the DC "
                    "models are averaged over the WAN",
     .needs = {.needs_intra_dc = true, .one_group = false, .exchanges_every_step = false, .survives_kills = true},
-    .keys = kKeys,
-    .reported = kReported,
-    .make = make,
+    .keys = kLocalSgdKeys,
+    .reported = kLocalSgdReported,
+    .make = make_local_sgd,
 };
 
 }  // namespace geotb::engine

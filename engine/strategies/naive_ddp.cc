@@ -130,14 +130,14 @@ constexpr StrategyKey kCollective{
 
 // Every strategy accepts the common keys (scenarios may set them on any entry); naive_ddp uses
 // only its collective, buckets and wire.
-constexpr std::array<const StrategyKey*, 8> kKeys = {&strategy_keys::K,        &strategy_keys::density,
-                                                     &strategy_keys::block,    &strategy_keys::overlap,
-                                                     &strategy_keys::quantize, &strategy_keys::bucket_mb,
-                                                     &kCollective,             &strategy_keys::wire16};
-constexpr std::array<const StrategyKey*, 3> kReported = {&kCollective, &strategy_keys::bucket_mb,
-                                                         &strategy_keys::wire16};
+constexpr std::array<const StrategyKey*, 8> kNaiveDdpKeys = {&strategy_keys::K,        &strategy_keys::density,
+                                                             &strategy_keys::block,    &strategy_keys::overlap,
+                                                             &strategy_keys::quantize, &strategy_keys::bucket_mb,
+                                                             &kCollective,             &strategy_keys::wire16};
+constexpr std::array<const StrategyKey*, 3> kNaiveDdpReported = {&kCollective, &strategy_keys::bucket_mb,
+                                                                 &strategy_keys::wire16};
 
-std::unique_ptr<Strategy> make(const StrategyConfig& cfg, const WorkerEnv& env) {
+std::unique_ptr<Strategy> make_naive_ddp(const StrategyConfig& cfg, const WorkerEnv& env) {
   return std::make_unique<NaiveDdp>(cfg, env);
 }
 
@@ -149,9 +149,9 @@ constexpr StrategyDescriptor kNaiveDdp{
     .description = "DDP with one group spanning every site: a float32 (or bf16/fp16: \"wire\") gradient allreduce "
                    "over all ranks every step",
     .needs = {.needs_intra_dc = false, .one_group = false, .exchanges_every_step = true, .survives_kills = true},
-    .keys = kKeys,
-    .reported = kReported,
-    .make = make,
+    .keys = kNaiveDdpKeys,
+    .reported = kNaiveDdpReported,
+    .make = make_naive_ddp,
 };
 
 }  // namespace geotb::engine

@@ -286,15 +286,15 @@ constexpr StrategyKey kRandomSeed{
 };
 
 // Every strategy accepts the common keys; powersgd uses K and bucket_mb of them.
-constexpr std::array<const StrategyKey*, 13> kKeys = {
+constexpr std::array<const StrategyKey*, 13> kPowerSgdKeys = {
     &strategy_keys::K,        &strategy_keys::density,   &strategy_keys::block, &strategy_keys::overlap,
     &strategy_keys::quantize, &strategy_keys::bucket_mb, &kRank,                &kStart,
     &kMinRate,                &kErrorFeedback,           &kWarmStart,           &kEpsilon,
     &kRandomSeed};
-constexpr std::array<const StrategyKey*, 8> kReported = {&strategy_keys::K, &kRank,     &kStart,   &kMinRate,
-                                                         &kErrorFeedback,   &kWarmStart, &kEpsilon, &kRandomSeed};
+constexpr std::array<const StrategyKey*, 8> kPowerSgdReported = {
+    &strategy_keys::K, &kRank, &kStart, &kMinRate, &kErrorFeedback, &kWarmStart, &kEpsilon, &kRandomSeed};
 
-std::unique_ptr<Strategy> make(const StrategyConfig& cfg, const WorkerEnv& env) {
+std::unique_ptr<Strategy> make_powersgd(const StrategyConfig& cfg, const WorkerEnv& env) {
   return std::make_unique<PowerSgdStrategy>(cfg, env);
 }
 
@@ -310,9 +310,9 @@ constexpr StrategyDescriptor kPowerSgd{
               .exchanges_every_step = false,
               .survives_kills = true,
               .tensor_shapes = true},
-    .keys = kKeys,
-    .reported = kReported,
-    .make = make,
+    .keys = kPowerSgdKeys,
+    .reported = kPowerSgdReported,
+    .make = make_powersgd,
 };
 
 }  // namespace geotb::engine

@@ -167,13 +167,13 @@ constexpr StrategyKey kBucket{
 };
 
 // Every strategy accepts the common keys; qsgd uses K (blocking rounds: overlap is not used).
-constexpr std::array<const StrategyKey*, 8> kKeys = {&strategy_keys::K,       &strategy_keys::density,
-                                                     &strategy_keys::block,   &strategy_keys::overlap,
-                                                     &strategy_keys::quantize, &strategy_keys::bucket_mb,
-                                                     &kLevels,                &kBucket};
-constexpr std::array<const StrategyKey*, 3> kReported = {&strategy_keys::K, &kLevels, &kBucket};
+constexpr std::array<const StrategyKey*, 8> kQsgdKeys = {&strategy_keys::K,       &strategy_keys::density,
+                                                         &strategy_keys::block,   &strategy_keys::overlap,
+                                                         &strategy_keys::quantize, &strategy_keys::bucket_mb,
+                                                         &kLevels,                &kBucket};
+constexpr std::array<const StrategyKey*, 3> kQsgdReported = {&strategy_keys::K, &kLevels, &kBucket};
 
-std::unique_ptr<Strategy> make(const StrategyConfig& cfg, const WorkerEnv& env) {
+std::unique_ptr<Strategy> make_qsgd(const StrategyConfig& cfg, const WorkerEnv& env) {
   return std::make_unique<Qsgd>(cfg, env);
 }
 
@@ -185,9 +185,9 @@ constexpr StrategyDescriptor kQsgd{
     .description = "Gloo allreduce inside each DC; every K steps the DC leaders exchange their QSGD-quantised "
                    "progress (s levels, an L2 norm per bucket; unbiased, no error feedback)",
     .needs = {.needs_intra_dc = true, .one_group = false, .exchanges_every_step = false, .survives_kills = false},
-    .keys = kKeys,
-    .reported = kReported,
-    .make = make,
+    .keys = kQsgdKeys,
+    .reported = kQsgdReported,
+    .make = make_qsgd,
 };
 
 }  // namespace geotb::engine

@@ -8,7 +8,8 @@
 
 #include "tests/emulator/link_changes.h"
 
-namespace geotb::emu {
+// Its own namespace: link_model_test.cc, compiled with it in a unity build, has a kDelay and a gig() of its own.
+namespace geotb::emu::message_link_test {
 namespace {
 
 using std::chrono::milliseconds;
@@ -717,4 +718,4 @@ TEST(MessageLinkBulk, FluidAgreesWithTheSegmentModel) {
 }  // namespace bulk
 
 }  // namespace
-}  // namespace geotb::emu
+}  // namespace geotb::emu::message_link_test

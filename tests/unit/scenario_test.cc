@@ -893,15 +893,15 @@ INSTANTIATE_TEST_SUITE_P(
 
 // ---- link traces: timeline {"trace": "x.csv", "link", "time_scale"} (harness/link_trace.h) ----
 
-/// A fresh directory under the system's temporary one, removed at the end of the test.
-struct TempDir {
+/// A fresh directory (with traces/) under the system's temporary one, removed at the end of the test.
+struct TraceDir {
   std::filesystem::path path;
-  explicit TempDir(const std::string& name)
+  explicit TraceDir(const std::string& name)
       : path(std::filesystem::temp_directory_path() / fmt::format("geotb-{}-{}", name, ::getpid())) {
     std::filesystem::remove_all(path);
     std::filesystem::create_directories(path / "traces");
   }
-  ~TempDir() { std::filesystem::remove_all(path); }
+  ~TraceDir() { std::filesystem::remove_all(path); }
   std::string write(const std::string& rel, const std::string& text) const {
     std::ofstream(path / rel) << text;
     return (path / rel).string();
@@ -930,7 +930,7 @@ void expect_same_change(const geotb::model::ScheduledChange& got, const geotb::m
 }
 
 TEST(ScenarioTrace, EachRowIsTheLinkChangeItsSetWouldBe) {
-  TempDir d("trace");
+  TraceDir d("trace");
   d.write("traces/t.csv",
           "# crafted for the test\n"
           "time_s,bandwidth_mbps,rtt_ms,loss,up\n"
@@ -986,7 +986,7 @@ TEST(ScenarioTrace, EachRowIsTheLinkChangeItsSetWouldBe) {
 }
 
 TEST(ScenarioTrace, TheTraceFileIsPartOfTheScenarioHash) {
-  TempDir d("trace-hash");
+  TraceDir d("trace-hash");
   d.write("traces/t.csv", "time_s,bandwidth_mbps\n0,1000\n");
   const std::string file = d.write("s.json", with_trace("traces/t.csv", 1).dump());
   const auto before = geotb::harness::load_scenario(file);
@@ -1000,7 +1000,7 @@ TEST(ScenarioTrace, TheTraceFileIsPartOfTheScenarioHash) {
 }
 
 TEST(ScenarioTrace, FileErrorsNameTheEntryThePathAndTheLine) {
-  TempDir d("trace-errors");
+  TraceDir d("trace-errors");
   const std::string file = d.write("s.json", with_trace("traces/missing.csv", 1).dump());
   const std::string missing = (d.path / "traces/missing.csv").string();
   try {
