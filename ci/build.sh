@@ -4,7 +4,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash ci/install-deps.sh
+# GEOTB_UNITY=1 (CI: .ci/run): a fresh build/ is a Meson unity build (each target's files compiled 4
+# to a translation unit, the headers parsed once per 4 files): measured 2026-12-03, fresh, -j2:
+# 121 jobs, 805 s of jobs, 6 min 49 s wall; every suite passed on it (42, the gpu one skipped).
+# Same sources and tests; a developer's build/ stays per file, so that an edit recompiles one file.
+unity=()
+if [ "${GEOTB_UNITY:-0}" = 1 ]; then unity=(-Dunity=on); fi
 if [ ! -f build/build.ninja ]; then
-  meson setup build --buildtype=release
+  meson setup build --buildtype=release "${unity[@]}"
 fi
 ninja -C build -j"${GEOTB_JOBS:-2}"
