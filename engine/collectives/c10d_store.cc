@@ -35,20 +35,11 @@ std::shared_ptr<StoreHandle> make_tcp_store(const TcpStoreConfig& cfg) {
   return h;
 }
 
-namespace {
-// c10::Error's what() carries a C++ backtrace; the first line is the message.
-std::string store_first_line(const std::exception& e) {
-  std::string s = e.what();
-  const auto nl = s.find('\n');
-  return nl == std::string::npos ? s : s.substr(0, nl);
-}
-}  // namespace
-
 void store_set(StoreHandle& s, const std::string& key, const std::vector<uint8_t>& value) {
   try {
     s.store->set(key, value);
   } catch (const std::exception& e) {
-    throw StoreError("store set \"" + key + "\": " + store_first_line(e));
+    throw StoreError("store set \"" + key + "\": " + c10_message(e));
   }
 }
 
@@ -57,7 +48,7 @@ std::vector<uint8_t> store_get(StoreHandle& s, const std::string& key) {
     return s.store->get(key);
   } catch (const std::exception& e) {
     throw StoreError("store get \"" + key + "\" (waited up to " + std::to_string(s.store->getTimeout().count()) +
-                     " ms): " + store_first_line(e));
+                     " ms): " + c10_message(e));
   }
 }
 
@@ -65,7 +56,7 @@ int64_t store_add(StoreHandle& s, const std::string& key, int64_t delta) {
   try {
     return s.store->add(key, delta);
   } catch (const std::exception& e) {
-    throw StoreError("store add \"" + key + "\": " + store_first_line(e));
+    throw StoreError("store add \"" + key + "\": " + c10_message(e));
   }
 }
 

@@ -4,6 +4,7 @@
 
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
+#include <exception>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -24,5 +25,12 @@ struct StoreHandle {
   std::mutex mu;
   std::map<std::string, std::shared_ptr<::gloo::transport::Device>> devices;  // "if:<name>" / "host:<addr>"
 };
+
+/// A c10::Error's what() carries a C++ backtrace after its first line, the message: that line.
+inline std::string c10_message(const std::exception& e) {
+  std::string s = e.what();
+  const auto nl = s.find('\n');
+  return nl == std::string::npos ? s : s.substr(0, nl);
+}
 
 }  // namespace geotb::engine

@@ -10,19 +10,12 @@ namespace geotb::engine {
 
 namespace {
 
-// c10::Error's what() carries a C++ backtrace; the first line is the message.
-std::string gloo_first_line(const std::exception& e) {
-  std::string s = e.what();
-  const auto nl = s.find('\n');
-  return nl == std::string::npos ? s : s.substr(0, nl);
-}
-
 template <class F>
 void collective(const char* what, const std::string& group, F&& f) {
   try {
     f();
   } catch (const std::exception& e) {
-    throw CollectiveError(std::string(what) + " in group " + group + ": " + gloo_first_line(e));
+    throw CollectiveError(std::string(what) + " in group " + group + ": " + c10_message(e));
   }
 }
 
