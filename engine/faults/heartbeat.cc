@@ -165,9 +165,9 @@ void HeartbeatMonitor::run(Nanos t0) {
   for (int p : peers_) peers[p] = Peer{t0, std::nullopt, Nanos{0}, false, false};
   std::vector<Ask> asks;
   auto secs = [&](Nanos t) { return std::chrono::duration<double>(t - origin_).count(); };
+  // The caller chose them with cfg.witnesses (FaultGroups::witnesses: none when it is 0).
   auto witnesses_of = [&](int p) -> const std::vector<int>& {
     static const std::vector<int> none;
-    if (cfg_.witnesses <= 0) return none;
     auto it = witnesses_.find(p);
     return it == witnesses_.end() ? none : it->second;
   };
