@@ -1463,9 +1463,14 @@ struct SocketTransport::Impl {
     return b;
   }
 
+  // A suspicion's instant as a request carries it (and its answer echoes it).
+  static int64_t suspicion_stamp(Clock::time_point t) {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+  }
+
   // I/O thread: asks every witness of silent peer r that has not failed here.
   void ask_witnesses(int r, const std::vector<int>& w, Clock::time_point suspected_at) {
-    const int64_t at = std::chrono::duration_cast<std::chrono::nanoseconds>(suspected_at.time_since_epoch()).count();
+    const int64_t at = suspicion_stamp(suspected_at);
     std::lock_guard lk(mu);
     for (int x : w) {
       if (x == r || x == cfg.rank || x < 0 || x >= cfg.world || peers[x].fail != Fail::kNone) continue;
@@ -1500,8 +1505,7 @@ struct SocketTransport::Impl {
       return;
     }
     Peer& p = peers[suspect];
-    if (!p.suspected_at ||
-        asked_at != std::chrono::duration_cast<std::chrono::nanoseconds>(p.suspected_at->time_since_epoch()).count())
+    if (!p.suspected_at || asked_at != suspicion_stamp(*p.suspected_at))
       return;  // stale: about an earlier suspicion, or none now
     if (b[0] == kAlive) {
       p.last_heard = now;
