@@ -7,7 +7,7 @@ PKGS=(
   # build
   meson ninja-build pkg-config g++ clang
   # libraries (README "Dependencies" says why each is there)
-  nlohmann-json3-dev libcli11-dev libfmt-dev libssl-dev zlib1g-dev
+  nlohmann-json3-dev libcli11-dev libfmt-dev libssl-dev zlib1g-dev libboost-context-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libtorch-dev libgloo-dev libopenblas0-openmp
   dpdk-dev libdpdk-dev libpcap-dev

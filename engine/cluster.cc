@@ -55,7 +55,7 @@ model::StrategyRun run_strategy(const ClusterSpec& cluster, const WorkloadSpec& 
   std::unique_ptr<emu::VirtualScheduler> sched;
   std::unique_ptr<emu::VirtualClock> vclock;
   if (virt) {
-    sched = std::make_unique<emu::VirtualScheduler>();
+    sched = std::make_unique<emu::VirtualScheduler>(emu::actors_from_environment());
     vclock = std::make_unique<emu::VirtualClock>(*sched);
   }
   const emu::Clock& clock = virt ? static_cast<const emu::Clock&>(*vclock) : steady;
@@ -391,9 +391,15 @@ model::StrategyRun run_strategy(const ClusterSpec& cluster, const WorkloadSpec& 
     }
   };
   const auto host_t0 = steady.now();
-  std::vector<std::thread> threads;
-  for (int r = 0; r < P; ++r) threads.emplace_back(worker, r);
+  // With fibers this thread runs every actor, and each worker sets the compute threads to 1
+  // here: the accuracy evaluation below gets this thread's setting back.
+  const int compute_threads_before = compute_threads();
+  std::vector<emu::ActorThread> threads;
+  for (int r = 0; r < P; ++r)
+    threads.push_back(virt ? sched->start("rank " + std::to_string(r), [&worker, r] { worker(r); })
+                           : emu::ActorThread(std::thread(worker, r)));
   for (auto& t : threads) t.join();
+  set_compute_threads(compute_threads_before);
   const auto host_wall = steady.now() - host_t0;
   if (first_error.empty()) first_error = closed_error;
   if (!first_error.empty()) throw RunError(scfg.name + ": " + first_error);
@@ -424,7 +430,13 @@ model::StrategyRun run_strategy(const ClusterSpec& cluster, const WorkloadSpec& 
   reports[0].final_weights_sha256 = sha256_hex(x0, n * sizeof(float));
   model::StrategyRun res = merge_rank_reports(scfg.name, reports, work, M);
   if (faults) res.faults = faults->section();
-  if (virt) res.metrics.host_wall_s = std::chrono::duration<double>(host_wall).count();
+  if (virt) {
+    res.metrics.host_wall_s = std::chrono::duration<double>(host_wall).count();
+    const emu::VirtualScheduler::Counters c = sched->counters();
+    res.metrics.host_scheduler = model::StrategyMetrics::HostScheduler{
+        sched->actors() == emu::VirtualScheduler::Actors::kFibers ? "fibers" : "threads", c.reevaluations,
+        c.readiness_checks, c.network_events, c.wakeups};
+  }
   // The fabric's own WAN accounting (it also counts retransmissions).
   emu::TrafficStats wan = fabric.wan_total();
   if (resume && resume->ranks[0].find("mode.wan.messages")) {  // the part before the checkpoint

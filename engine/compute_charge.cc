@@ -5,12 +5,20 @@
 #include <algorithm>
 #include <cmath>
 
+#include "emulator/inproc/fibers.h"
+
 namespace geotb::engine {
 
 namespace {
-thread_local std::function<void(Work, uint64_t)> tl_charge;
-thread_local std::function<void(std::chrono::nanoseconds)> tl_measured;
-thread_local RobustCost tl_cost;  // this thread's (actor's) measured regions
+// The calling actor's charges: per OS thread, or per fiber where actors are fibers (the carrier
+// swaps them in and out with the fiber: emulator/inproc/fibers.h).
+struct Charges {
+  std::function<void(Work, uint64_t)> charge;
+  std::function<void(std::chrono::nanoseconds)> measured;
+  RobustCost cost;  // this actor's measured regions
+};
+thread_local Charges tl;
+const bool kChargesPerFiber = emu::register_fiber_local<Charges>(+[]() -> Charges& { return tl; });
 
 int64_t thread_cpu_ns() {
   timespec ts{};
@@ -34,9 +42,9 @@ std::chrono::nanoseconds ComputeProfile::cost(Work w, uint64_t elements) const {
   return std::chrono::nanoseconds{0};
 }
 
-void set_thread_compute_charge(std::function<void(Work, uint64_t)> charge) { tl_charge = std::move(charge); }
+void set_thread_compute_charge(std::function<void(Work, uint64_t)> charge) { tl.charge = std::move(charge); }
 
-const std::function<void(Work, uint64_t)>& thread_compute_charge() { return tl_charge; }
+const std::function<void(Work, uint64_t)>& thread_compute_charge() { return tl.charge; }
 
 std::chrono::nanoseconds RobustCost::charge(Work w, uint64_t elements, std::chrono::nanoseconds measured) {
   auto& last = last_[{w, elements}];
@@ -46,21 +54,21 @@ std::chrono::nanoseconds RobustCost::charge(Work w, uint64_t elements, std::chro
 }
 
 void set_thread_measured_charge(std::function<void(std::chrono::nanoseconds)> charge) {
-  tl_measured = std::move(charge);
-  tl_cost = RobustCost{};
+  tl.measured = std::move(charge);
+  tl.cost = RobustCost{};
 }
 
-const std::function<void(std::chrono::nanoseconds)>& thread_measured_charge() { return tl_measured; }
+const std::function<void(std::chrono::nanoseconds)>& thread_measured_charge() { return tl.measured; }
 
 ComputeRegion::ComputeRegion(Work w, uint64_t elements) : w_(w), elements_(elements) {
-  if (!tl_charge && tl_measured) cpu_start_ns_ = thread_cpu_ns();
+  if (!tl.charge && tl.measured) cpu_start_ns_ = thread_cpu_ns();
 }
 
 ComputeRegion::~ComputeRegion() {
-  if (tl_charge) {
-    tl_charge(w_, elements_);
-  } else if (cpu_start_ns_ >= 0 && tl_measured) {
-    tl_measured(tl_cost.charge(w_, elements_, std::chrono::nanoseconds(thread_cpu_ns() - cpu_start_ns_)));
+  if (tl.charge) {
+    tl.charge(w_, elements_);
+  } else if (cpu_start_ns_ >= 0 && tl.measured) {
+    tl.measured(tl.cost.charge(w_, elements_, std::chrono::nanoseconds(thread_cpu_ns() - cpu_start_ns_)));
   }
 }
 

@@ -18,6 +18,8 @@
 #include <string>
 #include <thread>
 
+#include "emulator/inproc/fibers.h"
+
 namespace geotb::engine {
 
 class Sync {
@@ -34,8 +36,9 @@ class Sync {
   /// when it is torn down (the transport's TransportError).
   virtual void wait(const std::function<std::optional<Nanos>()>& ready, const std::string& what) = 0;
   /// Starts fn on a new thread (in virtual time: a new actor at the caller's instant, which
-  /// stops holding anyone back when fn returns or throws). The caller joins it.
-  virtual std::thread spawn(std::string name, std::function<void()> fn) = 0;
+  /// stops holding anyone back when fn returns or throws, run as an OS thread or a fiber as the
+  /// scheduler runs its actors). The caller joins it.
+  virtual emu::ActorThread spawn(std::string name, std::function<void()> fn) = 0;
 };
 
 /// The real-time Sync: one mutex and condition variable, instants 0 (nobody reads them). Inline:
@@ -53,7 +56,9 @@ class RealTimeSync final : public Sync {
     std::unique_lock<std::mutex> lk(mu_);
     cv_.wait(lk, [&] { return ready().has_value(); });
   }
-  std::thread spawn(std::string, std::function<void()> fn) override { return std::thread(std::move(fn)); }
+  emu::ActorThread spawn(std::string, std::function<void()> fn) override {
+    return emu::ActorThread(std::thread(std::move(fn)));
+  }
 
  private:
   std::mutex mu_;

@@ -123,6 +123,7 @@ int run(const RunArgs& a) {
     return 2;
   }
   try {
+    check_sites_for_mode(sc);
     check_faults_for_mode(sc);
     check_represented_for_mode(sc);
   } catch (const ScenarioError& e) {

@@ -348,7 +348,8 @@ Scenario parse_scenario(const json& j, const std::string& origin, const std::str
 
     // Data centers.
     const json& dcs = root.req("datacenters");
-    if (!dcs.is_array() || dcs.empty() || dcs.size() > 16) fail("datacenters", dcs, "expected 1 to 16 data centers");
+    if (!dcs.is_array() || dcs.empty() || dcs.size() > kMaxDatacenters)
+      fail("datacenters", dcs, fmt::format("expected 1 to {} data centers", kMaxDatacenters));
     std::map<std::string, int> dc_idx;
     std::vector<std::pair<const json*, std::string>> dc_compute;  // datacenters[i].compute, read with `compute`
     for (size_t i = 0; i < dcs.size(); ++i) {
@@ -926,6 +927,7 @@ Scenario parse_scenario(const json& j, const std::string& origin, const std::str
     }
     if (!sc.faults.events.empty()) sc.faults.heartbeats = true;
     sc.raw = j;
+    check_sites_for_mode(sc);
     check_faults_for_mode(sc);
     check_represented_for_mode(sc);
     // A represented language model counts its sequences: tokens per worker and step / sequence length.
@@ -1097,6 +1099,15 @@ void check_faults_for_mode(const Scenario& sc) {
          fmt::format("{} kills of {} workers would cross it, and full recovery is not implemented in the process and "
                      "dpdk modes yet (set it to 1)",
                      sc.faults.kills(), total_workers(sc)));
+}
+
+void check_sites_for_mode(const Scenario& sc) {
+  const size_t m = sc.cluster.dcs.size();
+  if (sc.network != NetworkMode::kEmbedded && m > kMaxProcessDatacenters)
+    fail("datacenters", json(m),
+         fmt::format("the {} mode holds 1 to {} data centers (one network namespace and subnet each); the embedded "
+                     "mode holds up to {}",
+                     to_string(sc.network), kMaxProcessDatacenters, kMaxDatacenters));
 }
 
 void check_represented_for_mode(const Scenario& sc) {

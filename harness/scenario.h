@@ -105,6 +105,11 @@ emu::CcAlgorithm model_congestion_control(const std::string& v);
 /// mode and clock (sc.network, sc.clock: `geotb run --net/--clock` may change them after parsing):
 /// the embedded mode on the virtual clock; the process and dpdk modes kills at a step only.
 void check_faults_for_mode(const Scenario& sc);
+/// Data centers per scenario: up to kMaxDatacenters in the embedded mode, kMaxProcessDatacenters in
+/// the process and dpdk modes. Throws ScenarioError naming `datacenters`.
+inline constexpr size_t kMaxDatacenters = 64;
+inline constexpr size_t kMaxProcessDatacenters = 16;
+void check_sites_for_mode(const Scenario& sc);
 /// Throws ScenarioError naming the field unless the scenario's represented model (if it differs
 /// from the trained one) runs in its mode: embedded, virtual clock, a compute profile, and no
 /// naive_ddp on Gloo's ring (its per-MiB rendezvous count grows with the model: eager_ring).

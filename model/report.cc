@@ -120,6 +120,12 @@ void to_json(json& j, const StrategyMetrics& m) {
   if (m.exchange_seconds_mean)
     j["exchange_seconds_mean"] = *m.exchange_seconds_mean ? json(**m.exchange_seconds_mean) : json(nullptr);
   if (m.host_wall_s) j["host_wall_s"] = *m.host_wall_s;
+  if (m.host_scheduler)
+    j["host_scheduler"] = {{"actors", m.host_scheduler->actors},
+                           {"reevaluations", m.host_scheduler->reevaluations},
+                           {"readiness_checks", m.host_scheduler->readiness_checks},
+                           {"network_events", m.host_scheduler->network_events},
+                           {"wakeups", m.host_scheduler->wakeups}};
   if (m.wan_final_sync_bytes) j["wan_final_sync_bytes"] = *m.wan_final_sync_bytes;
   if (m.comm_compute_alarm) j["comm_compute_alarm"] = *m.comm_compute_alarm;
   if (m.time_to_accuracy) j["time_to_accuracy"] = *m.time_to_accuracy;
@@ -155,6 +161,19 @@ void from_json(const json& j, StrategyMetrics& m) {
   m.replica_max_abs_diff = f::nonneg(j, "replica_max_abs_diff");
   m.host_wall_s.reset();
   if (f::has(j, "host_wall_s")) m.host_wall_s = f::nonneg(j, "host_wall_s");
+  m.host_scheduler.reset();
+  if (f::has(j, "host_scheduler")) {
+    const json& h = f::object(j, "host_scheduler");
+    StrategyMetrics::HostScheduler hs;
+    hs.actors = f::str(h, "actors");
+    if (hs.actors != "fibers" && hs.actors != "threads")
+      f::fail("host_scheduler.actors", fmt::format("expected \"fibers\" or \"threads\", got {}", f::shown(h.at("actors"))));
+    hs.reevaluations = f::count(h, "reevaluations");
+    hs.readiness_checks = f::count(h, "readiness_checks");
+    hs.network_events = f::count(h, "network_events");
+    hs.wakeups = f::count(h, "wakeups");
+    m.host_scheduler = hs;
+  }
   m.wan_final_sync_bytes.reset();
   if (f::has(j, "wan_final_sync_bytes")) {
     m.wan_final_sync_bytes = f::count(j, "wan_final_sync_bytes");

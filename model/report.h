@@ -86,6 +86,16 @@ struct StrategyMetrics {
   /// Seconds the strategy's run took on the host's clock, when the report's clock is virtual
   /// (every other time figure is then virtual).
   std::optional<double> host_wall_s;
+  /// How the virtual-time scheduler ran the strategy on the host (emulator/inproc/virtual_time.h):
+  /// its actors ("fibers" or "threads") and what it did. Host cost, not a figure of the run: with
+  /// fibers the counts are a function of the scenario, with threads of the host's interleaving.
+  /// Absent on the wall clock and in older reports.
+  struct HostScheduler {
+    std::string actors;
+    uint64_t reevaluations = 0, readiness_checks = 0, network_events = 0, wakeups = 0;
+    bool operator==(const HostScheduler&) const = default;
+  };
+  std::optional<HostScheduler> host_scheduler;
   /// WAN payload bytes of the final dense synchronisation (the hierarchical strategies; 0 for the
   /// others): wan_payload_bytes minus this is the per-round traffic. Absent in older reports.
   std::optional<uint64_t> wan_final_sync_bytes;

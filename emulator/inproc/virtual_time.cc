@@ -3,14 +3,20 @@
 #include <time.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <sstream>
 
 namespace geotb::emu {
 
 namespace {
 
-thread_local const VirtualScheduler* tl_scheduler = nullptr;
-thread_local VirtualScheduler::ActorId tl_actor = -1;
+// The actor bound to the calling thread, or fiber: with fibers the carrier swaps it in and out.
+struct Bound {
+  const VirtualScheduler* scheduler = nullptr;
+  VirtualScheduler::ActorId actor = -1;
+};
+thread_local Bound tl_bound;
+const bool kBoundPerFiber = register_fiber_local<Bound>(+[]() -> Bound& { return tl_bound; });
 
 const char* state_name(int s) {
   switch (s) {
@@ -22,6 +28,41 @@ const char* state_name(int s) {
 }
 
 }  // namespace
+
+VirtualScheduler::VirtualScheduler(Actors actors) {
+  (void)kBoundPerFiber;
+  if (actors == Actors::kFibers && fibers_supported()) carrier_ = std::make_unique<FiberCarrier>();
+}
+
+ActorThread VirtualScheduler::start(std::string name, std::function<void()> fn) {
+  if (!carrier_) return ActorThread(std::thread(std::move(fn)));
+  return ActorThread(*carrier_, carrier_->spawn(std::move(name), std::move(fn)));
+}
+
+template <class Pred>
+void VirtualScheduler::park(std::unique_lock<std::mutex>& lk, Actor& x, Pred pred) {
+  if (!carrier_) {
+    x.cv.wait(lk, pred);
+    return;
+  }
+  while (!pred()) {
+    x.fiber = carrier_->current();
+    if (!x.fiber)
+      throw std::logic_error("virtual time: actor '" + x.name + "' blocked on a thread that is no fiber of its scheduler");
+    lk.unlock();
+    carrier_->suspend();
+    lk.lock();
+    x.fiber = nullptr;
+  }
+}
+
+void VirtualScheduler::wake(Actor& x) {
+  if (!carrier_) {
+    x.cv.notify_all();
+  } else if (x.fiber) {
+    carrier_->wake(x.fiber);
+  }
+}
 
 VirtualScheduler::ActorId VirtualScheduler::add_actor(std::string name, Nanos t0) {
   std::lock_guard<std::mutex> lk(mu_);
@@ -63,11 +104,12 @@ void VirtualScheduler::reindex(ActorId id) {
 
 void VirtualScheduler::bind(ActorId a) {
   std::lock_guard<std::mutex> lk(mu_);
-  tl_scheduler = this;
-  tl_actor = a;
+  tl_bound = Bound{this, a};
 }
 
-VirtualScheduler::ActorId VirtualScheduler::current() const { return tl_scheduler == this ? tl_actor : -1; }
+VirtualScheduler::ActorId VirtualScheduler::current() const {
+  return tl_bound.scheduler == this ? tl_bound.actor : -1;
+}
 
 Nanos VirtualScheduler::latest() const {
   std::lock_guard<std::mutex> lk(mu_);
@@ -123,12 +165,14 @@ VirtualScheduler::WaitKey VirtualScheduler::new_key() {
 bool VirtualScheduler::check(ActorId id) {
   Actor& x = *actors_[static_cast<size_t>(id)];
   if (x.state != State::kBlocked || x.woken) return false;
+  ++counters_.readiness_checks;
   const std::optional<Nanos> d = (*x.ready)();
   if (!d) return false;
   x.t = std::max(x.t, *d);
   x.woken = true;
+  ++counters_.wakeups;
   reindex(id);
-  x.cv.notify_one();
+  wake(x);
   return true;
 }
 
@@ -158,6 +202,7 @@ void VirtualScheduler::unregister(ActorId id) {
 }
 
 void VirtualScheduler::reevaluate() {
+  ++counters_.reevaluations;
   // 1. Blocked actors whose event now exists become runnable at its instant; the network runs
   //    its events up to the smallest actor bound, waking the waiters of what it delivers.
   wake_ready();
@@ -166,6 +211,7 @@ void VirtualScheduler::reevaluate() {
     const Nanos h = index_.begin()->first;
     bool delivered = false;
     for (std::optional<Nanos> e = net_->next_event(); e && *e <= h; e = net_->next_event()) {
+      ++counters_.network_events;
       if (net_->run_next()) {
         delivered = true;
         break;
@@ -181,20 +227,20 @@ void VirtualScheduler::reevaluate() {
   const bool any_unfinished = true, any_live = live_ > 0;
   Actor& m = *actors_[static_cast<size_t>(min_id)];
   if (m.state == State::kActing) {
-    m.cv.notify_one();
+    wake(m);
   } else if (m.state == State::kBlocked && !m.woken && m.deadline) {
     m.t = std::max(m.t, *m.deadline);
     m.woken = true;
     m.timed_out = true;
     reindex(min_id);
-    m.cv.notify_one();
+    wake(m);
   } else if (any_unfinished && !any_live && deadlock_.empty() && !(net_ && net_->next_event())) {
     // Before calling it a deadlock, every waiter once more, keyed or not (a change nobody notified).
     bool woke = false;
     for (size_t y = 0; y < actors_.size(); ++y) woke |= check(static_cast<ActorId>(y));
     if (woke) return reevaluate();
     deadlock_ = "virtual-time deadlock: every actor is blocked and nothing can wake any of them:\n" + describe_locked();
-    for (auto& p : actors_) p->cv.notify_all();
+    for (auto& p : actors_) wake(*p);
   }
 }
 
@@ -209,7 +255,7 @@ void VirtualScheduler::act(ActorId a, const std::function<void(Nanos)>& fn) {
   Actor& x = *actors_.at(static_cast<size_t>(a));
   x.state = State::kActing;  // running and acting have the same bound (t): the index stands
   reevaluate();
-  x.cv.wait(lk, [&] { return is_minimum(a) || !abort_reason_.empty() || !deadlock_.empty(); });
+  park(lk, x, [&] { return is_minimum(a) || !abort_reason_.empty() || !deadlock_.empty(); });
   if (!abort_reason_.empty() || !deadlock_.empty()) {
     x.state = State::kRunning;
     throw_if_stopped();
@@ -257,7 +303,7 @@ bool VirtualScheduler::wait(ActorId a, const std::function<std::optional<Nanos>(
   (key == kAnyKey ? any_waiters_ : keyed_[key]).push_back(a);
   reindex(a);
   reevaluate();
-  x.cv.wait(lk, [&] { return x.woken || !abort_reason_.empty() || !deadlock_.empty(); });
+  park(lk, x, [&] { return x.woken || !abort_reason_.empty() || !deadlock_.empty(); });
   unregister(a);
   const bool ok = x.woken && !x.timed_out;
   const bool woken = x.woken;
@@ -282,12 +328,17 @@ void VirtualScheduler::finish(ActorId a) {
 void VirtualScheduler::abort(const std::string& why) {
   std::lock_guard<std::mutex> lk(mu_);
   if (abort_reason_.empty()) abort_reason_ = why.empty() ? "aborted" : why;
-  for (auto& p : actors_) p->cv.notify_all();
+  for (auto& p : actors_) wake(*p);
 }
 
 bool VirtualScheduler::aborted() const {
   std::lock_guard<std::mutex> lk(mu_);
   return !abort_reason_.empty();
+}
+
+VirtualScheduler::Counters VirtualScheduler::counters() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return counters_;
 }
 
 std::string VirtualScheduler::describe() const {
@@ -308,6 +359,15 @@ std::string VirtualScheduler::describe_locked() const {
     os << "\n";
   }
   return os.str();
+}
+
+VirtualScheduler::Actors actors_from_environment() {
+  const char* v = std::getenv("GEOTB_ACTORS");
+  const std::string s = v ? v : "";
+  if (s == "threads") return VirtualScheduler::Actors::kThreads;
+  if (s == "fibers" || s.empty())
+    return fibers_supported() ? VirtualScheduler::Actors::kFibers : VirtualScheduler::Actors::kThreads;
+  throw std::invalid_argument("GEOTB_ACTORS='" + s + "': expected 'threads' or 'fibers'");
 }
 
 Nanos VirtualClock::now() const {

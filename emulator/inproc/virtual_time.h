@@ -42,8 +42,13 @@
 // costs one predicate, not one per blocked actor: with a thousand workers blocked in recv, the
 // scan over every waiter per event made a step quadratic in the workers.
 //
+// How actors run (Actors): each on an OS thread of its own (the reference), or as fibers that one
+// OS thread runs in turn (emulator/inproc/fibers.h), switched where wait() and act() block: a
+// hand-off is then a register swap, not a kernel context switch. The figures are the same either
+// way: the ordering above does not depend on how the host interleaves the actors.
+//
 // Thread-safety: every member may be called from any thread; wait()/act() only from the thread
-// bound to that actor. One mutex.
+// (or fiber) bound to that actor. One mutex.
 #pragma once
 
 #include <chrono>
@@ -61,6 +66,7 @@
 #include <utility>
 #include <vector>
 
+#include "emulator/inproc/fibers.h"
 #include "emulator/link/clock.h"
 #include "emulator/link/link_model.h"
 
@@ -96,7 +102,9 @@ class VirtualScheduler {
   /// A wait with this key (the default) is re-checked at every re-evaluation.
   static constexpr WaitKey kAnyKey = ~WaitKey{0};
 
-  VirtualScheduler() = default;
+  enum class Actors : uint8_t { kThreads, kFibers };
+  /// kFibers only where the build supports them (fibers_supported()); otherwise kThreads.
+  explicit VirtualScheduler(Actors actors = Actors::kThreads);
   VirtualScheduler(const VirtualScheduler&) = delete;
   VirtualScheduler& operator=(const VirtualScheduler&) = delete;
 
@@ -104,7 +112,11 @@ class VirtualScheduler {
   /// actor spawned by another should start at its parent's now(). The slot of a finished actor
   /// may be reused.
   ActorId add_actor(std::string name, Nanos t0);
-  /// Binds the calling thread to `a` (thread-local).
+  /// Runs fn as one of this scheduler's actors' threads of control: an OS thread, or a fiber that
+  /// the first thread to join it (not itself a fiber) runs with the others. fn binds its actor.
+  ActorThread start(std::string name, std::function<void()> fn);
+  Actors actors() const { return carrier_ ? Actors::kFibers : Actors::kThreads; }
+  /// Binds the calling thread (fiber) to `a` (thread-local, or fiber-local).
   void bind(ActorId a);
   /// The actor of this scheduler bound to the calling thread, or -1.
   ActorId current() const;
@@ -157,6 +169,16 @@ class VirtualScheduler {
   /// Each actor's name, state and time, one per line (the deadlock report; also for debugging).
   std::string describe() const;
 
+  /// What the scheduler did on the host (its cost, not the run's figures). With fibers the counts
+  /// are a function of the run; with threads they depend on the host's interleaving.
+  struct Counters {
+    uint64_t reevaluations = 0;     ///< after every charge, act, wait and update
+    uint64_t readiness_checks = 0;  ///< ready() predicates evaluated
+    uint64_t network_events = 0;    ///< the network's events run (segments, ACKs, timers)
+    uint64_t wakeups = 0;           ///< blocked actors made runnable (hand-offs)
+  };
+  Counters counters() const;
+
  private:
   enum class State : uint8_t { kRunning, kActing, kBlocked, kFinished };
   struct Actor {
@@ -172,7 +194,8 @@ class VirtualScheduler {
     bool in_index = false;
     bool live = false;                    ///< counted in live_: unfinished, not blocked un-woken
     bool timed_out = false;
-    std::condition_variable cv;
+    std::condition_variable cv;           ///< threads: where it blocks
+    FiberCarrier::Fiber* fiber = nullptr; ///< fibers: the fiber blocked as this actor, while it is
   };
   static constexpr Nanos kInf = Nanos::max();
 
@@ -185,6 +208,14 @@ class VirtualScheduler {
   void reindex(ActorId id);          // after any change of its state, t, woken or deadline
   std::string describe_locked() const;
   void throw_if_stopped() const;
+  // Blocks the calling actor x until pred() (under the lock), on its condition variable or by
+  // suspending its fiber; wake() is the other side.
+  template <class Pred>
+  void park(std::unique_lock<std::mutex>& lk, Actor& x, Pred pred);
+  void wake(Actor& x);
+
+  std::unique_ptr<FiberCarrier> carrier_;  // fibers only
+  Counters counters_;
 
   mutable std::mutex mu_;
   std::vector<std::unique_ptr<Actor>> actors_;
@@ -200,6 +231,10 @@ class VirtualScheduler {
   std::set<std::pair<Nanos, ActorId>> index_;
   size_t live_ = 0;
 };
+
+/// How this process runs a scheduler's actors: GEOTB_ACTORS=threads or fibers (unset: fibers where
+/// the build supports them). Throws std::invalid_argument naming another value.
+VirtualScheduler::Actors actors_from_environment();
 
 /// The Clock of an actor: now() is the calling thread's actor's virtual time (or the largest
 /// actor time when called from an unbound thread); sleep_until() advances the calling actor.

@@ -108,7 +108,7 @@ class RendezvousSender {
   std::vector<Sync::Nanos> written_at_;  ///< instant each send was written, in post order
   bool stopping_ = false;
   std::exception_ptr err_;
-  std::thread th_;
+  emu::ActorThread th_;
 };
 
 struct Offsets {

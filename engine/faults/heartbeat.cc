@@ -18,7 +18,7 @@ HeartbeatMonitor::~HeartbeatMonitor() { stop(); }
 
 void HeartbeatMonitor::create() {
   actor_ = sched_.add_actor("heartbeat monitor of rank " + std::to_string(rank_), Nanos{0});
-  th_ = std::thread([this] {
+  th_ = sched_.start("heartbeat monitor of rank " + std::to_string(rank_), [this] {
     sched_.bind(actor_);
     try {
       // Blocked without a deadline until start() or stop(): it holds nobody back meanwhile.

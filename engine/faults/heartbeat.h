@@ -120,7 +120,7 @@ class HeartbeatMonitor {
   mutable std::mutex mu_;
   std::set<int> declared_;
   uint64_t sent_ = 0;
-  std::thread th_;
+  emu::ActorThread th_;
 };
 
 }  // namespace geotb::engine

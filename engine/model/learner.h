@@ -50,6 +50,8 @@ std::unique_ptr<Learner> make_learner(const ModelConfig& cfg, uint64_t seed);
 
 /// libtorch intra-op threads for the calling thread (and the default for new ones).
 void set_compute_threads(int n);
+/// The calling thread's intra-op thread count (at::get_num_threads).
+int compute_threads();
 
 /// Version string of the linked libtorch.
 std::string torch_version();

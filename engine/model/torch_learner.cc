@@ -155,6 +155,7 @@ std::unique_ptr<Learner> make_learner(const ModelConfig& cfg, uint64_t seed) {
 }
 
 void set_compute_threads(int n) { at::set_num_threads(n); }
+int compute_threads() { return at::get_num_threads(); }
 
 std::string torch_version() { return TORCH_VERSION; }
 

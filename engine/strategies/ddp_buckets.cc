@@ -51,7 +51,7 @@ void DdpBuckets::run(WorkerEnv& env, const std::function<TagRange(const BucketGr
   std::unique_ptr<Sync> sync = env.net->make_sync();
   Sync* s = sync.get();
   const emu::Clock* clock = env.clock;
-  std::thread th = s->spawn("DDP buckets of rank " + std::to_string(env.rank), [&, s, clock] {
+  emu::ActorThread th = s->spawn("DDP buckets of rank " + std::to_string(env.rank), [&, s, clock] {
     uint64_t busy = 0;
     std::exception_ptr err;
     try {
@@ -76,7 +76,7 @@ void DdpBuckets::run(WorkerEnv& env, const std::function<TagRange(const BucketGr
   // A failure of this actor while the background one runs (the time domain torn down): close the
   // transport so that a reduction blocked on a peer ends, then join it.
   struct Joiner {
-    std::thread& th;
+    emu::ActorThread& th;
     Transport* net;
     ~Joiner() {
       if (!th.joinable()) return;

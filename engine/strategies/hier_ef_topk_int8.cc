@@ -81,7 +81,7 @@ struct Arrived {
 struct InFlight {
   Transport* net = nullptr;
   std::unique_ptr<Sync> sync;
-  std::thread th;
+  emu::ActorThread th;
   bool done = false;  // guarded by sync
   Sync::Nanos done_at{0};
   Arrived result;

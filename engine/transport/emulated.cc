@@ -40,11 +40,11 @@ class VirtualSync final : public Sync {
       throw TransportError(e.what());
     }
   }
-  std::thread spawn(std::string name, std::function<void()> fn) override {
+  emu::ActorThread spawn(std::string name, std::function<void()> fn) override {
     const auto me = s_.current();
     const Nanos t0 = me >= 0 ? s_.now(me) : s_.latest();
-    const auto id = s_.add_actor(std::move(name), t0);
-    return std::thread([&s = s_, id, charge = thread_compute_charge(), measured = thread_measured_charge(),
+    const auto id = s_.add_actor(name, t0);
+    return s_.start(std::move(name), [&s = s_, id, charge = thread_compute_charge(), measured = thread_measured_charge(),
                         fn = std::move(fn)] {
       s.bind(id);
       set_thread_compute_charge(charge);

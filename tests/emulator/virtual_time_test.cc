@@ -19,24 +19,39 @@ using emu::VirtualScheduler;
 namespace {
 
 
-// Runs fn(actor) on one thread per actor, every actor registered at t = 0 before any thread starts.
+// Runs fn(actor) on one thread (or fiber) per actor, every actor registered at t = 0 before any
+// starts.
 void run_actors(VirtualScheduler& s, int n, const std::function<void(int)>& fn) {
   std::vector<int> ids;
   for (int i = 0; i < n; ++i) ids.push_back(s.add_actor("actor " + std::to_string(i), 0ns));
-  std::vector<std::thread> th;
+  std::vector<emu::ActorThread> th;
   for (int i = 0; i < n; ++i)
-    th.emplace_back([&, i] {
+    th.push_back(s.start("actor " + std::to_string(i), [&, i] {
       s.bind(ids[static_cast<size_t>(i)]);
       fn(ids[static_cast<size_t>(i)]);
       s.finish(ids[static_cast<size_t>(i)]);
-    });
+    }));
   for (auto& t : th) t.join();
 }
 
-TEST(VirtualScheduler, ActionsRunInVirtualTimeOrderWhateverTheThreadOrder) {
+// Holds a thread back until another has got somewhere (a host interleaving a test forces). Fibers
+// run one at a time on one thread, in a fixed order: there the latch is not waited for.
+void hold(const VirtualScheduler& s, std::latch& l) {
+  if (s.actors() == VirtualScheduler::Actors::kThreads) l.wait();
+}
+
+// Every test runs with the actors as OS threads and as fibers (where the build has them: under
+// ThreadSanitizer both parameters run threads).
+class VirtualTime : public ::testing::TestWithParam<VirtualScheduler::Actors> {};
+std::string actors_name(const ::testing::TestParamInfo<VirtualScheduler::Actors>& i) {
+  return i.param == VirtualScheduler::Actors::kFibers ? "Fibers" : "Threads";
+}
+class VirtualTimeFabric : public VirtualTime {};
+
+TEST_P(VirtualTime, ActionsRunInVirtualTimeOrderWhateverTheThreadOrder) {
   // Actor 0 acts at 10 ms, actor 1 at 5 ms. Actor 1's thread is held back until actor 0 has asked
   // to act, so in real time actor 0 asks first; the scheduler must still run actor 1's action first.
-  VirtualScheduler s;
+  VirtualScheduler s(GetParam());
   std::vector<std::pair<int, Nanos>> order;
   std::latch zero_asking(1);
   run_actors(s, 2, [&](int a) {
@@ -45,7 +60,7 @@ TEST(VirtualScheduler, ActionsRunInVirtualTimeOrderWhateverTheThreadOrder) {
       zero_asking.count_down();
       s.act(a, [&](Nanos t) { order.emplace_back(a, t); });
     } else {
-      zero_asking.wait();
+      hold(s, zero_asking);
       s.charge(a, 5ms);
       s.act(a, [&](Nanos t) { order.emplace_back(a, t); });
     }
@@ -55,12 +70,12 @@ TEST(VirtualScheduler, ActionsRunInVirtualTimeOrderWhateverTheThreadOrder) {
   EXPECT_EQ(order[1], std::make_pair(0, Nanos(10ms)));
 }
 
-TEST(VirtualScheduler, TiesGoToTheLowerActorId) {
-  VirtualScheduler s;
+TEST_P(VirtualTime, TiesGoToTheLowerActorId) {
+  VirtualScheduler s(GetParam());
   std::vector<int> order;
   std::latch one_first(1);
   run_actors(s, 2, [&](int a) {
-    if (a == 0) one_first.wait();
+    if (a == 0) hold(s, one_first);
     s.charge(a, 7ms);
     if (a == 1) one_first.count_down();
     s.act(a, [&](Nanos) { order.push_back(a); });
@@ -68,8 +83,8 @@ TEST(VirtualScheduler, TiesGoToTheLowerActorId) {
   EXPECT_EQ(order, (std::vector<int>{0, 1}));
 }
 
-TEST(VirtualScheduler, WaitAdvancesToTheEventInstantAndNeverBack) {
-  VirtualScheduler s;
+TEST_P(VirtualTime, WaitAdvancesToTheEventInstantAndNeverBack) {
+  VirtualScheduler s(GetParam());
   std::optional<Nanos> posted;
   Nanos t_late{0}, t_early{0};
   run_actors(s, 2, [&](int a) {
@@ -90,8 +105,8 @@ TEST(VirtualScheduler, WaitAdvancesToTheEventInstantAndNeverBack) {
   EXPECT_EQ(t_early, 50ms);
 }
 
-TEST(VirtualScheduler, DeadlineFiresOnlyWhenNobodyCanActEarlier) {
-  VirtualScheduler s;
+TEST_P(VirtualTime, DeadlineFiresOnlyWhenNobodyCanActEarlier) {
+  VirtualScheduler s(GetParam());
   std::optional<Nanos> posted;
   bool got = false, timed_out_ok = true;
   Nanos t1{0}, t2{0};
@@ -116,8 +131,8 @@ TEST(VirtualScheduler, DeadlineFiresOnlyWhenNobodyCanActEarlier) {
   EXPECT_EQ(t2, 80ms);
 }
 
-TEST(VirtualScheduler, DeadlockIsReportedWithEveryActorsState) {
-  VirtualScheduler s;
+TEST_P(VirtualTime, DeadlockIsReportedWithEveryActorsState) {
+  VirtualScheduler s(GetParam());
   std::atomic<int> reported{0};
   std::string msg;
   std::mutex mu;
@@ -136,12 +151,12 @@ TEST(VirtualScheduler, DeadlockIsReportedWithEveryActorsState) {
   EXPECT_NE(msg.find("actor 1 (actor 1): blocked at t = 0 s in recv from rank 0 tag 6"), std::string::npos) << msg;
 }
 
-TEST(VirtualScheduler, AbortWakesEveryWaiter) {
-  VirtualScheduler s;
+TEST_P(VirtualTime, AbortWakesEveryWaiter) {
+  VirtualScheduler s(GetParam());
   std::atomic<int> aborted{0};
   const int waiter = s.add_actor("waiter", 0ns);
   const int other = s.add_actor("other", 0ns);
-  std::thread w([&] {
+  emu::ActorThread w = s.start("waiter", [&] {
     s.bind(waiter);
     std::optional<Nanos> never;
     try {
@@ -151,7 +166,7 @@ TEST(VirtualScheduler, AbortWakesEveryWaiter) {
     }
   });
   // "other" is running (bound 0): no deadlock while it lives; it aborts the run instead.
-  std::thread o([&] {
+  emu::ActorThread o = s.start("other", [&] {
     s.bind(other);
     s.abort("fabric closed");
     s.finish(other);
@@ -161,10 +176,10 @@ TEST(VirtualScheduler, AbortWakesEveryWaiter) {
   EXPECT_EQ(aborted.load(), 1);
 }
 
-TEST(VirtualScheduler, ManyActorsActInNonDecreasingVirtualTimeUnderRandomThreadTiming) {
+TEST_P(VirtualTime, ManyActorsActInNonDecreasingVirtualTimeUnderRandomThreadTiming) {
   // 8 actors, each 200 times: declared compute of a random length, a random real-time yield or
   // sleep (perturbs the OS schedule), then an action. Every action must come in (t, id) order.
-  VirtualScheduler s;
+  VirtualScheduler s(GetParam());
   std::vector<std::pair<Nanos, int>> log;
   run_actors(s, 8, [&](int a) {
     std::mt19937_64 rng(static_cast<uint64_t>(a) * 7919 + 1);
@@ -197,8 +212,8 @@ struct ScriptedNetwork final : emu::VirtualNetwork {
 // 5 ms event has run; the event wakes actor 1 (blocked, no deadline) at 5 ms, before actor 0 acts
 // at 12 ms. With the network's queue empty and actor 1 blocked on something that never comes, the
 // scheduler reports a deadlock (once actor 0 is done), not before.
-TEST(VirtualScheduler, TheNetworkRunsBetweenActorsAndDeadlockWaitsForItsQueue) {
-  VirtualScheduler s;
+TEST_P(VirtualTime, TheNetworkRunsBetweenActorsAndDeadlockWaitsForItsQueue) {
+  VirtualScheduler s(GetParam());
   ScriptedNetwork net;
   net.events = {5ms};
   s.set_network(&net);
@@ -251,8 +266,8 @@ emu::FabricConfig two_sites(int per_site, double wan_bps, Nanos wan_delay) {
   return fc;
 }
 
-TEST(VirtualFabric, ReceiverAdvancesToTheModelsDeliveryInstant) {
-  VirtualScheduler s;
+TEST_P(VirtualTimeFabric, ReceiverAdvancesToTheModelsDeliveryInstant) {
+  VirtualScheduler s(GetParam());
   emu::VirtualClock clock(s);
   emu::Fabric f(two_sites(1, 1e9, 15ms), clock, s);
   Nanos t_recv{0};
@@ -271,11 +286,11 @@ TEST(VirtualFabric, ReceiverAdvancesToTheModelsDeliveryInstant) {
   EXPECT_EQ(t_recv, 3ms + 12304ns + 15ms);
 }
 
-TEST(VirtualFabric, SendersShareTheWanSerializerInVirtualTimeOrder) {
+TEST_P(VirtualTimeFabric, SendersShareTheWanSerializerInVirtualTimeOrder) {
   // Ranks 0 and 1 (site 0) both send 100 segments to rank 2 (site 1). Rank 1 sends at 1 ms, rank
   // 0 at 2 ms; rank 1's thread is made to start last in real time. The serializer must take rank
   // 1's message first: it arrives after 100 segment times, rank 0's after 200.
-  VirtualScheduler s;
+  VirtualScheduler s(GetParam());
   emu::VirtualClock clock(s);
   emu::FabricConfig fc = two_sites(2, 1e9, 10ms);
   fc.segments.tcp = false;  // every segment offered at the send (no slow start): the order is what is tested
@@ -289,7 +304,7 @@ TEST(VirtualFabric, SendersShareTheWanSerializerInVirtualTimeOrder) {
       zero_sent_request.count_down();
       f.send(0, 2, 1, std::vector<uint8_t>(bytes));
     } else if (a == 1) {
-      zero_sent_request.wait();
+      hold(s, zero_sent_request);
       s.charge(a, 1ms);
       f.send(1, 2, 1, std::vector<uint8_t>(bytes));
     } else if (a == 2) {
@@ -309,10 +324,10 @@ TEST(VirtualFabric, SendersShareTheWanSerializerInVirtualTimeOrder) {
 // and a 10-segment initial window. Each side's first flight occupies its direction until 10 kSeg,
 // so each side's ACKs for the other's flight queue behind it; the 11th segment then waits behind
 // the other side's 10 ACKs: received at 11 kSeg + 10 kAck, against 11 kSeg when only one sends.
-TEST(VirtualFabric, BothDirectionsSimulatedTogether) {
+TEST_P(VirtualTimeFabric, BothDirectionsSimulatedTogether) {
   const Nanos seg = 12304ns, ack = 720ns;
   for (bool both : {false, true}) {
-    VirtualScheduler s;
+    VirtualScheduler s(GetParam());
     emu::VirtualClock clock(s);
     emu::FabricConfig fc = two_sites(1, 1e9, 0ns);
     fc.segments.cc = emu::CcAlgorithm::kReno;
@@ -331,8 +346,8 @@ TEST(VirtualFabric, BothDirectionsSimulatedTogether) {
   }
 }
 
-TEST(VirtualFabric, RecvTimeoutIsVirtual) {
-  VirtualScheduler s;
+TEST_P(VirtualTimeFabric, RecvTimeoutIsVirtual) {
+  VirtualScheduler s(GetParam());
   emu::VirtualClock clock(s);
   emu::Fabric f(two_sites(1, 1e9, 1ms), clock, s);
   Nanos t{0};
@@ -349,8 +364,8 @@ TEST(VirtualFabric, RecvTimeoutIsVirtual) {
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 60s);  // it did not wait 120 s of real time
 }
 
-TEST(VirtualFabric, CloseWakesAReceiverWithNothing) {
-  VirtualScheduler s;
+TEST_P(VirtualTimeFabric, CloseWakesAReceiverWithNothing) {
+  VirtualScheduler s(GetParam());
   emu::VirtualClock clock(s);
   emu::Fabric f(two_sites(1, 1e9, 1ms), clock, s);
   std::optional<std::vector<uint8_t>> m = std::vector<uint8_t>{1};
@@ -368,8 +383,8 @@ TEST(VirtualFabric, CloseWakesAReceiverWithNothing) {
 // then). At 20 ms rank 1 takes over rank 0's address: its notices reach ranks 2 and 3 at 30 ms, and
 // rank 2 sends tags 5 and 6 again, to rank 1 now. Rank 1's tag 7, sent right after the notices,
 // is received by rank 2 as rank 0's; rank 2's tag 8 to rank 0, sent after, reaches rank 1.
-TEST(VirtualFabric, TakeOverRedirectsAndResendsWhatTheDeadHadNotTaken) {
-  VirtualScheduler s;
+TEST_P(VirtualTimeFabric, TakeOverRedirectsAndResendsWhatTheDeadHadNotTaken) {
+  VirtualScheduler s(GetParam());
   emu::VirtualClock clock(s);
   emu::FabricConfig fc = two_sites(2, 1e9, 10ms);
   fc.segments.tcp = false;
@@ -415,5 +430,81 @@ TEST(VirtualFabric, TakeOverRedirectsAndResendsWhatTheDeadHadNotTaken) {
   EXPECT_EQ(f.address_of(2, 1), 1);
   EXPECT_EQ(f.address_of(1, 0), 0);  // its own site was not told
 }
+
+// A fiber may switch inside a catch block while another throws and catches (the shrink agreement
+// runs in one): each must rethrow its own exception, and each sees its own actor after a switch.
+// Actor 0 rethrows while actor 1 is inside its own catch block, then actor 1 rethrows.
+TEST_P(VirtualTime, EachActorKeepsItsOwnExceptionAndActorAcrossSwitches) {
+  VirtualScheduler s(GetParam());
+  bool caught[2] = {false, false};  // each is in its catch block (set under update)
+  bool rethrew0 = false;
+  std::string rethrown[2];
+  int current_after[2] = {-1, -1};
+  int uncaught[2] = {-1, -1};
+  auto flag = [&](const bool& f) {
+    return [&f]() -> std::optional<Nanos> { return f ? std::optional<Nanos>(1ms) : std::nullopt; };
+  };
+  run_actors(s, 2, [&](int a) {
+    try {
+      throw std::runtime_error(a == 0 ? "error of actor 0" : "error of actor 1");
+    } catch (const std::exception&) {
+      s.update([&] { caught[a] = true; });
+      if (a == 0) s.wait(a, flag(caught[1]), std::nullopt, "actor 1 in its catch block");
+      if (a == 1) s.wait(a, flag(rethrew0), std::nullopt, "actor 0's rethrow");
+      current_after[a] = s.current();
+      uncaught[a] = std::uncaught_exceptions();
+      try {
+        throw;
+      } catch (const std::exception& e) {
+        rethrown[a] = e.what();
+      }
+      if (a == 0) s.update([&] { rethrew0 = true; });
+    }
+  });
+  EXPECT_EQ(rethrown[0], "error of actor 0");
+  EXPECT_EQ(rethrown[1], "error of actor 1");
+  EXPECT_EQ(current_after[0], 0);
+  EXPECT_EQ(current_after[1], 1);
+  EXPECT_EQ(uncaught[0], 0);
+  EXPECT_EQ(uncaught[1], 0);
+}
+
+// An actor joins another it started, after waiting for its last action as the engine does (a join
+// keeps the joiner running at its instant: joined earlier, an action of the child after that
+// instant would wait for it forever). With fibers the joiner is suspended while the child ends.
+TEST_P(VirtualTime, AnActorJoinsTheActorItStarted) {
+  VirtualScheduler s(GetParam());
+  std::vector<std::pair<std::string, Nanos>> log;
+  std::optional<Nanos> child_done;
+  run_actors(s, 1, [&](int a) {
+    s.charge(a, 3ms);
+    const int child = s.add_actor("child", s.now(a));
+    emu::ActorThread th = s.start("child", [&] {
+      s.bind(child);
+      s.charge(child, 4ms);
+      s.act(child, [&](Nanos t) {
+        log.emplace_back("child", t);
+        child_done = t;
+      });
+      s.finish(child);
+    });
+    s.charge(a, 1ms);
+    s.act(a, [&](Nanos t) { log.emplace_back("parent", t); });
+    s.wait(a, [&] { return child_done; }, std::nullopt, "the child's action");
+    th.join();
+    s.act(a, [&](Nanos t) { log.emplace_back("parent after join", t); });
+  });
+  ASSERT_EQ(log.size(), 3u);
+  EXPECT_EQ(log[0], std::make_pair(std::string("parent"), Nanos(4ms)));
+  EXPECT_EQ(log[1], std::make_pair(std::string("child"), Nanos(7ms)));
+  EXPECT_EQ(log[2], std::make_pair(std::string("parent after join"), Nanos(7ms)));
+}
+
+INSTANTIATE_TEST_SUITE_P(Actors, VirtualTime,
+                         ::testing::Values(VirtualScheduler::Actors::kThreads, VirtualScheduler::Actors::kFibers),
+                         actors_name);
+INSTANTIATE_TEST_SUITE_P(Actors, VirtualTimeFabric,
+                         ::testing::Values(VirtualScheduler::Actors::kThreads, VirtualScheduler::Actors::kFibers),
+                         actors_name);
 
 }  // namespace
