@@ -19,6 +19,7 @@
 #endif
 #endif
 #ifdef GEOTB_FIBERS_ASAN
+#include <sanitizer/asan_interface.h>
 #include <sanitizer/common_interface_defs.h>
 #endif
 
@@ -97,6 +98,11 @@ struct FiberCarrier::StackPool {
     return s;
   }
   void put(ctx::stack_context s) {
+#ifdef GEOTB_FIBERS_ASAN
+    // A finished fiber's frames may leave poisoned redzones behind (a frame abandoned by
+    // unwinding, say): the next fiber on this stack must start from clean shadow memory.
+    __asan_unpoison_memory_region(static_cast<char*>(s.sp) - s.size + page, s.size - page);
+#endif
     std::lock_guard<std::mutex> lk(mu);
     free.push_back(s);
   }
