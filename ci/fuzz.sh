@@ -62,11 +62,11 @@ KERNELS=(kernels/index_coding.cc kernels/validate.cc kernels/wire_format.cc kern
 # The readers and what they call; the scenario parser needs the strategy table, whose descriptors
 # name every strategy's factory, hence the strategies, collectives and kernels (linked, not run).
 LIB=(common/units.cc common/atomic_file.cc
-     model/report.cc model/faults.cc model/exec_report.cc model/rank_report.cc model/metrics.cc
+     model/report.cc model/asynchrony.cc model/faults.cc model/exec_report.cc model/rank_report.cc model/metrics.cc
      model/report_error.cc model/json_fields.cc model/json_file.cc model/hardware.cc model/represented.cc
      engine/checkpoint/file.cc engine/checkpoint/state.cc
      harness/scenario.cc harness/link_trace.cc engine/strategies/table.cc engine/strategies/descriptor.cc
-     engine/strategies/adaptive_k.cc engine/strategies/drift_control.cc engine/data/global_batch.cc
+     engine/strategies/adaptive_k.cc engine/strategies/async_ef_topk_int8.cc engine/strategies/drift_control.cc engine/data/global_batch.cc
      engine/strategies/dc_exchange.cc engine/strategies/ddp_buckets.cc engine/strategies/diloco.cc
      engine/strategies/hier_ef_topk_int8.cc engine/strategies/lan_ddp.cc engine/strategies/local_sgd.cc
      engine/strategies/naive_ddp.cc engine/strategies/powersgd.cc engine/strategies/qsgd.cc engine/collectives/gloo_ring.cc

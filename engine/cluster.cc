@@ -36,6 +36,12 @@ model::StrategyRun run_strategy(const ClusterSpec& cluster, const WorkloadSpec& 
                    "its c10d Gloo traffic would bypass the emulated WAN");
 
   const bool virt = opt.clock == ClockMode::kVirtual;
+  if (info.virtual_time_only && !virt)
+    throw RunError(scfg.name + ": runs on the virtual clock only (its sites apply what has arrived by their own "
+                   "instant, which only virtual time answers exactly)");
+  if (info.no_checkpoints && (opt.checkpoint.writes() || opt.checkpoint.resume))
+    throw RunError(scfg.name + ": checkpoint: this strategy cannot be checkpointed (its sites are at different "
+                   "steps, with updates in flight: no step is a consistent cut)");
   if (opt.represent_scale != 1.0 && (!virt || opt.compute.empty()))
     throw RunError("a represented model needs the virtual clock and a compute profile (docs/guide/represented.md)");
   if (!(opt.represent_scale > 0)) throw RunError("represent_scale must be > 0");
@@ -421,6 +427,7 @@ model::StrategyRun run_strategy(const ClusterSpec& cluster, const WorkloadSpec& 
     rr.loss = std::move(rec.loss);
     rr.step_end_s = std::move(rec.step_end_s);
     rr.exchanges = e.exchanges;
+    rr.async_log = e.async_log;
     if (r != rep && !(faults && faults->dead_at_end(r)))  // a dead replica is stale, not wrong
       rr.replica_max_abs_diff = max_abs_diff(learners[static_cast<size_t>(r)]->params(), x0, n);
   }

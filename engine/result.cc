@@ -9,6 +9,12 @@
 
 namespace geotb::engine {
 
+namespace {
+constexpr const char* kAsyncFinalSync =
+    "after its last round each site applies every update still on its way, then the sites average their "
+    "models once, densely in float32 (weighted as the DCs weigh); every replica ends identical";
+}  // namespace
+
 double max_abs_diff(const float* a, const float* b, size_t n) {
   double m = 0;
   for (size_t i = 0; i < n; ++i) m = std::max(m, static_cast<double>(std::fabs(a[i] - b[i])));
@@ -116,6 +122,19 @@ model::StrategyRun merge_rank_reports(const std::string& strategy, const std::ve
   res.series.test_accuracy = r0.accuracy_curve;
   res.final_weights_sha256 = r0.final_weights_sha256;
   m.final_test_accuracy = r0.accuracy_curve.back().accuracy;
+  std::vector<model::AsyncSiteLog> async;
+  for (const auto& e : reports)
+    if (e.async_log) async.push_back(*e.async_log);
+  if (!async.empty()) {
+    // Sites ran different numbers of steps: the per-step means are per worker-step run.
+    const double worker_steps = static_cast<double>(rank_steps);
+    m.compute_s_per_step = mx::per_step_mean_s(comp, 1, 1) / std::max(worker_steps, 1.0);
+    m.exposed_comm_s_per_step = mx::per_step_mean_s(comm, 1, 1) / std::max(worker_steps, 1.0);
+    m.compress_s_per_step = mx::per_step_mean_s(cmpr, 1, 1) / std::max(worker_steps, 1.0);
+    res.asynchrony = model::summarize_async(std::move(async), kAsyncFinalSync);
+    // The final point is the final model after every site's steps: the samples are those run.
+    res.series.test_accuracy.back().samples = m.samples;
+  }
   mx::derive(res);
   return res;
 }

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <functional>
 #include <string>
 #include <vector>
@@ -80,6 +81,15 @@ struct StrategyConfig {
   // QSGD compressor (sands-lab/grace, grace_dl/dist: quantum_num 256, bucket_size 128).
   uint32_t levels = 256;  ///< s: quantisation levels per sign, [1, 65535] (ceil(log2(s+1)) bits each on the WAN)
   uint32_t bucket = 128;  ///< d: elements per float32 norm, [1, 2^24]
+
+  // async_ef_topk_int8 (strategies/async_ef_topk_int8.cc; docs/guide/strategies.md
+  // "async_ef_topk_int8: the update rule"): K, density, block, quantize as hier_ef_topk_int8's.
+  int max_staleness = 4;  ///< rounds a site may run ahead of the slowest (SSP's bound s; 0: synchronous); -1: none
+  /// f(s), the weight of a peer's update applied s rounds late: "poly" 1/(1+s)^a, or "threshold"
+  /// (1 if s <= staleness_threshold, else 0: the update is dropped).
+  std::string staleness_weight = "poly";
+  double staleness_exponent = 1;  ///< "poly"'s a (1: the learning rate / (1 + s))
+  int staleness_threshold = 2;    ///< "threshold"'s largest s still applied, rounds
 };
 
 // The worker's time accounting and exchange log are the model's (model/measurements.h).
@@ -146,6 +156,11 @@ struct WorkerEnv {
   /// strategy is made): the same on every rank, so that a strategy's random streams keyed by it
   /// (qsgd's stochastic rounding) agree across workers and modes.
   uint64_t seed = 0;
+  /// The run's steps (WorkloadSpec::steps; set by run_worker_loop before the strategy is made):
+  /// what a strategy needs to know which of its rounds is the last.
+  int steps = 0;
+  /// An asynchronous strategy's log of this site, kept by the DC leader (model/measurements.h).
+  std::optional<model::AsyncSiteLog> async_log;
 };
 
 /// Every other rank of this rank's data center, ascending (a DC leader forwards to them; sends
@@ -199,6 +214,10 @@ class Strategy {
   /// step(): all of it, unless step() charges the backward pass itself (DDP's buckets overlap it,
   /// strategies/ddp_buckets.h).
   virtual uint64_t loop_step_share() const { return kStepShareUnits; }
+  /// Whether this worker's run ends after `step` although steps remain: an asynchronous
+  /// strategy's slower sites stop once a faster one has done every step (the loop then calls
+  /// finish()). Every worker of a DC answers alike. Default: never.
+  virtual bool ends_after(int /*step*/) const { return false; }
 };
 
 /// Adds the elapsed time of its scope to a counter.

@@ -1,5 +1,6 @@
 #include "engine/worker_loop.h"
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 #include <optional>
@@ -46,6 +47,7 @@ void run_worker_loop(WorkerEnv& env, const StrategyConfig& scfg, const WorkloadS
   } net_back{env, base_net};
   if (hooks.tag_epoch > 0) enter_epoch(hooks.tag_epoch);
   env.seed = work.seed;  // every rank's, in every mode (WorkerEnv::seed)
+  env.steps = steps;
   std::unique_ptr<Strategy> strategy = desc.make(scfg, env);
   BatchSampler sampler(shard, work.seed, static_cast<uint64_t>(env.rank));
   std::vector<uint32_t> idx;
@@ -133,6 +135,14 @@ void run_worker_loop(WorkerEnv& env, const StrategyConfig& scfg, const WorkloadS
           out.snapshots.emplace_back(env.learner->params(), env.learner->params() + n);
         }
       if (hooks.progress) hooks.progress(s + 1, steps, t);
+    }
+    if (s + 1 < steps && strategy->ends_after(s)) {
+      // An asynchronous strategy's slower site stops here (Strategy::ends_after): the steps it
+      // does not run keep a NaN loss (not counted as samples) and, on the recording rank, the
+      // instant it stopped.
+      if (records)
+        std::fill(out.step_end_s.begin() + s + 1, out.step_end_s.end(), out.step_end_s[static_cast<size_t>(s)]);
+      break;
     }
     if (s + 1 < steps && hooks.checkpoint_due && hooks.checkpoint_due(s + 1)) {
       StateBuffers state;

@@ -218,6 +218,20 @@ int run(const RunArgs& a) {
                a.scenario, sc.checkpoint.every_steps);
     return 2;
   }
+  {
+    // The strategies chosen, in the mode, clock and checkpoint directory this run has.
+    Scenario run_sc = sc;
+    run_sc.checkpoint.dir = checkpoint_dir;
+    std::vector<std::string> names;
+    for (const auto& c : chosen) names.push_back(c.run_name());
+    try {
+      check_strategies_for_mode(run_sc, &names);
+    } catch (const ScenarioError& e) {
+      fmt::print(stderr, "geotb: error: {}: {}{}\n", a.scenario, e.what(),
+                 a.checkpoint_dir.empty() ? "" : " (--checkpoint-dir)");
+      return 2;
+    }
+  }
   std::optional<CheckpointSignal> sigusr1;
   if (!checkpoint_dir.empty()) sigusr1.emplace();
   // --resume: one strategy, its checkpoint verified whole (every rank file) before anything runs.

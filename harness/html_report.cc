@@ -437,6 +437,67 @@ std::vector<std::pair<std::string, std::string>> key_results(const std::vector<C
   return out;
 }
 
+std::vector<AsyncSiteRow> asynchrony_rows(const std::vector<ComparedRun>& runs) {
+  std::vector<AsyncSiteRow> rows;
+  for (const auto& c : runs) {
+    if (!c.run->asynchrony) continue;
+    const model::AsyncSection& a = *c.run->asynchrony;
+    const auto& dcs = c.report->scenario.datacenters;
+    for (const auto& site : a.sites) {
+      std::string hist;
+      for (size_t k = 0; k < site.staleness_histogram.size(); ++k)
+        if (site.staleness_histogram[k] > 0)
+          hist += fmt::format("{}s={}: {}", hist.empty() ? "" : ", ", k, site.staleness_histogram[k]);
+      rows.push_back({c.label,
+                      site.dc >= 0 && static_cast<size_t>(site.dc) < dcs.size() ? dcs[static_cast<size_t>(site.dc)].name
+                                                                                 : std::to_string(site.dc),
+                      std::to_string(site.steps), std::to_string(site.rounds), hist.empty() ? "–" : hist,
+                      fmt::format("{} ({})", site.max_staleness_observed,
+                                  a.max_staleness ? fmt::format("bound {}", *a.max_staleness) : "no bound"),
+                      fmt::format("{:.3f}", site.wait_at_bound_s)});
+    }
+  }
+  return rows;
+}
+
+/// Asynchronous runs: each site's staleness and waits (a table), and the sites' models apart over
+/// time (relative L2 distance to their mean). Empty when no run was asynchronous.
+static std::string asynchrony_html(const std::vector<ComparedRun>& runs) {
+  const std::vector<AsyncSiteRow> rows = asynchrony_rows(runs);
+  if (rows.empty()) return "";
+  std::string h =
+      "<h2>Asynchrony</h2>\n<table>\n<tr><th>strategy</th><th>site</th><th>steps</th><th>rounds</th>"
+      "<th>updates applied by staleness s (rounds late)</th><th>max s</th><th>waited at the bound (s)</th></tr>\n";
+  for (const auto& r : rows)
+    h += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+                     xml_escape(r.label), xml_escape(r.site), r.steps, r.rounds, xml_escape(r.histogram),
+                     xml_escape(r.max_staleness), r.wait_s);
+  h += "</table>\n";
+  plot::LineChartSpec div;
+  div.id = "async-divergence";
+  div.title = "Sites' models apart (asynchronous strategies)";
+  div.x = {.title = "time since the strategy's start", .unit = "s", .include_zero = true};
+  div.y = {.title = "max over sites of ||x_d - mean|| / ||mean||", .unit = "", .include_zero = true};
+  for (const auto& c : runs) {
+    if (!c.run->asynchrony || c.run->asynchrony->divergence.empty()) continue;
+    plot::LineSeries l{c.label, c.color, c.dash, {}, {}};
+    for (const auto& d : c.run->asynchrony->divergence) {
+      l.x.push_back(d.t_s);
+      l.y.push_back(d.relative_l2);
+    }
+    div.series.push_back(std::move(l));
+  }
+  if (!div.series.empty())
+    h += "<div class=\"charts\">\n" +
+         figure(plot::render_line_chart(div), "fig-async-divergence",
+                "Each site's model after its last round by then, against the mean of the sites' models: the largest "
+                "relative L2 distance. The sites' anchors are their own, so their models drift apart between the "
+                "updates they apply; the final synchronous average makes them identical after the last point "
+                "(docs/guide/strategies.md, \"async_ef_topk_int8\").") +
+         "</div>\n";
+  return h;
+}
+
 std::string command_line(const std::vector<std::string>& argv) {
   std::string out;
   for (const auto& w : argv) out += (out.empty() ? "" : " ") + w;
@@ -610,6 +671,7 @@ std::string render_html_report(const std::vector<model::RunReport>& reports, con
   }
   html += "</div>\n";
   html += adaptive_k_html(reports, runs);
+  html += asynchrony_html(runs);
 
   // --- speed ---
   plot::BarChartSpec thr;

@@ -35,6 +35,18 @@ std::string seed_accuracy_text(const model::StrategyRun& run);
 /// "80.0 %: 12.34 ± 0.56 s, 12.3k samples (3 of 3 seeds)" (over seeds), "80.0 %: 12.34 s, 12.3k
 /// samples" (one seed), "80.0 % not reached", "–" without a target.
 std::string time_to_accuracy_text(const model::StrategyRun& run);
+/// One site of an asynchronous strategy's run (model::AsyncSection) as the tables show it.
+struct AsyncSiteRow {
+  std::string label;      ///< the run's label
+  std::string site;       ///< the data center's name
+  std::string steps, rounds;
+  std::string histogram;  ///< "s=0: 40, s=1: 12" (updates applied by staleness)
+  std::string max_staleness;  ///< "2 (bound 2)", "5 (no bound)"
+  std::string wait_s;     ///< time waited at the bound, seconds
+};
+/// Every site of every asynchronous run, in run then DC order; empty when none ran.
+std::vector<AsyncSiteRow> asynchrony_rows(const std::vector<ComparedRun>& runs);
+
 /// An exec'd job's command, its words joined by spaces.
 std::string command_line(const std::vector<std::string>& argv);
 

@@ -97,6 +97,14 @@ std::string render_markdown_report(const std::vector<model::RunReport>& reports,
     md += fmt::format("⚠ **comm/compute alarm** (exposed communication above {:g} of compute): {}.\n\n",
                       mx::kCommComputeAlarm, alarms);
 
+  if (const std::vector<AsyncSiteRow> rows = asynchrony_rows(runs); !rows.empty()) {
+    md += "| asynchronous strategy | site | steps | rounds | updates applied by staleness s | max s | waited at the "
+          "bound (s) |\n|---|---|--:|--:|---|---|--:|\n";
+    for (const auto& r : rows)
+      md += fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", cell(r.label), cell(r.site), r.steps, r.rounds,
+                        cell(r.histogram), cell(r.max_staleness), r.wait_s);
+    md += "\n";
+  }
   // One sentence per strategy: what a reader wants to know first.
   for (const auto& [label, text] : key_results(runs, baseline)) md += fmt::format("- **{}**: {}\n", label, text);
   for (const model::RunReport& r : reports)

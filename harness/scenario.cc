@@ -930,6 +930,7 @@ Scenario parse_scenario(const json& j, const std::string& origin, const std::str
     check_sites_for_mode(sc);
     check_faults_for_mode(sc);
     check_represented_for_mode(sc);
+    check_strategies_for_mode(sc);
     // A represented language model counts its sequences: tokens per worker and step / sequence length.
     if (sc.represented && sc.represented->sequence_length > 0 && !sc.compute_derived.empty() && sc.compute_derived[0]) {
       const double tokens = sc.compute_derived[0]->tokens_per_worker_per_step;
@@ -1011,7 +1012,11 @@ Scenario parse_scenario(const json& j, const std::string& origin, const std::str
             std::string ok;
             for (const auto* d : engine::strategy_table())
               if (d->needs.survives_kills) ok += (ok.empty() ? "" : ", ") + std::string(d->name);
-            fail("strategies", json(st.name), "this strategy does not survive node kills (supported: " + ok + ")");
+            std::string first;  // the event that asks for it
+            for (size_t i = 0; i < sc.faults.events.size() && first.empty(); ++i)
+              if (sc.faults.events[i].kind == model::FaultEvent::Kind::kKill) first = fault_paths[i] + ".kill";
+            fail("strategies", json(st.name),
+                 "this strategy does not survive node kills (" + first + "; supported: " + ok + ")");
           }
           // Adaptive K's decisions travel with the rounds; a leader's successor would start without
           // the measurements its predecessor held. Not built yet.
@@ -1108,6 +1113,24 @@ void check_sites_for_mode(const Scenario& sc) {
          fmt::format("the {} mode holds 1 to {} data centers (one network namespace and subnet each); the embedded "
                      "mode holds up to {}",
                      to_string(sc.network), kMaxProcessDatacenters, kMaxDatacenters));
+}
+
+void check_strategies_for_mode(const Scenario& sc, const std::vector<std::string>* only) {
+  for (size_t i = 0; i < sc.strategies.size(); ++i) {
+    const auto& st = sc.strategies[i];
+    if (only && std::find(only->begin(), only->end(), st.run_name()) == only->end()) continue;
+    const engine::StrategyInfo& info = engine::find_strategy(st.name).needs;
+    const std::string field = fmt::format("strategies[{}].name", i);
+    if (info.virtual_time_only && (sc.network != NetworkMode::kEmbedded || sc.clock != engine::ClockMode::kVirtual))
+      fail(field, json(st.name),
+           fmt::format("runs in the embedded mode on the virtual clock only (here: the {} mode, {} clock): its sites "
+                       "apply what has arrived by their own instant, which only virtual time answers exactly",
+                       to_string(sc.network), sc.clock == engine::ClockMode::kVirtual ? "virtual" : "wall"));
+    if (info.no_checkpoints && (sc.checkpoint.every_steps > 0 || !sc.checkpoint.dir.empty()))
+      fail(field, json(st.name),
+           "cannot be checkpointed (its sites are at different steps, with updates in flight: no step is a "
+           "consistent cut); remove the \"checkpoint\" block or this strategy");
+  }
 }
 
 void check_represented_for_mode(const Scenario& sc) {

@@ -114,6 +114,11 @@ void check_sites_for_mode(const Scenario& sc);
 /// from the trained one) runs in its mode: embedded, virtual clock, a compute profile, and no
 /// naive_ddp on Gloo's ring (its per-MiB rendezvous count grows with the model: eager_ring).
 void check_represented_for_mode(const Scenario& sc);
+/// Strategies that run on the embedded mode's virtual clock only, or without checkpoints
+/// (descriptor's virtual_time_only, no_checkpoints): refused elsewhere, naming the field. Also
+/// called by `geotb run` after its --net/--clock/--checkpoint-dir overrides, with the strategies
+/// --strategies chose (`only`: their run names; null: every one).
+void check_strategies_for_mode(const Scenario& sc, const std::vector<std::string>* only = nullptr);
 
 /// Reads and validates a scenario file. Throws ScenarioError("<path>: <field>: <value>: <why>").
 /// A timeline trace's path is relative to the file's directory.

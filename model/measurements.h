@@ -5,6 +5,8 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
 namespace geotb::model {
 
@@ -33,5 +35,25 @@ struct ExchangeRecord {
   /// steps until the next one; 0 = a fixed K (not recorded).
   int K = 0;
 };
+
+/// One site of an asynchronous strategy (engine/strategies/async_ef_topk_int8.cc), as its leader
+/// logged it: what it applied, how long it waited for the staleness bound, and its model over
+/// time. Summarised into the report's "asynchrony" section (model/asynchrony.h).
+struct AsyncSiteLog {
+  int dc = 0;
+  int max_staleness = -1;             ///< the bound, rounds; -1: none
+  std::string staleness_weight;       ///< f(s), as the report shows it ("1/(1+s)^1", "s <= 2")
+  int steps = 0;                      ///< steps the site ran
+  int rounds = 0;                     ///< rounds it sent
+  std::vector<uint64_t> staleness;    ///< the peers' updates it applied, by staleness s (index s)
+  double wait_at_bound_s = 0;         ///< time blocked until the slowest site was within the bound
+  double start_s = 0;                 ///< the strategy's start on the clock (s): the origin of the instants below
+  std::vector<double> round_s;        ///< when each of its rounds was applied (s from start_s)
+  /// The site's model at the start, after each of its rounds (thinned to at most
+  /// kMaxAsyncSnapshots, evenly) and before the final average, with its instants (s from start_s).
+  std::vector<double> snapshot_s;
+  std::vector<std::vector<float>> snapshots;
+};
+inline constexpr size_t kMaxAsyncSnapshots = 64;
 
 }  // namespace geotb::model

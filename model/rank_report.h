@@ -70,6 +70,9 @@ struct RankReport {
   std::optional<uint64_t> refused_connections;
   /// Node faults in the process modes ("faults"; absent without): what this rank saw of them.
   std::optional<RankFaultLog> faults;
+  /// An asynchronous strategy's log of this rank's site (DC leaders; model/measurements.h). The
+  /// embedded mode's only (such strategies run on its virtual clock): not in rank files.
+  std::optional<AsyncSiteLog> async_log;
 };
 void to_json(json& j, const RankReport& r);
 void from_json(const json& j, RankReport& r);

@@ -237,6 +237,7 @@ void to_json(json& j, const StrategyRun& s) {
   if (s.final_weights_sha256) j["final_weights_sha256"] = *s.final_weights_sha256;
   if (s.faults) j["faults"] = *s.faults;
   if (s.refused_connections) j["refused_connections"] = *s.refused_connections;
+  if (s.asynchrony) j["asynchrony"] = *s.asynchrony;
   if (s.seeds.empty()) return;
   j["seeds"] = s.seeds;
   const SeedSummary sum = *metrics::seed_summary(s.seeds);
@@ -280,6 +281,8 @@ void from_json(const json& j, StrategyRun& s) {
     f::get(j, "faults", fs);
     s.faults = std::move(fs);
   }
+  s.asynchrony.reset();
+  if (f::has(j, "asynchrony")) f::get(j, "asynchrony", s.asynchrony.emplace());
 }
 
 // ---- scenario and context ----

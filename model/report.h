@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model/asynchrony.h"
 #include "model/faults.h"
 #include "model/hardware.h"
 #include "model/represented.h"
@@ -195,6 +196,9 @@ struct StrategyRun {
   /// handshake completed (wrong or no secret, garbage), summed over the ranks. Absent in the
   /// embedded mode and in older reports.
   std::optional<uint64_t> refused_connections;
+  /// An asynchronous strategy's staleness, waits and divergence (model/asynchrony.h); absent for
+  /// the synchronous ones.
+  std::optional<AsyncSection> asynchrony;
 };
 void to_json(json& j, const StrategyRun& s);
 void from_json(const json& j, StrategyRun& s);

@@ -308,6 +308,38 @@ std::optional<std::vector<uint8_t>> Fabric::recv_virtual(int dst, int src, uint6
   return take(dst, src, tag);
 }
 
+std::optional<std::vector<uint8_t>> Fabric::poll(int dst, int src, uint64_t tag) {
+  if (dst < 0 || dst >= size()) throw FabricError("fabric: bad endpoint " + std::to_string(dst));
+  if (!sched_) throw FabricError("fabric: poll needs the virtual-time mode");
+  const VirtualScheduler::ActorId me = sched_->current();
+  if (me < 0) throw FabricError("fabric: poll from a thread that is no actor of the virtual-time scheduler");
+  const Nanos deadline = sched_->now(me);
+  // Only a delivery by now: a later one is for a later call.
+  const std::function<std::optional<Nanos>()> ready = [&]() -> std::optional<Nanos> {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (dead_[static_cast<size_t>(dst)]) return deadline;
+    const auto q = ready_queue(dst, src, tag);
+    if (q == boxes_[static_cast<size_t>(dst)]->q.end() || q->second.front()->deliver_at > deadline) return std::nullopt;
+    return q->second.front()->deliver_at;
+  };
+  bool got = false;
+  try {
+    got = sched_->wait(me, ready, deadline,
+                       "poll at rank " + std::to_string(dst) + " from rank " + std::to_string(src) + " tag " +
+                           std::to_string(tag),
+                       static_cast<VirtualScheduler::WaitKey>(dst));
+  } catch (const SchedulerAborted&) {
+    return std::nullopt;
+  } catch (const DeadlockError& e) {
+    throw FabricError(e.what());
+  }
+  std::lock_guard<std::mutex> lk(mu_);
+  if (!got || closed_ || dead_[static_cast<size_t>(dst)]) return std::nullopt;
+  const auto q = ready_queue(dst, src, tag);
+  if (q == boxes_[static_cast<size_t>(dst)]->q.end() || q->second.front()->deliver_at > deadline) return std::nullopt;
+  return take(dst, src, tag);
+}
+
 std::optional<Fabric::Received> Fabric::recv_any(int dst, uint64_t tag, Nanos deadline,
                                                  const std::function<bool()>& stop) {
   if (!sched_) throw FabricError("fabric: recv_any needs the virtual-time mode");

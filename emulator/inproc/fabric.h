@@ -112,6 +112,13 @@ class Fabric {
   /// when no actor can make progress.
   std::optional<std::vector<uint8_t>> recv(int dst, int src, uint64_t tag, Nanos timeout);
 
+  /// Virtual-time mode only: the message (src -> dst, tag) if it has been delivered by the calling
+  /// actor's now, else nullopt; never advances the actor. Exact, whatever order the host ran the
+  /// senders in: a wait whose deadline is now, resolved once no actor or network event can still
+  /// act before it. Throws FabricError outside virtual time, for an undeliverable message, or when
+  /// no actor can make progress.
+  std::optional<std::vector<uint8_t>> poll(int dst, int src, uint64_t tag);
+
   /// Schedule a change on the WAN link a->b (and b->a if `both`).
   void schedule(int site_a, int site_b, const LinkChange& change, bool both = true);
 

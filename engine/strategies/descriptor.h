@@ -34,6 +34,12 @@ struct StrategyInfo {
   /// Its messages depend on the model's tensor shapes (PowerSGD's factors): a represented model
   /// must give them (WorkerEnv::represented_shapes).
   bool tensor_shapes = false;
+  /// Runs only on the embedded mode's virtual clock: its sites apply what has arrived by their
+  /// own instant (Transport::poll), which only virtual time answers exactly.
+  bool virtual_time_only = false;
+  /// Cannot be checkpointed: its sites are at different steps at any instant, with updates in
+  /// flight, so there is no consistent cut at a step (async_ef_topk_int8).
+  bool no_checkpoints = false;
 };
 
 /// A config key's value as read from a scenario or shown in a report.

@@ -14,11 +14,12 @@ extern const StrategyDescriptor kLocalSgd;       // local_sgd.cc
 extern const StrategyDescriptor kDiloco;         // diloco.cc
 extern const StrategyDescriptor kPowerSgd;       // powersgd.cc
 extern const StrategyDescriptor kQsgd;           // qsgd.cc
+extern const StrategyDescriptor kAsyncEfTopkInt8; // async_ef_topk_int8.cc
 
 namespace {
-constexpr std::array<const StrategyDescriptor*, 9> kTable = {&kNaiveDdp, &kNaiveDdpC10d, &kHierarchical,
-                                                             &kHierEfTopkInt8, &kLan,      &kLocalSgd,
-                                                             &kDiloco,   &kPowerSgd, &kQsgd};
+constexpr std::array<const StrategyDescriptor*, 10> kTable = {
+    &kNaiveDdp, &kNaiveDdpC10d, &kHierarchical, &kHierEfTopkInt8, &kLan, &kLocalSgd, &kDiloco, &kPowerSgd, &kQsgd,
+    &kAsyncEfTopkInt8};
 }  // namespace
 
 std::span<const StrategyDescriptor* const> strategy_table() { return kTable; }

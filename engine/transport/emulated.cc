@@ -131,4 +131,15 @@ std::vector<uint8_t> EmulatedTransport::recv(int src, uint64_t tag) {
   return std::move(*m);
 }
 
+std::optional<std::vector<uint8_t>> EmulatedTransport::poll(int src, uint64_t tag) {
+  if (!sched_)
+    throw TransportError("rank " + std::to_string(rank_) + ": poll needs the virtual clock (the embedded mode's wall "
+                         "clock cannot say what has arrived by now)");
+  try {
+    return fabric_.poll(rank_, src, tag);
+  } catch (const emu::FabricError& e) {
+    throw TransportError(e.what());
+  }
+}
+
 }  // namespace geotb::engine

@@ -28,6 +28,8 @@ class EmulatedTransport final : public Transport {
   uint64_t represented_size(uint64_t bytes, uint64_t fixed_bytes = 0) const override;
   double represent_scale() const override { return scale_; }
   std::vector<uint8_t> recv(int src, uint64_t tag) override;
+  /// Virtual time only (Fabric::poll); the real-time fabric throws TransportError.
+  std::optional<std::vector<uint8_t>> poll(int src, uint64_t tag) override;
   /// Closes the whole fabric: in embedded mode one failed rank ends the run for every rank.
   /// Except while this rank's alarm is raised (a peer declared dead, engine/faults/): its recvs
   /// are already interrupted and the survivors recover, so nothing is closed; nor by a killed

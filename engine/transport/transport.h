@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -74,6 +75,14 @@ class Transport {
   /// Blocks until the message (src, tag) has arrived and returns it.
   /// Throws TransportError after the transport's timeout.
   virtual std::vector<uint8_t> recv(int src, uint64_t tag) = 0;
+  /// The message (src, tag) if it has arrived by now, else nullopt, without waiting for it (the
+  /// asynchronous strategies' "apply what has arrived"). In virtual time "now" is the caller's
+  /// virtual instant, and the answer is exact whatever order the host ran the senders in. A
+  /// transport that cannot tell throws TransportError.
+  virtual std::optional<std::vector<uint8_t>> poll(int src, uint64_t tag) {
+    throw TransportError("rank " + std::to_string(rank()) + ": this transport cannot poll for a message (rank " +
+                         std::to_string(src) + ", tag " + std::to_string(tag) + ") without waiting");
+  }
   /// Aborts this endpoint after a failure: every recv blocked on it (and, where the backend can,
   /// peers' recvs waiting on it) returns with TransportError instead of waiting for its timeout.
   /// Idempotent.

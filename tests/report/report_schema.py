@@ -45,4 +45,14 @@ assert cmp["strategies"]["hier_ef_topk_int8"] == {
 assert rep["failures"] == [{"strategy": "lan", "error": "crafted failure"}], rep["failures"]
 assert by["hier_ef_topk_int8"]["config"] == {"name": "hier_ef_topk_int8", "K": 4, "density": 0.05, "block": 256,
                                               "overlap": True, "quantize": True}, by["hier_ef_topk_int8"]["config"]
+# The asynchronous run: its section as model/asynchrony.h summarises the two leaders' logs.
+asy = by["async_ef_topk_int8"]["asynchrony"]
+assert asy["max_staleness"] == 2 and asy["staleness_weight"] == "1/(1+s)^1", asy
+assert [s["staleness_histogram"] for s in asy["sites"]] == [[10, 5], [15]], asy["sites"]
+assert [s["max_staleness_observed"] for s in asy["sites"]] == [1, 0], asy["sites"]
+assert [s["wait_at_bound_s"] for s in asy["sites"]] == [0.0, 0.5], asy["sites"]
+# (1,1)/(1,1); (1,1)/(1,2): mean (1,1.5), |x-mean| = 0.5, |mean| = sqrt(3.25); (2,2)/(2,2)
+assert [(d["t_s"], d["max_abs_diff"]) for d in asy["divergence"]] == [(0, 0), (1, 1), (2, 0)], asy["divergence"]
+assert abs(asy["divergence"][1]["relative_l2"] - 0.5 / 3.25 ** 0.5) < 1e-12, asy["divergence"]
+assert "asynchrony" not in by["hier_ef_topk_int8"]
 print(f"{path}: valid against the schema, derived figures exact")

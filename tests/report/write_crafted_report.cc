@@ -1,7 +1,8 @@
 // Writes one report through the real writer, from crafted measurements: every rank's
 // measurements of scenarios/tiny.json (2 DCs x 2 workers, 60 steps) merged by
 // engine::merge_rank_reports, then harness::make_report and harness::write_report, plus one
-// failed strategy; the second strategy carries a data plane summary as in dpdk mode. report_schema.py validates the file against harness/report.schema.json and
+// failed strategy; the second strategy carries a data plane summary as in dpdk mode, the third an
+// asynchronous strategy's site logs. report_schema.py validates the file against harness/report.schema.json and
 // checks the derived figures. Usage: write_crafted_report <source root> <out dir>; prints the path.
 #include <fmt/format.h>
 
@@ -57,6 +58,25 @@ int main(int argc, char** argv) {
                                             sc.workload, 2));
   // As a dpdk-mode run records its data plane: 2 stalls, 3 ms of 15 s.
   runs.back().dataplane = model::DataPlaneSummary{"SCHED_FIFO 50, pinned to CPU 1", 2, 0.003, 0.0025, 15.0};
+  // An asynchronous run: each DC leader's log (2 sites; 2-element snapshots at 0, 1 and 2 s).
+  {
+    std::vector<model::RankReport> rs = ranks("async_ef_topk_int8", steps, 4, 1 << 14);
+    for (int dc = 0; dc < 2; ++dc) {
+      model::AsyncSiteLog l;
+      l.dc = dc;
+      l.max_staleness = 2;
+      l.staleness_weight = "1/(1+s)^1";
+      l.steps = steps;
+      l.rounds = steps / 4;
+      l.staleness = dc == 0 ? std::vector<uint64_t>{10, 5} : std::vector<uint64_t>{15};
+      l.wait_at_bound_s = dc == 0 ? 0.0 : 0.5;
+      l.round_s = {1.0, 2.0};
+      l.snapshot_s = {0.0, 1.0, 2.0};
+      l.snapshots = {{1, 1}, {1, 1 + static_cast<float>(dc)}, {2, 2}};
+      rs[static_cast<size_t>(2 * dc)].async_log = l;
+    }
+    runs.push_back(engine::merge_rank_reports("async_ef_topk_int8", rs, sc.workload, 2));
+  }
   harness::RunContext ctx;
   ctx.argv = {"write_crafted_report"};
   ctx.scenario_file = "scenarios/tiny.json";

@@ -599,7 +599,30 @@ INSTANTIATE_TEST_SUITE_P(
             "tcp_congestion_control: \"bbr 2\": expected \"auto\", \"default\" or a kernel congestion control name"},
         Bad{"congestion control not a string", [](json& j) { j["tcp_congestion_control"] = 1; },
             "tcp_congestion_control: 1: expected a string"},
-        Bad{"missing wan pair", [](json& j) { j["wan"] = json::array(); }, "wan: []: no link between \"a\" and \"b\""}),
+        Bad{"missing wan pair", [](json& j) { j["wan"] = json::array(); }, "wan: []: no link between \"a\" and \"b\""},
+        Bad{"async on the wall clock",
+            [](json& j) {
+              j["strategies"] = json::array({{{"name", "hier_ef_topk_int8"}}, {{"name", "async_ef_topk_int8"}}});
+              j["clock"] = "wall";
+            },
+            "strategies[1].name: \"async_ef_topk_int8\": runs in the embedded mode on the virtual clock only (here: "
+            "the embedded mode, wall clock)"},
+        Bad{"async in the process mode",
+            [](json& j) {
+              j["strategies"] = json::array({{{"name", "async_ef_topk_int8"}}});
+              j["network"] = "process";
+            },
+            "strategies[0].name: \"async_ef_topk_int8\": runs in the embedded mode on the virtual clock only (here: "
+            "the process mode, wall clock)"},
+        Bad{"async with checkpoints",
+            [](json& j) {
+              j["strategies"] = json::array({{{"name", "async_ef_topk_int8"}, {"max_staleness", 2}}});
+              j["checkpoint"] = {{"every_steps", 5}, {"dir", "c"}};
+            },
+            "strategies[0].name: \"async_ef_topk_int8\": cannot be checkpointed"},
+        Bad{"async bound below -1",
+            [](json& j) { j["strategies"] = json::array({{{"name", "async_ef_topk_int8"}, {"max_staleness", -2}}}); },
+            "strategies[0].max_staleness: -2: must be in [-1, 1000000] rounds (-1: no bound)"}),
     [](const ::testing::TestParamInfo<Bad>& i) {
       std::string s = i.param.what;
       for (char& c : s)
@@ -883,7 +906,10 @@ INSTANTIATE_TEST_SUITE_P(
             },
             "timeline[2].restart.dc: \"b\": hier_ef_topk_int8: a restart in a data center whose leader"},
         Bad{"strategy without kill support", [](json& j) { j["strategies"][1] = {{"name", "naive_ddp_c10d"}}; },
-            "strategies: \"naive_ddp_c10d\": this strategy does not survive node kills (supported: naive_ddp, "}),
+            "strategies: \"naive_ddp_c10d\": this strategy does not survive node kills (timeline[1].kill; supported: "
+            "naive_ddp, "},
+        Bad{"async without kill support", [](json& j) { j["strategies"][1] = {{"name", "async_ef_topk_int8"}}; },
+            "strategies: \"async_ef_topk_int8\": this strategy does not survive node kills (timeline[1].kill; "}),
     [](const ::testing::TestParamInfo<Bad>& i) {
       std::string s = i.param.what;
       for (char& c : s)

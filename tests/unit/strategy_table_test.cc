@@ -14,7 +14,7 @@ namespace {
 TEST(StrategyTable, EveryNameResolvesInTableOrder) {
   const std::vector<std::string> names = {"naive_ddp", "naive_ddp_c10d", "hierarchical", "hier_ef_topk_int8",
                                           "lan",       "local_sgd",      "diloco",         "powersgd",
-                                          "qsgd"};
+                                          "qsgd",      "async_ef_topk_int8"};
   EXPECT_EQ(strategy_names(), names);
   ASSERT_EQ(strategy_table().size(), names.size());
   for (size_t i = 0; i < names.size(); ++i) {
@@ -32,7 +32,7 @@ TEST(StrategyTable, UnknownNameListsTheTable) {
   } catch (const UnknownStrategy& e) {
     EXPECT_STREQ(e.what(),
                  "name: \"magic\": unknown strategy (one of naive_ddp naive_ddp_c10d hierarchical hier_ef_topk_int8 lan "
-                 "local_sgd diloco powersgd qsgd)");
+                 "local_sgd diloco powersgd qsgd async_ef_topk_int8)");
   }
   EXPECT_THROW((void)find_strategy(""), std::invalid_argument);
 }
@@ -57,6 +57,13 @@ TEST(StrategyTable, WhatEachNeedsFromTheEngine) {
     EXPECT_EQ(d->needs.tensor_shapes, d->name == "powersgd") << d->name;
   EXPECT_EQ(flags(find_strategy("qsgd").needs), Flags(true, false, false, false, false));
   EXPECT_FALSE(find_strategy("qsgd").needs.survives_kills);  // not with node kills yet
+  // Only the asynchronous strategy needs the virtual clock and refuses checkpoints and kills.
+  EXPECT_EQ(flags(find_strategy("async_ef_topk_int8").needs), Flags(true, false, false, false, false));
+  for (const StrategyDescriptor* d : strategy_table()) {
+    EXPECT_EQ(d->needs.virtual_time_only, d->name == "async_ef_topk_int8") << d->name;
+    EXPECT_EQ(d->needs.no_checkpoints, d->name == "async_ef_topk_int8") << d->name;
+  }
+  EXPECT_FALSE(find_strategy("async_ef_topk_int8").needs.survives_kills);
 }
 
 std::vector<std::string> key_names(const StrategyDescriptor& d) {
@@ -222,6 +229,28 @@ TEST(StrategyTable, ValidationMessagesNameKeyAndValue) {
   c = config("diloco");
   c.wire = "fp16";  // binary16 is naive_ddp's and hierarchical's, not diloco's
   EXPECT_EQ(dl.validate(c), "wire: \"fp16\": unknown (float32, bf16 or int8)");
+  // async_ef_topk_int8: the bound (-1: none), f(s) and its parameter.
+  const StrategyDescriptor& as = find_strategy("async_ef_topk_int8");
+  c = config("async_ef_topk_int8");
+  EXPECT_EQ(c.max_staleness, 4);
+  EXPECT_EQ(c.staleness_weight, "poly");
+  for (int64_t ok : {int64_t{-1}, int64_t{0}, int64_t{1000000}}) {
+    as.key("max_staleness")->set(c, KeyValue{ok});
+    EXPECT_EQ(as.validate(c), "");
+  }
+  for (int64_t bad : {int64_t{-2}, int64_t{1000001}}) {
+    as.key("max_staleness")->set(c, KeyValue{bad});
+    EXPECT_EQ(as.validate(c), "max_staleness: " + std::to_string(bad) + ": must be in [-1, 1000000] rounds (-1: no bound)");
+  }
+  c = config("async_ef_topk_int8");
+  as.key("staleness_weight")->set(c, KeyValue{std::string("linear")});
+  EXPECT_EQ(as.validate(c), "staleness_weight: \"linear\": must be \"poly\" or \"threshold\"");
+  c = config("async_ef_topk_int8");
+  c.staleness_exponent = -0.5;
+  EXPECT_EQ(as.validate(c), "staleness_exponent: -0.5: must be in [0, 16]");
+  c = config("async_ef_topk_int8");
+  c.staleness_threshold = -1;
+  EXPECT_EQ(as.validate(c), "staleness_threshold: -1: must be in [0, 1000000] rounds");
 }
 
 // "wire" on naive_ddp and hierarchical: float32 (the default), bf16 or fp16; anything else names
@@ -348,6 +377,17 @@ TEST(StrategyTable, ReportedConfigPerStrategy) {
   c.levels = 15;
   c.bucket = 512;
   EXPECT_EQ(reported("qsgd", c), (Reported{{"K", int64_t{8}}, {"levels", int64_t{15}}, {"bucket", int64_t{512}}}));
+  // async_ef_topk_int8: f(s)'s parameter only for its form.
+  c.max_staleness = -1;
+  const Reported async_common = {{"K", int64_t{8}}, {"density", c.density}, {"block", int64_t{c.block}},
+                                 {"quantize", c.quantize}, {"max_staleness", int64_t{-1}}};
+  Reported poly = async_common;
+  poly.insert({{"staleness_weight", std::string("poly")}, {"staleness_exponent", 1.0}});
+  EXPECT_EQ(reported("async_ef_topk_int8", c), poly);
+  c.staleness_weight = "threshold";
+  Reported threshold = async_common;
+  threshold.insert({{"staleness_weight", std::string("threshold")}, {"staleness_threshold", int64_t{2}}});
+  EXPECT_EQ(reported("async_ef_topk_int8", c), threshold);
 }
 
 // "K": "auto" (strategies/adaptive_k.h): stored, reported with its bounds, checked.
