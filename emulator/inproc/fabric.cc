@@ -274,26 +274,36 @@ std::optional<std::vector<uint8_t>> Fabric::take(int dst, int src, uint64_t tag)
   return std::move(p->payload);
 }
 
-std::optional<std::vector<uint8_t>> Fabric::recv_virtual(int dst, int src, uint64_t tag, Nanos timeout) {
+std::optional<std::vector<uint8_t>> Fabric::recv_virtual(int dst, int src, uint64_t tag, std::optional<Nanos> timeout) {
   const VirtualScheduler::ActorId me = sched_->current();
-  if (me < 0) throw FabricError("fabric: recv from a thread that is no actor of the virtual-time scheduler");
+  const char* const op = timeout ? "recv" : "poll";
+  if (me < 0)
+    throw FabricError(std::string("fabric: ") + op + " from a thread that is no actor of the virtual-time scheduler");
+  // A poll (no timeout) takes only what is there by now: a later event is for a later call, and
+  // waiting for it would move the caller's clock.
+  const Nanos deadline = sched_->now(me) + timeout.value_or(Nanos{0});
   // Runs under the scheduler's lock; messages are only added inside act() and settled by the
   // network the scheduler runs, so it sees every change.
   const std::function<std::optional<Nanos>()> ready = [&]() -> std::optional<Nanos> {
     std::lock_guard<std::mutex> lk(mu_);
-    if (interrupted(dst, src)) return alarm_[static_cast<size_t>(dst)];
-    if (dead_[static_cast<size_t>(dst)]) return dead_at_[static_cast<size_t>(dst)];  // its sockets are gone
-    const auto q = ready_queue(dst, src, tag);
-    if (q == boxes_[static_cast<size_t>(dst)]->q.end()) return std::nullopt;
-    return q->second.front()->deliver_at;
+    std::optional<Nanos> at;
+    if (interrupted(dst, src)) {
+      at = alarm_[static_cast<size_t>(dst)];
+    } else if (dead_[static_cast<size_t>(dst)]) {
+      at = dead_at_[static_cast<size_t>(dst)];  // its sockets are gone
+    } else if (const auto q = ready_queue(dst, src, tag); q != boxes_[static_cast<size_t>(dst)]->q.end()) {
+      at = q->second.front()->deliver_at;
+    }
+    if (!timeout && at && *at > deadline) return std::nullopt;
+    return at;
   };
   bool got = false;
   try {
     // Keyed by the endpoint: re-checked only when something that ready() reads changes for it
     // (settle, kill_endpoint, raise_alarm, on_takeover notify).
-    got = sched_->wait(me, ready, sched_->now(me) + timeout,
-                       "recv at rank " + std::to_string(dst) + " from rank " + std::to_string(src) + " tag " +
-                           std::to_string(tag),
+    got = sched_->wait(me, ready, deadline,
+                       std::string(op) + " at rank " + std::to_string(dst) + " from rank " + std::to_string(src) +
+                           " tag " + std::to_string(tag),
                        static_cast<VirtualScheduler::WaitKey>(dst));
   } catch (const SchedulerAborted&) {
     return std::nullopt;
@@ -305,39 +315,17 @@ std::optional<std::vector<uint8_t>> Fabric::recv_virtual(int dst, int src, uint6
   if (interrupted(dst, src))
     throw FabricInterrupted("recv at rank " + std::to_string(dst) + " from rank " + std::to_string(src) +
                             " interrupted: a peer was declared dead");
+  if (!timeout)
+    if (const auto q = ready_queue(dst, src, tag);
+        q == boxes_[static_cast<size_t>(dst)]->q.end() || q->second.front()->deliver_at > deadline)
+      return std::nullopt;
   return take(dst, src, tag);
 }
 
 std::optional<std::vector<uint8_t>> Fabric::poll(int dst, int src, uint64_t tag) {
   if (dst < 0 || dst >= size()) throw FabricError("fabric: bad endpoint " + std::to_string(dst));
   if (!sched_) throw FabricError("fabric: poll needs the virtual-time mode");
-  const VirtualScheduler::ActorId me = sched_->current();
-  if (me < 0) throw FabricError("fabric: poll from a thread that is no actor of the virtual-time scheduler");
-  const Nanos deadline = sched_->now(me);
-  // Only a delivery by now: a later one is for a later call.
-  const std::function<std::optional<Nanos>()> ready = [&]() -> std::optional<Nanos> {
-    std::lock_guard<std::mutex> lk(mu_);
-    if (dead_[static_cast<size_t>(dst)]) return deadline;
-    const auto q = ready_queue(dst, src, tag);
-    if (q == boxes_[static_cast<size_t>(dst)]->q.end() || q->second.front()->deliver_at > deadline) return std::nullopt;
-    return q->second.front()->deliver_at;
-  };
-  bool got = false;
-  try {
-    got = sched_->wait(me, ready, deadline,
-                       "poll at rank " + std::to_string(dst) + " from rank " + std::to_string(src) + " tag " +
-                           std::to_string(tag),
-                       static_cast<VirtualScheduler::WaitKey>(dst));
-  } catch (const SchedulerAborted&) {
-    return std::nullopt;
-  } catch (const DeadlockError& e) {
-    throw FabricError(e.what());
-  }
-  std::lock_guard<std::mutex> lk(mu_);
-  if (!got || closed_ || dead_[static_cast<size_t>(dst)]) return std::nullopt;
-  const auto q = ready_queue(dst, src, tag);
-  if (q == boxes_[static_cast<size_t>(dst)]->q.end() || q->second.front()->deliver_at > deadline) return std::nullopt;
-  return take(dst, src, tag);
+  return recv_virtual(dst, src, tag, std::nullopt);
 }
 
 std::optional<Fabric::Received> Fabric::recv_any(int dst, uint64_t tag, Nanos deadline,

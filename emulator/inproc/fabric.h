@@ -225,7 +225,8 @@ class Fabric {
   void send_at(Nanos now, int src, int dst, uint64_t tag, std::vector<uint8_t>& payload, uint64_t size,
                uint64_t rounds = 1);  // mu_ held
   std::optional<std::vector<uint8_t>> take(int dst, int src, uint64_t tag);               // mu_ held
-  std::optional<std::vector<uint8_t>> recv_virtual(int dst, int src, uint64_t tag, Nanos timeout);
+  // recv() in virtual time; no timeout: poll().
+  std::optional<std::vector<uint8_t>> recv_virtual(int dst, int src, uint64_t tag, std::optional<Nanos> timeout);
   bool interrupted(int dst, int src) const;  // mu_ held
   /// The FIFO a recv at dst from src takes its next message from: src's, or its successor's
   /// (the earlier settled front); dst's q.end() if neither has a settled message. mu_ held.

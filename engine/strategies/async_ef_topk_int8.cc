@@ -61,7 +61,7 @@ struct Update {
   int round = 0;        // the sender's round
   int64_t sent_at = 0;  // the sender's hand-off, ns
   uint64_t size = 0;    // its size on the network (represented), header included
-  std::vector<uint8_t> wire;
+  std::vector<uint8_t> wire = {};
 };
 
 /// What the leader knows of one peer.
@@ -90,17 +90,10 @@ class AsyncEfTopkInt8 final : public Strategy {
     resid_.assign(n, 0.0f);
     acc_.resize(n);
     s_own_.assign(n, 0.0f);
-    kcfg_.density = cfg.density;
-    kcfg_.block = cfg.block;
-    kcfg_.values = cfg.quantize ? kernels::ValueCoding::kInt8 : kernels::ValueCoding::kFloat32;
-    kcfg_.rounding = kernels::Rounding::kNearest;  // deterministic: every DC member computes the same
-    kcfg_.topk = kernels::TopkMode::kExact;
-    for (int d = 0; d < env.num_dcs; ++d)
-      if (d != env.dc) {
-        peers_.push_back(env.dc_leaders[static_cast<size_t>(d)]);
-        peer_links_.push_back(static_cast<size_t>(d) < env.wan_in.size() ? env.wan_in[static_cast<size_t>(d)]
-                                                                           : InboundLink{});
-      }
+    kcfg_ = ef_round_coding(cfg);
+    DcPeers peers = dc_peers(env);
+    peers_ = std::move(peers.leaders);
+    peer_links_ = std::move(peers.links);
     state_.resize(peers_.size());
     // One tag each: a sender's messages of one tag arrive in send order, so the k-th from a peer
     // is its round k.

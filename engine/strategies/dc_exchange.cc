@@ -11,13 +11,30 @@ namespace {
 constexpr size_t kHeader = sizeof(int64_t);  // sender's clock at hand-off, ns
 }  // namespace
 
-DcExchange::DcExchange(const WorkerEnv& env) {
+DcPeers dc_peers(const WorkerEnv& env) {
+  DcPeers p;
   for (int d = 0; d < env.num_dcs; ++d)
     if (d != env.dc) {
-      peers_.push_back(env.dc_leaders[static_cast<size_t>(d)]);
-      peer_links_.push_back(static_cast<size_t>(d) < env.wan_in.size() ? env.wan_in[static_cast<size_t>(d)]
-                                                                         : InboundLink{});
+      p.leaders.push_back(env.dc_leaders[static_cast<size_t>(d)]);
+      p.links.push_back(static_cast<size_t>(d) < env.wan_in.size() ? env.wan_in[static_cast<size_t>(d)] : InboundLink{});
     }
+  return p;
+}
+
+kernels::CompressConfig ef_round_coding(const StrategyConfig& cfg) {
+  kernels::CompressConfig c;
+  c.density = cfg.density;
+  c.block = cfg.block;
+  c.values = cfg.quantize ? kernels::ValueCoding::kInt8 : kernels::ValueCoding::kFloat32;
+  c.rounding = kernels::Rounding::kNearest;  // deterministic: every DC member computes the same
+  c.topk = kernels::TopkMode::kExact;
+  return c;
+}
+
+DcExchange::DcExchange(const WorkerEnv& env) {
+  DcPeers p = dc_peers(env);
+  peers_ = std::move(p.leaders);
+  peer_links_ = std::move(p.links);
 }
 
 std::vector<std::vector<uint8_t>> DcExchange::exchange(WorkerEnv& env, const std::vector<uint8_t>& own, int step,

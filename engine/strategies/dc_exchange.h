@@ -16,8 +16,22 @@
 
 #include "engine/strategy.h"
 #include "engine/transport/tags.h"
+#include "kernels/compress.h"
 
 namespace geotb::engine {
+
+/// The other data centers' leaders (env.dc_leaders, DC order without this DC) and the WAN link from
+/// each to this DC: whom a leader exchanges with, and what bounds each message's transfer.
+struct DcPeers {
+  std::vector<int> leaders;
+  std::vector<InboundLink> links;
+};
+DcPeers dc_peers(const WorkerEnv& env);
+
+/// The error-feedback rounds' coding of hier_ef_topk_int8 and async_ef_topk_int8: top-k by `density`,
+/// `block` elements per scale, INT8 (`quantize`) or float32 values, deterministic (nearest rounding,
+/// exact top-k) so that every member of a DC computes the same message.
+kernels::CompressConfig ef_round_coding(const StrategyConfig& cfg);
 
 class DcExchange {
  public:

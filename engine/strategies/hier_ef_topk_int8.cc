@@ -125,23 +125,16 @@ class HierEfTopkInt8 final : public Strategy {
     acc_.resize(n);
     s_cur_.assign(n, 0.0f);
     s_prev_.assign(n, 0.0f);
-    kcfg_.density = cfg.density;
-    kcfg_.block = cfg.block;
-    kcfg_.values = cfg.quantize ? kernels::ValueCoding::kInt8 : kernels::ValueCoding::kFloat32;
-    kcfg_.rounding = kernels::Rounding::kNearest;  // deterministic: every DC member computes the same
-    kcfg_.topk = kernels::TopkMode::kExact;
+    kcfg_ = ef_round_coding(cfg);
     if (cfg.K_auto) {
       auto_k_.emplace(AdaptiveKConfig{.k_min = cfg.K_min, .k_max = cfg.K_max, .target = cfg.K_target}, env.num_dcs);
       next_round_ = auto_k_->k();
       interval_steps_ = auto_k_->k();
       interval_start_ns_ = env.clock->now().count();
     }
-    for (int d = 0; d < env.num_dcs; ++d)
-      if (d != env.dc) {
-        peers_.push_back(env.dc_leaders[static_cast<size_t>(d)]);
-        peer_links_.push_back(static_cast<size_t>(d) < env.wan_in.size() ? env.wan_in[static_cast<size_t>(d)]
-                                                                           : InboundLink{});
-      }
+    DcPeers peers = dc_peers(env);
+    peers_ = std::move(peers.leaders);
+    peer_links_ = std::move(peers.links);
   }
 
   uint64_t loop_step_share() const override { return buckets_.loop_step_share(); }

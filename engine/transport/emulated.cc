@@ -137,6 +137,8 @@ std::optional<std::vector<uint8_t>> EmulatedTransport::poll(int src, uint64_t ta
                          "clock cannot say what has arrived by now)");
   try {
     return fabric_.poll(rank_, src, tag);
+  } catch (const emu::FabricInterrupted& e) {
+    throw PeerDeclaredDead(e.what());
   } catch (const emu::FabricError& e) {
     throw TransportError(e.what());
   }

@@ -346,6 +346,40 @@ TEST_P(VirtualTimeFabric, BothDirectionsSimulatedTogether) {
   }
 }
 
+// poll takes a message delivered by the caller's instant and nothing later, and never moves the
+// caller's clock, whatever order the host runs the actors in. The message leaves at 3 ms and is
+// delivered at 3 ms + 12,304 ns + 15 ms; rank 1 polls at 10 ms (nothing yet), at exactly one
+// nanosecond before the delivery (nothing), at the delivery instant (the message), then again
+// (nothing left).
+TEST_P(VirtualTimeFabric, PollTakesOnlyWhatIsDeliveredByNowAndNeverWaits) {
+  VirtualScheduler s(GetParam());
+  emu::VirtualClock clock(s);
+  emu::Fabric f(two_sites(1, 1e9, 15ms), clock, s);
+  const Nanos delivered = 3ms + 12304ns + 15ms;
+  std::vector<std::pair<Nanos, bool>> polls;
+  run_actors(s, 2, [&](int a) {
+    if (a == 0) {
+      s.charge(a, 3ms);
+      f.send(0, 1, 7, std::vector<uint8_t>(1448, 0xab));
+      return;
+    }
+    auto poll_at = [&](Nanos t) {
+      s.charge(a, t - clock.now());
+      const auto m = f.poll(1, 0, 7);
+      polls.emplace_back(clock.now(), m.has_value() && m->size() == 1448);
+    };
+    poll_at(10ms);
+    poll_at(delivered - 1ns);
+    poll_at(delivered);
+    poll_at(delivered);
+  });
+  ASSERT_EQ(polls.size(), 4u);
+  EXPECT_EQ(polls[0], std::make_pair(Nanos{10ms}, false));
+  EXPECT_EQ(polls[1], std::make_pair(delivered - 1ns, false));
+  EXPECT_EQ(polls[2], std::make_pair(delivered, true));
+  EXPECT_EQ(polls[3], std::make_pair(delivered, false));
+}
+
 TEST_P(VirtualTimeFabric, RecvTimeoutIsVirtual) {
   VirtualScheduler s(GetParam());
   emu::VirtualClock clock(s);

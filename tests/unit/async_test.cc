@@ -16,25 +16,7 @@ namespace {
 
 const Datasets& data() { return fixtures::fashion_subset(4000, 500); }
 
-// Three sites of 2 workers on unequal links (15 to 60 ms one way, 50 Mbit/s to 1 Gbit/s).
-ClusterSpec triangle() {
-  ClusterSpec c;
-  c.dcs = {{"a", 2}, {"b", 2}, {"c", 2}};
-  c.lan.rate_bps = 100e9;
-  c.lan.delay = std::chrono::microseconds(10);
-  auto link = [](int a, int b, double ab_bps, int ab_ms, double ba_bps, int ba_ms) {
-    geotb::model::WanLink w;
-    w.a = a;
-    w.b = b;
-    w.a_to_b.rate_bps = ab_bps;
-    w.a_to_b.delay = milliseconds(ab_ms);
-    w.b_to_a.rate_bps = ba_bps;
-    w.b_to_a.delay = milliseconds(ba_ms);
-    return w;
-  };
-  c.wan = {link(0, 1, 1e9, 15, 200e6, 20), link(0, 2, 100e6, 45, 1e9, 55), link(1, 2, 50e6, 60, 50e6, 60)};
-  return c;
-}
+using fixtures::triangle;
 
 // Virtual clock, one compute profile per site: steps of the given lengths.
 RunOptions skewed(std::vector<int> step_ms) {

@@ -34,6 +34,28 @@ inline ClusterSpec two_dcs(int workers, double lan_bps, std::chrono::nanoseconds
   return c;
 }
 
+/// Three data centers "a", "b", "c" of 2 workers each on unequal, asymmetric links: a->b 1 Gbit/s
+/// 15 ms, b->a 200 Mbit/s 20 ms; a->c 100 Mbit/s 45 ms, c->a 1 Gbit/s 55 ms; b<->c 50 Mbit/s 60 ms
+/// (one way). LAN 100 Gbit/s, 10 us.
+inline ClusterSpec triangle() {
+  ClusterSpec c;
+  c.dcs = {{"a", 2}, {"b", 2}, {"c", 2}};
+  c.lan.rate_bps = 100e9;
+  c.lan.delay = std::chrono::microseconds(10);
+  auto link = [](int a, int b, double ab_bps, int ab_ms, double ba_bps, int ba_ms) {
+    model::WanLink w;
+    w.a = a;
+    w.b = b;
+    w.a_to_b.rate_bps = ab_bps;
+    w.a_to_b.delay = std::chrono::milliseconds(ab_ms);
+    w.b_to_a.rate_bps = ba_bps;
+    w.b_to_a.delay = std::chrono::milliseconds(ba_ms);
+    return w;
+  };
+  c.wan = {link(0, 1, 1e9, 15, 200e6, 20), link(0, 2, 100e6, 45, 1e9, 55), link(1, 2, 50e6, 60, 50e6, 60)};
+  return c;
+}
+
 /// The 784-32-10 MLP, SGD lr 0.05 momentum 0.9, 16 examples per worker and step.
 inline WorkloadSpec small_mlp(int steps, uint64_t seed, int eval_points) {
   WorkloadSpec w;

@@ -272,28 +272,7 @@ TEST(Strategies, PowerSgdSendsItsFactorsAndEveryReplicaEndsIdentical) {
   EXPECT_LT(r.series.loss.back(), r.series.loss.front());
 }
 
-// Three sites on asymmetric links (as triangle-asymmetric): on the virtual clock with a compute
-// profile, every exchange takes at least S / B + one-way delay of the link each message crossed,
-// and close to it (the links are otherwise idle: efficiency > 0.9); replicas end bit-identical
-// (peer contributions summed in DC order everywhere); and a second run gives the same times.
-ClusterSpec triangle() {
-  ClusterSpec c;
-  c.dcs = {{"a", 2}, {"b", 2}, {"c", 2}};
-  c.lan.rate_bps = 100e9;
-  c.lan.delay = std::chrono::microseconds(10);
-  auto link = [](int a, int b, double ab_bps, int ab_ms, double ba_bps, int ba_ms) {
-    geotb::model::WanLink w;
-    w.a = a;
-    w.b = b;
-    w.a_to_b.rate_bps = ab_bps;
-    w.a_to_b.delay = std::chrono::milliseconds(ab_ms);
-    w.b_to_a.rate_bps = ba_bps;
-    w.b_to_a.delay = std::chrono::milliseconds(ba_ms);
-    return w;
-  };
-  c.wan = {link(0, 1, 1e9, 15, 200e6, 20), link(0, 2, 100e6, 45, 1e9, 55), link(1, 2, 50e6, 60, 50e6, 60)};
-  return c;
-}
+using fixtures::triangle;
 
 // Gloo's ring allreduce of n floats among P ranks on links of rate B and one-way delay d, as a
 // timeline of its protocol (docs/guide/clocks.md, "The intra-DC ring time"), written independently of
@@ -431,6 +410,10 @@ TEST(VirtualClock, PerDataCenterProfilesChargeEachDcItsOwnStepTime) {
   EXPECT_THROW(run_strategy(fast_cluster(), small_work(), StrategyConfig{"naive_ddp"}, small_data(), three), RunError);
 }
 
+// Three sites on asymmetric links (as triangle-asymmetric): on the virtual clock with a compute
+// profile, every exchange takes at least S / B + one-way delay of the link each message crossed,
+// and close to it (the links are otherwise idle: efficiency > 0.9); replicas end bit-identical
+// (peer contributions summed in DC order everywhere); and a second run gives the same times.
 TEST(VirtualClock, ExchangesRespectTheLinkTheyCrossedAndReplicasAreIdenticalWithThreeSites) {
   RunOptions opt;
   opt.clock = ClockMode::kVirtual;
