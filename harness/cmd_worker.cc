@@ -23,6 +23,7 @@
 #include "engine/checkpoint/file.h"
 #include "engine/errors.h"
 #include "engine/process_worker.h"
+#include "harness/progress_fifo.h"
 #include "harness/cmd_worker.h"
 #include "harness/scenario.h"
 #include "model/rank_report.h"
@@ -36,6 +37,7 @@ struct WorkerArgs {
   std::string timeout = "30s", heartbeat = "1s";
   std::string checkpoint_dir;       ///< "" = the scenario's checkpoint.dir
   std::string checkpoint_requests;  ///< the coordinator's request file (geotb run --net process|dpdk)
+  std::string progress_fifo;        ///< the coordinator's progress pipe (harness/progress_fifo.h); "" = none
   std::string resume;               ///< a checkpoint to continue from
   std::string predecessor;          ///< a restarted rank: its previous process's rank file
 };
@@ -155,14 +157,18 @@ int run_worker(const WorkerArgs& a) {
     if (cfg.rank == cfg.reporter)
       data.test = engine::load_fashion_mnist(engine::kFashionMnistDir, false, sc.test_limit);
 
-    // Rank 0 prints "progress <done> <total> <seconds>" about once a second; the coordinator
-    // (geotb run --net process|dpdk) reads it from rank 0's log.
+    // The reporting rank prints "progress <done> <total> <seconds>" about once a second to its log
+    // (for whoever reads it) and writes it to the coordinator's pipe (--progress-fifo: geotb run
+    // --net process|dpdk, harness/progress_fifo.h).
     double last = -1;
-    auto progress = [&last](int done, int total, double t) {
+    std::optional<ProgressWriter> pipe;
+    if (!a.progress_fifo.empty()) pipe.emplace(a.progress_fifo);
+    auto progress = [&last, &pipe](int done, int total, double t) {
       if (done == total || t - last >= 1.0) {
         last = t;
         fmt::print("progress {} {} {:.3f}\n", done, total, t);
         std::fflush(stdout);
+        if (pipe) pipe->write(done, total, t);
       }
     };
     fmt::print("geotb worker: rank {} of {} (dc {}, local rank {}), {}, store {}:{}, bind {}\n", cfg.rank, cfg.world,
@@ -238,6 +244,8 @@ void register_worker_command(CLI::App& app) {
   cmd->add_option("--checkpoint-requests", args->checkpoint_requests,
                   "The coordinator's checkpoint request file (geotb run forwards SIGUSR1 through it)");
   cmd->add_option("--resume", args->resume, "Continue from this checkpoint (docs/guide/checkpoints.md)");
+  cmd->add_option("--progress-fifo", args->progress_fifo,
+                  "Write progress lines to this named pipe (the coordinator's; geotb run --net process|dpdk)");
   cmd->add_option("--predecessor", args->predecessor,
                   "A restarted rank (GEOTB_INCARNATION > 0): the rank file its killed process wrote");
   cmd->callback([args]() {

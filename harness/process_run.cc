@@ -14,13 +14,12 @@
 #include <cstring>
 #include <filesystem>
 #include <optional>
-#include <fstream>
-#include <sstream>
 #include <thread>
 
 #include "engine/checkpoint/schedule.h"
 #include "engine/errors.h"
 #include "engine/strategies/table.h"
+#include "harness/progress_fifo.h"
 #include "model/rank_report.h"
 
 namespace geotb::harness {
@@ -41,13 +40,6 @@ std::string run_secret() {
 }
 
 namespace {
-
-std::string slurp(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
 
 /// Why a worker failed: its typed error from its rank file, else its exit and its log's tail.
 std::string describe(const RankProcess& w, const std::string& json_path) {
@@ -154,6 +146,9 @@ model::StrategyRun run_strategy_processes(const Scenario& sc, const engine::Stra
   }
   std::vector<std::string> json_paths;
   for (int r = 0; r < P; ++r) json_paths.push_back(fmt::format("{}/rank-{}.json", opt.work_dir, r));
+  // The reporting rank's progress comes over a pipe (harness/progress_fifo.h), read at each poll.
+  std::optional<ProgressReader> progress_pipe;
+  if (opt.progress) progress_pipe.emplace(opt.work_dir + "/progress.fifo");
   // Rank r's process; incarnation n > 0 is a restart's (node faults): the environment says which,
   // and it reads what its killed predecessor wrote (its rank file, moved aside).
   auto predecessor_path = [&](int r, int n) { return fmt::format("{}/rank-{}.inc{}.json", opt.work_dir, r, n - 1); };
@@ -171,6 +166,7 @@ model::StrategyRun run_strategy_processes(const Scenario& sc, const engine::Stra
     if (requests) w.argv.insert(w.argv.end(), {"--checkpoint-requests", requests_path});
     if (!opt.resume.empty() && n == 0) w.argv.insert(w.argv.end(), {"--resume", opt.resume});
     if (n > 0) w.argv.insert(w.argv.end(), {"--predecessor", predecessor_path(r, n)});
+    if (progress_pipe && r == rep) w.argv.insert(w.argv.end(), {"--progress-fifo", progress_pipe->path()});
     w.env = base_env;
     w.env.push_back("MASTER_ADDR=" + master);
     w.env.push_back("MASTER_PORT=" + std::to_string(port));
@@ -193,22 +189,13 @@ model::StrategyRun run_strategy_processes(const Scenario& sc, const engine::Stra
   SuperviseOptions so;
   so.deadline = deadline;
   so.interrupted = opt.interrupted;
-  auto last_progress = std::chrono::steady_clock::now();
   int last_done = -1;
   std::function<void()> on_progress;
-  if (opt.progress)
+  if (progress_pipe)
     on_progress = [&] {
-      const auto now = std::chrono::steady_clock::now();
-      if (now - last_progress <= std::chrono::milliseconds(500)) return;
-      last_progress = now;
-      const std::string log = slurp(group.ranks()[static_cast<size_t>(rep)].log_path);
-      const auto p = log.rfind("progress ");
-      int done = 0, total = 0;
-      double t = 0;
-      if (p != std::string::npos && std::sscanf(log.c_str() + p, "progress %d %d %lf", &done, &total, &t) == 3 &&
-          done != last_done) {
-        last_done = done;
-        opt.progress(done, total, t);
+      if (const std::optional<ProgressPoint> p = progress_pipe->poll(); p && p->done != last_done) {
+        last_done = p->done;
+        opt.progress(p->done, p->total, p->seconds);
       }
     };
   // Node faults: a rank the timeline kills stops itself at its kill point (SIGSTOP) once it has

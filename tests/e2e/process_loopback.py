@@ -193,6 +193,8 @@ with tempfile.TemporaryDirectory() as tmp:
     elapsed = time.monotonic() - t_kill
     print(out_text[-1500:])
     assert coord.returncode == 1, f"coordinator exited {coord.returncode}"
+    # The coordinator printed rank 0's progress, which comes over its pipe (harness/progress_fifo.h).
+    assert "[naive_ddp] step " in out_text, out_text[-1500:]
     assert workers_of(tmp / "long.json") == {}, "workers left running"
     rep = json.loads(next((tmp / "rep-kill").glob("tiny-*.json")).read_text())
     jsonschema.validate(rep, schema, cls=jsonschema.Draft202012Validator)
