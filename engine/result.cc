@@ -43,15 +43,19 @@ model::StrategyRun merge_rank_reports(const std::string& strategy, const std::ve
   const int P = static_cast<int>(reports.size());
   const int steps = work.steps;
   if (P == 0 || dcs < 1 || P < dcs) throw RunError(strategy + ": " + std::to_string(P) + " rank reports for " + std::to_string(dcs) + " data centers");
+  // An asynchronous strategy's faster sites may run past `steps` (Strategy::runs_past): their
+  // extra steps count as samples; the series cover the run's steps.
+  const bool async = std::any_of(reports.begin(), reports.end(), [](const RankReport& e) { return e.async_log.has_value(); });
   for (int r = 0; r < P; ++r) {
     const RankReport& rr = reports[static_cast<size_t>(r)];
     if (rr.rank != r) throw RunError(strategy + ": report " + std::to_string(r) + " is rank " + std::to_string(rr.rank) + "'s");
-    if (rr.loss.size() != static_cast<size_t>(steps))
+    if (async ? rr.loss.size() < static_cast<size_t>(steps) : rr.loss.size() != static_cast<size_t>(steps))
       throw RunError(strategy + ": rank " + std::to_string(r) + " reported " + std::to_string(rr.loss.size()) + " losses for " +
                      std::to_string(steps) + " steps");
   }
   const RankReport& r0 = reports[0];
-  if (r0.step_end_s.size() != static_cast<size_t>(steps) || r0.accuracy_curve.empty())
+  if ((async ? r0.step_end_s.size() < static_cast<size_t>(steps) : r0.step_end_s.size() != static_cast<size_t>(steps)) ||
+      r0.accuracy_curve.empty())
     throw RunError(strategy + ": rank 0 reported " + std::to_string(r0.step_end_s.size()) + " step times and " +
                    std::to_string(r0.accuracy_curve.size()) + " accuracy points");
   const StrategyInfo& info = find_strategy(strategy).needs;
@@ -119,19 +123,20 @@ model::StrategyRun merge_rank_reports(const std::string& strategy, const std::ve
     res.series.loss[static_cast<size_t>(s)] = ran > 0 ? acc / ran : 0;
   }
   res.series.step_end_s = r0.step_end_s;
+  res.series.step_end_s.resize(static_cast<size_t>(steps));
   res.series.test_accuracy = r0.accuracy_curve;
   res.final_weights_sha256 = r0.final_weights_sha256;
   m.final_test_accuracy = r0.accuracy_curve.back().accuracy;
-  std::vector<model::AsyncSiteLog> async;
+  std::vector<model::AsyncSiteLog> logs;
   for (const auto& e : reports)
-    if (e.async_log) async.push_back(*e.async_log);
-  if (!async.empty()) {
+    if (e.async_log) logs.push_back(*e.async_log);
+  if (async) {
     // Sites ran different numbers of steps: the per-step means are per worker-step run.
     const double worker_steps = static_cast<double>(rank_steps);
     m.compute_s_per_step = mx::per_step_mean_s(comp, 1, 1) / std::max(worker_steps, 1.0);
     m.exposed_comm_s_per_step = mx::per_step_mean_s(comm, 1, 1) / std::max(worker_steps, 1.0);
     m.compress_s_per_step = mx::per_step_mean_s(cmpr, 1, 1) / std::max(worker_steps, 1.0);
-    res.asynchrony = model::summarize_async(std::move(async), kAsyncFinalSync);
+    res.asynchrony = model::summarize_async(std::move(logs), kAsyncFinalSync);
     // The final point is the final model after every site's steps: the samples are those run.
     res.series.test_accuracy.back().samples = m.samples;
   }

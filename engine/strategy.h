@@ -90,6 +90,9 @@ struct StrategyConfig {
   std::string staleness_weight = "poly";
   double staleness_exponent = 1;  ///< "poly"'s a (1: the learning rate / (1 + s))
   int staleness_threshold = 2;    ///< "threshold"'s largest s still applied, rounds
+  /// When the run ends: "all" (every site runs at least `steps`; the faster ones train on until the
+  /// slowest is done) or "first" (with the first site's last round; the others stop at their next).
+  std::string end = "all";
 };
 
 // The worker's time accounting and exchange log are the model's (model/measurements.h).
@@ -218,6 +221,10 @@ class Strategy {
   /// strategy's slower sites stop once a faster one has done every step (the loop then calls
   /// finish()). Every worker of a DC answers alike. Default: never.
   virtual bool ends_after(int /*step*/) const { return false; }
+  /// Whether this worker's run goes on after `step` although it was the last of the run's steps:
+  /// an asynchronous strategy's faster sites train on until the slowest is done. Every worker of a
+  /// DC answers alike. Default: never.
+  virtual bool runs_past(int /*step*/) const { return false; }
 };
 
 /// Adds the elapsed time of its scope to a counter.

@@ -83,7 +83,13 @@ void run_worker_loop(WorkerEnv& env, const StrategyConfig& scfg, const WorkloadS
   if (hooks.after_resume) hooks.after_resume(env, sampler, out);
   // Times count from the first step of the whole run (a resumed run's from before the checkpoint).
   const std::chrono::nanoseconds t_start = hooks.start() - from.elapsed;
-  for (int s = from.steps_done; s < steps; ++s) {
+  // An asynchronous strategy's faster site may run on past `steps` (Strategy::runs_past): its
+  // extra steps' losses and instants are appended; progress and snapshots stay within `steps`.
+  for (int s = from.steps_done; s < steps || (s > 0 && strategy->runs_past(s - 1)); ++s) {
+    if (s >= steps) {
+      out.loss.push_back(std::numeric_limits<double>::quiet_NaN());
+      if (records) out.step_end_s.push_back(0);
+    }
     double loss;
     if (faults) faults->step_begins(env, s);
     {
@@ -134,7 +140,7 @@ void run_worker_loop(WorkerEnv& env, const StrategyConfig& scfg, const WorkloadS
           out.snapshot_steps.push_back(k);
           out.snapshots.emplace_back(env.learner->params(), env.learner->params() + n);
         }
-      if (hooks.progress) hooks.progress(s + 1, steps, t);
+      if (hooks.progress && s < steps) hooks.progress(s + 1, steps, t);
     }
     if (s + 1 < steps && strategy->ends_after(s)) {
       // An asynchronous strategy's slower site stops here (Strategy::ends_after): the steps it

@@ -16,13 +16,16 @@
 //   [0, S]: a site is never more than S rounds ahead of the slowest. f(s) = 1/(1+s)^a ("poly";
 //   a = 1: the learning rate / (1 + s)), or 1 if s <= tau else 0 ("threshold": dropped).
 //   Each site's anchor xbar_d is its own: the models agree only at the end.
-//   The end         the run ends with the first site to send its last round (fewer than K of
-//                   its steps left; bit 63 of a message's header clock marks a last round): every
-//                   other site ends at its next round, whose message it marks last too; each
-//                   site then receives every round still on its way and applies it, and the
-//                   sites average their models once, densely in float32: x = sum_d w_d x_d (the
-//                   "final synchronous average" the report names). With S = 0 the sites run in
-//                   lock step and every anchor is identical: the final exchange is then
+//   The end         "end": "all" (default): every site runs at least the run's steps; a site at or
+//                   past its natural last round (no round boundary left before `steps`) goes on
+//                   while some peer has neither ended nor sent its own natural last round, so the
+//                   faster sites train while the slowest finishes. "end": "first": the run ends
+//                   with the first site's last round, every other site at its next round. A
+//                   round's message says whether it is the sender's last (bit 63 of the header
+//                   clock). Each site then receives every round still on its way and applies it,
+//                   and the sites average their models once, densely in float32: x = sum_d w_d x_d
+//                   (the "final synchronous average" the report names). With S = 0 the sites run
+//                   in lock step and every anchor is identical: the final exchange is then
 //                   hier_ef_topk_int8's (progress since the last round), and the whole run is
 //                   bit for bit hier_ef_topk_int8 with "overlap": false (tests/unit/async_test.cc).
 // Runs on the embedded mode's virtual clock only ("what has arrived by now" is Transport::poll).
@@ -105,6 +108,7 @@ class AsyncEfTopkInt8 final : public Strategy {
     log_.max_staleness = cfg.max_staleness;
     log_.staleness_weight = weight_text(cfg);
     log_.start_s = seconds(env);
+    steps_total_ = env.steps;
     if (leader(env)) snapshot(env);
   }
 
@@ -121,6 +125,9 @@ class AsyncEfTopkInt8 final : public Strategy {
   }
 
   bool ends_after(int /*step*/) const override { return stop_; }
+  // "end": "all": a site that reached every step runs on while it has not sent its last round.
+  // (No rounds at all when steps < K: nothing to wait for.)
+  bool runs_past(int /*step*/) const override { return steps_total_ >= cfg_.K && !last_round_; }
 
   void finish(WorkerEnv& env) override {
     const size_t n = env.learner->num_params();
@@ -318,6 +325,25 @@ class AsyncEfTopkInt8 final : public Strategy {
     return {std::move(ups), stop};
   }
 
+  /// Leader, before sending the round after `step`: whether it is this site's last.
+  ///   "first": the run ends with the first site's last round: its natural last (no round boundary
+  ///            left before `steps`), or any round once a peer's last round has arrived.
+  ///   "all":   every site runs at least `steps`; at or past its natural last round a site goes on
+  ///            while some peer has neither ended nor sent its own natural last round (that peer is
+  ///            behind), so the fast sites train while the slowest finishes. With identical anchors
+  ///            (max_staleness 0) the sites are in lock step: the natural last round is the last.
+  bool is_last(const WorkerEnv& env, int step, bool natural_last) const {
+    if (identical_anchors_) return natural_last;
+    if (cfg_.end == "first") {
+      if (natural_last) return true;
+      return std::any_of(state_.begin(), state_.end(), [](const PeerState& p) { return p.ended; });
+    }
+    if (step + 1 + cfg_.K <= env.steps) return false;  // before its natural last round
+    const int natural_last_round = env.steps / cfg_.K - 1;
+    return std::none_of(state_.begin(), state_.end(),
+                        [&](const PeerState& p) { return !p.ended && p.next_round <= natural_last_round; });
+  }
+
   void round(WorkerEnv& env, int step) {
     const size_t n = env.learner->num_params();
     float* x = env.learner->params();
@@ -330,15 +356,13 @@ class AsyncEfTopkInt8 final : public Strategy {
     rec.step = step;
     if (leader(env)) {
       const int64_t t0 = env.clock->now().count();
-      // 1. What has arrived: a peer's last round means it has fewer than K steps left, and this
-      //    site ends after this round (its last too).
+      // 1. What has arrived decides whether this round is the site's last (end_rule).
       std::vector<Update> got;
       poll_all(env, got);
-      if (!natural_last)
-        for (const PeerState& p : state_) stop_ = stop_ || p.ended;
+      last_round_ = is_last(env, step, natural_last);
       // 2. This round to every peer, at once.
       std::vector<uint8_t> msg(kHeader + wire.size());
-      const uint64_t head = static_cast<uint64_t>(t0) | (natural_last || stop_ ? kLastRound : 0);
+      const uint64_t head = static_cast<uint64_t>(t0) | (last_round_ ? kLastRound : 0);
       std::memcpy(msg.data(), &head, kHeader);
       std::memcpy(msg.data() + kHeader, wire.data(), wire.size());
       for (int p : peers_) env.net->send_data(p, exchange_tag_, msg, kFixed);
@@ -363,14 +387,16 @@ class AsyncEfTopkInt8 final : public Strategy {
         ExchangeTiming timing(t0);
         for (const Update& u : now) timing.arrived(u.sent_at, u.size, peer_links_[u.peer]);
         timing.finish(env.clock->now().count(), rec);
-        forward(env, now, stop_);
+        forward(env, now, last_round_);
       }
     } else {
       ScopedTimer t(*env.clock, env.times.exposed_comm_ns);
-      auto [ups, stop] = from_leader(env, r);
+      auto [ups, last] = from_leader(env, r);
       now = std::move(ups);
-      stop_ = stop;
+      // With identical anchors every site ends at its natural last round; else the leader says.
+      last_round_ = identical_anchors_ ? natural_last : last;
     }
+    stop_ = last_round_ && !natural_last;
     apply(env, now, r);
     if (leader(env)) env.exchanges.push_back(rec);
     {
@@ -418,6 +444,7 @@ class AsyncEfTopkInt8 final : public Strategy {
     // Full: keep every other one (the first included) and take every other round from now on.
     size_t w = 0;
     for (size_t i = 0; i < log_.snapshots.size(); i += 2, ++w) {
+      if (w == i) continue;  // (a vector moved onto itself may be left empty)
       log_.snapshots[w] = std::move(log_.snapshots[i]);
       log_.snapshot_s[w] = log_.snapshot_s[i];
     }
@@ -438,7 +465,9 @@ class AsyncEfTopkInt8 final : public Strategy {
   uint64_t exchange_tag_ = 0, forward_tag_ = 0, final_tag_ = 0, final_forward_tag_ = 0;
   int rounds_ = 0;      // rounds done
   int steps_done_ = 0;
-  bool stop_ = false;   // a faster site sent its last round: this site ends after this round
+  bool last_round_ = false;  // this site has sent its last round
+  bool stop_ = false;        // ... before its natural last one ("end": "first"): it ends after it
+  int steps_total_ = 0;      // the run's steps (WorkerEnv::steps)
   int snapshot_stride_ = 1;
   model::AsyncSiteLog log_;
   DdpBuckets buckets_;  // after every other member: its initialiser comes last
@@ -484,6 +513,16 @@ constexpr StrategyKey kStalenessExponent{
     },
     .shown = [](const StrategyConfig& c) { return c.staleness_weight == "poly"; },
 };
+constexpr StrategyKey kEnd{
+    .name = "end",
+    .kind = StrategyKey::Kind::kText,
+    .set = [](StrategyConfig& c, const KeyValue& v) { c.end = std::get<std::string>(v); },
+    .get = [](const StrategyConfig& c) { return KeyValue{c.end}; },
+    .check = [](const StrategyConfig& c) {
+      return c.end == "all" || c.end == "first" ? std::string()
+                                                : "end: \"" + c.end + "\": must be \"all\" or \"first\"";
+    },
+};
 constexpr StrategyKey kStalenessThreshold{
     .name = "staleness_threshold",
     .kind = StrategyKey::Kind::kInteger,
@@ -501,13 +540,14 @@ constexpr StrategyKey kStalenessThreshold{
 
 // The common keys are accepted (overlap and bucket_mb as every strategy takes them); the rounds
 // are always in the background: overlap is not used.
-constexpr std::array<const StrategyKey*, 10> kKeys = {
+constexpr std::array<const StrategyKey*, 11> kKeys = {
     &strategy_keys::K,        &strategy_keys::density,  &strategy_keys::block,   &strategy_keys::overlap,
     &strategy_keys::quantize, &strategy_keys::bucket_mb, &kMaxStaleness,         &kStalenessWeight,
-    &kStalenessExponent,      &kStalenessThreshold};
-constexpr std::array<const StrategyKey*, 8> kReported = {
-    &strategy_keys::K,  &strategy_keys::density, &strategy_keys::block, &strategy_keys::quantize,
-    &kMaxStaleness,     &kStalenessWeight,       &kStalenessExponent,   &kStalenessThreshold};
+    &kStalenessExponent,      &kStalenessThreshold,      &kEnd};
+constexpr std::array<const StrategyKey*, 9> kReported = {
+    &strategy_keys::K,  &strategy_keys::density, &strategy_keys::block,        &strategy_keys::quantize,
+    &kMaxStaleness,     &kStalenessWeight,       &kStalenessExponent,          &kStalenessThreshold,
+    &kEnd};
 
 std::unique_ptr<Strategy> make_async(const StrategyConfig& cfg, const WorkerEnv& env) {
   return std::make_unique<AsyncEfTopkInt8>(cfg, env);

@@ -251,6 +251,10 @@ TEST(StrategyTable, ValidationMessagesNameKeyAndValue) {
   c = config("async_ef_topk_int8");
   c.staleness_threshold = -1;
   EXPECT_EQ(as.validate(c), "staleness_threshold: -1: must be in [0, 1000000] rounds");
+  c = config("async_ef_topk_int8");
+  EXPECT_EQ(c.end, "all");
+  as.key("end")->set(c, KeyValue{std::string("last")});
+  EXPECT_EQ(as.validate(c), "end: \"last\": must be \"all\" or \"first\"");
 }
 
 // "wire" on naive_ddp and hierarchical: float32 (the default), bf16 or fp16; anything else names
@@ -382,11 +386,13 @@ TEST(StrategyTable, ReportedConfigPerStrategy) {
   const Reported async_common = {{"K", int64_t{8}}, {"density", c.density}, {"block", int64_t{c.block}},
                                  {"quantize", c.quantize}, {"max_staleness", int64_t{-1}}};
   Reported poly = async_common;
-  poly.insert({{"staleness_weight", std::string("poly")}, {"staleness_exponent", 1.0}});
+  poly.insert({{"staleness_weight", std::string("poly")}, {"staleness_exponent", 1.0}, {"end", std::string("all")}});
   EXPECT_EQ(reported("async_ef_topk_int8", c), poly);
   c.staleness_weight = "threshold";
+  c.end = "first";
   Reported threshold = async_common;
-  threshold.insert({{"staleness_weight", std::string("threshold")}, {"staleness_threshold", int64_t{2}}});
+  threshold.insert({{"staleness_weight", std::string("threshold")}, {"staleness_threshold", int64_t{2}},
+                    {"end", std::string("first")}});
   EXPECT_EQ(reported("async_ef_topk_int8", c), threshold);
 }
 
