@@ -85,7 +85,8 @@ std::string weight_text(const StrategyConfig& c) {
 class AsyncEfTopkInt8 final : public Strategy {
  public:
   AsyncEfTopkInt8(const StrategyConfig& cfg, const WorkerEnv& env)
-      : cfg_(cfg), identical_anchors_(cfg.max_staleness == 0), buckets_(cfg, env) {
+      : cfg_(cfg), identical_anchors_(cfg.max_staleness == 0), final_(env, tags_.take("async.final", 2)),
+        buckets_(cfg, env) {
     const size_t n = env.learner->num_params();
     const float* x = env.learner->params();
     xbar_.assign(x, x + n);
@@ -102,8 +103,6 @@ class AsyncEfTopkInt8 final : public Strategy {
     // is its round k.
     exchange_tag_ = tags_.take("async.rounds", 1).tag(0);
     forward_tag_ = tags_.take("async.forward", 1).tag(0);
-    final_tag_ = tags_.take("async.final", 1).tag(0);
-    final_forward_tag_ = tags_.take("async.final_forward", 1).tag(0);
     log_.dc = env.dc;
     log_.max_staleness = cfg.max_staleness;
     log_.staleness_weight = weight_text(cfg);
@@ -175,34 +174,9 @@ class AsyncEfTopkInt8 final : public Strategy {
       kernels::compress_ef(acc_.data(), zero.data(), n, dense, wire);
       std::memcpy(s_own_.data(), x, n * sizeof(float));
     }
-    std::vector<std::vector<uint8_t>> finals;
-    ExchangeRecord rec;
-    {
-      ScopedTimer t(*env.clock, env.times.exposed_comm_ns);
-      if (leader(env)) {
-        const int64_t t0 = env.clock->now().count();
-        std::vector<uint8_t> msg(kHeader + wire.size());
-        std::memcpy(msg.data(), &t0, kHeader);
-        std::memcpy(msg.data() + kHeader, wire.data(), wire.size());
-        for (int p : peers_) env.net->send_data(p, final_tag_, msg, kFixed);
-        rec.bytes_sent = env.net->represented_size(msg.size(), kFixed);
-        ExchangeTiming timing(t0);
-        for (size_t k = 0; k < peers_.size(); ++k) {
-          const std::vector<uint8_t> in = env.net->recv(peers_[k], final_tag_);
-          if (in.size() < kHeader) throw TransportError("async: a final message of " + std::to_string(in.size()) + " bytes");
-          int64_t sent_at;
-          std::memcpy(&sent_at, in.data(), kHeader);
-          timing.arrived(sent_at, env.net->represented_size(in.size(), kFixed), peer_links_[k]);
-          finals.emplace_back(in.begin() + kHeader, in.end());
-        }
-        timing.finish(env.clock->now().count(), rec);
-        for (int m : dc_ranks_but_self(env))
-          for (const auto& w : finals) env.net->send_data(m, final_forward_tag_, w, kernels::kWireHeaderBytes);
-      } else {
-        const int lead = env.dc_leaders[static_cast<size_t>(env.dc)];
-        for (size_t k = 0; k < peers_.size(); ++k) finals.push_back(env.net->recv(lead, final_forward_tag_));
-      }
-    }
+    // The leaders' exchange, forwarded to the members; the leader records it (step -1).
+    const std::vector<std::vector<uint8_t>> finals =
+        final_.exchange(env, wire, -1, "async.final", kernels::kWireHeaderBytes);
     {
       ScopedTimer t(*env.clock, env.times.compress_ns);
       const ComputeRegion region(Work::kCompress, (finals.size() + 1) * n);
@@ -215,10 +189,6 @@ class AsyncEfTopkInt8 final : public Strategy {
       } else {
         for (size_t i = 0; i < n; ++i) xbar_[i] = sum_[i] * inv;
       }
-    }
-    if (leader(env)) {
-      rec.step = -1;
-      env.exchanges.push_back(rec);
     }
     std::memcpy(x, xbar_.data(), n * sizeof(float));
     if (leader(env)) {
@@ -290,12 +260,12 @@ class AsyncEfTopkInt8 final : public Strategy {
 
   /// Leader: the updates to apply, to every member. With identical anchors (max_staleness 0) they
   /// are exactly one per peer of this round, as hier_ef_topk_int8 forwards them; otherwise a
-  /// short list (stop flag, then (peer, round) pairs) goes first.
-  void forward(WorkerEnv& env, const std::vector<Update>& ups, bool stop) {
+  /// short list (whether this is the site's last round, then (peer, round) pairs) goes first.
+  void forward(WorkerEnv& env, const std::vector<Update>& ups, bool last) {
     const std::vector<int> members = dc_ranks_but_self(env);
     if (members.empty()) return;
     if (!identical_anchors_) {
-      std::vector<int32_t> meta{stop ? 1 : 0, static_cast<int32_t>(ups.size())};
+      std::vector<int32_t> meta{last ? 1 : 0, static_cast<int32_t>(ups.size())};
       for (const Update& u : ups) meta.insert(meta.end(), {static_cast<int32_t>(u.peer), u.round});
       std::vector<uint8_t> bytes(meta.size() * sizeof(int32_t));
       std::memcpy(bytes.data(), meta.data(), bytes.size());
@@ -304,11 +274,11 @@ class AsyncEfTopkInt8 final : public Strategy {
     for (int m : members)
       for (const Update& u : ups) env.net->send_data(m, forward_tag_, u.wire, kernels::kWireHeaderBytes);
   }
-  /// Member: what the leader applies (and whether the site stops), from its forward.
+  /// Member: what the leader applies (and whether this is the site's last round), from its forward.
   std::pair<std::vector<Update>, bool> from_leader(WorkerEnv& env, int round = -1) {
     const int lead = env.dc_leaders[static_cast<size_t>(env.dc)];
     std::vector<Update> ups;
-    bool stop = false;
+    bool last = false;
     if (identical_anchors_) {
       for (size_t k = 0; k < peers_.size(); ++k) ups.push_back({.peer = k, .round = round});
     } else {
@@ -317,12 +287,12 @@ class AsyncEfTopkInt8 final : public Strategy {
       std::memcpy(meta.data(), bytes.data(), meta.size() * sizeof(int32_t));
       if (meta.size() < 2 || meta.size() != 2 + 2 * static_cast<size_t>(meta[1]))
         throw TransportError("async: a forward list of " + std::to_string(bytes.size()) + " bytes from the leader");
-      stop = meta[0] != 0;
+      last = meta[0] != 0;
       for (int32_t i = 0; i < meta[1]; ++i)
         ups.push_back({.peer = static_cast<size_t>(meta[2 + 2 * i]), .round = meta[3 + 2 * i]});
     }
     for (Update& u : ups) u.wire = env.net->recv(lead, forward_tag_);
-    return {std::move(ups), stop};
+    return {std::move(ups), last};
   }
 
   /// Leader, before sending the round after `step`: whether it is this site's last.
@@ -462,7 +432,8 @@ class AsyncEfTopkInt8 final : public Strategy {
   std::vector<Update> held_;             // leader: arrived, of a round this site has not reached
   std::vector<float> xbar_, mark_, resid_, acc_, s_own_, sum_;
   TagAllocator tags_{strategy_tags()};
-  uint64_t exchange_tag_ = 0, forward_tag_ = 0, final_tag_ = 0, final_forward_tag_ = 0;
+  DcExchange final_;  // the final synchronous average (after tags_: it takes a range of them)
+  uint64_t exchange_tag_ = 0, forward_tag_ = 0;
   int rounds_ = 0;      // rounds done
   int steps_done_ = 0;
   bool last_round_ = false;  // this site has sent its last round

@@ -31,7 +31,7 @@ kernels::CompressConfig ef_round_coding(const StrategyConfig& cfg) {
   return c;
 }
 
-DcExchange::DcExchange(const WorkerEnv& env) {
+DcExchange::DcExchange(const WorkerEnv& env, TagRange space) : tags_(space) {
   DcPeers p = dc_peers(env);
   peers_ = std::move(p.leaders);
   peer_links_ = std::move(p.links);

@@ -35,7 +35,9 @@ kernels::CompressConfig ef_round_coding(const StrategyConfig& cfg);
 
 class DcExchange {
  public:
-  explicit DcExchange(const WorkerEnv& env);
+  /// `space`: the tags its exchanges take (two each); a strategy that also takes tags of its own
+  /// gives it a range of them.
+  explicit DcExchange(const WorkerEnv& env, TagRange space = strategy_tags());
 
   /// `step`: the step the exchange follows (-1: the final synchronisation after the last step),
   /// as recorded in the leader's exchange log. `name`: the tag range's name (a string literal).
@@ -55,7 +57,7 @@ class DcExchange {
 
   std::vector<int> peers_;               // other DCs' leaders, in DC order
   std::vector<InboundLink> peer_links_;  // the WAN link from each of them to this DC
-  TagAllocator tags_{strategy_tags()};
+  TagAllocator tags_;
 };
 
 /// out = sum_d w_d v_d over the data centers in DC order (w_d = dc_mean_weight, strategy.h; not yet
