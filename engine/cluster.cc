@@ -86,7 +86,16 @@ model::StrategyRun run_strategy(const ClusterSpec& cluster, const WorkloadSpec& 
   std::unique_ptr<FaultRuntime> faults;
   if (opt.faults.active()) {
     if (!virt) throw RunError("node faults and heartbeats need the virtual clock (embedded mode)");
-    faults = std::make_unique<FaultRuntime>(opt.faults, info, layout, fabric, *sched, shards, work.seed);
+    model::FaultPlan plan = opt.faults;
+    if (!scfg.fault_policy.empty()) {  // the strategy entry's own policy
+      plan.policy = scfg.fault_policy;
+      if (scfg.fault_estimate) plan.estimate = *scfg.fault_estimate;
+    }
+    if (plan.policy == "estimate" && work.global_batch.on())
+      throw RunError(scfg.run_name() + ": faults.policy \"estimate\" with workload.global_batch: not supported (the dead "
+                     "worker's batch would mix in a global share)");
+    faults = std::make_unique<FaultRuntime>(plan, info, layout, fabric, *sched, shards, work.seed);
+    faults->enable_estimates(data.train, static_cast<size_t>(work.batch_per_worker));
   }
 
   const std::vector<int> leaders = layout.leaders();

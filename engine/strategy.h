@@ -21,10 +21,13 @@
 #include "engine/optim/sgd.h"
 #include "engine/transport/transport.h"
 #include "kernels/powersgd.h"
+#include "model/faults.h"
 #include "model/measurements.h"
 #include "model/rank_layout.h"
 
 namespace geotb::engine {
+
+class GradientEstimator;
 
 /// Strategy parameters, from the scenario's "strategies" entries.
 struct StrategyConfig {
@@ -33,6 +36,10 @@ struct StrategyConfig {
   /// run a strategy several times with different keys. Empty: `name`.
   std::string label = {};
   const std::string& run_name() const { return label.empty() ? name : label; }
+  /// The entry's recovery policy (scenario "faults": {"policy", "estimate"}), instead of the
+  /// scenario's faults.policy; empty: the scenario's.
+  std::string fault_policy = {};
+  std::optional<model::EstimateConfig> fault_estimate = {};  ///< with fault_policy "estimate"
   int K = 16;                ///< steps between inter-DC exchanges (with K_auto: the first interval's)
   /// "K": "auto" (hier_ef_topk_int8, hierarchical): K follows the measured exchange, step and
   /// round times (strategies/adaptive_k.h), within [K_min, K_max], for a target utilisation.
@@ -164,6 +171,9 @@ struct WorkerEnv {
   int steps = 0;
   /// An asynchronous strategy's log of this site, kept by the DC leader (model/measurements.h).
   std::optional<model::AsyncSiteLog> async_log;
+  /// Node faults' policy "estimate" (faults/estimate.h): what stands in for a dead DC peer's
+  /// gradient in the intra-DC mean; null otherwise.
+  GradientEstimator* estimator = nullptr;
 };
 
 /// Every other rank of this rank's data center, ascending (a DC leader forwards to them; sends

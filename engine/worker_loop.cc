@@ -7,6 +7,7 @@
 
 #include "engine/checkpoint/worker_state.h"
 #include "engine/compute_charge.h"
+#include "engine/faults/estimate.h"
 #include "engine/transport/tag_epoch.h"
 
 #include "engine/strategies/table.h"
@@ -108,6 +109,7 @@ void run_worker_loop(WorkerEnv& env, const StrategyConfig& scfg, const WorkloadS
       }
       sampler.next(Bl, idx);
       fill(idx, Bl);
+      if (env.estimator) env.estimator->batch(s, x.data(), Bl);  // node faults' policy "estimate"
       loss = env.learner->forward_backward(x.data(), y.data(), Bl);
       if (Bg) {
         const float beta = static_cast<float>(mix.beta), rest = static_cast<float>(1.0 - mix.beta);

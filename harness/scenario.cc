@@ -77,6 +77,10 @@ class Obj {
   throw ScenarioError(fmt::format("{}: {}: {}", field, show(v), why));
 }
 
+// "policy" and "estimate" of `o` (faults, or a strategy's "faults"): what survivors do with a dead
+// worker's share of its group's mean.
+void read_fault_policy(Obj& o, std::string& policy, model::EstimateConfig& est);
+
 
 
 template <typename F>
@@ -118,6 +122,31 @@ bool get_bool(Obj& o, const std::string& key, bool def) {
   if (!v) return def;
   if (!v->is_boolean()) fail(o.field(key), *v, "expected true or false");
   return v->get<bool>();
+}
+
+void read_fault_policy(Obj& o, std::string& policy, model::EstimateConfig& est) {
+  const std::string shrink = "shrink";
+  policy = get_string(o, "policy", &shrink);
+  if (policy != "shrink" && policy != "estimate")
+    fail(o.field("policy"), json(policy),
+         "unknown recovery policy (shrink: survivors rebuild their group and carry on; estimate: an estimate "
+         "stands in for the dead worker's gradient)");
+  const json* ej = o.opt("estimate");
+  if (!ej) return;
+  if (policy != "estimate") fail(o.field("estimate"), *ej, "only with \"policy\": \"estimate\"");
+  Obj e(*ej, o.field("estimate"));
+  const std::string seed = "seed";
+  est.weights = get_string(e, "weights", &seed);
+  if (est.weights != "seed" && est.weights != "similarity" && est.weights != "equal" && est.weights != "last_gradient")
+    fail(e.field("weights"), json(est.weights),
+         "expected \"seed\" (1/(1 + cos)), \"similarity\" (max(cos, 0)), \"equal\" (shrink's mean) or "
+         "\"last_gradient\" (the dead worker's last gradient)");
+  if (const json* d = e.opt("decay")) {
+    if (est.weights != "last_gradient") fail(e.field("decay"), *d, "only with \"weights\": \"last_gradient\"");
+    est.decay = get_number(e, "decay", 0, 1, 1.0);
+    if (!(est.decay > 0)) fail(e.field("decay"), *d, "must be above 0 (1: the last gradient as it was)");
+  }
+  e.done();
 }
 
 double bandwidth(Obj& o, const std::string& key, double def) {
@@ -660,7 +689,7 @@ Scenario parse_scenario(const json& j, const std::string& origin, const std::str
       }
       // A key another strategy takes: say which (the generic "unknown key" for the rest).
       for (auto it = st[i].begin(); it != st[i].end(); ++it) {
-        if (it.key() == "name" || it.key() == "label" || desc->key(it.key())) continue;
+        if (it.key() == "name" || it.key() == "label" || it.key() == "faults" || desc->key(it.key())) continue;
         std::string takers;
         size_t count = 0;
         for (const engine::StrategyDescriptor* other : engine::strategy_table())
@@ -701,6 +730,15 @@ Scenario parse_scenario(const json& j, const std::string& origin, const std::str
         }
       }
       if (auto e = desc->validate(c); !e.empty()) throw ScenarioError(s.path() + "." + e);
+      if (const json* fj = s.opt("faults")) {  // this entry's recovery policy, instead of faults.policy
+        Obj fo(*fj, s.field("faults"));
+        std::string policy;
+        model::EstimateConfig est;
+        read_fault_policy(fo, policy, est);
+        fo.done();
+        c.fault_policy = policy;
+        c.fault_estimate = est;
+      }
       if (s.has("label")) {
         c.label = get_string(s, "label");
         if (c.label.empty() || c.label.size() > 64 ||
@@ -898,10 +936,8 @@ Scenario parse_scenario(const json& j, const std::string& origin, const std::str
                            common::format_duration(hb.confirmation)));
         h.done();
       }
-      const std::string shrink = "shrink", drop = "drop";
-      sc.faults.policy = get_string(fo, "policy", &shrink);
-      if (sc.faults.policy != "shrink")
-        fail("faults.policy", json(sc.faults.policy), "unknown recovery policy (shrink: survivors rebuild their group and carry on)");
+      const std::string drop = "drop";
+      read_fault_policy(fo, sc.faults.policy, sc.faults.estimate);
       sc.faults.shard = get_string(fo, "shard", &drop);
       if (sc.faults.shard != "drop" && sc.faults.shard != "redistribute")
         fail("faults.shard", json(sc.faults.shard), "unknown shard policy (drop or redistribute)");

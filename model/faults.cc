@@ -166,6 +166,26 @@ void from_json(const json& j, FullRecoveryRecord& r) {
     f::fail("restarted", "a full recovery that carries on with the survivors restarts nobody");
 }
 
+void to_json(json& j, const EstimateRecord& r) {
+  j = {{"step", r.step},
+       {"rank", r.rank},
+       {"dc", r.dc},
+       {"cosine", r.cosine},
+       {"rel_error", r.rel_error},
+       {"shrink_cosine", r.shrink_cosine},
+       {"shrink_rel_error", r.shrink_rel_error}};
+}
+
+void from_json(const json& j, EstimateRecord& r) {
+  r.step = static_cast<int>(f::count(j, "step"));
+  r.rank = static_cast<int>(f::count(j, "rank"));
+  r.dc = static_cast<int>(f::count(j, "dc"));
+  r.cosine = f::number(j, "cosine");
+  r.rel_error = f::nonneg(j, "rel_error");
+  r.shrink_cosine = f::number(j, "shrink_cosine");
+  r.shrink_rel_error = f::nonneg(j, "shrink_rel_error");
+}
+
 void to_json(json& j, const FaultsSection& s) {
   j = {{"heartbeat", {{"interval_s", s.heartbeat_interval_s},
                       {"timeout_s", s.heartbeat_timeout_s},
@@ -178,6 +198,11 @@ void to_json(json& j, const FaultsSection& s) {
        {"heartbeats_sent", s.heartbeats_sent},
        {"full_recovery_above", s.full_recovery_above},
        {"full_recovery", s.full_recovery ? json(*s.full_recovery) : json(nullptr)}};
+  // Absent under shrink: how reports written before the policy "estimate" read.
+  if (s.estimate) {
+    j["estimate"] = {{"weights", s.estimate->weights}, {"decay", s.estimate->decay}};
+    j["estimates"] = s.estimates;
+  }
   // Absent when no witness was asked: how reports written before the witnesses read.
   if (s.heartbeat_witnesses > 0) {
     j["heartbeat"]["witnesses"] = s.heartbeat_witnesses;
@@ -199,7 +224,29 @@ void from_json(const json& j, FaultsSection& s) {
     throw;
   }
   s.policy = f::str(j, "policy");
-  if (s.policy != "shrink") f::fail("policy", fmt::format("expected \"shrink\", got {}", f::shown(j.at("policy"))));
+  if (s.policy != "shrink" && s.policy != "estimate")
+    f::fail("policy", fmt::format("expected \"shrink\" or \"estimate\", got {}", f::shown(j.at("policy"))));
+  s.estimate.reset();
+  s.estimates.clear();
+  if (s.policy == "estimate") {
+    const json& e = f::object(j, "estimate");
+    EstimateConfig c;
+    try {
+      c.weights = f::str(e, "weights");
+      if (c.weights != "seed" && c.weights != "similarity" && c.weights != "equal" && c.weights != "last_gradient")
+        f::fail("weights", fmt::format("expected \"seed\", \"similarity\", \"equal\" or \"last_gradient\", got {}",
+                                       f::shown(e.at("weights"))));
+      c.decay = f::number(e, "decay");
+      if (!(c.decay > 0 && c.decay <= 1)) f::fail("decay", fmt::format("{}: expected (0, 1]", c.decay));
+    } catch (FieldError& err) {
+      err.prepend("estimate");
+      throw;
+    }
+    s.estimate = c;
+    f::list(j, "estimates", s.estimates);
+  } else if (f::has(j, "estimate") || f::has(j, "estimates")) {
+    f::fail("estimate", "present, but the policy is \"shrink\"");
+  }
   s.shard = f::str(j, "shard");
   if (s.shard != "drop" && s.shard != "redistribute")
     f::fail("shard", fmt::format("expected \"drop\" or \"redistribute\", got {}", f::shown(j.at("shard"))));
@@ -277,6 +324,7 @@ FaultsSection section_of(const FaultPlan& plan) {
   s.heartbeat_witnesses = plan.heartbeat.witnesses;
   s.heartbeat_unreachable_s = plan.heartbeat.witnesses > 0 ? std::chrono::duration<double>(plan.heartbeat.unreachable).count() : 0;
   s.policy = plan.policy;
+  if (plan.policy == "estimate") s.estimate = plan.estimate;
   s.shard = plan.shard;
   s.full_recovery_above = plan.full_recovery.above_fraction;
   return s;

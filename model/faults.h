@@ -75,13 +75,27 @@ struct FullRecoveryConfig {
   std::chrono::nanoseconds restart_after{0};  ///< "restarts": decision -> the restarted workers are up
 };
 
+/// Policy "estimate" (engine/faults/estimate.h): what stands in for a dead worker's gradient in
+/// its group's mean until it restarts or the run ends, instead of shrink's division by the
+/// survivors. `weights`: "seed" (w_i = 1/(1 + cos(x_d, x_i)), the data-topology notes' formula),
+/// "similarity" (w_i = max(cos(x_d, x_i), 0)), "equal" (the survivors' mean: shrink exactly) or
+/// "last_gradient" (the dead worker's gradient of the last step it took part in, times
+/// decay^(steps since), MIFA's reuse). x: the mean input of a worker's batch of this step, minus the
+/// training set's mean input.
+struct EstimateConfig {
+  EstimateConfig() : weights("seed") {}  // not an aggregate: GCC 12 warns of nested ones' strings
+  std::string weights;
+  double decay = 1.0;  ///< last_gradient: the factor per step since the gradient was taken; in (0, 1]
+};
+
 /// The scenario's node faults and how the cluster handles them.
 struct FaultPlan {
   std::vector<FaultEvent> events;  ///< in timeline order
   /// Heartbeats run when the scenario has a "faults" object or any fault event.
   bool heartbeats = false;
   HeartbeatConfig heartbeat;
-  std::string policy = "shrink";  ///< what survivors do: "shrink" (the only one)
+  std::string policy = "shrink";  ///< what survivors do: "shrink" or "estimate"
+  EstimateConfig estimate;        ///< policy "estimate"
   std::string shard = "drop";     ///< the dead worker's data: "drop" or "redistribute" to its DC's survivors
   FullRecoveryConfig full_recovery;
   /// Kill events in the timeline (restarts not counted).
@@ -136,6 +150,20 @@ struct FaultRecord {
 void to_json(json& j, const FaultRecord& f);
 void from_json(const json& j, FaultRecord& f);
 
+/// Policy "estimate", one step of one dead worker: its estimated gradient against the truth (the
+/// gradient it would have computed on its own batch of that step from its group's parameters,
+/// computed for the report only), and the same for shrink's implicit estimate (the survivors'
+/// mean) ("estimates" entries).
+struct EstimateRecord {
+  int step = 0;  ///< the step (0-based) whose group mean used the estimate
+  int rank = 0;  ///< the dead worker
+  int dc = 0;
+  double cosine = 0, rel_error = 0;                ///< cos(estimate, truth), |estimate - truth| / |truth|
+  double shrink_cosine = 0, shrink_rel_error = 0;  ///< the survivors' mean against the truth
+};
+void to_json(json& j, const EstimateRecord& r);
+void from_json(const json& j, EstimateRecord& r);
+
 /// A strategy's "faults" section.
 /// A full recovery as it happened ("full_recovery").
 struct FullRecoveryRecord {
@@ -161,6 +189,8 @@ struct FaultsSection {
   int heartbeat_witnesses = 0;             ///< 0: none asked (reports written before them read 0)
   double heartbeat_unreachable_s = 0;      ///< with witnesses: declared unreachable after this
   std::string policy, shard;
+  std::optional<EstimateConfig> estimate;  ///< policy "estimate": its settings
+  std::vector<EstimateRecord> estimates;   ///< policy "estimate": every estimated step, by step then rank
   double full_recovery_above = 0.25;  ///< the plan's threshold (FullRecoveryConfig)
   std::optional<FullRecoveryRecord> full_recovery;  ///< absent: none happened
   std::vector<FaultRecord> events;

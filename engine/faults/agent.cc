@@ -32,7 +32,8 @@ class FaultRuntime::Agent final : public FaultHooks {
   void start(Nanos t0) { monitor_->start(t0, rt_.t0_); }
   uint64_t heartbeats_sent() const { return monitor_->sent(); }
 
-  void step_begins(WorkerEnv&, int step) override {
+  void step_begins(WorkerEnv& env, int step) override {
+    env.estimator = rt_.estimator(rank_);  // policy "estimate" (null otherwise)
     const Nanos now = rt_.sched_.now(rt_.sched_.current());
     const double t = rt_.secs(now);
     const auto& ev = rt_.plan_.events;
@@ -135,6 +136,7 @@ class FaultRuntime::Agent final : public FaultHooks {
       intra_ = shrink_transport_group(*env.intra, *env.net, group, index);
       env.intra = intra_.get();
     }
+    if (GradientEstimator* e = rt_.estimator(rank_)) e->set_group(group);
 
     // Agreement on the step in flight and on who is dead: the group's lowest rank collects and answers.
     agree_on_group(*env.net, rank_, group, step, dead);
@@ -207,6 +209,7 @@ class FaultRuntime::Agent final : public FaultHooks {
         intra_ = shrink_transport_group(*env.intra, *env.net, group, index);
         env.intra = intra_.get();
       }
+      if (GradientEstimator* e = rt_.estimator(rank_)) e->set_group(group);
       monitor_->revive_peer(r, now);
       rt_.fabric_.revive_endpoint(r);
       // The group's coordinator hands it the state (the DC's model, over the LAN).
@@ -294,6 +297,7 @@ class FaultRuntime::Agent final : public FaultHooks {
       intra_ = join_transport_group(*env.net, group, index, group_tags);
       env.intra = intra_.get();
     }
+    if (GradientEstimator* e = rt_.estimator(rank_)) e->set_group(group);
     for (int r : back) {
       monitor_->revive_peer(r, up);  // heard from when it is up: silent until then, not dead
       rt_.fabric_.revive_endpoint(r);
@@ -415,9 +419,41 @@ FaultRuntime::FaultRuntime(const model::FaultPlan& plan, const StrategyInfo& inf
     agents_.push_back(std::make_unique<Agent>(*this, r));
   }
   for (auto& a : agents_) a->create();  // actor ids in rank order, before any worker runs
+  if (plan_.policy == "estimate" && world_group_)
+    throw RunError("faults.policy: \"estimate\": this strategy has no intra-DC group to estimate a dead worker's "
+                   "gradient in (strategies with one: hier_ef_topk_int8, hierarchical, local_sgd, diloco, powersgd)");
 }
 
 FaultRuntime::~FaultRuntime() = default;
+
+void FaultRuntime::enable_estimates(const Dataset& train, size_t batch) {
+  if (plan_.policy != "estimate") return;
+  const size_t F = train.features();
+  std::vector<double> acc(F, 0.0);
+  for (size_t i = 0; i < train.size; ++i)
+    for (size_t k = 0; k < F; ++k) acc[k] += train.images[i * F + k];
+  auto center = std::make_shared<std::vector<float>>(F);
+  for (size_t k = 0; k < F; ++k) (*center)[k] = static_cast<float>(acc[k] / static_cast<double>(train.size ? train.size : 1));
+  board_ = std::make_unique<EstimateBoard>();
+  for (int r = 0; r < P_; ++r) {
+    GradientEstimator::Setup s;
+    s.cfg = plan_.estimate;
+    s.rank = r;
+    s.dc = layout_.dc_of(r);
+    s.dc_ranks = groups_.group_of(r, {});
+    for (int m : s.dc_ranks) s.shards[m] = own_shards_.at(static_cast<size_t>(m));
+    s.train = &train;
+    s.center = center;
+    s.seed = seed_;
+    s.batch = batch;
+    s.board = board_.get();
+    estimators_.push_back(std::make_unique<GradientEstimator>(std::move(s)));
+  }
+}
+
+GradientEstimator* FaultRuntime::estimator(int rank) const {
+  return estimators_.empty() ? nullptr : estimators_.at(static_cast<size_t>(rank)).get();
+}
 
 FaultHooks& FaultRuntime::hooks(int rank) { return *agents_.at(static_cast<size_t>(rank)); }
 
@@ -616,6 +652,7 @@ model::FaultsSection FaultRuntime::section() const {
   model::FaultsSection s = model::section_of(plan_);
   if (!rewound_.empty()) s.full_recovery = full_;
   s.events = records_;
+  if (board_) s.estimates = board_->records();
   // Recovery = first detection -> the last survivor resumed, set here from both final figures:
   // the threads that record them run in host order, which need not be their virtual order.
   for (const auto& [rank, k] : killed_) {

@@ -59,6 +59,7 @@
 #include "emulator/inproc/fabric.h"
 #include "emulator/inproc/virtual_time.h"
 #include "engine/checkpoint/state.h"
+#include "engine/faults/estimate.h"
 #include "engine/faults/heartbeat.h"
 #include "engine/faults/shrink.h"
 #include "engine/strategies/descriptor.h"
@@ -126,6 +127,11 @@ class FaultRuntime {
 
   /// The group of `rank` without `dead`: every rank (world groups) or its DC's, ascending.
   std::vector<int> group_of(int rank, const std::set<int>& dead) const;
+  /// Policy "estimate" (faults/estimate.h): builds every rank's estimator over the training set
+  /// (`batch` examples per worker and step). Nothing under shrink.
+  void enable_estimates(const Dataset& train, size_t batch);
+  /// `rank`'s estimator; null without policy "estimate".
+  GradientEstimator* estimator(int rank) const;
 
  private:
   class Agent;
@@ -150,6 +156,8 @@ class FaultRuntime {
   uint64_t seed_;
   Nanos t0_{0};
   std::vector<std::unique_ptr<Agent>> agents_;
+  std::unique_ptr<EstimateBoard> board_;                     // policy "estimate"
+  std::vector<std::unique_ptr<GradientEstimator>> estimators_;  // policy "estimate": one per rank
   std::unique_ptr<std::atomic<double>[]> factor_;
 
   mutable std::mutex mu_;

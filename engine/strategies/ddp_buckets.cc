@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "engine/compute_charge.h"
+#include "engine/faults/estimate.h"
 
 namespace geotb::engine {
 
@@ -111,16 +112,19 @@ void DdpBuckets::run(WorkerEnv& env, const std::function<TagRange(const BucketGr
 }
 
 void DdpBuckets::intra_mean(WorkerEnv& env) const {
+  // Policy "estimate": the dead DC peers' share stands in, scaled into the survivors' gradients.
+  if (env.estimator) env.estimator->before_reduce(env);
   if (groups_.size() > 1 && env.intra->size() < 2) {  // alone in the DC: the backward pass, nothing to reduce
     ScopedTimer t(*env.clock, env.times.compute_ns);
     const ComputeRegion region(Work::kStepShare, kStepShareUnits - kForwardShare);
-    return;
+  } else {
+    float* g = env.learner->grads();
+    // IntraDc takes its own tags, in call order.
+    run(
+        env, [](const BucketGroup&) { return TagRange("intra_dc.bucket", 0, 0); },
+        [&](const BucketGroup& b, const TagRange&) { env.intra->allreduce_mean_shaped(g + b.lo, b.n, shape(b)); });
   }
-  float* g = env.learner->grads();
-  // IntraDc takes its own tags, in call order.
-  run(
-      env, [](const BucketGroup&) { return TagRange("intra_dc.bucket", 0, 0); },
-      [&](const BucketGroup& b, const TagRange&) { env.intra->allreduce_mean_shaped(g + b.lo, b.n, shape(b)); });
+  if (env.estimator) env.estimator->after_reduce(env);
 }
 
 }  // namespace geotb::engine

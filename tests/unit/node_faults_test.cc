@@ -535,3 +535,82 @@ TEST(NodeFaults, RestartedWorkerDoesNotDeclareThoseWhoDiedWhileItWasDead) {
 }
 
 }  // namespace
+
+namespace {
+
+// Policy "estimate" (engine/faults/estimate.h) in a whole run: hier_ef_topk_int8 on 2 x 4, DC b's
+// worker 2 (rank 6) killed at step 6 of 24.
+geotb::model::StrategyRun run_policy(const std::string& policy, const std::string& weights,
+                                     std::vector<float>* final_params = nullptr) {
+  FaultPlan p = kill_at(1, 2, 6);
+  p.policy = policy;
+  p.estimate.weights = weights;
+  StrategyConfig hier{"hier_ef_topk_int8"};
+  hier.K = 4;
+  hier.density = 0.05;
+  return run_strategy(two_by(4), work(24), hier, data(), options(p), final_params);
+}
+
+// "equal" is shrink's mean computed as shrink computes it: the same run bit for bit (parameters,
+// loss, every step's end), and its estimate is shrink's implicit one.
+TEST(NodeFaults, EstimateEqualIsShrinkBitForBit) {
+  std::vector<float> shrink_x, equal_x;
+  const auto s = run_policy("shrink", "seed", &shrink_x);
+  const auto e = run_policy("estimate", "equal", &equal_x);
+  ASSERT_FALSE(shrink_x.empty());
+  EXPECT_EQ(shrink_x, equal_x);
+  EXPECT_EQ(s.metrics.final_test_accuracy, e.metrics.final_test_accuracy);
+  EXPECT_EQ(s.series.loss, e.series.loss);
+  EXPECT_EQ(s.series.step_end_s, e.series.step_end_s);
+  EXPECT_TRUE(s.faults->estimates.empty());
+  EXPECT_FALSE(s.faults->estimate.has_value());
+  ASSERT_TRUE(e.faults->estimate.has_value());
+  const auto& recs = e.faults->estimates;
+  ASSERT_FALSE(recs.empty());
+  // From the step after the one the death discarded to the end, one record per step.
+  EXPECT_EQ(recs.front().step, 7);
+  EXPECT_EQ(recs.back().step, 23);
+  EXPECT_EQ(recs.size(), 17u);
+  for (const auto& r : recs) {
+    EXPECT_EQ(r.rank, 6);
+    EXPECT_EQ(r.dc, 1);
+    EXPECT_EQ(r.cosine, r.shrink_cosine);
+    EXPECT_GT(r.cosine, -1.0);
+    EXPECT_LT(r.cosine, 1.0);
+    EXPECT_GT(r.rel_error, 0.0);
+  }
+}
+
+// The other weights change the run (and only after the death), keep the replicas identical, and
+// record their own estimate beside shrink's.
+TEST(NodeFaults, EstimateWeightsChangeTheRunOnlyAfterTheDeath) {
+  const auto s = run_policy("shrink", "seed");
+  for (const std::string w : {"seed", "similarity", "last_gradient"}) {
+    const auto e = run_policy("estimate", w);
+    EXPECT_EQ(e.metrics.replica_max_abs_diff, 0.0) << w;
+    ASSERT_EQ(e.series.loss.size(), s.series.loss.size());
+    for (size_t i = 0; i < 7; ++i) EXPECT_EQ(e.series.loss[i], s.series.loss[i]) << w << " step " << i;
+    EXPECT_NE(e.series.loss.back(), s.series.loss.back()) << w;
+    ASSERT_EQ(e.faults->estimates.size(), 17u) << w;
+    EXPECT_EQ(e.faults->estimate->weights, w);
+    bool differs = false;
+    for (const auto& r : e.faults->estimates) differs |= r.cosine != r.shrink_cosine;
+    EXPECT_TRUE(differs) << w;
+    std::printf("%s: estimate's cos to the truth at step 7 %.4f (shrink's %.4f), rel. error %.4f (%.4f)\n", w.c_str(),
+                e.faults->estimates[0].cosine, e.faults->estimates[0].shrink_cosine, e.faults->estimates[0].rel_error,
+                e.faults->estimates[0].shrink_rel_error);
+  }
+}
+
+TEST(NodeFaults, EstimateNeedsAnIntraDcGroup) {
+  FaultPlan p = kill_at(1, 1, 6);
+  p.policy = "estimate";
+  try {
+    run_strategy(two_by(2), work(10), StrategyConfig{"naive_ddp"}, data(), options(p));
+    FAIL() << "expected a refusal";
+  } catch (const RunError& e) {
+    EXPECT_NE(std::string(e.what()).find("faults.policy: \"estimate\""), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
