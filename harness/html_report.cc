@@ -498,6 +498,88 @@ static std::string asynchrony_html(const std::vector<ComparedRun>& runs) {
   return h;
 }
 
+namespace {
+std::string mean_sd_text(const std::vector<double>& v) {
+  if (v.empty()) return "–";
+  double m = 0;
+  for (double x : v) m += x;
+  m /= static_cast<double>(v.size());
+  double ss = 0;
+  for (double x : v) ss += (x - m) * (x - m);
+  const double sd = v.size() > 1 ? std::sqrt(ss / static_cast<double>(v.size() - 1)) : 0.0;
+  return fmt::format("{:.3f} ± {:.3f}", m, sd);
+}
+}  // namespace
+
+std::vector<EstimateRow> estimate_rows(const std::vector<ComparedRun>& runs) {
+  std::vector<EstimateRow> rows;
+  for (const auto& c : runs) {
+    if (!c.run->faults || !c.run->faults->estimate) continue;
+    const auto& f = *c.run->faults;
+    std::vector<double> cs, re, scs, sre;
+    for (const auto& r : f.estimates) {
+      cs.push_back(r.cosine);
+      re.push_back(r.rel_error);
+      scs.push_back(r.shrink_cosine);
+      sre.push_back(r.shrink_rel_error);
+    }
+    const std::string policy = f.estimate->weights == "last_gradient" && f.estimate->decay != 1
+                                   ? fmt::format("last_gradient (decay {:g})", f.estimate->decay)
+                                   : f.estimate->weights;
+    rows.push_back({c.label, policy, std::to_string(f.estimates.size()), mean_sd_text(cs), mean_sd_text(re),
+                    mean_sd_text(scs), mean_sd_text(sre)});
+  }
+  return rows;
+}
+
+/// Runs under policy "estimate": the estimates against the truth (a table), and their cosine to
+/// the truth step by step, with the survivors' mean (shrink's implicit estimate) of the first.
+static std::string estimates_html(const std::vector<ComparedRun>& runs) {
+  const std::vector<EstimateRow> rows = estimate_rows(runs);
+  if (rows.empty()) return "";
+  std::string h =
+      "<h2>Dead workers' gradients: estimate against the truth</h2>\n<table>\n<tr><th>strategy</th><th>policy</th>"
+      "<th>estimated steps</th><th>cos(estimate, truth)</th><th>|estimate − truth| / |truth|</th>"
+      "<th>cos(survivors' mean, truth)</th><th>|survivors' mean − truth| / |truth|</th></tr>\n";
+  for (const auto& r : rows)
+    h += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+                     xml_escape(r.label), xml_escape(r.policy), r.steps, r.cosine, r.rel_error, r.shrink_cosine,
+                     r.shrink_rel_error);
+  h += "</table>\n";
+  plot::LineChartSpec q;
+  q.id = "estimate-quality";
+  q.title = "Estimated gradient of the dead against its truth";
+  q.x = {.title = "step", .unit = "", .include_zero = false};
+  q.y = {.title = "cos(estimate, true gradient)", .unit = "", .include_zero = true};
+  bool shrink_drawn = false;
+  for (const auto& c : runs) {
+    if (!c.run->faults || !c.run->faults->estimate || c.run->faults->estimates.empty()) continue;
+    // Per step: the mean over the dead workers estimated at that step.
+    std::map<int, std::pair<double, int>> est, sh;
+    for (const auto& r : c.run->faults->estimates) {
+      est[r.step].first += r.cosine, ++est[r.step].second;
+      sh[r.step].first += r.shrink_cosine, ++sh[r.step].second;
+    }
+    plot::LineSeries l{c.label, c.color, c.dash, {}, {}};
+    for (const auto& [step, v] : est) l.x.push_back(step), l.y.push_back(v.first / v.second);
+    q.series.push_back(std::move(l));
+    if (!shrink_drawn) {
+      plot::LineSeries s{c.label + ": survivors' mean (shrink)", "#777777", "4 3", {}, {}};
+      for (const auto& [step, v] : sh) s.x.push_back(step), s.y.push_back(v.first / v.second);
+      q.series.push_back(std::move(s));
+      shrink_drawn = true;
+    }
+  }
+  h += "<div class=\"charts\">\n" +
+       figure(plot::render_line_chart(q), "fig-estimate-quality",
+              "Every step after a death until its restart: the cosine between the gradient that stood in for the dead "
+              "worker and the one it would have computed on its own batch from its group's parameters (computed for "
+              "the report only; docs/guide/faults.md, policy \"estimate\"). The dashed line is shrink's implicit "
+              "estimate, the survivors' mean, in the first such run.") +
+       "</div>\n";
+  return h;
+}
+
 std::string command_line(const std::vector<std::string>& argv) {
   std::string out;
   for (const auto& w : argv) out += (out.empty() ? "" : " ") + w;
@@ -672,6 +754,7 @@ std::string render_html_report(const std::vector<model::RunReport>& reports, con
   html += "</div>\n";
   html += adaptive_k_html(reports, runs);
   html += asynchrony_html(runs);
+  html += estimates_html(runs);
 
   // --- speed ---
   plot::BarChartSpec thr;

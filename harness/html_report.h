@@ -47,6 +47,19 @@ struct AsyncSiteRow {
 /// Every site of every asynchronous run, in run then DC order; empty when none ran.
 std::vector<AsyncSiteRow> asynchrony_rows(const std::vector<ComparedRun>& runs);
 
+/// One run under node faults' policy "estimate" (model::EstimateRecord): its estimates of the
+/// dead workers' gradients against the truth, beside shrink's implicit one, over every estimated
+/// step ("mean ± sd" over steps).
+struct EstimateRow {
+  std::string label;   ///< the run's label
+  std::string policy;  ///< "seed", "last_gradient (decay 0.9)", ...
+  std::string steps;   ///< estimated steps (dead worker x step)
+  std::string cosine, rel_error;                ///< the estimate against the truth
+  std::string shrink_cosine, shrink_rel_error;  ///< the survivors' mean against the truth
+};
+/// Every run with policy "estimate", in run order; empty when none.
+std::vector<EstimateRow> estimate_rows(const std::vector<ComparedRun>& runs);
+
 /// An exec'd job's command, its words joined by spaces.
 std::string command_line(const std::vector<std::string>& argv);
 

@@ -105,6 +105,14 @@ std::string render_markdown_report(const std::vector<model::RunReport>& reports,
                         cell(r.histogram), cell(r.max_staleness), r.wait_s);
     md += "\n";
   }
+  if (const std::vector<EstimateRow> rows = estimate_rows(runs); !rows.empty()) {
+    md += "| strategy (policy estimate) | weights | estimated steps | cos(estimate, truth) | rel. error | cos(survivors' "
+          "mean, truth) | rel. error |\n|---|---|--:|--:|--:|--:|--:|\n";
+    for (const auto& r : rows)
+      md += fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", cell(r.label), cell(r.policy), r.steps, r.cosine,
+                        r.rel_error, r.shrink_cosine, r.shrink_rel_error);
+    md += "\n";
+  }
   // One sentence per strategy: what a reader wants to know first.
   for (const auto& [label, text] : key_results(runs, baseline)) md += fmt::format("- **{}**: {}\n", label, text);
   for (const model::RunReport& r : reports)

@@ -1162,6 +1162,20 @@ void check_strategies_for_mode(const Scenario& sc, const std::vector<std::string
            fmt::format("runs in the embedded mode on the virtual clock only (here: the {} mode, {} clock): its sites "
                        "apply what has arrived by their own instant, which only virtual time answers exactly",
                        to_string(sc.network), sc.clock == engine::ClockMode::kVirtual ? "virtual" : "wall"));
+    // Policy "estimate" (the entry's own, else the scenario's): in the embedded mode, where one
+    // process holds every worker (the ground truth) and the fault agent implements it.
+    if ((st.fault_policy.empty() ? sc.faults.policy : st.fault_policy) == "estimate" && sc.faults.active()) {
+      const std::string pfield = st.fault_policy.empty() ? "faults.policy" : fmt::format("strategies[{}].faults.policy", i);
+      if (sc.network != NetworkMode::kEmbedded)
+        fail(pfield, json("estimate"),
+             fmt::format("runs in the embedded mode only (here: the {} mode): the process modes' fault agent "
+                         "implements shrink; give this entry \"faults\": {{\"policy\": \"shrink\"}} or run it embedded",
+                         to_string(sc.network)));
+      if (!info.needs_intra_dc || info.one_group)
+        fail(pfield, json("estimate"),
+             fmt::format("{} has no intra-DC group to estimate a dead worker's gradient in (its one group spans every "
+                         "worker); give this entry \"faults\": {{\"policy\": \"shrink\"}}", st.name));
+    }
     if (info.no_checkpoints && (sc.checkpoint.every_steps > 0 || !sc.checkpoint.dir.empty()))
       fail(field, json(st.name),
            "cannot be checkpointed (its sites are at different steps, with updates in flight: no step is a "

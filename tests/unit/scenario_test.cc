@@ -752,6 +752,28 @@ TEST(ScenarioFaults, FullRecoveryParsesAndAsksForCheckpointsOnlyWhenReachable) {
   }
 }
 
+// Policy "estimate": the scenario's, and a strategy entry's own beside the scenario's shrink.
+TEST(ScenarioFaults, EstimatePolicyParsesForTheScenarioAndPerStrategy) {
+  json j = with_faults();
+  j["faults"]["policy"] = "estimate";
+  j["strategies"].erase(0);  // naive_ddp: one group of every worker (refused, BadFaults)
+  auto sc = parse_scenario(j, "s.json");
+  EXPECT_EQ(sc.faults.policy, "estimate");
+  EXPECT_EQ(sc.faults.estimate.weights, "seed");  // the default
+  EXPECT_EQ(sc.faults.estimate.decay, 1.0);
+  j["faults"]["policy"] = "shrink";
+  j["strategies"] = json::array({{{"name", "hier_ef_topk_int8"}, {"label", "lg"},
+                                  {"faults", {{"policy", "estimate"}, {"estimate", {{"weights", "last_gradient"}, {"decay", 0.9}}}}}},
+                                 {{"name", "naive_ddp"}}});
+  sc = parse_scenario(j, "s.json");
+  EXPECT_EQ(sc.faults.policy, "shrink");
+  EXPECT_EQ(sc.strategies[0].fault_policy, "estimate");
+  ASSERT_TRUE(sc.strategies[0].fault_estimate.has_value());
+  EXPECT_EQ(sc.strategies[0].fault_estimate->weights, "last_gradient");
+  EXPECT_EQ(sc.strategies[0].fault_estimate->decay, 0.9);
+  EXPECT_EQ(sc.strategies[1].fault_policy, "");  // the scenario's
+}
+
 class BadFaults : public ::testing::TestWithParam<Bad> {};
 
 TEST_P(BadFaults, FailsNamingFieldAndValue) {
@@ -819,6 +841,40 @@ INSTANTIATE_TEST_SUITE_P(
             "faults.heartbeat.interval: 2: missing unit"},
         Bad{"unknown policy", [](json& j) { j["faults"]["policy"] = "restart_all"; },
             "faults.policy: \"restart_all\": unknown recovery policy"},
+        Bad{"unknown estimate weights",
+            [](json& j) {
+              j["faults"]["policy"] = "estimate";
+              j["faults"]["estimate"] = {{"weights", "cosine"}};
+            },
+            "faults.estimate.weights: \"cosine\": expected \"seed\" (1/(1 + cos)), \"similarity\""},
+        Bad{"decay of a weighted estimate",
+            [](json& j) {
+              j["faults"]["policy"] = "estimate";
+              j["faults"]["estimate"] = {{"weights", "seed"}, {"decay", 0.5}};
+            },
+            "faults.estimate.decay: 0.5: only with \"weights\": \"last_gradient\""},
+        Bad{"decay zero",
+            [](json& j) {
+              j["faults"]["policy"] = "estimate";
+              j["faults"]["estimate"] = {{"weights", "last_gradient"}, {"decay", 0}};
+            },
+            "faults.estimate.decay: 0: must be above 0"},
+        Bad{"estimate under shrink", [](json& j) { j["faults"]["estimate"] = {{"weights", "seed"}}; },
+            "faults.estimate: {\"weights\":\"seed\"}: only with \"policy\": \"estimate\""},
+        Bad{"estimate in the process mode",
+            [](json& j) {
+              j["network"] = "process";
+              j["faults"]["policy"] = "estimate";
+            },
+            "faults.policy: \"estimate\": runs in the embedded mode only (here: the process mode)"},
+        Bad{"a strategy's unknown policy", [](json& j) { j["strategies"][0]["faults"] = {{"policy", "guess"}}; },
+            "strategies[0].faults.policy: \"guess\": unknown recovery policy"},
+        Bad{"estimate without an intra-DC group",
+            [](json& j) {
+              j["strategies"] = json::array({{{"name", "naive_ddp"}}});
+              j["faults"]["policy"] = "estimate";
+            },
+            "faults.policy: \"estimate\": naive_ddp has no intra-DC group"},
         Bad{"unknown shard policy", [](json& j) { j["faults"]["shard"] = "keep"; },
             "faults.shard: \"keep\": unknown shard policy (drop or redistribute)"},
         Bad{"unknown faults key", [](json& j) { j["faults"]["detector"] = "phi"; }, "faults.detector: unknown key"},
