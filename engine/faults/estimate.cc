@@ -16,7 +16,7 @@ double cosine(const float* a, const float* b, size_t n) {
     aa += static_cast<double>(a[i]) * a[i];
     bb += static_cast<double>(b[i]) * b[i];
   }
-  return aa > 0 && bb > 0 ? ab / std::sqrt(aa * bb) : 0.0;
+  return aa > 0 && bb > 0 ? std::clamp(ab / std::sqrt(aa * bb), -1.0, 1.0) : 0.0;
 }
 
 double rel_error(const float* est, const float* truth, size_t n) {

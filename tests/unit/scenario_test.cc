@@ -497,7 +497,7 @@ INSTANTIATE_TEST_SUITE_P(
         Bad{"collective on another strategy", [](json& j) { j["strategies"][1]["collective"] = "eager_ring"; },
             "strategies[1].collective: \"eager_ring\": only naive_ddp takes a collective"},
         Bad{"unknown strategy key", [](json& j) { j["strategies"][1]["topk"] = 3; },
-            "strategies[1].topk: unknown key (known here: K, K_max, K_min, K_target, block, bucket_mb, density, label, name, overlap, quantize)"},
+            "strategies[1].topk: unknown key (known here: K, K_max, K_min, K_target, block, bucket_mb, density, faults, label, name, overlap, quantize)"},
         Bad{"negative bucket_mb", [](json& j) { j["strategies"][0]["bucket_mb"] = -25; },
             "strategies[0].bucket_mb: -25: must be in (0, 1048576] MiB (DDP's bucket_cap_mb; default 25)"},
         Bad{"bucket_mb not a number", [](json& j) { j["strategies"][0]["bucket_mb"] = "25MB"; },
