@@ -54,9 +54,9 @@ namespace geotb::engine {
 
 namespace {
 
-constexpr size_t kHeader = sizeof(int64_t);           // the sender's clock at hand-off, ns
+constexpr size_t kAsyncHeader = sizeof(int64_t);           // the sender's clock at hand-off, ns
 constexpr uint64_t kLastRound = uint64_t{1} << 63;    // in the header: the sender's last round
-constexpr size_t kFixed = kHeader + kernels::kWireHeaderBytes;  // what does not grow with the model
+constexpr size_t kFixed = kAsyncHeader + kernels::kWireHeaderBytes;  // what does not grow with the model
 
 /// A peer's round as the leader received it.
 struct Update {
@@ -240,15 +240,15 @@ class AsyncEfTopkInt8 final : public Strategy {
           break;
   }
   void take(WorkerEnv& env, size_t k, std::vector<uint8_t> in, std::vector<Update>& out) {
-    if (in.size() < kHeader) throw TransportError("async: a round message of " + std::to_string(in.size()) + " bytes");
+    if (in.size() < kAsyncHeader) throw TransportError("async: a round message of " + std::to_string(in.size()) + " bytes");
     uint64_t head;
-    std::memcpy(&head, in.data(), kHeader);
+    std::memcpy(&head, in.data(), kAsyncHeader);
     PeerState& p = state_[k];
     Update u{.peer = k,
              .round = p.next_round++,
              .sent_at = static_cast<int64_t>(head & ~kLastRound),
              .size = env.net->represented_size(in.size(), kFixed),
-             .wire = std::vector<uint8_t>(in.begin() + kHeader, in.end())};
+             .wire = std::vector<uint8_t>(in.begin() + kAsyncHeader, in.end())};
     p.ended = (head & kLastRound) != 0;
     out.push_back(std::move(u));
   }
@@ -331,10 +331,10 @@ class AsyncEfTopkInt8 final : public Strategy {
       poll_all(env, got);
       last_round_ = is_last(env, step, natural_last);
       // 2. This round to every peer, at once.
-      std::vector<uint8_t> msg(kHeader + wire.size());
+      std::vector<uint8_t> msg(kAsyncHeader + wire.size());
       const uint64_t head = static_cast<uint64_t>(t0) | (last_round_ ? kLastRound : 0);
-      std::memcpy(msg.data(), &head, kHeader);
-      std::memcpy(msg.data() + kHeader, wire.data(), wire.size());
+      std::memcpy(msg.data(), &head, kAsyncHeader);
+      std::memcpy(msg.data() + kAsyncHeader, wire.data(), wire.size());
       for (int p : peers_) env.net->send_data(p, exchange_tag_, msg, kFixed);
       rec.bytes_sent = env.net->represented_size(msg.size(), kFixed);
       {

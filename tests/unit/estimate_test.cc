@@ -80,14 +80,14 @@ Dataset crafted_train() {
   return d;
 }
 
-struct Outcome {
+struct DcOutcome {
   std::vector<std::vector<float>> mean;  // per survivor: the group's mean after each step
   std::vector<geotb::model::EstimateRecord> records;
 };
 
 // Five ranks of one DC; step 0 with all five, then rank 4 dies and steps 1 and 2 run with the
 // four survivors, each with its own batch: `inputs[r]` the mean input of every step's batch.
-Outcome run_dc(const geotb::model::EstimateConfig& cfg, const std::vector<std::vector<float>>& inputs) {
+DcOutcome run_dc(const geotb::model::EstimateConfig& cfg, const std::vector<std::vector<float>>& inputs) {
   geotb::emu::FabricConfig fc;
   fc.num_sites = 1;
   fc.site_of = {0, 0, 0, 0, 0};
@@ -98,7 +98,7 @@ Outcome run_dc(const geotb::model::EstimateConfig& cfg, const std::vector<std::v
   const Dataset train = crafted_train();
   EstimateBoard board;
   auto center = std::make_shared<const std::vector<float>>(std::vector<float>{0.0f, 0.0f});
-  Outcome out;
+  DcOutcome out;
   out.mean.resize(4);
   std::vector<std::thread> th;
   for (int r = 0; r < 5; ++r)
@@ -165,7 +165,7 @@ std::vector<float> grad_of(float mx, float my, float scale = 1.0f) {
 TEST(Estimate, SimilarityWeighsTheLikeBatchesAndTheMeanIsOverAllFive) {
   geotb::model::EstimateConfig cfg;
   cfg.weights = "similarity";
-  const Outcome o = run_dc(cfg, kInputs);
+  const DcOutcome o = run_dc(cfg, kInputs);
   const std::vector<float> want = {3.0f / 5 * 1, 2.0f / 5 * 2, 3.0f / 5 * 3, 2.0f / 5 * 4, 3.0f / 5 * 5, 2.0f / 5 * 6};
   for (int r = 0; r < 4; ++r)
     for (size_t k = 0; k < kN; ++k) EXPECT_FLOAT_EQ(o.mean[static_cast<size_t>(r)][k], want[k]) << r << " " << k;
@@ -188,7 +188,7 @@ TEST(Estimate, SimilarityWeighsTheLikeBatchesAndTheMeanIsOverAllFive) {
 TEST(Estimate, SeedWeighsTheUnlikeBatchesMore) {
   geotb::model::EstimateConfig cfg;
   cfg.weights = "seed";
-  const Outcome o = run_dc(cfg, kInputs);
+  const DcOutcome o = run_dc(cfg, kInputs);
   const std::vector<float> est = {1.0f / 3, 4.0f / 3, 1.0f, 8.0f / 3, 5.0f / 3, 4.0f}, truth = grad_of(1, 0);
   ASSERT_EQ(o.records.size(), 2u);
   EXPECT_NEAR(o.records[0].cosine, cosine(est.data(), truth.data(), kN), 1e-6);
@@ -201,7 +201,7 @@ TEST(Estimate, SeedWeighsTheUnlikeBatchesMore) {
 TEST(Estimate, EqualIsShrinksMeanExactly) {
   geotb::model::EstimateConfig cfg;
   cfg.weights = "equal";
-  const Outcome o = run_dc(cfg, kInputs);
+  const DcOutcome o = run_dc(cfg, kInputs);
   for (size_t k = 0; k < kN; ++k) EXPECT_EQ(o.mean[2][k], grad_of(2, 2)[k] / 4) << k;
   ASSERT_EQ(o.records.size(), 2u);
   EXPECT_EQ(o.records[0].cosine, o.records[0].shrink_cosine);
@@ -215,7 +215,7 @@ TEST(Estimate, EqualIsShrinksMeanExactly) {
 TEST(Estimate, LastGradientIsRecoveredExactlyAndDecays) {
   geotb::model::EstimateConfig cfg;
   cfg.weights = "last_gradient";
-  const Outcome o = run_dc(cfg, kInputs);
+  const DcOutcome o = run_dc(cfg, kInputs);
   for (size_t k = 0; k < kN; ++k) {
     EXPECT_FLOAT_EQ(o.mean[1][k], (grad_of(2, 2)[k] + grad_of(1, 0)[k]) / 5) << k;
     EXPECT_FLOAT_EQ(o.mean[1][kN + k], (grad_of(2, 2)[k] + grad_of(1, 0)[k]) / 5) << k;
@@ -223,7 +223,7 @@ TEST(Estimate, LastGradientIsRecoveredExactlyAndDecays) {
   ASSERT_EQ(o.records.size(), 2u);
   EXPECT_DOUBLE_EQ(o.records[0].rel_error, 0.0);
   cfg.decay = 0.5;
-  const Outcome d = run_dc(cfg, kInputs);
+  const DcOutcome d = run_dc(cfg, kInputs);
   for (size_t k = 0; k < kN; ++k) {
     EXPECT_FLOAT_EQ(d.mean[3][k], (grad_of(2, 2)[k] + grad_of(1, 0, 0.5f)[k]) / 5) << k;
     EXPECT_FLOAT_EQ(d.mean[3][kN + k], (grad_of(2, 2)[k] + grad_of(1, 0, 0.25f)[k]) / 5) << k;
