@@ -15,7 +15,9 @@
 #include "emulator/link/clock.h"
 #include "engine/checkpoint/worker_state.h"
 #include "engine/collectives/transport_group.h"
+#include "common/units.h"
 #include "engine/faults/agent.h"
+#include "engine/faults/quorum.h"
 #include "engine/faults/rejoin.h"
 #include "engine/model/torch_rng.h"
 #include "engine/strategies/table.h"
@@ -98,6 +100,21 @@ model::StrategyRun run_strategy(const ClusterSpec& cluster, const WorkloadSpec& 
     faults->enable_estimates(data.train, static_cast<size_t>(work.batch_per_worker));
   }
 
+  // "quorum" (hier_ef_topk_int8, hierarchical): the sites' membership service (faults/quorum.h),
+  // reading the links' states from the scenario's timeline, which counts from the first step.
+  auto quorum_origin = std::make_shared<std::chrono::nanoseconds>(0);
+  std::unique_ptr<SiteQuorum> quorum;
+  if (!scfg.quorum.empty()) {
+    if (!virt) throw RunError(scfg.run_name() + ": \"quorum\" runs on the virtual clock only");
+    const SiteQuorum::DownSince links = down_since_of(cluster);
+    quorum = std::make_unique<SiteQuorum>(
+        M, common::parse_duration(scfg.quorum),
+        [links, quorum_origin](int a, int b, std::chrono::nanoseconds t) -> std::optional<std::chrono::nanoseconds> {
+          const std::optional<std::chrono::nanoseconds> since = links(a, b, t - *quorum_origin);
+          return since ? std::optional(*since + *quorum_origin) : std::nullopt;
+        });
+  }
+
   const std::vector<int> leaders = layout.leaders();
   std::vector<int> ring;
   for (int r = 0; r < P; ++r) ring.push_back(r);
@@ -125,6 +142,7 @@ model::StrategyRun run_strategy(const ClusterSpec& cluster, const WorkloadSpec& 
     e.layout = layout;
     e.dc_weights = dc_weights;
     e.dc_leaders = leaders;
+    e.quorum = quorum.get();
     e.ring = ring;
     e.learner = learners[static_cast<size_t>(r)].get();
     e.opt = opts.back().get();
@@ -185,6 +203,7 @@ model::StrategyRun run_strategy(const ClusterSpec& cluster, const WorkloadSpec& 
   std::string closed_error;  // "woken by another rank's failure": reported only if nothing else is
   // The scenario's timeline counts from the first step.
   auto schedule_timeline = [&](std::chrono::nanoseconds origin) {
+    *quorum_origin = origin - resumed_at;
     for (const model::ScheduledChange& tc : cluster.timeline) {
       emu::LinkChange c = tc.change;
       c.at = origin - resumed_at + tc.change.at;
@@ -446,6 +465,14 @@ model::StrategyRun run_strategy(const ClusterSpec& cluster, const WorkloadSpec& 
   reports[0].final_weights_sha256 = sha256_hex(x0, n * sizeof(float));
   model::StrategyRun res = merge_rank_reports(scfg.name, reports, work, M);
   if (faults) res.faults = faults->section();
+  if (quorum) {
+    model::QuorumSection q;
+    q.timeout_s = std::chrono::duration<double>(common::parse_duration(scfg.quorum)).count();
+    for (const SiteQuorum::Decision& d : quorum->decisions())
+      q.decisions.push_back({d.round, (d.round + 1) * scfg.K - 1, d.sites,
+                             std::max(0.0, std::chrono::duration<double>(d.at - t_start).count())});
+    res.quorum = q;
+  }
   if (virt) {
     res.metrics.host_wall_s = std::chrono::duration<double>(host_wall).count();
     const emu::VirtualScheduler::Counters c = sched->counters();

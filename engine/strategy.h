@@ -28,6 +28,7 @@
 namespace geotb::engine {
 
 class GradientEstimator;
+class SiteQuorum;
 
 /// Strategy parameters, from the scenario's "strategies" entries.
 struct StrategyConfig {
@@ -40,6 +41,9 @@ struct StrategyConfig {
   /// scenario's faults.policy; empty: the scenario's.
   std::string fault_policy = {};
   std::optional<model::EstimateConfig> fault_estimate = {};  ///< with fault_policy "estimate"
+  /// hier_ef_topk_int8, hierarchical: rounds under a quorum of sites (faults/quorum.h), "quorum":
+  /// the time a link must stay down before its sites are separated, e.g. "5s"; empty: off.
+  std::string quorum = {};
   int K = 16;                ///< steps between inter-DC exchanges (with K_auto: the first interval's)
   /// "K": "auto" (hier_ef_topk_int8, hierarchical): K follows the measured exchange, step and
   /// round times (strategies/adaptive_k.h), within [K_min, K_max], for a target utilisation.
@@ -174,6 +178,8 @@ struct WorkerEnv {
   /// Node faults' policy "estimate" (faults/estimate.h): what stands in for a dead DC peer's
   /// gradient in the intra-DC mean; null otherwise.
   GradientEstimator* estimator = nullptr;
+  /// The quorum of sites (faults/quorum.h) of a strategy run with "quorum"; null otherwise.
+  SiteQuorum* quorum = nullptr;
 };
 
 /// Every other rank of this rank's data center, ascending (a DC leader forwards to them; sends
@@ -235,6 +241,10 @@ class Strategy {
   /// an asynchronous strategy's faster sites train on until the slowest is done. Every worker of a
   /// DC answers alike. Default: never.
   virtual bool runs_past(int /*step*/) const { return false; }
+  /// The step this worker runs after `step`: step + 1, or later when its site was paused and
+  /// rejoins the others at a later step (hier_ef_topk_int8 under a quorum of sites: the steps in
+  /// between are not run, their losses stay NaN). Every worker of a DC answers alike.
+  virtual int next_step(int step) const { return step + 1; }
 };
 
 /// Adds the elapsed time of its scope to a counter.

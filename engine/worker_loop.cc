@@ -152,6 +152,25 @@ void run_worker_loop(WorkerEnv& env, const StrategyConfig& scfg, const WorkloadS
         std::fill(out.step_end_s.begin() + s + 1, out.step_end_s.end(), out.step_end_s[static_cast<size_t>(s)]);
       break;
     }
+    if (const int next = std::min(strategy->next_step(s), steps); next > s + 1) {
+      // The site was paused and rejoins at `next` (a quorum of sites): the steps in between are
+      // not run (NaN loss, not counted as samples); the recording rank keeps the instant it
+      // rejoined as their end and snapshots the model it rejoined with.
+      const double t = std::chrono::duration<double>(clock.now() - t_start).count();
+      for (int k = s + 1; k < next; ++k) {
+        if (records) {
+          out.step_end_s[static_cast<size_t>(k)] = t;
+          for (int at : snap_at)
+            if (at == k + 1) {
+              out.snapshot_steps.push_back(at);
+              out.snapshots.emplace_back(env.learner->params(), env.learner->params() + n);
+            }
+          if (hooks.progress) hooks.progress(k + 1, steps, t);
+        }
+      }
+      s = next - 1;
+      continue;
+    }
     if (s + 1 < steps && hooks.checkpoint_due && hooks.checkpoint_due(s + 1)) {
       StateBuffers state;
       save_worker_state(env, *strategy, sampler, out, s + 1, clock.now() - t_start, state);

@@ -1244,6 +1244,21 @@ void check_strategies_for_mode(const Scenario& sc, const std::vector<std::string
              fmt::format("{} has no intra-DC group to estimate a dead worker's gradient in (its one group spans every "
                          "worker); give this entry \"faults\": {{\"policy\": \"shrink\"}}", st.name));
     }
+    // A quorum of sites: the embedded mode on the virtual clock, without node faults or
+    // checkpoints for now (docs/guide/strategies.md "Quorum of sites").
+    if (!st.quorum.empty()) {
+      const std::string qfield = fmt::format("strategies[{}].quorum", i);
+      if (sc.network != NetworkMode::kEmbedded || sc.clock != engine::ClockMode::kVirtual)
+        fail(qfield, json(st.quorum),
+             fmt::format("runs in the embedded mode on the virtual clock only (here: the {} mode, {} clock)",
+                         to_string(sc.network), sc.clock == engine::ClockMode::kVirtual ? "virtual" : "wall"));
+      if (sc.faults.active())
+        fail(qfield, json(st.quorum),
+             "not with node faults yet (\"faults\", kill, restart or slow events): a heartbeat's declaration of a "
+             "cut-off leader would fence it; cut links with the timeline's link changes instead");
+      if (sc.checkpoint.every_steps > 0 || !sc.checkpoint.dir.empty())
+        fail(qfield, json(st.quorum), "not with checkpoints yet (a paused site is rounds behind)");
+    }
     if (info.no_checkpoints && (sc.checkpoint.every_steps > 0 || !sc.checkpoint.dir.empty()))
       fail(field, json(st.name),
            "cannot be checkpointed (its sites are at different steps, with updates in flight: no step is a "

@@ -230,6 +230,26 @@ void from_json(const json& j, ResumedFrom& r) {
   if (r.checkpoint.empty()) f::fail("checkpoint", "must not be empty");
 }
 
+void to_json(json& j, const QuorumSection& q) {
+  json d = json::array();
+  for (const QuorumDecision& x : q.decisions)
+    d.push_back({{"round", x.round}, {"step", x.step}, {"sites", x.sites}, {"at_s", x.at_s}});
+  j = {{"timeout_s", q.timeout_s}, {"decisions", d}};
+}
+
+void from_json(const json& j, QuorumSection& q) {
+  q.timeout_s = f::nonneg(j, "timeout_s");
+  q.decisions.clear();
+  for (const json& x : f::array(j, "decisions")) {
+    QuorumDecision d;
+    d.round = static_cast<int>(f::count(x, "round"));
+    d.step = static_cast<int>(f::count(x, "step"));
+    d.sites = f::req(x, "sites").get<std::vector<int>>();
+    d.at_s = f::nonneg(x, "at_s");
+    q.decisions.push_back(d);
+  }
+}
+
 void to_json(json& j, const StrategyRun& s) {
   j = {{"name", s.name}, {"config", s.config}, {"metrics", s.metrics}, {"series", s.series}, {"exchanges", s.exchanges}};
   if (s.dataplane) j["dataplane"] = *s.dataplane;
@@ -238,6 +258,7 @@ void to_json(json& j, const StrategyRun& s) {
   if (s.faults) j["faults"] = *s.faults;
   if (s.refused_connections) j["refused_connections"] = *s.refused_connections;
   if (s.asynchrony) j["asynchrony"] = *s.asynchrony;
+  if (s.quorum) j["quorum"] = *s.quorum;
   if (s.seeds.empty()) return;
   j["seeds"] = s.seeds;
   const SeedSummary sum = *metrics::seed_summary(s.seeds);
@@ -283,6 +304,8 @@ void from_json(const json& j, StrategyRun& s) {
   }
   s.asynchrony.reset();
   if (f::has(j, "asynchrony")) f::get(j, "asynchrony", s.asynchrony.emplace());
+  s.quorum.reset();
+  if (f::has(j, "quorum")) f::get(j, "quorum", s.quorum.emplace());
 }
 
 // ---- scenario and context ----

@@ -177,6 +177,20 @@ void from_json(const json& j, ResumedFrom& r);
 
 /// One strategy of a run: {"name", "config", "metrics", "series", "exchanges"}; with `--seeds N`,
 /// "seeds" (N entries, the first the run above) and "seed_summary"; in dpdk mode "dataplane";
+/// A quorum of sites ("quorum": engine/faults/quorum.h): a change of the sites a round runs with.
+struct QuorumDecision {
+  int round = 0;            ///< the first round (0-based) with these sites
+  int step = 0;             ///< the step (0-based) that round follows
+  std::vector<int> sites;   ///< data center indices, ascending
+  double at_s = 0;          ///< when it was decided, seconds since the strategy's start
+};
+struct QuorumSection {
+  double timeout_s = 0;                  ///< a link down this long separates its sites
+  std::vector<QuorumDecision> decisions;  ///< the first decision and every change, in round order
+};
+void to_json(json& j, const QuorumSection& q);
+void from_json(const json& j, QuorumSection& q);
+
 /// resumed from a checkpoint, "resumed_from"; "final_weights_sha256".
 struct StrategyRun {
   std::string name;
@@ -199,6 +213,9 @@ struct StrategyRun {
   /// An asynchronous strategy's staleness, waits and divergence (model/asynchrony.h); absent for
   /// the synchronous ones.
   std::optional<AsyncSection> asynchrony;
+  /// hier_ef_topk_int8 / hierarchical with "quorum": the membership service's decisions (every
+  /// change of the sites a round runs with); absent otherwise.
+  std::optional<QuorumSection> quorum;
 };
 void to_json(json& j, const StrategyRun& s);
 void from_json(const json& j, StrategyRun& s);

@@ -1,5 +1,6 @@
 #include "engine/strategies/descriptor.h"
 
+#include "common/units.h"
 #include "engine/collectives/buckets.h"
 
 #include <cmath>
@@ -161,6 +162,29 @@ extern constexpr StrategyKey wire16{
     },
     // float32 is the default: a float32 run's report stays as it was before 16-bit wires.
     .shown = [](const StrategyConfig& c) { return c.wire != "float32"; },
+};
+
+extern constexpr StrategyKey quorum{
+    .name = "quorum",
+    .kind = StrategyKey::Kind::kText,
+    .set = [](StrategyConfig& c, const KeyValue& v) { c.quorum = std::get<std::string>(v); },
+    .get = [](const StrategyConfig& c) { return KeyValue{c.quorum}; },
+    .check = [](const StrategyConfig& c) {
+      if (c.quorum.empty()) return std::string();  // off
+      std::chrono::nanoseconds d{0};
+      try {
+        d = common::parse_duration(c.quorum);
+      } catch (const std::exception& e) {
+        return "quorum: \"" + c.quorum + "\": " + e.what() + " (the time a link must stay down, e.g. \"5s\")";
+      }
+      if (d < std::chrono::milliseconds(1) || d > std::chrono::hours(1))
+        return "quorum: \"" + c.quorum + "\": must be in [1ms, 1h]";
+      if (c.overlap)
+        return "quorum: \"" + c.quorum + "\": needs \"overlap\": false (rounds under a quorum are blocking for now)";
+      if (c.K_auto) return "quorum: \"" + c.quorum + "\": needs a fixed K";
+      return std::string();
+    },
+    .shown = [](const StrategyConfig& c) { return !c.quorum.empty(); },
 };
 
 extern constexpr StrategyKey quantize{

@@ -91,6 +91,9 @@ extern const StrategyKey bucket_mb; ///< DDP's bucket_cap_mb of every DDP allred
 /// "wire": "float32" (default), "bf16" or "fp16": naive_ddp's gradient allreduce and hierarchical's
 /// exchange in 16 bits (kernels/wire16.h); reported only when not float32.
 extern const StrategyKey wire16;
+/// hier_ef_topk_int8 and hierarchical: rounds under a quorum of sites (faults/quorum.h): how long
+/// a link must stay down before its sites are separated, e.g. "5s"; absent: off. Reported when on.
+extern const StrategyKey quorum;
 }  // namespace strategy_keys
 
 struct StrategyDescriptor {

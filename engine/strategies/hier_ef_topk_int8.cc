@@ -41,6 +41,7 @@
 #include <string>
 
 #include "engine/compute_charge.h"
+#include "engine/faults/quorum.h"
 #include "engine/strategies/adaptive_k.h"
 #include "engine/strategies/exchange_timing.h"
 #include "engine/strategies/dc_exchange.h"
@@ -74,6 +75,17 @@ struct Arrived {
   uint64_t bytes_sent = 0;                  // our message (header included)
   uint64_t bytes_max = 0;                   // largest message of the exchange (header included)
   std::vector<RoundMeasure> measures;       // "K": "auto": each peer's, in DC order (leader only)
+  std::vector<int> sites;                   // quorum: the data center of each of `wires`
+  bool excluded = false;                    // quorum: this site was dropped from the round
+};
+
+/// A round's exchange under a quorum of sites (faults/quorum.h): which round, this site, and the
+/// site of each peer leader, so that a wait for a separated site ends when the service drops it.
+struct QuorumWait {
+  SiteQuorum* service = nullptr;
+  int round = 0;
+  int site = 0;
+  std::vector<int> peer_sites;  // parallel to the exchange's peers
 };
 
 /// A leader's exchange running on its own thread (in virtual time: its own actor), handed back
@@ -135,7 +147,13 @@ class HierEfTopkInt8 final : public Strategy {
     DcPeers peers = dc_peers(env);
     peers_ = std::move(peers.leaders);
     peer_links_ = std::move(peers.links);
+    quorum_ = cfg.quorum.empty() ? nullptr : env.quorum;
+    if (quorum_) sleep_tag_ = tags_.take("hier.quorum.pause", 1).tag(0);  // every rank alike, before any round
+    if (!cfg.quorum.empty() && !quorum_)
+      throw std::logic_error("hier_ef_topk_int8: \"quorum\" without the cluster's quorum service");
   }
+
+  int next_step(int step) const override { return std::max(step + 1, resume_at_); }
 
   uint64_t loop_step_share() const override { return buckets_.loop_step_share(); }
 
@@ -158,6 +176,7 @@ class HierEfTopkInt8 final : public Strategy {
     const size_t n = env.learner->num_params();
     float* x = env.learner->params();
     if (in_flight_) collect_pending(env);
+    if (quorum_ && leader(env)) quorum_->finished(env.dc);
     // Dense float32 exchange of everything not yet in xbar, so every replica ends identical
     // (whatever the rounds' wire).
     kernels::CompressConfig dense;
@@ -340,6 +359,7 @@ class HierEfTopkInt8 final : public Strategy {
 
   void round(WorkerEnv& env, int step) {
     if (auto_k_) return adaptive_round(env, step);
+    if (quorum_) return quorum_round(env, step);
     const size_t n = env.learner->num_params();
     float* x = env.learner->params();
     std::vector<uint8_t> wire = compress(env, kcfg_, rounds_);
@@ -361,12 +381,199 @@ class HierEfTopkInt8 final : public Strategy {
     std::memcpy(mark_.data(), x, n * sizeof(float));
   }
 
+  /// A round under the quorum of sites (faults/quorum.h; "overlap": false, fixed K). The leader
+  /// asks the service for round r's sites S_r. In S_r: the exchange runs among S_r's leaders but
+  /// those admitted at r (they receive the state instead), the anchor moves by the mean over
+  /// them, and S_r's lowest site sends each admitted site {r, anchor}. Left out: the site pauses
+  /// (quorum_pause). The leader tells its members first which of the two happened (a header on
+  /// the forward tag), then forwards the peers' messages or the state.
+  void quorum_round(WorkerEnv& env, int step) {
+    const size_t n = env.learner->num_params();
+    float* x = env.learner->params();
+    const int r = (step + 1) / cfg_.K - 1;
+    std::vector<uint8_t> wire = compress(env, kcfg_, rounds_);
+    const RoundTags tags = take_round_tags("hier.round");
+    std::vector<int> active;  // the sites exchanging this round, ascending
+    std::vector<int> joiners;  // admitted at r: they get the state
+    Arrived a;
+    if (leader(env)) {
+      // No majority on this side now: wait until there is one (then decide or read r), or until
+      // the others decided r without this site (then pause until it can rejoin).
+      std::optional<std::vector<int>> S;
+      bool out = false;
+      {
+        ScopedTimer t(*env.clock, env.times.exposed_comm_ns);
+        while (!(S = quorum_->ask(r, env.dc, env.clock->now()))) {
+          if (!quorum_->sites_of(r).empty()) {
+            out = true;
+            break;
+          }
+          quorum_poll(env, r);
+        }
+      }
+      if (out) return quorum_pause(env, r, tags);
+      for (int d : *S) (quorum_->admitted_at(d) == r ? joiners : active).push_back(d);
+      DcPeers sub;
+      for (int d : active)
+        if (d != env.dc) {
+          sub.leaders.push_back(env.dc_leaders[static_cast<size_t>(d)]);
+          sub.links.push_back(static_cast<size_t>(d) < env.wan_in.size() ? env.wan_in[static_cast<size_t>(d)] : InboundLink{});
+        }
+      QuorumWait qw{quorum_, r, env.dc, {}};
+      for (int d : active)
+        if (d != env.dc) qw.peer_sites.push_back(d);
+      std::unique_ptr<InFlight> fut = launch(env, std::move(wire), tags, rounds_, true, nullptr, &sub, qw);
+      bool left_out = false;
+      {
+        ScopedTimer t(*env.clock, env.times.exposed_comm_ns);
+        a = fut->join();
+        // The round's sites are final now; only their messages count (a site may have been
+        // dropped after this leader received its message).
+        const std::vector<int> final_sites = a.excluded ? std::vector<int>{} : quorum_->finalize(r, env.clock->now());
+        left_out = std::find(final_sites.begin(), final_sites.end(), env.dc) == final_sites.end();
+        std::vector<std::vector<uint8_t>> kept;
+        for (size_t i = 0; i < a.sites.size(); ++i)
+          if (std::find(final_sites.begin(), final_sites.end(), a.sites[i]) != final_sites.end())
+            kept.push_back(std::move(a.wires[i]));
+        a.wires = std::move(kept);
+        active.clear();
+        joiners.clear();
+        for (int d : final_sites) (quorum_->admitted_at(d) == r ? joiners : active).push_back(d);
+      }
+      if (left_out) return quorum_pause(env, r, tags);
+      {
+        ScopedTimer t(*env.clock, env.times.exposed_comm_ns);
+        std::vector<uint8_t> head = {0, static_cast<uint8_t>(active.size())};
+        for (int d : active) head.push_back(static_cast<uint8_t>(d));
+        for (int m : dc_ranks_but_self(env)) {
+          env.net->send(m, tags.forward, head);
+          for (const auto& w : a.wires) env.net->send_data(m, tags.forward, w, rounds_.header());
+        }
+      }
+    } else {
+      ScopedTimer t(*env.clock, env.times.exposed_comm_ns);
+      const int lead = env.dc_leaders[static_cast<size_t>(env.dc)];
+      const std::vector<uint8_t> head = env.net->recv(lead, tags.forward);
+      if (head.empty()) throw TransportError("quorum: an empty header from the leader");
+      if (head[0] == 1) return quorum_rejoined(env, r, head);
+      active.assign(head.begin() + 2, head.begin() + 2 + head[1]);
+      for (size_t i = 0; i + 1 < active.size(); ++i) a.wires.push_back(env.net->recv(lead, tags.forward));
+    }
+    // x̄ += Σ_{d∈S} w_d s_d / Σ_{d∈S} w_d, in DC order (every replica alike).
+    {
+      ScopedTimer t(*env.clock, env.times.compress_ns);
+      const ComputeRegion region(Work::kCompress, (a.wires.size() + 1) * n);
+      sum_.assign(n, 0.0f);
+      float wsum = 0;
+      size_t k = 0;
+      for (int d : active) {
+        const float w = dc_mean_weight(env, d);
+        wsum += w;
+        if (d == env.dc) {
+          for (size_t i = 0; i < n; ++i) sum_[i] += w * s_cur_[i];
+        } else if (!rounds_.wire16) {
+          kernels::decompress_add(a.wires[k].data(), a.wires[k].size(), sum_.data(), n, w), ++k;
+        } else {
+          kernels::add16(*rounds_.wire16, a.wires[k].data(), n, w, sum_.data()), ++k;
+        }
+      }
+      const float inv = 1.0f / wsum;
+      for (size_t i = 0; i < n; ++i) xbar_[i] += sum_[i] * inv;
+      for (size_t i = 0; i < n; ++i) x[i] = xbar_[i] + resid_[i];
+    }
+    std::memcpy(mark_.data(), x, n * sizeof(float));
+    if (leader(env)) {
+      ExchangeRecord rec;
+      rec.step = step;
+      rec.bytes_sent = a.bytes_sent;
+      rec.seconds = a.timing.seconds;
+      rec.lower_bound_s = a.timing.lower_bound_s;
+      rec.rtt_s = a.timing.rtt_s;
+      env.exchanges.push_back(rec);
+      // S_r's lowest exchanging site hands the admitted sites the anchor, on round r's forward tag
+      // (its own members get theirs on it too; an admitted leader is none of them).
+      if (!joiners.empty() && env.dc == active.front()) {
+        std::vector<uint8_t> state(sizeof(int32_t) + n * sizeof(float));
+        const int32_t rr = r;
+        std::memcpy(state.data(), &rr, sizeof rr);
+        std::memcpy(state.data() + sizeof rr, xbar_.data(), n * sizeof(float));
+        for (int d : joiners) env.net->send_data(env.dc_leaders[static_cast<size_t>(d)], tags.forward, state, sizeof rr);
+      }
+    }
+  }
+
+  /// The leader of a site left out of round r: it waits (nobody of its DC trains) until its side
+  /// of the partition holds a majority again, asks to join, waits for its admission at a round
+  /// r' and for the state from r''s lowest site, takes it, tells its members, and resumes at step
+  /// (r' + 1) K. The rounds in between take their tags, as every other site's did.
+  void quorum_pause(WorkerEnv& env, int r, const RoundTags& tags) {
+    const size_t n = env.learner->num_params();
+    std::optional<int> admitted;
+    std::vector<uint8_t> state;
+    {
+      ScopedTimer t(*env.clock, env.times.exposed_comm_ns);
+      while (!quorum_->has_majority(env.dc, env.clock->now())) quorum_poll(env, r);
+      quorum_->request_join(env.dc);
+      while (!(admitted = quorum_->admitted_at(env.dc))) quorum_poll(env, r);
+      RoundTags at = tags;
+      for (int k = r + 1; k <= *admitted; ++k) at = take_round_tags("hier.round");
+      const std::vector<int> sites = quorum_->sites_of(*admitted);
+      int from = -1;  // the lowest site of round r' that exchanged (not itself admitted then)
+      for (int d : sites)
+        if (quorum_->admitted_at(d) != *admitted) {
+          from = d;
+          break;
+        }
+      if (from < 0) throw TransportError("quorum: round " + std::to_string(*admitted) + " has no site to take the state from");
+      state = env.net->recv(env.dc_leaders[static_cast<size_t>(from)], at.forward);
+      if (state.size() != sizeof(int32_t) + n * sizeof(float))
+        throw TransportError("quorum: a state of " + std::to_string(state.size()) + " bytes");
+      std::vector<uint8_t> head = {1};
+      head.insert(head.end(), state.begin(), state.end());
+      for (int m : dc_ranks_but_self(env)) env.net->send_data(m, tags.forward, head, 1 + sizeof(int32_t));
+      state = std::move(head);
+    }
+    quorum_rejoined(env, r, state);
+  }
+
+  /// A paused leader's wait of 100 ms before it asks the quorum again: a wait that times out (not
+  /// a charge), so that the other actors run meanwhile; nothing is ever sent on its tag. Fails the
+  /// run when every other site has finished: nobody will admit this one any more.
+  void quorum_poll(WorkerEnv& env, int r) {
+    if (quorum_->others_finished(env.dc))
+      throw TransportError("quorum: data center " + std::to_string(env.dc) + " was paused at round " +
+                           std::to_string(r) + " and the others finished before it could rejoin (its side of the "
+                           "partition held no majority until then)");
+    if (env.net->recv_until(env.rank, sleep_tag_, env.clock->now() + std::chrono::milliseconds(100)))
+      throw TransportError("quorum: a message on the pause's own tag");
+  }
+
+  /// Every worker of a rejoining site: x = x̄ = mark = the majority's anchor of round r', the
+  /// residual reset to 0 (its progress belongs to a model the others never saw), and the run goes
+  /// on at step (r' + 1) K. A member takes the skipped rounds' tags here (its leader did).
+  void quorum_rejoined(WorkerEnv& env, int r, const std::vector<uint8_t>& head) {
+    const size_t n = env.learner->num_params();
+    float* x = env.learner->params();
+    int32_t to = 0;
+    if (head.size() != 1 + sizeof to + n * sizeof(float)) throw TransportError("quorum: a rejoin state of " +
+                                                                               std::to_string(head.size()) + " bytes");
+    std::memcpy(&to, head.data() + 1, sizeof to);
+    if (!leader(env))
+      for (int k = r + 1; k <= to; ++k) take_round_tags("hier.round");
+    std::memcpy(xbar_.data(), head.data() + 1 + sizeof to, n * sizeof(float));
+    std::memcpy(x, xbar_.data(), n * sizeof(float));
+    mark_ = xbar_;
+    std::fill(resid_.begin(), resid_.end(), 0.0f);
+    resume_at_ = (to + 1) * cfg_.K;
+  }
+
   /// Leader: hands `wire` to every other DC leader and collects theirs on a background thread.
   /// `send_own` false: only receive (the round's own message was sent by a dead predecessor).
   /// `measure` ("K": "auto"): this DC's latest measurement, sent after the clock.
   std::unique_ptr<InFlight> launch(WorkerEnv& env, std::vector<uint8_t> wire, const RoundTags& tags,
                                    const Coding& coding, bool send_own = true,
-                                   const RoundMeasure* measure = nullptr) {
+                                   const RoundMeasure* measure = nullptr, const DcPeers* subset = nullptr,
+                                   std::optional<QuorumWait> qw = std::nullopt) {
     auto f = std::make_unique<InFlight>();
     f->net = env.net;
     f->sync = env.net->make_sync();
@@ -379,8 +586,9 @@ class HierEfTopkInt8 final : public Strategy {
     std::array<double, 3> m{};
     if (measure) m = {measure->exchange_s, measure->step_s, measure->round_s};
     f->th = f->sync->spawn("WAN exchange of rank " + std::to_string(env.rank),
-                           [out, net, clock, peers = peers_, links = peer_links_, tag, w = std::move(wire), send_own,
-                            measured, head, fixed, m]() {
+                           [out, net, clock, peers = subset ? subset->leaders : peers_,
+                            links = subset ? subset->links : peer_links_, tag, w = std::move(wire), send_own,
+                            measured, head, fixed, m, qw]() {
       Arrived a;
       std::exception_ptr err;
       try {
@@ -396,7 +604,28 @@ class HierEfTopkInt8 final : public Strategy {
         ExchangeTiming timing(t0);
         for (size_t k = 0; k < peers.size(); ++k) {
           const int p = peers[k];
-          std::vector<uint8_t> in = net->recv(p, tag);
+          std::vector<uint8_t> in;
+          if (!qw) {
+            in = net->recv(p, tag);
+          } else {
+            // Under a quorum: wait in slices of 50 ms; between them, a peer the service separated
+            // from this side is dropped from the round (or this site was: it stops).
+            const int ps = qw->peer_sites[k];
+            std::optional<std::vector<uint8_t>> got;
+            for (;;) {
+              got = net->recv_until(p, tag, clock->now() + std::chrono::milliseconds(50));
+              if (got) break;
+              if (!qw->service->in_round(qw->round, qw->site)) break;
+              if (qw->service->drop(qw->round, qw->site, ps, clock->now())) break;
+            }
+            if (!qw->service->in_round(qw->round, qw->site)) {
+              a.excluded = true;
+              break;
+            }
+            if (!got) continue;  // dropped from the round
+            in = std::move(*got);
+            a.sites.push_back(ps);
+          }
           if (in.size() < head) throw TransportError("exchange: message of " + std::to_string(in.size()) + " bytes");
           int64_t sent_at;
           std::memcpy(&sent_at, in.data(), kHeader);
@@ -509,6 +738,9 @@ class HierEfTopkInt8 final : public Strategy {
   double last_round_s_ = 0;             // the last round's own compute, seconds
   RoundMeasure own_sent_;               // leader: the measurement its round in flight carries
   std::vector<RoundMeasure> decision_;  // the collected round's measurements, every DC's; empty: none
+  SiteQuorum* quorum_ = nullptr;        // "quorum": the cluster's service (faults/quorum.h); else null
+  int resume_at_ = 0;                   // a paused site's step to resume at (Strategy::next_step)
+  uint64_t sleep_tag_ = 0;              // quorum: the tag a paused leader waits on (nothing comes)
   DdpBuckets buckets_;  // after every other member: its initialiser comes last
 };
 
@@ -523,23 +755,26 @@ std::unique_ptr<Strategy> make_hierarchical(const StrategyConfig& cfg, const Wor
   return std::make_unique<HierEfTopkInt8>(dense, env, kernels::parse_wire16(cfg.wire));
 }
 
-constexpr std::array<const StrategyKey*, 9> kHierEfTopkInt8Keys = {
-    &strategy_keys::K_or_auto, &strategy_keys::density,  &strategy_keys::block,
-    &strategy_keys::overlap,   &strategy_keys::quantize, &strategy_keys::bucket_mb,
-    &strategy_keys::K_min,     &strategy_keys::K_max,    &strategy_keys::K_target};
-constexpr std::array<const StrategyKey*, 8> kHierEfTopkInt8Reported = {
-    &strategy_keys::K_or_auto, &strategy_keys::K_min, &strategy_keys::K_max,    &strategy_keys::K_target,
-    &strategy_keys::overlap, &strategy_keys::density, &strategy_keys::block, &strategy_keys::quantize};
-// hierarchical sends everything densely, in float32 or 16 bits ("wire"): density, block and
-// quantize are accepted (as every strategy accepts the common keys) but not used, and not reported.
-constexpr std::array<const StrategyKey*, 10> kHierarchicalKeys = {
+constexpr std::array<const StrategyKey*, 10> kHierEfTopkInt8Keys = {
     &strategy_keys::K_or_auto, &strategy_keys::density,  &strategy_keys::block,
     &strategy_keys::overlap,   &strategy_keys::quantize, &strategy_keys::bucket_mb,
     &strategy_keys::K_min,     &strategy_keys::K_max,    &strategy_keys::K_target,
-    &strategy_keys::wire16};
-constexpr std::array<const StrategyKey*, 6> kHierarchicalReported = {
+    &strategy_keys::quorum};
+constexpr std::array<const StrategyKey*, 9> kHierEfTopkInt8Reported = {
+    &strategy_keys::K_or_auto, &strategy_keys::K_min,   &strategy_keys::K_max,    &strategy_keys::K_target,
+    &strategy_keys::overlap,   &strategy_keys::density, &strategy_keys::block,    &strategy_keys::quantize,
+    &strategy_keys::quorum};
+// hierarchical sends everything densely, in float32 or 16 bits ("wire"): density, block and
+// quantize are accepted (as every strategy accepts the common keys) but not used, and not reported.
+constexpr std::array<const StrategyKey*, 11> kHierarchicalKeys = {
+    &strategy_keys::K_or_auto, &strategy_keys::density,  &strategy_keys::block,
+    &strategy_keys::overlap,   &strategy_keys::quantize, &strategy_keys::bucket_mb,
+    &strategy_keys::K_min,     &strategy_keys::K_max,    &strategy_keys::K_target,
+    &strategy_keys::wire16,    &strategy_keys::quorum};
+constexpr std::array<const StrategyKey*, 7> kHierarchicalReported = {
     &strategy_keys::K_or_auto, &strategy_keys::K_min,   &strategy_keys::K_max,
-    &strategy_keys::K_target,  &strategy_keys::overlap, &strategy_keys::wire16};
+    &strategy_keys::K_target,  &strategy_keys::overlap, &strategy_keys::wire16,
+    &strategy_keys::quorum};
 
 constexpr StrategyInfo kNeeds = {
     .needs_intra_dc = true, .one_group = false, .exchanges_every_step = false, .survives_kills = true};

@@ -40,6 +40,9 @@ class CountingTransport final : public Transport {
   double represent_scale() const override { return inner_.represent_scale(); }
   std::vector<uint8_t> recv(int src, uint64_t tag) override { return inner_.recv(src, tag); }
   std::optional<std::vector<uint8_t>> poll(int src, uint64_t tag) override { return inner_.poll(src, tag); }
+  std::optional<std::vector<uint8_t>> recv_until(int src, uint64_t tag, std::chrono::nanoseconds deadline) override {
+    return inner_.recv_until(src, tag, deadline);
+  }
   void close() override { inner_.close(); }
   void take_over(int dead, const std::vector<int>& tell) override { inner_.take_over(dead, tell); }
 

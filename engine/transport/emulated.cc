@@ -131,6 +131,25 @@ std::vector<uint8_t> EmulatedTransport::recv(int src, uint64_t tag) {
   return std::move(*m);
 }
 
+std::optional<std::vector<uint8_t>> EmulatedTransport::recv_until(int src, uint64_t tag, std::chrono::nanoseconds deadline) {
+  if (!sched_)
+    throw TransportError("rank " + std::to_string(rank_) + ": recv_until needs the virtual clock");
+  const std::chrono::nanoseconds now = sched_->now(sched_->current());
+  if (deadline <= now) return poll(src, tag);
+  std::optional<std::vector<uint8_t>> m;
+  try {
+    m = fabric_.recv(rank_, src, tag, deadline - now);
+  } catch (const emu::FabricInterrupted& e) {
+    throw PeerDeclaredDead(e.what());
+  } catch (const emu::FabricError& e) {
+    throw TransportError(e.what());
+  }
+  if (!m && fabric_.closed())
+    throw TransportClosed("rank " + std::to_string(rank_) + ": transport closed while waiting for rank " +
+                          std::to_string(src) + " (tag " + std::to_string(tag) + ")");
+  return m;
+}
+
 std::optional<std::vector<uint8_t>> EmulatedTransport::poll(int src, uint64_t tag) {
   if (!sched_)
     throw TransportError("rank " + std::to_string(rank_) + ": poll needs the virtual clock (the embedded mode's wall "

@@ -30,6 +30,7 @@ class EmulatedTransport final : public Transport {
   std::vector<uint8_t> recv(int src, uint64_t tag) override;
   /// Virtual time only (Fabric::poll); the real-time fabric throws TransportError.
   std::optional<std::vector<uint8_t>> poll(int src, uint64_t tag) override;
+  std::optional<std::vector<uint8_t>> recv_until(int src, uint64_t tag, std::chrono::nanoseconds deadline) override;
   /// Closes the whole fabric: in embedded mode one failed rank ends the run for every rank.
   /// Except while this rank's alarm is raised (a peer declared dead, engine/faults/): its recvs
   /// are already interrupted and the survivors recover, so nothing is closed; nor by a killed

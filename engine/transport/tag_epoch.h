@@ -46,6 +46,9 @@ class TagEpochTransport final : public Transport {
   double represent_scale() const override { return inner_.represent_scale(); }
   std::vector<uint8_t> recv(int src, uint64_t tag) override { return inner_.recv(src, map(tag)); }
   std::optional<std::vector<uint8_t>> poll(int src, uint64_t tag) override { return inner_.poll(src, map(tag)); }
+  std::optional<std::vector<uint8_t>> recv_until(int src, uint64_t tag, std::chrono::nanoseconds deadline) override {
+    return inner_.recv_until(src, map(tag), deadline);
+  }
   void close() override { inner_.close(); }
   std::unique_ptr<Sync> make_sync() override { return inner_.make_sync(); }
   void take_over(int dead, const std::vector<int>& tell) override { inner_.take_over(dead, tell); }

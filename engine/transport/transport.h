@@ -83,6 +83,14 @@ class Transport {
     throw TransportError("rank " + std::to_string(rank()) + ": this transport cannot poll for a message (rank " +
                          std::to_string(src) + ", tag " + std::to_string(tag) + ") without waiting");
   }
+  /// recv, giving up at `deadline` (this transport's clock): nothing then. A quorum of sites
+  /// stops waiting for a site the membership service separates (faults/quorum.h). Virtual time
+  /// only; a transport that cannot wait so throws TransportError.
+  virtual std::optional<std::vector<uint8_t>> recv_until(int src, uint64_t tag, std::chrono::nanoseconds deadline) {
+    (void)deadline;
+    throw TransportError("rank " + std::to_string(rank()) + ": this transport cannot wait for a message (rank " +
+                         std::to_string(src) + ", tag " + std::to_string(tag) + ") until an instant");
+  }
   /// Aborts this endpoint after a failure: every recv blocked on it (and, where the backend can,
   /// peers' recvs waiting on it) returns with TransportError instead of waiting for its timeout.
   /// Idempotent.

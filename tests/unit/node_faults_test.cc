@@ -614,3 +614,74 @@ TEST(NodeFaults, EstimateNeedsAnIntraDcGroup) {
 }
 
 }  // namespace
+
+namespace {
+
+// A quorum of sites (engine/faults/quorum.h, "quorum" of hier_ef_topk_int8): `cut` sites' links
+// down from 2 s to 8 s of training, rounds every 4 steps, blocking, 100 ms per step.
+geotb::model::StrategyRun run_cut(ClusterSpec c, const std::vector<std::pair<int, int>>& cut, const std::string& quorum,
+                                  int steps = 120) {
+  for (const auto& [a, b] : cut)
+    for (auto [at, up] : {std::pair{2, false}, std::pair{8, true}}) {
+      geotb::model::ScheduledChange ch;
+      ch.a = a;
+      ch.b = b;
+      ch.change.at = std::chrono::seconds(at);
+      ch.change.up = up;
+      c.timeline.push_back(ch);
+    }
+  StrategyConfig hier{"hier_ef_topk_int8"};
+  hier.K = 4;
+  hier.density = 0.05;
+  hier.overlap = false;
+  hier.quorum = quorum;
+  return run_strategy(c, work(steps), hier, data(), options(FaultPlan{}));
+}
+
+// Site c cut off for 6 s in a triangle: 1 s into the cut the service drops it (the round in
+// flight is amended within 50 ms), a and b train on, c pauses and rejoins with their model at
+// the first round decided after its links return; every replica ends identical, and the run is
+// shorter than the run that waits for the links.
+TEST(Quorum, ACutSiteIsDroppedTheOthersTrainOnAndItRejoins) {
+  const auto q = run_cut(fixtures::triangle(), {{0, 2}, {1, 2}}, "1s");
+  const auto w = run_cut(fixtures::triangle(), {{0, 2}, {1, 2}}, "");
+  ASSERT_TRUE(q.quorum.has_value());
+  EXPECT_FALSE(w.quorum.has_value());
+  EXPECT_EQ(q.quorum->timeout_s, 1.0);
+  const auto& d = q.quorum->decisions;
+  ASSERT_EQ(d.size(), 3u);
+  EXPECT_EQ(d[0].round, 0);
+  EXPECT_EQ(d[0].sites, (std::vector<int>{0, 1, 2}));
+  EXPECT_EQ(d[1].sites, (std::vector<int>{0, 1}));
+  EXPECT_GE(d[1].at_s, 3.0);
+  EXPECT_LE(d[1].at_s, 3.0 + 0.45);  // a round's 4 steps at most, plus a 50 ms wait slice
+  EXPECT_EQ(d[2].sites, (std::vector<int>{0, 1, 2}));
+  EXPECT_GE(d[2].at_s, 8.0);
+  EXPECT_LE(d[2].at_s, 8.0 + 0.55);  // c's 100 ms poll, then the next round of a and b
+  EXPECT_EQ(d[1].step, (d[1].round + 1) * 4 - 1);
+  EXPECT_EQ(q.metrics.replica_max_abs_diff, 0.0);
+  EXPECT_EQ(w.metrics.replica_max_abs_diff, 0.0);
+  // c skipped the steps from the round it was left out of to the round that admitted it.
+  const uint64_t skipped = static_cast<uint64_t>(d[2].round - d[1].round) * 4;
+  EXPECT_EQ(q.metrics.samples, (6u * 120u - 2u * skipped) * 16u);
+  EXPECT_EQ(w.metrics.samples, 6u * 120u * 16u);
+  EXPECT_LT(q.series.step_end_s.back(), w.series.step_end_s.back() - 2.0);
+  EXPECT_GT(q.metrics.final_test_accuracy, 0.5);
+  std::printf("quorum: c out at round %d (%.3f s), back at round %d (%.3f s), %llu steps skipped; run %.2f s against "
+              "%.2f s waiting for the links\n",
+              d[1].round, d[1].at_s, d[2].round, d[2].at_s, static_cast<unsigned long long>(skipped),
+              q.series.step_end_s.back(), w.series.step_end_s.back());
+}
+
+// Two sites: neither side of the cut holds a strict majority of two: both pause until the link
+// is back, nothing is dropped, and the run keeps every sample.
+TEST(Quorum, TwoSitesBothPauseAndNobodyIsDropped) {
+  const auto q = run_cut(two_by(2), {{0, 1}}, "1s", 60);
+  ASSERT_TRUE(q.quorum.has_value());
+  EXPECT_EQ(q.quorum->decisions.size(), 1u);
+  EXPECT_EQ(q.metrics.samples, 4u * 60u * 16u);
+  EXPECT_EQ(q.metrics.replica_max_abs_diff, 0.0);
+  EXPECT_GE(q.series.step_end_s.back(), 8.0);
+}
+
+}  // namespace

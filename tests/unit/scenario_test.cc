@@ -497,7 +497,7 @@ INSTANTIATE_TEST_SUITE_P(
         Bad{"collective on another strategy", [](json& j) { j["strategies"][1]["collective"] = "eager_ring"; },
             "strategies[1].collective: \"eager_ring\": only naive_ddp takes a collective"},
         Bad{"unknown strategy key", [](json& j) { j["strategies"][1]["topk"] = 3; },
-            "strategies[1].topk: unknown key (known here: K, K_max, K_min, K_target, block, bucket_mb, density, faults, label, name, overlap, quantize)"},
+            "strategies[1].topk: unknown key (known here: K, K_max, K_min, K_target, block, bucket_mb, density, faults, label, name, overlap, quantize, quorum)"},
         Bad{"negative bucket_mb", [](json& j) { j["strategies"][0]["bucket_mb"] = -25; },
             "strategies[0].bucket_mb: -25: must be in (0, 1048576] MiB (DDP's bucket_cap_mb; default 25)"},
         Bad{"bucket_mb not a number", [](json& j) { j["strategies"][0]["bucket_mb"] = "25MB"; },
@@ -752,6 +752,25 @@ TEST(ScenarioFaults, FullRecoveryParsesAndAsksForCheckpointsOnlyWhenReachable) {
   }
 }
 
+// A quorum of sites ("quorum"): parsed for hier_ef_topk_int8 with blocking rounds, refused with
+// overlap, a bad duration or outside the embedded mode.
+TEST(ScenarioQuorum, ParsesAndRefusesNamingTheField) {
+  json j = good();
+  j["strategies"] = json::array({{{"name", "hier_ef_topk_int8"}, {"overlap", false}, {"quorum", "5s"}}});
+  EXPECT_EQ(parse_scenario(j, "s.json").strategies[0].quorum, "5s");
+  j["strategies"][0]["overlap"] = true;
+  EXPECT_THAT(error_of(j), HasSubstr("strategies[0].quorum: \"5s\": needs \"overlap\": false"));
+  j["strategies"][0]["overlap"] = false;
+  j["strategies"][0]["quorum"] = "5 parsecs";
+  EXPECT_THAT(error_of(j), HasSubstr("strategies[0].quorum: \"5 parsecs\":"));
+  j["strategies"][0]["quorum"] = "5s";
+  j["network"] = "process";
+  EXPECT_THAT(error_of(j), HasSubstr("strategies[0].quorum: \"5s\": runs in the embedded mode on the virtual clock only"));
+  j["network"] = "embedded";
+  j["strategies"] = json::array({{{"name", "local_sgd"}, {"quorum", "5s"}}});
+  EXPECT_THAT(error_of(j), HasSubstr("strategies[0].quorum: \"5s\": only hierarchical, hier_ef_topk_int8 take a quorum"));
+}
+
 // Policy "estimate": the scenario's, and a strategy entry's own beside the scenario's shrink.
 TEST(ScenarioFaults, EstimatePolicyParsesForTheScenarioAndPerStrategy) {
   json j = with_faults();
@@ -875,6 +894,11 @@ INSTANTIATE_TEST_SUITE_P(
               j["faults"]["policy"] = "estimate";
             },
             "faults.policy: \"estimate\": naive_ddp has no intra-DC group"},
+        Bad{"quorum with node faults",
+            [](json& j) {
+              j["strategies"] = json::array({{{"name", "hier_ef_topk_int8"}, {"overlap", false}, {"quorum", "5s"}}});
+            },
+            "strategies[0].quorum: \"5s\": not with node faults yet"},
         Bad{"unknown shard policy", [](json& j) { j["faults"]["shard"] = "keep"; },
             "faults.shard: \"keep\": unknown shard policy (drop or redistribute)"},
         Bad{"unknown faults key", [](json& j) { j["faults"]["detector"] = "phi"; }, "faults.detector: unknown key"},

@@ -79,12 +79,12 @@ TEST(StrategyTable, AcceptedKeys) {
   naive.insert(naive.end(), {"collective", "wire"});
   EXPECT_EQ(key_names(find_strategy("naive_ddp")), naive);
   for (const char* n : {"naive_ddp_c10d", "lan"}) EXPECT_EQ(key_names(find_strategy(n)), common) << n;
-  // The hierarchical strategies take "K": "auto" and its bounds (strategies/adaptive_k.h);
-  // hierarchical also a 16-bit "wire".
+  // The hierarchical strategies take "K": "auto" and its bounds (strategies/adaptive_k.h) and a
+  // quorum of sites (faults/quorum.h); hierarchical also a 16-bit "wire".
   std::vector<std::string> hier = common;
-  hier.insert(hier.end(), {"K_min", "K_max", "K_target"});
+  hier.insert(hier.end(), {"K_min", "K_max", "K_target", "quorum"});
   EXPECT_EQ(key_names(find_strategy("hier_ef_topk_int8")), hier);
-  hier.push_back("wire");
+  hier.insert(hier.end() - 1, "wire");
   EXPECT_EQ(key_names(find_strategy("hierarchical")), hier);
   // naive_ddp's and hierarchical's "wire" is one key (float32, bf16, fp16); diloco's its own (int8).
   EXPECT_EQ(find_strategy("naive_ddp").key("wire"), find_strategy("hierarchical").key("wire"));
