@@ -71,7 +71,7 @@ LIB=(common/units.cc common/atomic_file.cc
      engine/strategies/hier_ef_topk_int8.cc engine/strategies/lan_ddp.cc engine/strategies/local_sgd.cc
      engine/strategies/naive_ddp.cc engine/strategies/powersgd.cc engine/strategies/qsgd.cc engine/collectives/gloo_ring.cc
      engine/collectives/buckets.cc engine/collectives/ring_allreduce.cc engine/optim/sgd.cc engine/transport/tags.cc
-     engine/compute_charge.cc emulator/inproc/fibers.cc engine/faults/estimate.cc engine/data/fashion_mnist.cc)
+     engine/compute_charge.cc emulator/inproc/fibers.cc engine/faults/estimate.cc engine/faults/quorum.cc engine/data/fashion_mnist.cc)
 LIBS="-lfmt -lcrypto -lz -lpthread -lboost_context"
 obj() { echo "obj/${1%.cc}.o"; }
 {
