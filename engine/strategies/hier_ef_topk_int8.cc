@@ -453,7 +453,14 @@ class HierEfTopkInt8 final : public Strategy {
     } else {
       ScopedTimer t(*env.clock, env.times.exposed_comm_ns);
       const int lead = env.dc_leaders[static_cast<size_t>(env.dc)];
-      const std::vector<uint8_t> head = env.net->recv(lead, tags.forward);
+      // The leader may be paused for as long as its links are cut: no transport timeout here, but
+      // a failure once every other site has finished (it will not be admitted any more).
+      std::optional<std::vector<uint8_t>> got;
+      while (!(got = env.net->recv_until(lead, tags.forward, env.clock->now() + std::chrono::seconds(1))))
+        if (quorum_->others_finished(env.dc))
+          throw TransportError("quorum: data center " + std::to_string(env.dc) + " was paused at round " +
+                               std::to_string(r) + " and the others finished before it could rejoin");
+      const std::vector<uint8_t> head = std::move(*got);
       if (head.empty()) throw TransportError("quorum: an empty header from the leader");
       if (head[0] == 1) return quorum_rejoined(env, r, head);
       active.assign(head.begin() + 2, head.begin() + 2 + head[1]);

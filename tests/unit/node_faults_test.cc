@@ -620,9 +620,9 @@ namespace {
 // A quorum of sites (engine/faults/quorum.h, "quorum" of hier_ef_topk_int8): `cut` sites' links
 // down from 2 s to 8 s of training, rounds every 4 steps, blocking, 100 ms per step.
 geotb::model::StrategyRun run_cut(ClusterSpec c, const std::vector<std::pair<int, int>>& cut, const std::string& quorum,
-                                  int steps = 120) {
+                                  int steps = 120, int up_at = 8) {
   for (const auto& [a, b] : cut)
-    for (auto [at, up] : {std::pair{2, false}, std::pair{8, true}}) {
+    for (auto [at, up] : {std::pair{2, false}, std::pair{up_at, true}}) {
       geotb::model::ScheduledChange ch;
       ch.a = a;
       ch.b = b;
@@ -682,6 +682,17 @@ TEST(Quorum, TwoSitesBothPauseAndNobodyIsDropped) {
   EXPECT_EQ(q.metrics.samples, 4u * 60u * 16u);
   EXPECT_EQ(q.metrics.replica_max_abs_diff, 0.0);
   EXPECT_GE(q.series.step_end_s.back(), 8.0);
+}
+
+// A cut that outlasts the run: the others finish, and the paused site fails the run with an
+// error that says so (no wait for a transport timeout, no hang).
+TEST(Quorum, ASiteStillCutOffWhenTheOthersFinishFailsTheRunSayingSo) {
+  try {
+    run_cut(fixtures::triangle(), {{0, 2}, {1, 2}}, "1s", 60, 3600);
+    FAIL() << "expected the run to fail";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("the others finished before it could rejoin"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace
