@@ -17,7 +17,8 @@
 //    round with it (it had every message): then the round waits for it, as without quorum.
 //  * Two sites: no side of a cut holds a strict majority of two, so both pause until the link is
 //    back: the run as without quorum.
-// Not wired into the strategies yet (docs/dev/quorum.md, "Implementation plan"). No libtorch here.
+// Used by hier_ef_topk_int8 and hierarchical with "quorum" (docs/guide/strategies.md "Quorum of
+// sites"): cluster.cc builds one per strategy run from the scenario's topology. No libtorch here.
 #pragma once
 
 #include <chrono>

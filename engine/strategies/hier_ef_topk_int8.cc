@@ -32,6 +32,9 @@
 // this DC's latest measurement (24 bytes after the clock).
 // Tags: each round (and the final exchange) takes two from the strategy's TagAllocator, one for
 // the leaders' exchange and one for the leader's forward to its members.
+// "quorum" (blocking rounds, fixed K): each round runs among the sites the membership service
+// (faults/quorum.h) decided for it; a site left out pauses and rejoins with the others' anchor
+// (quorum_round, quorum_pause, quorum_rejoined; docs/guide/strategies.md "Quorum of sites").
 #include <array>
 #include <cstring>
 #include <optional>
