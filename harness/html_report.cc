@@ -532,6 +532,38 @@ std::vector<EstimateRow> estimate_rows(const std::vector<ComparedRun>& runs) {
   return rows;
 }
 
+std::vector<QuorumRow> quorum_rows(const std::vector<ComparedRun>& runs) {
+  std::vector<QuorumRow> rows;
+  for (const auto& c : runs) {
+    if (!c.run->quorum) continue;
+    const auto& dcs = c.report->scenario.datacenters;
+    std::string changes;
+    for (size_t i = 1; i < c.run->quorum->decisions.size(); ++i) {  // the first decision is everyone
+      const model::QuorumDecision& d = c.run->quorum->decisions[i];
+      std::string sites;
+      for (int x : d.sites)
+        sites += (sites.empty() ? "" : ", ") +
+                 (x >= 0 && static_cast<size_t>(x) < dcs.size() ? dcs[static_cast<size_t>(x)].name : std::to_string(x));
+      changes += fmt::format("{}round {} (after step {}) at {:.2f} s: {}", changes.empty() ? "" : "; ", d.round, d.step,
+                             d.at_s, sites);
+    }
+    rows.push_back({c.label, fmt::format("{:g} s", c.run->quorum->timeout_s), changes.empty() ? "no change" : changes});
+  }
+  return rows;
+}
+
+/// Runs with a quorum of sites: when the sites a round ran with changed.
+static std::string quorum_html(const std::vector<ComparedRun>& runs) {
+  const std::vector<QuorumRow> rows = quorum_rows(runs);
+  if (rows.empty()) return "";
+  std::string h = "<h2>Quorum of sites</h2>\n<table>\n<tr><th>strategy</th><th>timeout</th><th>changes of the sites a "
+                  "round runs with</th></tr>\n";
+  for (const auto& r : rows)
+    h += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td></tr>\n", xml_escape(r.label), r.timeout,
+                     xml_escape(r.changes));
+  return h + "</table>\n";
+}
+
 /// Runs under policy "estimate": the estimates against the truth (a table), and their cosine to
 /// the truth step by step, with the survivors' mean (shrink's implicit estimate) of the first.
 static std::string estimates_html(const std::vector<ComparedRun>& runs) {
@@ -755,6 +787,7 @@ std::string render_html_report(const std::vector<model::RunReport>& reports, con
   html += adaptive_k_html(reports, runs);
   html += asynchrony_html(runs);
   html += estimates_html(runs);
+  html += quorum_html(runs);
 
   // --- speed ---
   plot::BarChartSpec thr;

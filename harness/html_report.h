@@ -60,6 +60,15 @@ struct EstimateRow {
 /// Every run with policy "estimate", in run order; empty when none.
 std::vector<EstimateRow> estimate_rows(const std::vector<ComparedRun>& runs);
 
+/// One run with a quorum of sites ("quorum"): its membership changes as the tables show them.
+struct QuorumRow {
+  std::string label;      ///< the run's label
+  std::string timeout;    ///< "5 s"
+  std::string changes;    ///< "round 11 (after step 95) at 10.01 s: frankfurt, london; round 48 ..."
+};
+/// Every run with a quorum, in run order; empty when none.
+std::vector<QuorumRow> quorum_rows(const std::vector<ComparedRun>& runs);
+
 /// An exec'd job's command, its words joined by spaces.
 std::string command_line(const std::vector<std::string>& argv);
 

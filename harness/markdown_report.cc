@@ -113,6 +113,11 @@ std::string render_markdown_report(const std::vector<model::RunReport>& reports,
                         r.rel_error, r.shrink_cosine, r.shrink_rel_error);
     md += "\n";
   }
+  if (const std::vector<QuorumRow> rows = quorum_rows(runs); !rows.empty()) {
+    md += "| strategy (quorum of sites) | timeout | changes of the sites a round runs with |\n|---|--:|---|\n";
+    for (const auto& r : rows) md += fmt::format("| {} | {} | {} |\n", cell(r.label), r.timeout, cell(r.changes));
+    md += "\n";
+  }
   // One sentence per strategy: what a reader wants to know first.
   for (const auto& [label, text] : key_results(runs, baseline)) md += fmt::format("- **{}**: {}\n", label, text);
   for (const model::RunReport& r : reports)

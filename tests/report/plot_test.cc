@@ -238,5 +238,38 @@ TEST(Pages, AdaptiveKIsPlottedBesideTheLinkBandwidth) {
   }
 }
 
+// Node faults' policy "estimate" and a quorum of sites: their tables (Markdown and HTML) and the
+// estimate's chart, from a crafted report (mean ± sd over the estimated steps; the decisions
+// after the first, with the data centers by name).
+TEST(Pages, EstimatesAndQuorumDecisionsAreTabulated) {
+  using harness::crafted::report_json;
+  nlohmann::json a = report_json({{"naive_ddp", 100, 1024, 0.75}, {"hier", 400, 256, 0.75}});
+  a["strategies"][1]["faults"] = {
+      {"heartbeat", {{"interval_s", 2}, {"timeout_s", 3}, {"confirmation_s", 2}}},
+      {"policy", "estimate"},
+      {"estimate", {{"weights", "similarity"}, {"decay", 1}}},
+      {"estimates",
+       {{{"step", 7}, {"rank", 3}, {"dc", 1}, {"cosine", 0.5}, {"rel_error", 1.0}, {"shrink_cosine", 0.25}, {"shrink_rel_error", 2.0}},
+        {{"step", 8}, {"rank", 3}, {"dc", 1}, {"cosine", 0.25}, {"rel_error", 0.5}, {"shrink_cosine", 0.25}, {"shrink_rel_error", 1.0}}}},
+      {"shard", "drop"}, {"events", nlohmann::json::array()}, {"detections", nlohmann::json::array()},
+      {"false_detections", 0}, {"heartbeats_sent", 0}, {"full_recovery_above", 0.25}, {"full_recovery", nullptr}};
+  a["strategies"][0]["quorum"] = {{"timeout_s", 5},
+                                  {"decisions", {{{"round", 0}, {"step", 7}, {"sites", {0, 1}}, {"at_s", 0.4}},
+                                                 {{"round", 11}, {"step", 95}, {"sites", {1}}, {"at_s", 10.0}}}}};
+  const model::RunReport r = model::parse_report(a, "a.json");
+  ASSERT_TRUE(r.strategies[1].faults->estimate.has_value());
+  ASSERT_EQ(r.strategies[1].faults->estimates.size(), 2u);
+  ASSERT_TRUE(r.strategies[0].quorum.has_value());
+  const std::string md = harness::render_markdown_report({r}, "naive_ddp", "x.html");
+  // cos 0.375 ± 0.177 (sd of 0.5 and 0.25), rel. error 0.750 ± 0.354; shrink's 0.250 ± 0.000, 1.500 ± 0.707.
+  EXPECT_NE(md.find("| hier | similarity | 2 | 0.375 ± 0.177 | 0.750 ± 0.354 | 0.250 ± 0.000 | 1.500 ± 0.707 |"),
+            std::string::npos) << md;
+  const std::string b = r.scenario.datacenters[1].name;
+  EXPECT_NE(md.find("| naive_ddp | 5 s | round 11 (after step 95) at 10.00 s: " + b + " |"), std::string::npos) << md;
+  const std::string html = harness::render_html_report({r}, "naive_ddp");
+  EXPECT_NE(html.find("<title>Estimated gradient of the dead against its truth</title>"), std::string::npos);
+  EXPECT_NE(html.find("<h2>Quorum of sites</h2>"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace geotb::plot
