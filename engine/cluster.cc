@@ -467,7 +467,7 @@ model::StrategyRun run_strategy(const ClusterSpec& cluster, const WorkloadSpec& 
   if (faults) res.faults = faults->section();
   if (quorum) {
     model::QuorumSection q;
-    q.timeout_s = std::chrono::duration<double>(common::parse_duration(scfg.quorum)).count();
+    q.timeout_s = std::chrono::duration<double>(quorum->timeout()).count();
     for (const SiteQuorum::Decision& d : quorum->decisions())
       q.decisions.push_back({d.round, (d.round + 1) * scfg.K - 1, d.sites,
                              std::max(0.0, std::chrono::duration<double>(d.at - t_start).count())});

@@ -501,13 +501,8 @@ static std::string asynchrony_html(const std::vector<ComparedRun>& runs) {
 namespace {
 std::string mean_sd_text(const std::vector<double>& v) {
   if (v.empty()) return "–";
-  double m = 0;
-  for (double x : v) m += x;
-  m /= static_cast<double>(v.size());
-  double ss = 0;
-  for (double x : v) ss += (x - m) * (x - m);
-  const double sd = v.size() > 1 ? std::sqrt(ss / static_cast<double>(v.size() - 1)) : 0.0;
-  return fmt::format("{:.3f} ± {:.3f}", m, sd);
+  const model::Spread s = mx::spread(v);
+  return fmt::format("{:.3f} ± {:.3f}", s.mean, s.sd);
 }
 }  // namespace
 

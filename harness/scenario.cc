@@ -1220,16 +1220,20 @@ void check_sites_for_mode(const Scenario& sc) {
 }
 
 void check_strategies_for_mode(const Scenario& sc, const std::vector<std::string>* only) {
+  // What the strategies that run in the embedded mode on the virtual clock only are refused with.
+  const bool virtual_embedded = sc.network == NetworkMode::kEmbedded && sc.clock == engine::ClockMode::kVirtual;
+  const std::string virtual_only = fmt::format("runs in the embedded mode on the virtual clock only (here: the {} mode, {} clock)",
+                                               to_string(sc.network),
+                                               sc.clock == engine::ClockMode::kVirtual ? "virtual" : "wall");
   for (size_t i = 0; i < sc.strategies.size(); ++i) {
     const auto& st = sc.strategies[i];
     if (only && std::find(only->begin(), only->end(), st.run_name()) == only->end()) continue;
     const engine::StrategyInfo& info = engine::find_strategy(st.name).needs;
     const std::string field = fmt::format("strategies[{}].name", i);
-    if (info.virtual_time_only && (sc.network != NetworkMode::kEmbedded || sc.clock != engine::ClockMode::kVirtual))
+    if (info.virtual_time_only && !virtual_embedded)
       fail(field, json(st.name),
-           fmt::format("runs in the embedded mode on the virtual clock only (here: the {} mode, {} clock): its sites "
-                       "apply what has arrived by their own instant, which only virtual time answers exactly",
-                       to_string(sc.network), sc.clock == engine::ClockMode::kVirtual ? "virtual" : "wall"));
+           virtual_only + ": its sites apply what has arrived by their own instant, which only virtual time answers "
+                          "exactly");
     // Policy "estimate" (the entry's own, else the scenario's): in the embedded mode, where one
     // process holds every worker (the ground truth) and the fault agent implements it.
     if ((st.fault_policy.empty() ? sc.faults.policy : st.fault_policy) == "estimate" && sc.faults.active()) {
@@ -1248,10 +1252,7 @@ void check_strategies_for_mode(const Scenario& sc, const std::vector<std::string
     // checkpoints for now (docs/guide/strategies.md "Quorum of sites").
     if (!st.quorum.empty()) {
       const std::string qfield = fmt::format("strategies[{}].quorum", i);
-      if (sc.network != NetworkMode::kEmbedded || sc.clock != engine::ClockMode::kVirtual)
-        fail(qfield, json(st.quorum),
-             fmt::format("runs in the embedded mode on the virtual clock only (here: the {} mode, {} clock)",
-                         to_string(sc.network), sc.clock == engine::ClockMode::kVirtual ? "virtual" : "wall"));
+      if (!virtual_embedded) fail(qfield, json(st.quorum), virtual_only);
       if (sc.faults.active())
         fail(qfield, json(st.quorum),
              "not with node faults yet (\"faults\", kill, restart or slow events): a heartbeat's declaration of a "

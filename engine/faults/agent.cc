@@ -428,12 +428,9 @@ FaultRuntime::~FaultRuntime() = default;
 
 void FaultRuntime::enable_estimates(const Dataset& train, size_t batch) {
   if (plan_.policy != "estimate") return;
-  const size_t F = train.features();
-  std::vector<double> acc(F, 0.0);
-  for (size_t i = 0; i < train.size; ++i)
-    for (size_t k = 0; k < F; ++k) acc[k] += train.images[i * F + k];
-  auto center = std::make_shared<std::vector<float>>(F);
-  for (size_t k = 0; k < F; ++k) (*center)[k] = static_cast<float>(acc[k] / static_cast<double>(train.size ? train.size : 1));
+  // The training set's mean input: batch_feature over every example, with no centre.
+  auto center = std::make_shared<const std::vector<float>>(
+      batch_feature(train.images.data(), train.size, std::vector<float>(train.features(), 0.0f)));
   board_ = std::make_unique<EstimateBoard>();
   for (int r = 0; r < P_; ++r) {
     GradientEstimator::Setup s;

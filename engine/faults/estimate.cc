@@ -89,6 +89,9 @@ struct GradientEstimator::Dead {
   int rank = 0;
   std::unique_ptr<BatchSampler> sampler;
   int next_step = 0;               // the step whose batch the sampler gives next
+  std::vector<float> bx;           // its batch of `batch_step`: inputs (batch x features), labels
+  std::vector<int64_t> by;
+  int batch_step = -1;
   std::vector<float> feature;      // of `feature_step`'s batch
   int feature_step = -1;
   bool has_last = false;           // last_gradient: recovered
@@ -125,7 +128,8 @@ void GradientEstimator::batch(int step, const float* x, size_t count) {
     feature_ = batch_feature(x, count, *s_.center);
 }
 
-std::vector<float> GradientEstimator::dead_batch(Dead& d, int step, std::vector<int64_t>& y) {
+void GradientEstimator::load_batch(Dead& d, int step) {
+  if (d.batch_step == step) return;  // read once per step: for the weights, then for the ground truth
   if (!d.sampler || d.next_step > step) {
     d.sampler = std::make_unique<BatchSampler>(s_.shards.at(d.rank), s_.seed, static_cast<uint64_t>(d.rank));
     d.next_step = 0;
@@ -135,13 +139,13 @@ std::vector<float> GradientEstimator::dead_batch(Dead& d, int step, std::vector<
   d.sampler->next(s_.batch, idx);
   d.next_step = step + 1;
   const size_t F = s_.train->features();
-  std::vector<float> x(idx.size() * F);
-  y.resize(idx.size());
+  d.bx.resize(idx.size() * F);
+  d.by.resize(idx.size());
   for (size_t i = 0; i < idx.size(); ++i) {
-    std::memcpy(&x[i * F], &s_.train->images[static_cast<size_t>(idx[i]) * F], F * sizeof(float));
-    y[i] = s_.train->labels[idx[i]];
+    std::memcpy(&d.bx[i * F], &s_.train->images[static_cast<size_t>(idx[i]) * F], F * sizeof(float));
+    d.by[i] = s_.train->labels[idx[i]];
   }
-  return x;
+  d.batch_step = step;
 }
 
 void GradientEstimator::recover_last_gradients(WorkerEnv& env) {
@@ -195,9 +199,8 @@ void GradientEstimator::before_reduce(WorkerEnv& env) {
     std::vector<float> wf;
     for (auto& [r, d] : dead_) {
       if (d->feature_step != step_) {
-        std::vector<int64_t> y;
-        const std::vector<float> x = dead_batch(*d, step_, y);
-        d->feature = batch_feature(x.data(), y.size(), *s_.center);
+        load_batch(*d, step_);
+        d->feature = batch_feature(d->bx.data(), d->by.size(), *s_.center);
         d->feature_step = step_;
       }
       wf.push_back(static_cast<float>(estimate_weight(s_.cfg.weights, cosine(d->feature.data(), feature_.data(), feature_.size()))));
@@ -252,30 +255,28 @@ void GradientEstimator::after_reduce(WorkerEnv& env) {
   const std::map<int, EstimateBoard::Entry> entries = s_.board->take(s_.dc, step_);
   if (entries.empty()) return;
   const std::vector<float> mean_after(g, g + n);
-  std::vector<float> shrink(n, 0.0f);
-  {
+  // Σ_i w_i G_i / Σ_i w_i over the survivors' own gradients, in double.
+  auto weighted_mean = [&](auto&& weight_of) {
     std::vector<double> acc(n, 0.0);
-    for (const auto& [r, e] : entries)
-      for (size_t k = 0; k < n; ++k) acc[k] += e.grad[k];
-    for (size_t k = 0; k < n; ++k) shrink[k] = static_cast<float>(acc[k] / static_cast<double>(entries.size()));
-  }
+    double W = 0;
+    for (const auto& [rr, e] : entries) {
+      const double w = weight_of(e);
+      W += w;
+      for (size_t k = 0; k < n; ++k) acc[k] += w * e.grad[k];
+    }
+    std::vector<float> out(n);
+    for (size_t k = 0; k < n; ++k) out[k] = static_cast<float>(acc[k] / W);
+    return out;
+  };
+  const std::vector<float> shrink = weighted_mean([](const EstimateBoard::Entry&) { return 1.0; });
   size_t di = 0;
   for (auto& [r, d] : dead_) {
-    std::vector<int64_t> y;
-    const std::vector<float> x = dead_batch(*d, step_, y);
-    env.learner->forward_backward(x.data(), y.data(), y.size());
+    load_batch(*d, step_);
+    env.learner->forward_backward(d->bx.data(), d->by.data(), d->by.size());
     const std::vector<float> truth(env.learner->grads(), env.learner->grads() + n);
     std::vector<float> est;
     if (s_.cfg.weights == "seed" || s_.cfg.weights == "similarity") {
-      std::vector<double> acc(n, 0.0);
-      double W = 0;
-      for (const auto& [rr, e] : entries) {
-        const double w = e.w.at(di);
-        W += w;
-        for (size_t k = 0; k < n; ++k) acc[k] += w * e.grad[k];
-      }
-      est.resize(n);
-      for (size_t k = 0; k < n; ++k) est[k] = static_cast<float>(acc[k] / W);
+      est = weighted_mean([di](const EstimateBoard::Entry& e) { return e.w.at(di); });
     } else if (s_.cfg.weights == "last_gradient" && d->has_last) {
       const float f = static_cast<float>(std::pow(s_.cfg.decay, step_ - d->last_step));
       est.resize(n);

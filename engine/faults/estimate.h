@@ -114,7 +114,7 @@ class GradientEstimator {
 
  private:
   struct Dead;
-  std::vector<float> dead_batch(Dead& d, int step, std::vector<int64_t>& y);
+  void load_batch(Dead& d, int step);  // d.bx, d.by: its batch of `step`
   void recover_last_gradients(WorkerEnv& env);
 
   Setup s_;

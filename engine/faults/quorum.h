@@ -42,6 +42,8 @@ class SiteQuorum {
 
   SiteQuorum(int sites, Nanos timeout, DownSince down_since);
 
+  /// How long a link must stay down before its sites are separated.
+  Nanos timeout() const { return timeout_; }
   /// Round `round`'s sites, ascending, if `site` takes part in it; nothing if the round was
   /// decided without it or its side holds no majority now (it pauses).
   std::optional<std::vector<int>> ask(int round, int site, Nanos now);

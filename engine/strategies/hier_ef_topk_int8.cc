@@ -151,7 +151,7 @@ class HierEfTopkInt8 final : public Strategy {
     peers_ = std::move(peers.leaders);
     peer_links_ = std::move(peers.links);
     quorum_ = cfg.quorum.empty() ? nullptr : env.quorum;
-    if (quorum_) sleep_tag_ = tags_.take("hier.quorum.pause", 1).tag(0);  // every rank alike, before any round
+    if (quorum_) pause_tag_ = tags_.take("hier.quorum.pause", 1).tag(0);  // every rank alike, before any round
     if (!cfg.quorum.empty() && !quorum_)
       throw std::logic_error("hier_ef_topk_int8: \"quorum\" without the cluster's quorum service");
   }
@@ -417,14 +417,13 @@ class HierEfTopkInt8 final : public Strategy {
       if (out) return quorum_pause(env, r, tags);
       for (int d : *S) (quorum_->admitted_at(d) == r ? joiners : active).push_back(d);
       DcPeers sub;
+      QuorumWait qw{quorum_, r, env.dc, {}};
       for (int d : active)
         if (d != env.dc) {
           sub.leaders.push_back(env.dc_leaders[static_cast<size_t>(d)]);
           sub.links.push_back(static_cast<size_t>(d) < env.wan_in.size() ? env.wan_in[static_cast<size_t>(d)] : InboundLink{});
+          qw.peer_sites.push_back(d);
         }
-      QuorumWait qw{quorum_, r, env.dc, {}};
-      for (int d : active)
-        if (d != env.dc) qw.peer_sites.push_back(d);
       std::unique_ptr<InFlight> fut = launch(env, std::move(wire), tags, rounds_, true, nullptr, &sub, qw);
       bool left_out = false;
       {
@@ -460,9 +459,7 @@ class HierEfTopkInt8 final : public Strategy {
       // a failure once every other site has finished (it will not be admitted any more).
       std::optional<std::vector<uint8_t>> got;
       while (!(got = env.net->recv_until(lead, tags.forward, env.clock->now() + std::chrono::seconds(1))))
-        if (quorum_->others_finished(env.dc))
-          throw TransportError("quorum: data center " + std::to_string(env.dc) + " was paused at round " +
-                               std::to_string(r) + " and the others finished before it could rejoin");
+        fail_if_others_finished(env, r);
       const std::vector<uint8_t> head = std::move(*got);
       if (head.empty()) throw TransportError("quorum: an empty header from the leader");
       if (head[0] == 1) return quorum_rejoined(env, r, head);
@@ -481,10 +478,8 @@ class HierEfTopkInt8 final : public Strategy {
         wsum += w;
         if (d == env.dc) {
           for (size_t i = 0; i < n; ++i) sum_[i] += w * s_cur_[i];
-        } else if (!rounds_.wire16) {
-          kernels::decompress_add(a.wires[k].data(), a.wires[k].size(), sum_.data(), n, w), ++k;
         } else {
-          kernels::add16(*rounds_.wire16, a.wires[k].data(), n, w, sum_.data()), ++k;
+          add_wire(rounds_, a.wires[k++], w, sum_.data(), n);
         }
       }
       const float inv = 1.0f / wsum;
@@ -493,13 +488,7 @@ class HierEfTopkInt8 final : public Strategy {
     }
     std::memcpy(mark_.data(), x, n * sizeof(float));
     if (leader(env)) {
-      ExchangeRecord rec;
-      rec.step = step;
-      rec.bytes_sent = a.bytes_sent;
-      rec.seconds = a.timing.seconds;
-      rec.lower_bound_s = a.timing.lower_bound_s;
-      rec.rtt_s = a.timing.rtt_s;
-      env.exchanges.push_back(rec);
+      env.exchanges.push_back(exchange_record(a, step));
       // S_r's lowest exchanging site hands the admitted sites the anchor, on round r's forward tag
       // (its own members get theirs on it too; an admitted leader is none of them).
       if (!joiners.empty() && env.dc == active.front()) {
@@ -550,12 +539,17 @@ class HierEfTopkInt8 final : public Strategy {
   /// a charge), so that the other actors run meanwhile; nothing is ever sent on its tag. Fails the
   /// run when every other site has finished: nobody will admit this one any more.
   void quorum_poll(WorkerEnv& env, int r) {
+    fail_if_others_finished(env, r);
+    if (env.net->recv_until(env.rank, pause_tag_, env.clock->now() + std::chrono::milliseconds(100)))
+      throw TransportError("quorum: a message on the pause's own tag");
+  }
+
+  /// A paused site (leader or member) when every other site has finished: nobody will admit it.
+  void fail_if_others_finished(const WorkerEnv& env, int r) const {
     if (quorum_->others_finished(env.dc))
       throw TransportError("quorum: data center " + std::to_string(env.dc) + " was paused at round " +
                            std::to_string(r) + " and the others finished before it could rejoin (its side of the "
                            "partition held no majority until then)");
-    if (env.net->recv_until(env.rank, sleep_tag_, env.clock->now() + std::chrono::milliseconds(100)))
-      throw TransportError("quorum: a message on the pause's own tag");
   }
 
   /// Every worker of a rejoining site: x = x̄ = mark = the majority's anchor of round r', the
@@ -702,29 +696,38 @@ class HierEfTopkInt8 final : public Strategy {
       const ComputeRegion region(Work::kCompress, (a.wires.size() + 1) * n);  // decompress every peer's + re-base
       // Summed in DC order (own contribution at its own place), the same order in every DC, so
       // that every DC's anchor, hence every replica, is bit-identical with 3 or more DCs too.
-      dc_weighted_sum(env, own.data(), n, sum_, [&](size_t k, float wd, float* sum) {
-        const auto& w = a.wires[k];
-        if (!coding.wire16) {
-          kernels::decompress_add(w.data(), w.size(), sum, n, wd);
-        } else if (w.size() != 2 * n) {
-          throw TransportError("hierarchical: a 16-bit exchange of " + std::to_string(w.size()) + " bytes, expected " +
-                               std::to_string(2 * n));
-        } else {
-          kernels::add16(*coding.wire16, w.data(), n, wd, sum);
-        }
-      });
+      dc_weighted_sum(env, own.data(), n, sum_,
+                      [&](size_t k, float wd, float* sum) { add_wire(coding, a.wires[k], wd, sum, n); });
       const float inv = dc_mean_scale(env);
       for (size_t i = 0; i < n; ++i) xbar_[i] += sum_[i] * inv;
     }
     if (!leader(env)) return;
+    ExchangeRecord rec = exchange_record(a, step);
+    if (auto_k_ && step >= 0) rec.K = in_flight_k_;
+    env.exchanges.push_back(rec);
+  }
+
+  /// sum[0, n) += wd times a peer's message of `coding` (the compressed wire format, or 16 bits).
+  static void add_wire(const Coding& coding, const std::vector<uint8_t>& w, float wd, float* sum, size_t n) {
+    if (!coding.wire16) {
+      kernels::decompress_add(w.data(), w.size(), sum, n, wd);
+    } else if (w.size() != 2 * n) {
+      throw TransportError("hierarchical: a 16-bit exchange of " + std::to_string(w.size()) + " bytes, expected " +
+                           std::to_string(2 * n));
+    } else {
+      kernels::add16(*coding.wire16, w.data(), n, wd, sum);
+    }
+  }
+
+  /// The leader's log entry of an exchange that followed `step`.
+  static ExchangeRecord exchange_record(const Arrived& a, int step) {
     ExchangeRecord rec;
     rec.step = step;
     rec.bytes_sent = a.bytes_sent;
     rec.seconds = a.timing.seconds;
     rec.lower_bound_s = a.timing.lower_bound_s;  // every peer's message took at least this: seconds >= it
     rec.rtt_s = a.timing.rtt_s;
-    if (auto_k_ && step >= 0) rec.K = in_flight_k_;
-    env.exchanges.push_back(rec);
+    return rec;
   }
 
   StrategyConfig cfg_;
@@ -750,7 +753,7 @@ class HierEfTopkInt8 final : public Strategy {
   std::vector<RoundMeasure> decision_;  // the collected round's measurements, every DC's; empty: none
   SiteQuorum* quorum_ = nullptr;        // "quorum": the cluster's service (faults/quorum.h); else null
   int resume_at_ = 0;                   // a paused site's step to resume at (Strategy::next_step)
-  uint64_t sleep_tag_ = 0;              // quorum: the tag a paused leader waits on (nothing comes)
+  uint64_t pause_tag_ = 0;              // quorum: the tag a paused leader waits on (nothing comes)
   DdpBuckets buckets_;  // after every other member: its initialiser comes last
 };
 
