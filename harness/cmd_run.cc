@@ -40,6 +40,7 @@ struct RunArgs {
   std::vector<std::string> argv;
   std::string net;                     ///< "" = the scenario's "network"
   std::string clock;                   ///< "" = the scenario's "clock" (default: virtual when embedded)
+  std::string device;                  ///< "" = the scenario's workload.device (default: cpu)
   std::string worker_timeout;  ///< workers' --timeout (process modes; default 30s), the embedded transports' (default 120s)
   std::string deadline;                ///< process modes: per strategy ("" = 120 s + 2 s per step)
   std::string net_prefix = "gtbrun";   ///< dpdk: namespace prefix
@@ -92,6 +93,21 @@ std::vector<std::string> split_csv(const std::string& s) {
   return out;
 }
 
+/// Empty if the run can train on sc.workload.model.device, else "device: ...: why".
+std::string device_check(const Scenario& sc) {
+  const std::string& dev = sc.workload.model.device;
+  if (auto e = engine::validate(sc.workload.model); !e.empty()) return e;
+  if (dev == "cpu") return {};
+  if (sc.network != NetworkMode::kEmbedded)
+    return fmt::format("device: \"{}\": the {} network mode trains on the CPU only (its workers read the scenario "
+                       "themselves); run it embedded", dev, to_string(sc.network));
+  if (sc.clock == engine::ClockMode::kVirtual && sc.compute.empty())
+    return fmt::format("device: \"{}\" on the virtual clock needs a compute profile (\"compute\": {{\"step_time\", ...}} "
+                       "or {{\"calibrated\": FILE}} from geotb calibrate): measured compute is thread CPU time, which "
+                       "does not see the GPU's work; or run with --clock wall", dev);
+  return engine::device_error(dev);
+}
+
 int run(const RunArgs& a) {
   Scenario sc;
   try {
@@ -117,6 +133,12 @@ int run(const RunArgs& a) {
     }
     sc.clock = a.clock == "virtual" ? engine::ClockMode::kVirtual : engine::ClockMode::kWall;
   }
+  if (!a.device.empty()) sc.workload.model.device = a.device;
+  if (const std::string e = device_check(sc); !e.empty()) {
+    // e is "device: ...": the scenario's field, or the option that set it.
+    fmt::print(stderr, "geotb: error: {}\n", a.device.empty() ? "workload." + e : "--" + e);
+    return 2;
+  }
   if (sc.network != NetworkMode::kEmbedded && sc.clock == engine::ClockMode::kVirtual) {
     fmt::print(stderr, "geotb: error: clock: \"virtual\": the {} network mode runs in wall time only (add --clock wall)\n",
                to_string(sc.network));
@@ -134,6 +156,7 @@ int run(const RunArgs& a) {
     sc.compute.clear();
     sc.compute_default.reset();
     sc.compute_derived.clear();
+    sc.compute_calibrated.clear();
   }
   if (a.seeds < 1 || a.seeds > 100) {
     fmt::print(stderr, "geotb: error: --seeds: {}: must be in [1, 100]\n", a.seeds);
@@ -513,6 +536,9 @@ void register_run_command(CLI::App& app, const std::vector<std::string>& argv) {
   cmd->add_option("--clock", args->clock,
                   "embedded: \"virtual\" (default: figures are the scenario's, docs/guide/clocks.md) or \"wall\" "
                   "(the host's clock; figures depend on its cores and load)");
+  cmd->add_option("--device", args->device,
+                  "Where forward and backward run, overrides workload.device: cpu, cuda or cuda:N (embedded mode; "
+                  "docs/guide/gpu.md)");
   cmd->add_option("--net", args->net,
                   "Network mode, overrides the scenario's: embedded (threads, in-process WAN model), process (one "
                   "process per rank on loopback), dpdk (one process per rank in per-DC namespaces behind the DPDK "

@@ -2,8 +2,11 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <cstdio>
 #include <cstdlib>
+#include <iostream>
 
+#include "harness/cmd_calibrate.h"
 #include "harness/cmd_check.h"
 #include "harness/cmd_compare.h"
 #include "harness/cmd_run.h"
@@ -13,7 +16,31 @@
 #include "harness/net_commands.h"
 #endif
 
+namespace {
+
+int run_geotb(int argc, char** argv);
+
+}  // namespace
+
 int main(int argc, char** argv) {
+  const int rc = run_geotb(argc, argv);
+#ifdef GEOTB_TORCH_WHEEL
+  // Built against a PyPI wheel's libtorch: on Ubuntu 24.04 (an H200 machine, torch 2.11.0+cu130)
+  // libtorch_cpu's own static destructor (TorchLibraryInit deregistering its operators) aborts with
+  // "free(): invalid pointer" in std::locale's destructor once main has returned, whatever geotb
+  // did. Everything geotb writes is written and closed by now: flush the streams and leave without
+  // running the libraries' destructors.
+  std::cout.flush();
+  std::cerr.flush();
+  std::fflush(nullptr);
+  std::_Exit(rc);
+#endif
+  return rc;
+}
+
+namespace {
+
+int run_geotb(int argc, char** argv) {
   // One OpenMP/BLAS thread per worker thread: the engine runs many workers in one process, and
   // oversubscribed OpenMP pools slow everything down. Must be set before OpenMP starts.
   setenv("OMP_NUM_THREADS", "1", 0);
@@ -25,6 +52,7 @@ int main(int argc, char** argv) {
   geotb::harness::register_store_command(app);
   geotb::harness::register_compare_command(app);
   geotb::harness::register_check_command(app);
+  geotb::harness::register_calibrate_command(app);
 #ifdef GEOTB_HAVE_NET
   register_net_command(app);
   register_fidelity_command(app);
@@ -43,3 +71,5 @@ int main(int argc, char** argv) {
   }
   return 0;
 }
+
+}  // namespace

@@ -11,6 +11,7 @@
 
 #include "common/atomic_file.h"
 #include "common/units.h"
+#include "engine/model/calibrate.h"
 #include "engine/strategies/table.h"
 #include "harness/build_info.h"
 #include "model/metrics.h"
@@ -48,6 +49,16 @@ model::ReportContext report_context(const RunContext& ctx) {
 
 namespace {
 
+}  // namespace
+
+model::DeviceContext device_context(const std::string& device) {
+  const engine::DeviceInfo d = engine::device_info(device);
+  return {d.device, d.name, d.memory_bytes, d.compute_capability, static_cast<uint64_t>(d.multiprocessors),
+          d.driver, d.cuda, d.torch};
+}
+
+namespace {
+
 /// Which clock produced the time figures, and the compute profile it charged, if any.
 void record_clock(const Scenario& sc, model::ReportContext& c) {
   const bool virt = sc.network == NetworkMode::kEmbedded && sc.clock == engine::ClockMode::kVirtual;
@@ -58,7 +69,8 @@ void record_clock(const Scenario& sc, model::ReportContext& c) {
     const engine::ComputeProfile& p = sc.compute[i];
     return model::ReportContext::ComputeProfile{
         std::chrono::duration<double>(p.step_time).count(), p.reduce_ns_per_element, p.compress_ns_per_element,
-        i < sc.compute_derived.size() ? sc.compute_derived[i] : std::nullopt};
+        i < sc.compute_derived.size() ? sc.compute_derived[i] : std::nullopt,
+        i < sc.compute_calibrated.size() ? sc.compute_calibrated[i] : std::nullopt};
   };
   bool uniform = true;
   for (size_t i = 1; i < sc.compute.size(); ++i) uniform = uniform && profile(i) == profile(0);
@@ -130,6 +142,7 @@ model::RunReport make_report(const Scenario& sc, std::vector<model::StrategyRun>
   r.scenario = scenario_summary(sc, ctx);
   r.context = report_context(ctx);
   record_clock(sc, r.context);
+  if (sc.workload.model.device != "cpu") r.context.device = device_context(sc.workload.model.device);
   for (auto& run : runs) {
     const engine::StrategyConfig* cfg = nullptr;
     for (const auto& c : sc.strategies)

@@ -390,6 +390,7 @@ struct ScenarioReader {
   std::vector<std::pair<const json*, std::string>> dc_compute;  // datacenters[i].compute, read with `compute`
   std::vector<std::string> fault_paths;  // timeline[i] of each fault event
   std::vector<std::pair<size_t, std::string>> trace_sha256;  // timeline index, SHA-256 of its trace file
+  std::vector<std::string> calibrated_sha256;  // SHA-256 of each compute profile's "calibrated" file
 };
 
 Scenario ScenarioReader::read() {
@@ -414,6 +415,7 @@ Scenario ScenarioReader::read() {
   root.done();
   json hashed = j;  // each trace file's SHA-256 beside its entry: an edited trace is another scenario
   for (const auto& [i, sha] : trace_sha256) hashed["timeline"][i]["trace_sha256"] = sha;
+  if (!calibrated_sha256.empty()) hashed["calibrated_sha256"] = calibrated_sha256;
   sc.hash = sha256_hex(hashed.dump());
   json training = hashed;
   training.erase("checkpoint");  // where and how often it checkpoints does not change the run
@@ -634,6 +636,8 @@ void ScenarioReader::workload() {
       }
       m.done();
     }
+    const std::string cpu = "cpu";
+    sc.workload.model.device = get_string(w, "device", &cpu);
     if (auto e = engine::validate(sc.workload.model); !e.empty())
       throw ScenarioError("workload." + e);
     if (const json* r = w.opt("represents")) sc.represented = read_represented(*r, w.field("represents"), sc.workload.model, &sc.represented_tensors,
@@ -856,6 +860,7 @@ void ScenarioReader::compute() {
   struct Read {
     engine::ComputeProfile prof;
     std::optional<model::ComputeDerivation> derived;
+    std::optional<model::CalibrationSource> calibrated;
   };
   auto read_profile = [&](const json& j, const std::string& path, const Read* base) {
     Obj c(j, path);
@@ -866,7 +871,46 @@ void ScenarioReader::compute() {
       fail(c.field("step_time"), c.req("step_time"),
            "a profile derived from the hardware (\"gpu\", \"mfu\", \"params\", \"tokens_per_worker_per_step\") "
            "computes its step_time: give one or the other");
-    if (derive || (r.derived && !c.has("step_time"))) {
+    if (const json* cal = c.opt("calibrated")) {
+      // A profile measured by `geotb calibrate` (docs/guide/gpu.md): its "compute" block, which
+      // keys given beside "calibrated" may override.
+      if (derive || c.has("step_time"))
+        fail(c.field("calibrated"), *cal, "a calibrated profile brings its own step_time: give \"calibrated\" alone "
+                                          "(reduce_ns_per_element and compress_ns_per_element may override it)");
+      if (!cal->is_string() || cal->get<std::string>().empty())
+        fail(c.field("calibrated"), *cal, "expected the path of a geotb calibrate output (relative to the scenario's directory)");
+      const std::filesystem::path rel(cal->get<std::string>());
+      const std::string file = dir.empty() || rel.is_absolute() ? rel.string() : (std::filesystem::path(dir) / rel).string();
+      std::ifstream in(file, std::ios::binary);
+      if (!in) fail(c.field("calibrated"), *cal, "cannot read " + file);
+      const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      json doc = json::parse(text, nullptr, false);
+      if (doc.is_discarded() || !doc.is_object() || !doc.contains("compute") || !doc["compute"].is_object() ||
+          !doc["compute"].contains("step_time") || !doc["compute"]["step_time"].is_string())
+        fail(c.field("calibrated"), *cal, file + ": not a geotb calibrate output (no \"compute\": {\"step_time\", ...})");
+      const json& cp = doc["compute"];
+      try {
+        r.prof.step_time = common::parse_duration(cp["step_time"].get<std::string>());
+      } catch (const std::exception& e) {
+        fail(c.field("calibrated"), *cal, file + ": compute.step_time: " + e.what());
+      }
+      if (r.prof.step_time <= std::chrono::nanoseconds{0} || r.prof.step_time > std::chrono::hours(1))
+        fail(c.field("calibrated"), *cal, file + ": compute.step_time must be in (0, 1 h]");
+      for (const char* k : {"reduce_ns_per_element", "compress_ns_per_element"}) {
+        if (!cp.contains(k) || !cp[k].is_number() || !(cp[k].get<double>() >= 0))
+          fail(c.field("calibrated"), *cal, file + ": compute." + k + ": expected a number >= 0");
+      }
+      r.prof.reduce_ns_per_element = cp["reduce_ns_per_element"].get<double>();
+      r.prof.compress_ns_per_element = cp["compress_ns_per_element"].get<double>();
+      r.derived.reset();
+      auto text_of = [&](const json& o, const char* k) {
+        return o.is_object() && o.contains(k) && o[k].is_string() ? o[k].get<std::string>() : std::string("unknown");
+      };
+      r.calibrated = model::CalibrationSource{cal->get<std::string>(), text_of(doc.value("device", json()), "name"),
+                                              text_of(doc, "measured_at")};
+      calibrated_sha256.push_back(sha256_hex(text));
+    } else if (derive || (r.derived && !c.has("step_time"))) {
+      r.calibrated.reset();
       const model::ComputeDerivation* b = r.derived ? &*r.derived : nullptr;
       const std::string gpu_name = b && !c.has("gpu") ? b->gpu : get_string(c, "gpu");
       const model::GpuSpec* gpu = model::find_gpu(gpu_name);
@@ -900,6 +944,7 @@ void ScenarioReader::compute() {
       r.prof.compress_ns_per_element = r.derived->compress_ns_per_element;
     } else {
       r.derived.reset();
+      if (c.has("step_time")) r.calibrated.reset();
       const auto no_step = std::chrono::nanoseconds{0};
       r.prof.step_time = duration(c, "step_time", std::chrono::hours(1), base ? &r.prof.step_time : nullptr);
       if (r.prof.step_time <= no_step) fail(c.field("step_time"), c.req("step_time"), "must be > 0");
@@ -937,9 +982,11 @@ void ScenarioReader::compute() {
         const Read r = read_profile(*j, path, top ? &*top : nullptr);
         sc.compute.push_back(r.prof);
         sc.compute_derived.push_back(r.derived);
+        sc.compute_calibrated.push_back(r.calibrated);
       } else if (top) {
         sc.compute.push_back(top->prof);
         sc.compute_derived.push_back(top->derived);
+        sc.compute_calibrated.push_back(top->calibrated);
       } else {
         throw ScenarioError(fmt::format(
             "{}: missing: another data center declares a compute profile, so every one needs a step_time "

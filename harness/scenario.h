@@ -75,6 +75,9 @@ struct Scenario {
   /// Beside `compute`, same order: how each DC's profile was derived from the hardware (`compute`
   /// with "gpu": model/hardware.h), or nullopt for a declared step_time. Empty when `compute` is.
   std::vector<std::optional<model::ComputeDerivation>> compute_derived;
+  /// Beside `compute`, same order: the calibrate output a DC's profile came from, if it did
+  /// (`compute.calibrated`). Empty when `compute` is.
+  std::vector<std::optional<model::CalibrationSource>> compute_calibrated;
   /// TCP congestion control of the DC hosts, set in every DC namespace in dpdk mode: "auto" (the
   /// first of cubic, reno the host lets a namespace use: loss-based and unpaced, what the
   /// in-process model assumes), "default" (leave the namespace's, inherited from the host), or a

@@ -457,6 +457,33 @@ void from_json(const json& j, ScenarioSummary& s) {
   if (f::has(j, "check")) f::get(j, "check", s.check.emplace());
 }
 
+void to_json(json& j, const CalibrationSource& c) {
+  j = {{"file", c.file}, {"device", c.device}, {"measured_at", c.measured_at}};
+}
+
+void from_json(const json& j, CalibrationSource& c) {
+  c.file = f::str(j, "file");
+  c.device = f::str(j, "device");
+  c.measured_at = f::str(j, "measured_at");
+}
+
+void to_json(json& j, const DeviceContext& d) {
+  j = {{"device", d.device}, {"name", d.name}, {"memory_bytes", d.memory_bytes},
+       {"compute_capability", d.compute_capability}, {"multiprocessors", d.multiprocessors},
+       {"driver", d.driver}, {"cuda", d.cuda}, {"torch", d.torch}};
+}
+
+void from_json(const json& j, DeviceContext& d) {
+  d.device = f::str(j, "device");
+  d.name = f::str(j, "name");
+  d.memory_bytes = f::count(j, "memory_bytes");
+  d.compute_capability = f::str(j, "compute_capability");
+  d.multiprocessors = f::count(j, "multiprocessors");
+  d.driver = f::str(j, "driver");
+  d.cuda = f::str(j, "cuda");
+  d.torch = f::str(j, "torch");
+}
+
 void to_json(json& j, const ReportContext& c) {
   j = {{"git_revision", c.git_revision},
        {"build_type", c.build_type},
@@ -473,6 +500,7 @@ void to_json(json& j, const ReportContext& c) {
            {"reduce_ns_per_element", p.reduce_ns_per_element},
            {"compress_ns_per_element", p.compress_ns_per_element}};
     if (p.derived) o["derived"] = *p.derived;
+    if (p.calibrated) o["calibrated"] = *p.calibrated;
     return o;
   };
   if (c.compute_profile) j["compute_profile"] = profile(*c.compute_profile);
@@ -483,6 +511,7 @@ void to_json(json& j, const ReportContext& c) {
   if (c.represented_model) {
     j["represented_model"] = *c.represented_model;
   }
+  if (c.device) j["device"] = *c.device;
 }
 
 void from_json(const json& j, ReportContext& c) {
@@ -514,12 +543,13 @@ void from_json(const json& j, ReportContext& c) {
   }
   auto profile = [](const json& p) {
     ReportContext::ComputeProfile r{f::nonneg(p, "step_time_s"), f::nonneg(p, "reduce_ns_per_element"),
-                                    f::nonneg(p, "compress_ns_per_element"), std::nullopt};
+                                    f::nonneg(p, "compress_ns_per_element"), std::nullopt, std::nullopt};
     if (f::has(p, "derived")) {
       ComputeDerivation d;
       f::get(p, "derived", d);
       r.derived = std::move(d);
     }
+    if (f::has(p, "calibrated")) f::get(p, "calibrated", r.calibrated.emplace());
     return r;
   };
   c.compute_profile.reset();
@@ -537,6 +567,8 @@ void from_json(const json& j, ReportContext& c) {
     f::get(j, "represented_model", r);
     c.represented_model = std::move(r);
   }
+  c.device.reset();
+  if (f::has(j, "device")) f::get(j, "device", c.device.emplace());
 }
 
 std::string format_rate(double samples_per_s) {
@@ -580,6 +612,11 @@ std::string describe_clock(const ReportContext& c) {
           d.params, d.tokens_per_worker_per_step, gpus, d.peak_dense_bf16_flops / 1e12, d.gpu, d.mfu,
           p.step_time_s * 1e3, shard, p.reduce_ns_per_element, p.compress_ns_per_element);
     }
+    if (p.calibrated)
+      return fmt::format("compute calibrated on {} at {} ({}): step {:.4g} ms, reduce {:.3g} ns/element, compress "
+                         "{:.3g} ns/element",
+                         p.calibrated->device, p.calibrated->measured_at, p.calibrated->file, p.step_time_s * 1e3,
+                         p.reduce_ns_per_element, p.compress_ns_per_element);
     return fmt::format("declared compute: step {:.4g} ms, reduce {:.3g} ns/element, compress {:.3g} ns/element",
                        p.step_time_s * 1e3, p.reduce_ns_per_element, p.compress_ns_per_element);
   };

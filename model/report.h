@@ -316,6 +316,31 @@ struct BaselineRecord {
 void to_json(json& j, const BaselineRecord& b);
 void from_json(const json& j, BaselineRecord& b);
 
+/// Where a calibrated compute profile (scenario `compute.calibrated`) was measured.
+struct CalibrationSource {
+  std::string file;         ///< as the scenario names it
+  std::string device;       ///< the calibrate output's device name ("NVIDIA H200")
+  std::string measured_at;  ///< its UTC time
+  bool operator==(const CalibrationSource&) const = default;
+};
+void to_json(json& j, const CalibrationSource& c);
+void from_json(const json& j, CalibrationSource& c);
+
+/// The accelerator the training ran on (scenario workload.device other than "cpu"): engine/model/calibrate.h.
+struct DeviceContext {
+  std::string device;              ///< "cuda:0"
+  std::string name;                ///< "NVIDIA H200"
+  uint64_t memory_bytes = 0;
+  std::string compute_capability;  ///< "9.0"
+  uint64_t multiprocessors = 0;
+  std::string driver;              ///< NVIDIA kernel module version; empty if unreadable
+  std::string cuda;                ///< CUDA version of the linked libtorch
+  std::string torch;               ///< libtorch version
+  bool operator==(const DeviceContext&) const = default;
+};
+void to_json(json& j, const DeviceContext& d);
+void from_json(const json& j, DeviceContext& d);
+
 /// The report's "context": where and how it ran.
 struct ReportContext {
   std::string git_revision = "unknown", build_type, geotb_version, host;
@@ -337,6 +362,8 @@ struct ReportContext {
     /// When the profile was derived from the hardware (scenario `compute.gpu`, model/hardware.h):
     /// the formula and every input. Absent for a declared step_time.
     std::optional<ComputeDerivation> derived;
+    /// When it came from a `geotb calibrate` output (scenario `compute.calibrated`).
+    std::optional<CalibrationSource> calibrated;
 
     bool operator==(const ComputeProfile&) const = default;
   };
@@ -348,13 +375,16 @@ struct ReportContext {
   /// timing, WAN bytes and samples are its; the accuracy is the trained proxy's. Absent: the
   /// trained model is what the figures describe.
   std::optional<RepresentedModel> represented_model;
+  /// Where forward and backward ran when not on the CPU (workload.device); absent on the CPU.
+  std::optional<DeviceContext> device;
   /// Whether a compute profile (common or per DC) produced the compute figures.
   bool profiled() const { return compute_profile.has_value() || !compute_profile_by_dc.empty(); }
   /// Whether a profile (common or of some DC) was derived from the hardware.
+  /// Whether a profile was derived from the hardware or calibrated: the run's summary then says how.
   bool derived() const {
-    if (compute_profile) return compute_profile->derived.has_value();
+    if (compute_profile) return compute_profile->derived.has_value() || compute_profile->calibrated.has_value();
     for (const auto& [dc, p] : compute_profile_by_dc)
-      if (p.derived) return true;
+      if (p.derived || p.calibrated) return true;
     return false;
   }
 };

@@ -18,10 +18,17 @@ struct ModelConfig {
   std::vector<int> hidden = {128, 64};  ///< mlp hidden layer widths
   int inputs = 784;                  ///< features per example (28 x 28)
   int classes = 10;
+  /// Where forward and backward run: "cpu", "cuda" or "cuda:N" (docs/guide/gpu.md). On a GPU the
+  /// flat buffers below stay in host memory: params() is uploaded before each forward and the
+  /// gradients are downloaded after each backward, so strategies and collectives are unchanged.
+  std::string device = "cpu";
 };
 
 /// Returns an empty string if valid, else "field: value: why".
 std::string validate(const ModelConfig& m);
+/// Empty if this build and machine can run on `device`, else "device: \"cuda\": why" (no CUDA
+/// device, a CPU-only libtorch, an index beyond the devices found).
+std::string device_error(const std::string& device);
 /// The parameters make_learner(m) has (m valid), without building it.
 size_t param_count(const ModelConfig& m);
 /// Its parameter tensors' elements, in the order of the flat buffers (libtorch's parameters()).

@@ -1,5 +1,6 @@
 // Scenario validation: good files load, bad ones fail with a message naming field and value.
 #include "harness/scenario.h"
+#include "common/units.h"
 #include "model/represented.h"
 
 #include <unistd.h>
@@ -1181,3 +1182,94 @@ INSTANTIATE_TEST_SUITE_P(
     });
 
 }  // namespace
+
+// workload.device: "cpu" by default; "cuda" and "cuda:N" parse (whether this build can use them is
+// checked when a run starts); anything else names the field and the value.
+TEST(ScenarioDevice, DeviceParsesAndBadValuesNameTheField) {
+  EXPECT_EQ(parse_scenario(good(), "s.json").workload.model.device, "cpu");
+  json j = good();
+  for (const char* d : {"cpu", "cuda", "cuda:0", "cuda:12"}) {
+    j["workload"]["device"] = d;
+    EXPECT_EQ(parse_scenario(j, "s.json").workload.model.device, d);
+  }
+  for (const char* d : {"gpu", "cuda:", "cuda:x", "CUDA", "cuda:1234"}) {
+    j["workload"]["device"] = d;
+    EXPECT_EQ(error_of(j), fmt::format("s.json: workload.device: \"{}\": expected \"cpu\", \"cuda\" or \"cuda:N\"", d));
+  }
+}
+
+// "compute": {"calibrated": FILE}: a geotb calibrate output's "compute" block is the profile, keys
+// beside it override, and the file is part of the scenario's hash.
+TEST(ScenarioCalibrated, TheFilesComputeBlockIsTheProfile) {
+  TraceDir d("calibrated");
+  const std::string profile =
+      R"({"geotb_calibrate": 1, "compute": {"step_time": "653.437us", "reduce_ns_per_element": 0.0036,
+          "compress_ns_per_element": 6.92}, "device": {"name": "NVIDIA H200"}})";
+  d.write("p.json", profile);
+  json j = good();
+  j["clock"] = "virtual";
+  j["compute"] = {{"calibrated", "p.json"}};
+  const std::string file = d.write("s.json", j.dump());
+  const auto sc = geotb::harness::load_scenario(file);
+  ASSERT_EQ(sc.compute.size(), 2u);
+  for (const auto& p : sc.compute) {
+    EXPECT_EQ(p.step_time, std::chrono::nanoseconds(653437));
+    EXPECT_EQ(p.reduce_ns_per_element, 0.0036);
+    EXPECT_EQ(p.compress_ns_per_element, 6.92);
+  }
+  EXPECT_FALSE(sc.compute_derived[0].has_value());
+  ASSERT_EQ(sc.compute_calibrated.size(), 2u);
+  EXPECT_EQ(sc.compute_calibrated[1], (geotb::model::CalibrationSource{"p.json", "NVIDIA H200", "unknown"}));
+  j["compute"]["compress_ns_per_element"] = 1.5;  // an override beside the file
+  const auto over = geotb::harness::load_scenario(d.write("s2.json", j.dump()));
+  EXPECT_EQ(over.compute[0].compress_ns_per_element, 1.5);
+  EXPECT_EQ(over.compute[0].step_time, std::chrono::nanoseconds(653437));
+  // Another measurement in the same file name: the same JSON is another scenario.
+  d.write("p.json", std::string(profile).replace(profile.find("653.437us"), 9, "700us"));
+  const auto other = geotb::harness::load_scenario(file);
+  EXPECT_EQ(other.compute[0].step_time, std::chrono::microseconds(700));
+  EXPECT_NE(other.hash, sc.hash);
+  EXPECT_EQ(other.raw, sc.raw);
+}
+
+TEST(ScenarioCalibrated, BadFilesAndMixedKeysNameTheField) {
+  TraceDir d("calibrated-bad");
+  json j = good();
+  j["clock"] = "virtual";
+  auto load_error = [&](const json& s) {
+    try {
+      geotb::harness::load_scenario(d.write("s.json", s.dump()));
+    } catch (const ScenarioError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  j["compute"] = {{"calibrated", "missing.json"}};
+  EXPECT_THAT(load_error(j), HasSubstr("compute.calibrated: \"missing.json\": cannot read " +
+                                       (d.path / "missing.json").string()));
+  d.write("scenario-like.json", good().dump());
+  j["compute"] = {{"calibrated", "scenario-like.json"}};
+  EXPECT_THAT(load_error(j), HasSubstr("not a geotb calibrate output (no \"compute\": {\"step_time\", ...})"));
+  d.write("bad-step.json", R"({"compute": {"step_time": "fast", "reduce_ns_per_element": 0, "compress_ns_per_element": 0}})");
+  j["compute"] = {{"calibrated", "bad-step.json"}};
+  EXPECT_THAT(load_error(j), HasSubstr("compute.step_time: "));
+  d.write("no-reduce.json", R"({"compute": {"step_time": "1ms", "compress_ns_per_element": 0}})");
+  j["compute"] = {{"calibrated", "no-reduce.json"}};
+  EXPECT_THAT(load_error(j), HasSubstr("compute.reduce_ns_per_element: expected a number >= 0"));
+  j["compute"] = {{"calibrated", "no-reduce.json"}, {"step_time", "1ms"}};
+  EXPECT_THAT(load_error(j), HasSubstr("compute.calibrated: \"no-reduce.json\": a calibrated profile brings its own step_time"));
+  j["compute"] = {{"calibrated", "no-reduce.json"}, {"gpu", "h200-sxm"}, {"mfu", 0.5}};
+  EXPECT_THAT(load_error(j), HasSubstr("a calibrated profile brings its own step_time"));
+  j["compute"] = {{"calibrated", 3}};
+  EXPECT_THAT(load_error(j), HasSubstr("compute.calibrated: 3: expected the path of a geotb calibrate output"));
+}
+
+TEST(ScenarioCalibrated, ShippedH200ProfileLoads) {
+  const auto sc = geotb::harness::load_scenario(GEOTB_SOURCE_DIR "/scenarios/tiny-h200.json");
+  const json p = json::parse(std::ifstream(GEOTB_SOURCE_DIR "/scenarios/profiles/h200-tiny.json"));
+  EXPECT_EQ(p["device"]["name"], "NVIDIA H200");
+  EXPECT_EQ(sc.compute[0].step_time, geotb::common::parse_duration(p["compute"]["step_time"].get<std::string>()));
+  EXPECT_EQ(sc.compute[0].reduce_ns_per_element, p["compute"]["reduce_ns_per_element"].get<double>());
+  EXPECT_EQ(sc.compute_calibrated[0],
+            (geotb::model::CalibrationSource{"profiles/h200-tiny.json", "NVIDIA H200", p["measured_at"].get<std::string>()}));
+}
