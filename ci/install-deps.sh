@@ -19,6 +19,8 @@ PKGS=(
   # the PyTorch job of docs/guide/exec.md (examples/, run by the doc tests as root), and torch's
   # powerSGD_hook for tests/unit/powersgd_torch_test.cc (python3-numpy comes with it)
   python3-torch
+  # geotb_torch (python/), the DDP communication hook: its C++ extension's build
+  python3-dev python3-setuptools pybind11-dev
   # the compare report's browser test (headless rendering + screenshot analysis)
   chromium python3-pil
 )

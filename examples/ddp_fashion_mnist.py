@@ -3,6 +3,12 @@
 
     sudo ./build/harness/geotb exec scenarios/dpdk-2x2.json -- python3 examples/ddp_fashion_mnist.py
 
+With --sync hier (examples/ddp_hier_hook.py) the same job synchronises as geotb's
+hier_ef_topk_int8: geotb_torch's DDP communication hook averages the gradient within each site
+every step, and every K steps the site leaders exchange the compressed progress (docs/guide/comm-hook.md).
+--checkpoint DIR --checkpoint-at N saves every rank's model, optimizer, data position and the
+hook's state after step N and stops; --resume DIR continues from there.
+
 Nothing geotb-specific but the GEOTB_METRIC lines: the process group comes from torchrun's
 environment (MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE), which `geotb exec` sets for every rank
 inside its data center's network namespace, so `torchrun` or any other launcher runs it as well.
@@ -36,9 +42,23 @@ except ImportError:
         os.execv(DEBIAN_PYTHON, [DEBIAN_PYTHON] + sys.argv)
     sys.exit(f"{sys.argv[0]}: no torch in {sys.executable} nor in {DEBIAN_PYTHON}: install Debian's "
              "python3-torch (ci/install-deps.sh does) or run the script with a Python that has torch")
+import hashlib
+
 import torch.distributed as dist
 import torch.nn as nn
 from torch.nn.parallel import DistributedDataParallel as DDP
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def import_geotb_torch():
+    """geotb_torch as pip installed it, else as this checkout's build made it (build/python)."""
+    try:
+        import geotb_torch
+    except ImportError:
+        sys.path.insert(0, os.path.join(os.path.dirname(HERE), "build", "python"))
+        import geotb_torch
+    return geotb_torch
 
 DATA = "/usr/share/datasets/fashion-mnist"
 MEAN, STD = 0.2860, 0.3530
@@ -62,7 +82,7 @@ def metric(**kv):
     print("GEOTB_METRIC " + json.dumps(kv), flush=True)
 
 
-def main():
+def main(default_sync="allreduce"):
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=100)
     ap.add_argument("--batch", type=int, default=32, help="examples per rank and step")
@@ -72,6 +92,13 @@ def main():
     ap.add_argument("--train-examples", type=int, default=12000)
     ap.add_argument("--test-examples", type=int, default=2000)
     ap.add_argument("--seed", type=int, default=3)
+    ap.add_argument("--sync", choices=["allreduce", "hier"], default=default_sync,
+                    help="allreduce: DDP's own; hier: geotb_torch's hier_ef_topk_int8 hook and rounds")
+    ap.add_argument("--K", type=int, default=4, help="hier: steps between rounds (dpdk-2x2's)")
+    ap.add_argument("--density", type=float, default=0.05, help="hier: top-k density (dpdk-2x2's)")
+    ap.add_argument("--checkpoint", help="directory: save every rank's state after --checkpoint-at steps, then stop")
+    ap.add_argument("--checkpoint-at", type=int, default=0)
+    ap.add_argument("--resume", help="directory written by --checkpoint: continue from its step")
     args = ap.parse_args()
 
     torch.set_num_threads(1)
@@ -84,13 +111,28 @@ def main():
     shard = perm[rank * len(y) // world:(rank + 1) * len(y) // world]
     order = torch.Generator().manual_seed(args.seed * 1000 + rank)
 
-    model = DDP(nn.Sequential(nn.Linear(784, args.hidden), nn.ReLU(), nn.Linear(args.hidden, 10)))
+    net = nn.Sequential(nn.Linear(784, args.hidden), nn.ReLU(), nn.Linear(args.hidden, 10))
+    hier = None
+    if args.sync == "hier":  # the one change: geotb's hierarchical sync instead of DDP's allreduce
+        gt = import_geotb_torch()
+        hier = gt.HierEF(net, gt.sites_from_env(), K=args.K, density=args.density)
+    model = DDP(net)
+    if hier:
+        model.register_comm_hook(hier.state, hier.hook)
     opt = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum)
     loss_fn = nn.CrossEntropyLoss()
 
+    pos, idx, times, first = 0, shard[torch.randperm(len(shard), generator=order)], [], 1
+    if args.resume:
+        st = torch.load(os.path.join(args.resume, f"rank{rank}.pt"))
+        net.load_state_dict(st["model"])
+        opt.load_state_dict(st["opt"])
+        order.set_state(st["order"])
+        pos, idx, first = st["pos"], st["idx"], st["step"] + 1
+        if hier:
+            hier.load_state_dict(st["hier"])
     dist.barrier()  # every rank is up: step times are steps, not start-up
-    pos, idx, times = 0, shard[torch.randperm(len(shard), generator=order)], []
-    for step in range(1, args.steps + 1):
+    for step in range(first, args.steps + 1):
         if pos + args.batch > len(idx):
             pos, idx = 0, shard[torch.randperm(len(shard), generator=order)]
         b = idx[pos:pos + args.batch]
@@ -100,17 +142,32 @@ def main():
         loss = loss_fn(model(x[b]), y[b])
         loss.backward()  # DDP allreduces the gradient (one bucket) over every rank, across the WAN
         opt.step()
+        if hier:
+            hier.step()  # every K steps: a round between the sites
         dt = time.perf_counter() - t0
         times.append(dt)
         if rank == 0:
             metric(step=step, step_time_s=dt, loss=loss.item())
+        if args.checkpoint and step == args.checkpoint_at:
+            os.makedirs(args.checkpoint, exist_ok=True)
+            torch.save({"model": net.state_dict(), "opt": opt.state_dict(), "order": order.get_state(), "pos": pos,
+                        "idx": idx, "step": step, "hier": hier.state_dict() if hier else None},
+                       os.path.join(args.checkpoint, f"rank{rank}.pt"))
+            if rank == 0:
+                metric(checkpoint_step=step)
+            dist.barrier()
+            dist.destroy_process_group()
+            return
 
+    if hier:
+        hier.finish()  # the last round and a dense exchange: every replica ends identical
     if rank == 0:
         xt, yt = read_idx(f"{DATA}/t10k", args.test_examples)
         with torch.no_grad():
             acc = (model.module(xt).argmax(1) == yt).float().mean().item()
+        w = torch.cat([p.detach().reshape(-1) for p in net.parameters()])
         metric(final_test_accuracy=acc, mean_step_time_s=sum(times) / len(times), steps=len(times),
-               world_size=world)
+               world_size=world, final_weights_sha256=hashlib.sha256(w.numpy().tobytes()).hexdigest())
     dist.barrier()
     dist.destroy_process_group()
 
