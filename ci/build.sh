@@ -14,3 +14,16 @@ if [ ! -f build/build.ninja ]; then
   meson setup build --buildtype=release "${unity[@]}"
 fi
 ninja -C build -j"${GEOTB_JOBS:-2}"
+# geotb_torch (python/, docs/guide/comm-hook.md): the guide's one install command, pip into the
+# system's Python 3 (Debian's, with python3-torch), whenever its sources changed since the last
+# install (~50 s: the C++ extension). The tests use the meson build's copy in build/python.
+if [ -f build/python/geotb_torch.stamp ]; then
+  sum=$(cat python/setup.py python/geotb_torch/*.py python/geotb_torch/csrc/*.cc kernels/*.h kernels/*.cc \
+        kernels/cpu/*.cc | sha256sum | cut -c1-64)
+  if [ "$(cat build/python/installed.sha256 2>/dev/null)" != "$sum" ]; then
+    user=()
+    [ "$(id -u)" -eq 0 ] || user=(--user)
+    MAX_JOBS="${GEOTB_JOBS:-2}" /usr/bin/python3 -m pip install -q --no-build-isolation --break-system-packages \
+      --no-deps "${user[@]}" ./python && echo "$sum" > build/python/installed.sha256
+  fi
+fi
