@@ -5,8 +5,10 @@
 // libtorch is behind model/torch_learner.cc (the step) and model/torch_calibrate.cc (the rest).
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -33,8 +35,18 @@ struct Timing {
   double median_s = 0, min_s = 0, max_s = 0;
   int reps = 0;
 };
-/// The median, minimum and maximum of `samples` (not empty).
-Timing summarize(std::vector<double> samples);
+/// The median, minimum and maximum of `samples` (throws std::invalid_argument when empty).
+inline Timing summarize(std::vector<double> samples) {
+  if (samples.empty()) throw std::invalid_argument("summarize: no samples");
+  std::sort(samples.begin(), samples.end());
+  Timing t;
+  t.reps = static_cast<int>(samples.size());
+  const size_t n = samples.size();
+  t.median_s = n % 2 ? samples[n / 2] : 0.5 * (samples[n / 2 - 1] + samples[n / 2]);
+  t.min_s = samples.front();
+  t.max_s = samples.back();
+  return t;
+}
 
 /// One training step of `m` on m.device: forward and backward on `batch` random examples, then the
 /// plain SGD update p -= 0.01 g on the device, all on the device (no host mirrors: what a GPU

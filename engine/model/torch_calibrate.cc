@@ -21,18 +21,6 @@
 
 namespace geotb::engine {
 
-Timing summarize(std::vector<double> samples) {
-  if (samples.empty()) throw std::invalid_argument("summarize: no samples");
-  std::sort(samples.begin(), samples.end());
-  Timing t;
-  t.reps = static_cast<int>(samples.size());
-  const size_t n = samples.size();
-  t.median_s = n % 2 ? samples[n / 2] : 0.5 * (samples[n / 2 - 1] + samples[n / 2]);
-  t.min_s = samples.front();
-  t.max_s = samples.back();
-  return t;
-}
-
 namespace {
 
 std::string first_line_containing(const std::string& path, const std::string& key) {
