@@ -72,19 +72,40 @@ def sites_from_env(world: Optional[int] = None) -> Sites:
 
 
 class _HookState:
-    """What the DDP hook needs: this rank's site group and its size."""
+    """What the DDP hook needs: this rank's site group, its size, and each parameter's place in
+    the model's parameters() (the engine's flat order)."""
 
-    def __init__(self, group, size: int):
+    def __init__(self, group, size: int, params):
         self.group = group
         self.size = size
+        self.index = {id(p): i for i, p in enumerate(params)}
 
 
 def _site_mean_hook(state: _HookState, bucket):
-    """DDP communication hook: the bucket's gradients averaged over this rank's site."""
-    t = bucket.buffer()
-    t.div_(state.size)
-    fut = dist.all_reduce(t, group=state.group, async_op=True).get_future()
-    return fut.then(lambda f: f.value()[0])
+    """DDP communication hook: the bucket's gradients averaged over this rank's site, as the
+    engine's intra-DC allreduce averages its flat gradient: the bucket's parameters in the model's
+    order (DDP orders and re-orders its buckets by when gradients are ready), summed by Gloo's
+    ring, then divided (DDP's own hook divides first). With 3 or more ranks in a site both orders
+    change the rounding."""
+    if state.size == 1:
+        fut = torch.futures.Future()
+        fut.set_result(bucket.buffer())
+        return fut
+    params, grads = bucket.parameters(), bucket.gradients()
+    order = sorted(range(len(params)), key=lambda i: state.index[id(params[i])])
+    flat = torch.cat([grads[i].reshape(-1) for i in order])
+    fut = dist.all_reduce(flat, group=state.group, async_op=True).get_future()
+
+    def mean(f):
+        total = f.value()[0].div_(state.size)
+        off = 0
+        for i in order:
+            n = grads[i].numel()
+            grads[i].copy_(total[off:off + n].view_as(grads[i]))
+            off += n
+        return bucket.buffer()
+
+    return fut.then(mean)
 
 
 def _flat(params) -> torch.Tensor:
@@ -105,7 +126,7 @@ class HierEF:
     or DDP's module: the same tensors)."""
 
     def __init__(self, model: torch.nn.Module, sites: Sites, K: int = 16, density: float = 0.01, block: int = 256,
-                 values: str = "int8", overlap: bool = True):
+                 values: str = "int8", overlap: bool = True, weights: Optional[List[float]] = None):
         if K < 1:
             raise ValueError(f"K: {K}: must be >= 1")
         if not 0 < density <= 1:
@@ -123,9 +144,21 @@ class HierEF:
         self._site_groups = [dist.new_group(sites.ranks(s)) for s in range(self.M)]
         self._fwd_groups = [dist.new_group(sites.ranks(s)) for s in range(self.M)]
         self._leader_group = dist.new_group(self.leaders)
-        self.state = _HookState(self._site_groups[self.my_site], len(self.site_ranks))
-        self.hook = _site_mean_hook
         self.params = [p for p in model.parameters()]
+        self.state = _HookState(self._site_groups[self.my_site], len(self.site_ranks), self.params)
+        # A site's weight in the means over sites, as the engine's (workload "dc_weights"): equal
+        # sites weigh 1 each and the sum is scaled by 1/M; otherwise w_d = n_d / sum n (float32),
+        # n_d its ranks (the engine's "workers") unless `weights` gives n_d (e.g. its examples).
+        n = weights if weights is not None else [len(sites.ranks(d)) for d in range(self.M)]
+        if len(n) != self.M or any(not x > 0 for x in n):
+            raise ValueError(f"weights: {n}: one positive weight per site ({self.M})")
+        if all(x == n[0] for x in n):
+            self._w = [torch.tensor(1.0, dtype=torch.float32)] * self.M
+            self._scale = torch.tensor(1.0 / self.M, dtype=torch.float32)
+        else:
+            self._w = [torch.tensor(x / sum(n), dtype=torch.float32) for x in n]
+            self._scale = torch.tensor(1.0, dtype=torch.float32)
+        self.hook = _site_mean_hook
         x = _flat(self.params)
         self.xbar = x.clone()
         self.mark = x.clone()
@@ -177,15 +210,15 @@ class HierEF:
         return wires
 
     def _apply(self, wires: List[torch.Tensor], own: torch.Tensor) -> None:
-        """xbar += (1/M) sum_d s_d, summed in site order with this site's own dequantised values."""
+        """xbar += scale sum_d w_d s_d, summed in site order with this site's own dequantised
+        values, each product and sum rounded once as the engine rounds them."""
         total = torch.zeros_like(self.xbar)
         for s, w in enumerate(wires):
             if s == self.my_site:
-                total.add_(own)
+                total.add_(own * self._w[s])
             else:
-                decompress_add(w, total, 1.0)
-        inv = torch.tensor(1.0 / self.M, dtype=torch.float32)
-        self.xbar.add_(total * inv)
+                decompress_add(w, total, float(self._w[s]))
+        self.xbar.add_(total * self._scale)
 
     # ---- the round ----
 
@@ -231,11 +264,11 @@ class HierEF:
             parts = list(stacked)
         total = torch.zeros_like(w)
         for s in range(self.M):
-            total.add_(w if s == self.my_site else parts[s])
-        inv = torch.tensor(1.0 / self.M, dtype=torch.float32)
-        x = self.xbar + total * inv
+            total.add_((w if s == self.my_site else parts[s]) * self._w[s])
+        self.xbar.add_(total * self._scale)
+        x = self.xbar.clone()
         _write(self.params, x)
-        self.xbar, self.mark = x.clone(), x.clone()
+        self.mark = x.clone()
         self.resid.zero_()
 
     # ---- checkpoints: the state beside the model's and the optimizer's ----

@@ -2,9 +2,9 @@
 // engine trains for hier_ef_topk_int8 on 2 data centers x 2 workers, written out so that a
 // PyTorch DDP job with geotb_torch's hook can train the very same thing and compare weights.
 //
-//   engine_reference OUT_DIR STEPS K DENSITY OVERLAP(0|1)
+//   engine_reference OUT_DIR STEPS K DENSITY OVERLAP(0|1) [WORKERS_A,WORKERS_B]   (default 2,2)
 //
-// Writes into OUT_DIR (float32 and int64 little-endian, no header):
+// Data center a has ranks 0 .. WORKERS_A - 1, b the rest. Writes into OUT_DIR (float32 and int64 little-endian, no header):
 //   initial.f32    the initial weights (make_learner's, seed 5), flat, libtorch's parameter order
 //   x.f32, y.i64   every step's batch of every rank: step-major, then rank, then 16 examples
 //                  (784 floats each: the engine's normalised pixels), and their labels
@@ -41,8 +41,13 @@ void write(const std::string& path, const std::vector<T>& v) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 6) {
-    std::fprintf(stderr, "usage: engine_reference OUT_DIR STEPS K DENSITY OVERLAP(0|1)\n");
+  if (argc != 6 && argc != 7) {
+    std::fprintf(stderr, "usage: engine_reference OUT_DIR STEPS K DENSITY OVERLAP(0|1) [WORKERS_A,WORKERS_B]\n");
+    return 2;
+  }
+  int wa = 2, wb = 2;
+  if (argc == 7 && std::sscanf(argv[6], "%d,%d", &wa, &wb) != 2) {
+    std::fprintf(stderr, "engine_reference: %s: expected WORKERS_A,WORKERS_B\n", argv[6]);
     return 2;
   }
   const std::string out = argv[1];
@@ -59,7 +64,7 @@ int main(int argc, char** argv) {
   w.seed = 5;
   w.eval_points = 1;
   ClusterSpec c;
-  c.dcs = {{"a", 2}, {"b", 2}};
+  c.dcs = {{"a", wa}, {"b", wb}};
   geotb::model::WanLink link;
   c.wan = {link};
   Datasets data;
@@ -70,7 +75,7 @@ int main(int argc, char** argv) {
   const std::unique_ptr<Learner> l = make_learner(w.model, w.seed);
   const size_t n = l->num_params();
   write(out + "/initial.f32", std::vector<float>(l->params(), l->params() + n));
-  const geotb::model::RankLayout layout({2, 2});
+  const geotb::model::RankLayout layout({wa, wb});
   const auto shards = make_partition(data.train, kFashionMnistClasses, w.partition, layout, w.seed);
   std::vector<BatchSampler> samplers;
   for (int r = 0; r < layout.world(); ++r) samplers.emplace_back(shards[static_cast<size_t>(r)], w.seed, r);
@@ -100,7 +105,7 @@ int main(int argc, char** argv) {
   std::ofstream(out + "/meta.json") << "{\"steps\": " << steps << ", \"K\": " << K << ", \"density\": " << density
                                     << ", \"overlap\": " << (overlap ? "true" : "false") << ", \"params\": " << n
                                     << ", \"batch\": " << w.batch_per_worker << ", \"hidden\": 32, \"lr\": 0.05, "
-                                    << "\"momentum\": 0.9, \"ranks\": 4}\n";
+                                    << "\"momentum\": 0.9, \"sites\": [" << wa << ", " << wb << "]}\n";
   std::printf("engine_reference: %zu parameters, %d steps, K %d, density %g, overlap %d -> %s\n", n, steps, K, density,
               overlap ? 1 : 0, out.c_str());
   return 0;

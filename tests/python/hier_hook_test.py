@@ -5,9 +5,10 @@ torch.distributed job, 2 sites x 2 ranks of c10d Gloo on loopback.
   hier_hook_test.py [ENGINE_REFERENCE]     every case; exit 0 when all pass
 
 Case "engine" (with ENGINE_REFERENCE, tests/python/engine_reference.cc): geotb's embedded engine
-trains hier_ef_topk_int8 on 2 x 2 workers and writes its initial weights, every rank's batches
-and its final weights; the DDP job trains from the same weights on the same batches with the hook
-and must end bit for bit at the engine's weights. The optimizer there computes SGD as the engine
+trains hier_ef_topk_int8 on 2 + 2 workers (overlapped) and on 1 + 3 (blocking: unequal sites weigh
+by their ranks, and a site of 3 sums in Gloo's ring order) and writes its initial weights, every
+rank's batches and its final weights; the DDP job trains from the same weights on the same batches
+with the hook and must end bit for bit at the engine's weights. The optimizer there computes SGD as the engine
 does (m = mu m + g; x -= lr m); with torch.optim.SGD (which fuses x + (-lr) m into one rounding)
 the difference is printed and bounded.
 
@@ -132,11 +133,13 @@ class EngineSgd:
 
 
 def engine_job(rank, port, ref, opt_kind, out):
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-    torch.set_num_threads(1)
-    dist.init_process_group("gloo", rank=rank, world_size=4)
     meta = json.load(open(os.path.join(ref, "meta.json")))
     steps, batch = meta["steps"], meta["batch"]
+    site = [0] * meta["sites"][0] + [1] * meta["sites"][1]
+    world = len(site)
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", rank=rank, world_size=world)
     net = nn.Sequential(nn.Linear(784, meta["hidden"]), nn.ReLU(), nn.Linear(meta["hidden"], 10))
     init = torch.from_file(os.path.join(ref, "initial.f32"), size=meta["params"], dtype=torch.float32)
     off = 0
@@ -144,10 +147,10 @@ def engine_job(rank, port, ref, opt_kind, out):
         for p in net.parameters():
             p.copy_(init[off:off + p.numel()].view_as(p))
             off += p.numel()
-    xs = torch.from_file(os.path.join(ref, "x.f32"), size=steps * 4 * batch * 784, dtype=torch.float32)
-    ys = torch.from_file(os.path.join(ref, "y.i64"), size=steps * 4 * batch, dtype=torch.int64)
-    xs, ys = xs.view(steps, 4, batch, 784), ys.view(steps, 4, batch)
-    hier = geotb_torch.HierEF(net, geotb_torch.Sites([0, 0, 1, 1]), K=meta["K"], density=meta["density"],
+    xs = torch.from_file(os.path.join(ref, "x.f32"), size=steps * world * batch * 784, dtype=torch.float32)
+    ys = torch.from_file(os.path.join(ref, "y.i64"), size=steps * world * batch, dtype=torch.int64)
+    xs, ys = xs.view(steps, world, batch, 784), ys.view(steps, world, batch)
+    hier = geotb_torch.HierEF(net, geotb_torch.Sites(site), K=meta["K"], density=meta["density"],
                               overlap=meta["overlap"])
     model = DDP(net)
     model.register_comm_hook(hier.state, hier.hook)
@@ -165,24 +168,29 @@ def engine_job(rank, port, ref, opt_kind, out):
 
 
 def against_engine(tool, check):
-    with tempfile.TemporaryDirectory() as ref:
-        steps, K, density = 24, 4, 0.05
-        subprocess.run([tool, ref, str(steps), str(K), str(density), "1"], check=True)
-        engine = torch.from_file(os.path.join(ref, "final.f32"), size=json.load(open(os.path.join(ref, "meta.json")))["params"],
-                                 dtype=torch.float32)
-        for kind in ("engine", "torch"):
-            out = os.path.join(ref, "hook-" + kind)
-            mp.spawn(engine_job, args=(free_port(), ref, kind, out), nprocs=4, join=True)
-            w = [torch.load(f"{out}.{r}") for r in range(4)]
-            diff = ((w[0] - engine).abs().max() / engine.abs().max()).item()
-            same = all(torch.equal(x, w[0]) for x in w)
-            if kind == "engine":
-                check("engine", same and torch.equal(w[0], engine),
-                      f"{steps} steps, K {K}, {density:.0%}, overlap: hook {sha(w[0])[:16]}, engine {sha(engine)[:16]}, "
-                      f"max relative difference {diff:.2e}")
-            else:
-                check("engine.torch_sgd", same and diff <= 1e-5,
-                      f"with torch.optim.SGD (x + (-lr) m fused): max relative difference {diff:.2e} from the engine")
+    """2 + 2 ranks, overlapped (with torch's SGD too), then 1 + 3 ranks blocking: unequal sites weigh
+    by their ranks in the means over sites, as the engine's default "dc_weights": "workers"."""
+    for name, layout, overlap, kinds in (("engine", "2,2", "1", ("engine", "torch")),
+                                         ("engine.unequal", "1,3", "0", ("engine",))):
+        with tempfile.TemporaryDirectory() as ref:
+            steps, K, density = 24, 4, 0.05
+            subprocess.run([tool, ref, str(steps), str(K), str(density), overlap, layout], check=True)
+            meta = json.load(open(os.path.join(ref, "meta.json")))
+            world = sum(meta["sites"])
+            engine = torch.from_file(os.path.join(ref, "final.f32"), size=meta["params"], dtype=torch.float32)
+            for kind in kinds:
+                out = os.path.join(ref, "hook-" + kind)
+                mp.spawn(engine_job, args=(free_port(), ref, kind, out), nprocs=world, join=True)
+                w = [torch.load(f"{out}.{r}") for r in range(world)]
+                diff = ((w[0] - engine).abs().max() / engine.abs().max()).item()
+                same = all(torch.equal(x, w[0]) for x in w)
+                if kind == "engine":
+                    check(name, same and torch.equal(w[0], engine),
+                          f"sites {layout}, {steps} steps, K {K}, {density:.0%}, overlap {overlap}: hook {sha(w[0])[:16]}, "
+                          f"engine {sha(engine)[:16]}, max relative difference {diff:.2e}")
+                else:
+                    check(name + ".torch_sgd", same and diff <= 1e-5,
+                          f"with torch.optim.SGD (x + (-lr) m fused): max relative difference {diff:.2e} from the engine")
 
 
 def plain_ddp(steps):
