@@ -9,23 +9,19 @@
 
 #include "engine/model/calibrate.h"
 #include "engine/model/learner.h"
+#include "tests/unit/engine_fixtures.h"
 
 namespace geotb::engine {
 namespace {
 
-ModelConfig mlp(const std::string& device) {
-  ModelConfig m;
-  m.hidden = {64};
-  m.device = device;
-  return m;
-}
+using fixtures::mlp_on;
 
 // The GPU replica starts from the CPU replica's weights (initialised on the CPU from the seed), and
 // one step's loss and gradients agree with the CPU's to float rounding.
 TEST(GpuLearner, CudaLearnerStartsFromTheCpuWeightsAndAgreesOnAStep) {
   if (!device_error("cuda").empty()) GTEST_SKIP() << device_error("cuda");
-  auto cpu = make_learner(mlp("cpu"), 11);
-  auto gpu = make_learner(mlp("cuda"), 11);
+  auto cpu = make_learner(mlp_on("cpu"), 11);
+  auto gpu = make_learner(mlp_on("cuda"), 11);
   const size_t n = cpu->num_params();
   ASSERT_EQ(gpu->num_params(), n);
   EXPECT_EQ(std::memcmp(cpu->params(), gpu->params(), n * sizeof(float)), 0);

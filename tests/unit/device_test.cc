@@ -10,23 +10,19 @@
 
 #include "engine/model/calibrate.h"
 #include "engine/model/learner.h"
+#include "engine_fixtures.h"
 
 namespace geotb::engine {
 namespace {
 
-ModelConfig mlp(const std::string& device) {
-  ModelConfig m;
-  m.hidden = {64};
-  m.device = device;
-  return m;
-}
+using fixtures::mlp_on;
 
 TEST(Device, ValidateNamesTheDeviceAndTheForms) {
-  EXPECT_EQ(validate(mlp("cpu")), "");
-  EXPECT_EQ(validate(mlp("cuda")), "");
-  EXPECT_EQ(validate(mlp("cuda:3")), "");
-  EXPECT_EQ(validate(mlp("tpu")), "device: \"tpu\": expected \"cpu\", \"cuda\" or \"cuda:N\"");
-  EXPECT_EQ(validate(mlp("cuda:-1")), "device: \"cuda:-1\": expected \"cpu\", \"cuda\" or \"cuda:N\"");
+  EXPECT_EQ(validate(mlp_on("cpu")), "");
+  EXPECT_EQ(validate(mlp_on("cuda")), "");
+  EXPECT_EQ(validate(mlp_on("cuda:3")), "");
+  EXPECT_EQ(validate(mlp_on("tpu")), "device: \"tpu\": expected \"cpu\", \"cuda\" or \"cuda:N\"");
+  EXPECT_EQ(validate(mlp_on("cuda:-1")), "device: \"cuda:-1\": expected \"cpu\", \"cuda\" or \"cuda:N\"");
   EXPECT_EQ(device_error("cpu"), "");
 }
 
@@ -36,8 +32,8 @@ TEST(Device, ACudaDeviceThisMachineLacksIsRefusedWithTheReason) {
   const std::string dev = gpu ? "cuda:99" : "cuda";
   const std::string want = gpu ? "device: \"cuda:99\": only " : "device: \"cuda\": no CUDA device";
   EXPECT_EQ(device_error(dev).rfind(want, 0), 0u) << device_error(dev);
-  EXPECT_THROW(make_learner(mlp(dev), 1), std::invalid_argument);
-  EXPECT_THROW(time_training_step(mlp(dev), 8, 0, 1, 1), std::invalid_argument);
+  EXPECT_THROW(make_learner(mlp_on(dev), 1), std::invalid_argument);
+  EXPECT_THROW(time_training_step(mlp_on(dev), 8, 0, 1, 1), std::invalid_argument);
   EXPECT_THROW(device_info(dev), std::invalid_argument);
 }
 
@@ -52,7 +48,7 @@ TEST(Calibrate, SummarizeTakesTheMedianMinimumAndMaximum) {
 }
 
 TEST(Calibrate, CpuTimersRunAndTheBlocksCountsAreExact) {
-  const Timing step = time_training_step(mlp("cpu"), 8, 1, 3, 7);
+  const Timing step = time_training_step(mlp_on("cpu"), 8, 1, 3, 7);
   EXPECT_EQ(step.reps, 3);
   EXPECT_GT(step.min_s, 0);
   EXPECT_LE(step.min_s, step.median_s);

@@ -69,6 +69,14 @@ inline WorkloadSpec small_mlp(int steps, uint64_t seed, int eval_points) {
   return w;
 }
 
+/// The 784-64-10 MLP on `device` ("cpu", "cuda", ...), for the device and calibration tests.
+inline ModelConfig mlp_on(const std::string& device) {
+  ModelConfig m;
+  m.hidden = {64};
+  m.device = device;
+  return m;
+}
+
 /// The first `train` and `test` Fashion-MNIST examples, loaded once per pair of sizes.
 inline const Datasets& fashion_subset(size_t train, size_t test) {
   static std::mutex mu;
