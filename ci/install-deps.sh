@@ -20,7 +20,7 @@ PKGS=(
   # powerSGD_hook for tests/unit/powersgd_torch_test.cc (python3-numpy comes with it)
   python3-torch
   # geotb_torch (python/), the DDP communication hook: its C++ extension's build
-  python3-dev python3-setuptools pybind11-dev
+  python3-dev python3-setuptools pybind11-dev python3-pip
   # the compare report's browser test (headless rendering + screenshot analysis)
   chromium python3-pil
 )

@@ -143,8 +143,10 @@ BlockTiming time_transformer_block(const BlockConfig& b, const std::string& devi
   std::vector<torch::Tensor> w = {weight(3 * d, d), weight(d, d), weight(f, d), weight(f, d), weight(d, f),
                                   torch::ones({d}, on).requires_grad_(true), torch::ones({d}, on).requires_grad_(true)};
   const torch::Tensor x = torch::randn({b.batch, b.seq, d}, on).requires_grad_(true);
+  std::vector<torch::Tensor> leaves = w;  // every tensor the backward pass gives a gradient
+  leaves.push_back(x);
   auto step = [&] {
-    for (auto& t : w)
+    for (torch::Tensor t : leaves)  // handles: the same tensors' gradients
       if (t.grad().defined()) t.mutable_grad().zero_();
     // Attention: q, k, v from one projection, heads split, causal SDPA, output projection.
     torch::Tensor h = rms_norm(x, w[5]);

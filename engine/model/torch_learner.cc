@@ -182,6 +182,9 @@ class TorchLearner final : public Learner {
 }  // namespace
 
 std::string device_error(const std::string& device) {
+  ModelConfig syntax;  // a valid model on `device`: the device's spelling checked first
+  syntax.device = device;
+  if (auto e = validate(syntax); !e.empty()) return e;
   if (device == "cpu") return {};
   if (!torch::cuda::is_available())
     return "device: \"" + device + "\": no CUDA device" +

@@ -24,6 +24,7 @@ TEST(Device, ValidateNamesTheDeviceAndTheForms) {
   EXPECT_EQ(validate(mlp_on("tpu")), "device: \"tpu\": expected \"cpu\", \"cuda\" or \"cuda:N\"");
   EXPECT_EQ(validate(mlp_on("cuda:-1")), "device: \"cuda:-1\": expected \"cpu\", \"cuda\" or \"cuda:N\"");
   EXPECT_EQ(device_error("cpu"), "");
+  EXPECT_EQ(device_error("cuda:x"), "device: \"cuda:x\": expected \"cpu\", \"cuda\" or \"cuda:N\"");
 }
 
 // Without a GPU (CI), "cuda" is refused with the reason; with one, an index beyond it is.
