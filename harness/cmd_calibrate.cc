@@ -73,18 +73,11 @@ engine::BlockConfig parse_block(const std::string& text) {
 /// The catalog GPU whose display name starts with the device's name, if exactly one does.
 const model::GpuSpec* match_gpu(const std::string& device_name) {
   const model::GpuSpec* found = nullptr;
-  std::stringstream ss(model::gpu_names());
-  std::string key;
-  while (std::getline(ss, key, ',')) {
-    key.erase(0, key.find_first_not_of(' '));
-    const model::GpuSpec* g = model::find_gpu(key);
-    if (!g) continue;
-    const std::string display(g->display);
-    if (display.rfind(device_name + " ", 0) == 0) {
+  for (const model::GpuSpec& g : model::gpu_catalog())
+    if (std::string(g.display).rfind(device_name + " ", 0) == 0) {
       if (found) return nullptr;
-      found = g;
+      found = &g;
     }
-  }
   return found;
 }
 
@@ -168,8 +161,8 @@ int calibrate(const CalibrateArgs& a) {
   out["geotb_calibrate"] = 1;
   out["measured_at"] = utc_now_iso();
   out["git_revision"] = kGitRevision;
-  out["device"] = device_context(m.device);
-  if (!gpu) out["device"] = {{"device", "cpu"}, {"name", dev.name}, {"hardware_threads", dev.multiprocessors},
+  out["device"] = gpu ? json(device_context(dev))
+                      : json{{"device", "cpu"}, {"name", dev.name}, {"hardware_threads", dev.multiprocessors},
                              {"torch", dev.torch}};
   out["scenario"] = {{"file", a.scenario}, {"name", sc.name}, {"model", m.name}, {"hidden", m.hidden},
                      {"params", params}, {"batch_per_worker", batch}};

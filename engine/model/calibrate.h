@@ -2,12 +2,14 @@
 // docs/guide/gpu.md): one training step of a scenario's model, an element-wise reduction and one
 // transformer block, each on a chosen device ("cpu", "cuda", "cuda:N"). Wall time around
 // synchronised work: on a GPU every sample waits for the device before and after.
-// libtorch is behind model/torch_learner.cc (the step) and model/torch_calibrate.cc (the rest).
+// libtorch is behind model/torch_learner.cc (the timing loop and the step) and
+// model/torch_calibrate.cc (the rest).
 #pragma once
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -47,6 +49,10 @@ inline Timing summarize(std::vector<double> samples) {
   t.max_s = samples.back();
   return t;
 }
+
+/// Times `work` on `device`: `warmup` untimed calls, then `reps` timed ones, each sample the wall
+/// time from a synchronised device to a synchronised device.
+Timing time_synchronised(const std::string& device, int warmup, int reps, const std::function<void()>& work);
 
 /// One training step of `m` on m.device: forward and backward on `batch` random examples, then the
 /// plain SGD update p -= 0.01 g on the device, all on the device (no host mirrors: what a GPU

@@ -9,7 +9,6 @@
 #endif
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <fstream>
 #include <limits>
@@ -39,25 +38,6 @@ std::string first_line_containing(const std::string& path, const std::string& ke
   while (words >> w)
     if (w.find('.') != std::string::npos && w.find_first_not_of("0123456789.") == std::string::npos) return w;
   return {};
-}
-
-void sync(const torch::Device& dev) {
-  if (dev.is_cuda()) torch::cuda::synchronize(dev.index() < 0 ? -1 : dev.index());
-}
-
-template <typename F>
-Timing time_it(const torch::Device& dev, int warmup, int reps, F&& f) {
-  if (reps < 1 || warmup < 0) throw std::invalid_argument("calibrate: reps must be >= 1 and warmup >= 0");
-  std::vector<double> samples;
-  for (int i = 0; i < warmup + reps; ++i) {
-    sync(dev);
-    const auto t0 = std::chrono::steady_clock::now();
-    f();
-    sync(dev);
-    const auto t1 = std::chrono::steady_clock::now();
-    if (i >= warmup) samples.push_back(std::chrono::duration<double>(t1 - t0).count());
-  }
-  return summarize(std::move(samples));
 }
 
 torch::Tensor rms_norm(const torch::Tensor& x, const torch::Tensor& w) {
@@ -113,7 +93,7 @@ Timing time_reduce(const std::string& device, size_t n, int warmup, int reps) {
   const auto on = torch::TensorOptions().device(dev);
   torch::Tensor a = torch::ones({static_cast<int64_t>(n)}, on);
   const torch::Tensor b = torch::full({static_cast<int64_t>(n)}, 0.5, on);
-  return time_it(dev, warmup, reps, [&] { a.add_(b); });
+  return time_synchronised(device, warmup, reps, [&] { a.add_(b); });
 }
 
 std::string validate(const BlockConfig& b) {
@@ -160,7 +140,7 @@ BlockTiming time_transformer_block(const BlockConfig& b, const std::string& devi
     y.to(torch::kFloat32).square().mean().backward();
   };
   BlockTiming r;
-  r.time = time_it(dev, warmup, reps, step);
+  r.time = time_synchronised(device, warmup, reps, step);
   const double dd = static_cast<double>(d), ff = static_cast<double>(f), s = static_cast<double>(b.seq);
   r.params = 4 * dd * dd + 3 * dd * ff + 2 * dd;
   r.flops = 3.0 * static_cast<double>(b.batch) * s * (2 * (4 * dd * dd + 3 * dd * ff) + 2 * s * dd);

@@ -210,6 +210,24 @@ std::unique_ptr<Learner> make_learner(const ModelConfig& cfg, uint64_t seed) {
   return std::make_unique<TorchLearner<MlpImpl>>(std::make_shared<MlpImpl>(cfg), cfg.inputs, dev);
 }
 
+Timing time_synchronised(const std::string& device, int warmup, int reps, const std::function<void()>& work) {
+  if (reps < 1 || warmup < 0) throw std::invalid_argument("calibrate: reps must be >= 1 and warmup >= 0");
+  const torch::Device dev(device);
+  auto sync = [&] {
+    if (dev.is_cuda()) torch::cuda::synchronize(dev.index() < 0 ? -1 : dev.index());
+  };
+  std::vector<double> samples;
+  for (int i = 0; i < warmup + reps; ++i) {
+    sync();
+    const auto t0 = std::chrono::steady_clock::now();
+    work();
+    sync();
+    const auto t1 = std::chrono::steady_clock::now();
+    if (i >= warmup) samples.push_back(std::chrono::duration<double>(t1 - t0).count());
+  }
+  return summarize(std::move(samples));
+}
+
 namespace {
 
 template <typename Net>
@@ -222,25 +240,13 @@ Timing time_step(std::shared_ptr<Net> net, const ModelConfig& m, size_t batch, i
   const torch::Tensor x = torch::randn({b, m.inputs}, on);
   const torch::Tensor y = torch::randint(m.classes, {b}, on.dtype(torch::kLong));
   auto params = net->parameters();
-  auto sync = [&] {
-    if (dev.is_cuda()) torch::cuda::synchronize(dev.index() < 0 ? -1 : dev.index());
-  };
-  std::vector<double> samples;
-  for (int i = 0; i < warmup + reps; ++i) {
-    sync();
-    const auto t0 = std::chrono::steady_clock::now();
+  return time_synchronised(m.device, warmup, reps, [&] {
     for (auto& p : params)
       if (p.grad().defined()) p.mutable_grad().zero_();
     torch::nn::functional::cross_entropy(net->forward(x), y).backward();
-    {
-      torch::NoGradGuard ng;
-      for (auto& p : params) p.add_(p.grad(), -0.01);
-    }
-    sync();
-    const auto t1 = std::chrono::steady_clock::now();
-    if (i >= warmup) samples.push_back(std::chrono::duration<double>(t1 - t0).count());
-  }
-  return summarize(std::move(samples));
+    torch::NoGradGuard ng;
+    for (auto& p : params) p.add_(p.grad(), -0.01);
+  });
 }
 
 }  // namespace

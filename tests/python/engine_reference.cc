@@ -10,8 +10,8 @@
 //                  (784 floats each: the engine's normalised pixels), and their labels
 //   final.f32      rank 0's final weights after the run (the final dense exchange included)
 //   meta.json      the configuration and the sizes
-// The workload is the engine tests' small one: MLP 784-32-10, SGD lr 0.05 momentum 0.9, 16
-// examples per worker and step, the first 4000 training examples, iid partition.
+// The workload is the engine tests' small one (tests/unit/engine_fixtures.h: MLP 784-32-10, SGD
+// lr 0.05 momentum 0.9, 16 examples per worker and step), the first 4000 training examples, iid.
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -23,6 +23,7 @@
 #include "engine/data/partition.h"
 #include "engine/model/learner.h"
 #include "model/rank_layout.h"
+#include "tests/unit/engine_fixtures.h"
 
 using namespace geotb::engine;
 
@@ -55,21 +56,12 @@ int main(int argc, char** argv) {
   const double density = std::atof(argv[4]);
   const bool overlap = std::atoi(argv[5]) != 0;
 
-  WorkloadSpec w;
-  w.model.hidden = {32};
-  w.optimizer.lr = 0.05;
-  w.optimizer.momentum = 0.9;
-  w.batch_per_worker = 16;
-  w.steps = steps;
-  w.seed = 5;
-  w.eval_points = 1;
+  const WorkloadSpec w = fixtures::small_mlp(steps, 5, 1);  // 784-32-10, SGD 0.05 / 0.9, 16 per step
   ClusterSpec c;
   c.dcs = {{"a", wa}, {"b", wb}};
   geotb::model::WanLink link;
   c.wan = {link};
-  Datasets data;
-  data.train = load_fashion_mnist(kFashionMnistDir, true, 4000);
-  data.test = load_fashion_mnist(kFashionMnistDir, false, 500);
+  const Datasets& data = fixtures::fashion_subset(4000, 500);
 
   // What every worker starts from and trains on (as the cluster and worker_loop make them).
   const std::unique_ptr<Learner> l = make_learner(w.model, w.seed);
@@ -104,8 +96,9 @@ int main(int argc, char** argv) {
   write(out + "/final.f32", final_params);
   std::ofstream(out + "/meta.json") << "{\"steps\": " << steps << ", \"K\": " << K << ", \"density\": " << density
                                     << ", \"overlap\": " << (overlap ? "true" : "false") << ", \"params\": " << n
-                                    << ", \"batch\": " << w.batch_per_worker << ", \"hidden\": 32, \"lr\": 0.05, "
-                                    << "\"momentum\": 0.9, \"sites\": [" << wa << ", " << wb << "]}\n";
+                                    << ", \"batch\": " << w.batch_per_worker << ", \"hidden\": " << w.model.hidden[0]
+                                    << ", \"lr\": " << w.optimizer.lr << ", \"momentum\": " << w.optimizer.momentum
+                                    << ", \"sites\": [" << wa << ", " << wb << "]}\n";
   std::printf("engine_reference: %zu parameters, %d steps, K %d, density %g, overlap %d -> %s\n", n, steps, K, density,
               overlap ? 1 : 0, out.c_str());
   return 0;
