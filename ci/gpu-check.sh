@@ -18,6 +18,7 @@
 # wide transformer block), tiny replayed on the CPU and on the GPU with the same calibrated profile and
 # seed, and beijing-ningxia (2 sites) on the GPU and the CPU. Writes OUTDIR/engine/ (profiles, reports,
 # logs) and prints a summary (accuracy CPU vs GPU, replica spread, the device context).
+# GEOTB_GPU_PROFILE=1 adds Nsight Compute's per-kernel durations of one compress case (kernels stage).
 # GEOTB_GPU_ENGINE_DEPS=DIR: a folder with debs/ (Debian's libboost-context 1.74, libgloo-dev, pkgconf)
 # and fashion-mnist/ (the dataset's four .gz files), for GPU machines without them.
 #
@@ -71,7 +72,7 @@ kernels_stage() {
       f=${f#"$ROOT"/}; o=$b/obj/$(echo "$f" | tr / _).o; objs+=("$o")
       "${cxx[@]}" -c "$ROOT/$f" -o "$o" & pids+=($!)
     done
-    for f in compress_ef decompress_add device_buffer; do
+    for f in compress_ef decompress_add device_buffer wire_device; do
       o=$b/obj/kernels_cuda_$f.cu.o; objs+=("$o")
       nvcc -std=c++20 -O3 --fmad=false -Xcompiler -fPIC -I"$ROOT" "${gencode[@]}" \
         -c "$ROOT/kernels/cuda/$f.cu" -o "$o" & pids+=($!)
@@ -121,6 +122,15 @@ kernels_stage() {
     --benchmark_out="$OUT/gpu_bench.json" --benchmark_out_format=json > "$OUT/gpu_bench.log" 2>&1
   bench_rc=$?
   cat "$OUT/gpu_bench.log"
+
+  # GEOTB_GPU_PROFILE=1: each kernel's duration in compress at 64M and 1 % (Nsight Compute, ~40 s),
+  # to split a call's wall time into device work and the rest.
+  if [ "${GEOTB_GPU_PROFILE:-0}" = 1 ] && command -v ncu >/dev/null && [ "$(left)" -gt 120 ]; then
+    echo "gpu-check: ncu on compress 64M 1% ($(left) s left)"
+    timeout 60 ncu --clock-control none --metrics gpu__time_duration.sum --csv --launch-skip 40 --launch-count 80 \
+      "$BUILD/bench/kernels/bench_kernels_cuda" --benchmark_filter='BM_GpuCompress/67108864/10000' \
+      > "$OUT/ncu_compress_64M_1pct.csv" 2> "$OUT/ncu.log" || echo "gpu-check: ncu failed (see ncu.log)"
+  fi
 
   echo "gpu-check: torch.topk on CUDA ($(left) s left)"
   timeout $(( $(left) > 60 ? 60 : $(left) )) python3 "$ROOT/bench/kernels/torch_topk_cuda.py" "$OUT/torch_topk_cuda.json" \

@@ -77,6 +77,17 @@ struct SampleThresholds {
   uint64_t expected_candidates = 0; ///< n * r_low / s: sizing hint for the candidate buffer
 };
 
+/// The two sample ranks (1-based, descending) the thresholds are read at, from the sample size s,
+/// tensor size n and target count k alone: t_low = key of rank r_low (r_low == 0: the margin covers
+/// the whole sample, t_low = 0 and every element is a candidate), t_est = key of rank r_est,
+/// raised to t_low on ties. Both backends use it (the CUDA one reads the ranks off a sorted sample).
+struct SampleRanks {
+  uint64_t r_low = 0;
+  uint64_t r_est = 1;
+  uint64_t expected_candidates = 0;  ///< as in SampleThresholds
+};
+SampleRanks sample_ranks(size_t s, uint64_t n, uint64_t k);
+
 /// Thresholds from the keys of a sample (sample_keys is reordered). s = sample size,
 /// n = tensor size, k = target count.
 SampleThresholds thresholds_from_sample(uint32_t* sample_keys, size_t s, uint64_t n, uint64_t k);

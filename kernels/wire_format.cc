@@ -35,6 +35,36 @@ uint32_t wire_crc(const uint8_t* wire, size_t len) {
 
 }  // namespace
 
+void write_wire_header(const WireHeader& h, uint8_t* w) {
+  put<uint32_t>(w + 0, kWireMagic);
+  put<uint16_t>(w + 4, h.version);
+  put<uint8_t>(w + 6, static_cast<uint8_t>(h.values));
+  put<uint8_t>(w + 7, static_cast<uint8_t>(h.indices));
+  put<uint64_t>(w + 8, h.n);
+  put<uint64_t>(w + 16, h.k);
+  put<uint32_t>(w + 24, h.block);
+  put<uint32_t>(w + 28, h.crc);
+  put<uint64_t>(w + 32, h.index_bytes);
+}
+
+uint32_t wire_crc_from_chunks(const uint8_t* header, const uint32_t* chunk_crcs, uint64_t body_len,
+                              uint64_t chunk) {
+  uLong c = crc32_z(0L, Z_NULL, 0);
+  c = crc32_z(c, header, 28);
+  c = crc32_z(c, header + 32, kWireHeaderBytes - 32);
+  if (body_len == 0) return static_cast<uint32_t>(c);
+  if (chunk == 0) throw KernelError("wire_crc_from_chunks: chunk of 0 bytes");
+  const uint64_t full = body_len / chunk, tail = body_len % chunk;
+#if ZLIB_VERNUM >= 0x12c0
+  const uLong op = crc32_combine_gen64(static_cast<z_off64_t>(chunk));  // one shift operator for all
+  for (uint64_t j = 0; j < full; ++j) c = crc32_combine_op(c, chunk_crcs[j], op);
+#else
+  for (uint64_t j = 0; j < full; ++j) c = crc32_combine64(c, chunk_crcs[j], static_cast<z_off64_t>(chunk));
+#endif
+  if (tail) c = crc32_combine64(c, chunk_crcs[full], static_cast<z_off64_t>(tail));
+  return static_cast<uint32_t>(c);
+}
+
 size_t encode_wire(uint64_t n, uint64_t k, uint32_t block, ValueCoding values, const uint32_t* idx,
                    const float* scales, const int8_t* q, const float* fvals,
                    std::vector<uint8_t>& wire) {
@@ -44,15 +74,14 @@ size_t encode_wire(uint64_t n, uint64_t k, uint32_t block, ValueCoding values, c
   size_t total = kWireHeaderBytes + ic.bytes + 4 * nb + value_bytes;
   wire.resize(total);
   uint8_t* w = wire.data();
-  put<uint32_t>(w + 0, kWireMagic);
-  put<uint16_t>(w + 4, kWireVersion);
-  put<uint8_t>(w + 6, static_cast<uint8_t>(values));
-  put<uint8_t>(w + 7, static_cast<uint8_t>(ic.coding));
-  put<uint64_t>(w + 8, n);
-  put<uint64_t>(w + 16, k);
-  put<uint32_t>(w + 24, block);
-  put<uint32_t>(w + 28, 0);
-  put<uint64_t>(w + 32, ic.bytes);
+  WireHeader h;
+  h.values = values;
+  h.indices = ic.coding;
+  h.n = n;
+  h.k = k;
+  h.block = block;
+  h.index_bytes = ic.bytes;
+  write_wire_header(h, w);
   uint8_t* p = w + kWireHeaderBytes;
   encode_indices(ic.coding, idx, k, n, p);
   p += ic.bytes;
@@ -67,12 +96,11 @@ size_t encode_wire(uint64_t n, uint64_t k, uint32_t block, ValueCoding values, c
   return ic.bytes;
 }
 
-WireView decode_wire(const uint8_t* wire, size_t len, uint64_t expected_n, std::vector<uint32_t>& idx) {
+WireHeader check_wire_header(const uint8_t* wire, size_t len, uint64_t expected_n) {
   if (wire == nullptr && len != 0) fail_wire("null buffer");
   if (len < kWireHeaderBytes)
     fail_wire("truncated header: " + std::to_string(len) + " bytes < " + std::to_string(kWireHeaderBytes));
-  WireView v;
-  WireHeader& h = v.header;
+  WireHeader h;
   uint32_t magic = get<uint32_t>(wire);
   if (magic != kWireMagic) fail_wire("bad magic 0x" + [&] { char b[16]; std::snprintf(b, sizeof b, "%08x", magic); return std::string(b); }());
   h.version = get<uint16_t>(wire + 4);
@@ -101,6 +129,14 @@ WireView decode_wire(const uint8_t* wire, size_t len, uint64_t expected_n, std::
   uint64_t total = kWireHeaderBytes + h.index_bytes + 4 * nb + value_bytes;
   if (len != total)
     fail_wire((len < total ? "truncated: " : "trailing bytes: ") + std::to_string(len) + " bytes, header implies " + std::to_string(total));
+  return h;
+}
+
+WireView decode_wire(const uint8_t* wire, size_t len, uint64_t expected_n, std::vector<uint32_t>& idx) {
+  WireView v;
+  WireHeader& h = v.header;
+  h = check_wire_header(wire, len, expected_n);
+  const uint64_t nb = h.values == ValueCoding::kInt8 ? num_blocks(h.k, h.block) : 0;
   uint32_t crc = wire_crc(wire, len);
   if (crc != h.crc) fail_wire("checksum mismatch");
   const uint8_t* p = wire + kWireHeaderBytes;

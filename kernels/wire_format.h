@@ -56,12 +56,26 @@ size_t encode_wire(uint64_t n, uint64_t k, uint32_t block, ValueCoding values, c
                    const float* scales, const int8_t* q, const float* fvals,
                    std::vector<uint8_t>& wire);
 
+/// Writes the 40-byte header of h into out[0, 40), crc field included (as h.crc).
+void write_wire_header(const WireHeader& h, uint8_t* out);
+
+/// The crc field of a message from its header (out[0, 40) as write_wire_header wrote it; the crc
+/// field itself is ignored) and the zlib crc32 of each `chunk`-byte piece of its body (bytes
+/// [40, end), body_len of them; the last piece may be shorter). Equals the crc encode_wire writes;
+/// lets a device checksum the body in parallel and the host combine the pieces (zlib).
+uint32_t wire_crc_from_chunks(const uint8_t* header, const uint32_t* chunk_crcs, uint64_t body_len,
+                              uint64_t chunk);
+
 /// A validated message. Pointers point into the caller's wire buffer.
 struct WireView {
   WireHeader header;
   const uint8_t* scales = nullptr;  ///< num_blocks float32 (INT8 only), unaligned
   const uint8_t* values = nullptr;  ///< k int8 or k float32, unaligned
 };
+
+/// The header checks of decode_wire alone (every header field, and the length the header implies);
+/// the checksum and the sections are not read. Throws KernelError like decode_wire.
+WireHeader check_wire_header(const uint8_t* wire, size_t len, uint64_t expected_n);
 
 /// Validates every field of the message (see the table above; expected_n must equal n),
 /// decodes the indices into idx (resized to k) and checks the values. Throws KernelError

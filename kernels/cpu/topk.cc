@@ -24,25 +24,32 @@ uint64_t sampled_k_max(uint64_t k, uint64_t n) {
   return std::min<uint64_t>(m, n);
 }
 
-SampleThresholds thresholds_from_sample(uint32_t* keys, size_t s, uint64_t n, uint64_t k) {
-  SampleThresholds t;
+SampleRanks sample_ranks(size_t s, uint64_t n, uint64_t k) {
+  SampleRanks r;
   const double mean = static_cast<double>(s) * static_cast<double>(k) / static_cast<double>(n);
   const double r_low_d = std::ceil(mean + kSampleSigmas * std::sqrt(mean) + 1.0);
   const double r_est_d = std::max(1.0, std::round(mean));
-  // rank r (1-based) among the sample, descending: nth_element with greater<>.
-  auto rank_key = [&](size_t r) {
-    std::nth_element(keys, keys + (r - 1), keys + s, std::greater<uint32_t>());
-    return keys[r - 1];
-  };
   if (r_low_d >= static_cast<double>(s)) {
-    t.t_low = 0;  // the margin covers the whole sample: everything is a candidate
-    t.expected_candidates = n;
+    r.expected_candidates = n;  // the margin covers the whole sample: everything is a candidate
   } else {
-    const size_t r_low = static_cast<size_t>(r_low_d);
-    t.t_low = rank_key(r_low);
-    t.expected_candidates = static_cast<uint64_t>(static_cast<double>(n) * r_low_d / static_cast<double>(s)) + 1;
+    r.r_low = static_cast<uint64_t>(r_low_d);
+    r.expected_candidates = static_cast<uint64_t>(static_cast<double>(n) * r_low_d / static_cast<double>(s)) + 1;
   }
-  t.t_est = rank_key(std::min<size_t>(s, static_cast<size_t>(r_est_d)));
+  r.r_est = std::min<uint64_t>(s, static_cast<uint64_t>(r_est_d));
+  return r;
+}
+
+SampleThresholds thresholds_from_sample(uint32_t* keys, size_t s, uint64_t n, uint64_t k) {
+  const SampleRanks r = sample_ranks(s, n, k);
+  SampleThresholds t;
+  t.expected_candidates = r.expected_candidates;
+  // rank r (1-based) among the sample, descending: nth_element with greater<>.
+  auto rank_key = [&](size_t rank) {
+    std::nth_element(keys, keys + (rank - 1), keys + s, std::greater<uint32_t>());
+    return keys[rank - 1];
+  };
+  if (r.r_low != 0) t.t_low = rank_key(r.r_low);
+  t.t_est = rank_key(r.r_est);
   if (t.t_est < t.t_low) t.t_est = t.t_low;  // ties in the sample
   return t;
 }

@@ -3,11 +3,13 @@
 //
 // Results are bit-identical to the CPU backend for every mode (kExact and kSampledThreshold,
 // nearest and stochastic rounding, INT8 and float32): the same sample positions, the same
-// thresholds (computed on the host by the shared code), the same candidate set in the same order,
+// thresholds (the shared rank rule, sample_ranks), the same candidate set in the same order,
 // and IEEE-rounded arithmetic with no FMA contraction (--fmad=false, explicit _rn intrinsics).
 //
 // Threading: each host thread has its own device workspace; calls are synchronous (they return
-// after the work queued on `stream` has finished). The wire is produced / consumed in host memory.
+// after the work queued on `stream` has finished). The wire is produced / consumed in host memory:
+// the body is coded and checked on the device, only the 40-byte header and the CRC combination run
+// on the host, and the body crosses the bus once through pinned memory.
 #pragma once
 
 #include <cstddef>
@@ -28,10 +30,16 @@ CompressStats compress_ef(const float* d_acc, float* d_residual, size_t n, const
 /// Like compress_fallbacks() for this backend (this thread's count of whole-tensor selections).
 uint64_t compress_fallbacks_cuda();
 
-/// decompress_add into d_dst (device memory, n floats). The message is validated on the host
-/// (same decoder as the CPU path) before anything is copied; on KernelError d_dst is unchanged.
+/// decompress_add into d_dst (device memory, n floats). The message is validated as decode_wire
+/// does (header on the host, body on the device, the host decoder's message on any defect) before
+/// d_dst is touched; on KernelError d_dst is unchanged.
 void decompress_add(const uint8_t* wire, size_t wire_len, float* d_dst, size_t n, float alpha,
                     void* stream = nullptr);
+
+/// How many messages this thread's decompress_add flagged on the device that the host decoder then
+/// accepted (it goes on with the host's indices). Always 0 unless the device checks are wrong; the
+/// gpu suite asserts it.
+uint64_t decompress_disagreements_cuda();
 
 /// Minimal owning device buffer for tests and benchmarks (cudaMalloc / cudaFree).
 class DeviceBuffer {

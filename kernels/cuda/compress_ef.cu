@@ -1,13 +1,20 @@
 // CUDA compress_ef: the CPU algorithm (kernels/topk.h) step by step on the device, producing the
-// same bits. Thresholds and the k-th key are derived on the host from small device results
-// (sample keys, histograms) with the shared host code, so both backends make the same decisions.
+// same bits. Every decision the CPU makes on the host is made on the device from the same data:
+// the sample thresholds are ranks of the sorted sample (sample_ranks), the k-th key is a rank of
+// the sorted candidate keys. The message body (indices, scales, values) is coded and checksummed
+// on the device; the host writes the 40-byte header, combines the CRC pieces and copies the body
+// out of pinned memory. Four stream synchronisations per call (three in exact mode), each to
+// read a count the next launch is sized by; no allocation once the workspace has grown.
 #include <cub/cub.cuh>
 
 #include <algorithm>
+#include <cstring>
 #include <string>
 
 #include "kernels/cuda/compress_cuda.h"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/device_arrays.h"
+#include "kernels/cuda/wire_device.h"
 #include "kernels/quantize.h"
 #include "kernels/topk.h"
 #include "kernels/validate.h"
@@ -17,30 +24,29 @@ namespace geotb::kernels::cuda {
 namespace {
 
 constexpr int kThreads = 256;
+constexpr int kItems = 8;  // elements per thread and tile in the fused pass (2048 per tile)
 
-template <class T>
-struct DevArray {
-  T* p = nullptr;
-  size_t cap = 0;
-  void reserve(size_t n) {
-    if (n <= cap && p) return;
-    if (p) cudaFree(p);
-    p = nullptr;
-    GEOTB_CUDA_CHECK(cudaMalloc(&p, std::max<size_t>(n, 1) * sizeof(T)));
-    cap = n;
-  }
-  ~DevArray() {
-    if (p) cudaFree(p);  // errors ignored: may run after the runtime shut down
-  }
+// Device-side scalars of one call: [0] t_low, [1] t_est, [2] t_key, [3] take_equal.
+enum Param { kTLow = 0, kTEst = 1, kTKey = 2, kTakeEqual = 3, kParams = 4 };
+// Counters read by the host: [0] candidates, [1] non-finite, [2] candidates >= t_est, [3] varint bytes.
+struct HostCounters {
+  unsigned long long candidates, non_finite, at_est;
+  uint64_t varint_bytes;
 };
 
 struct Workspace {
-  DevArray<uint32_t> sample_keys, hist;
-  DevArray<unsigned long long> counters;  // [0] candidates, [1] non-finite, [2] count >= t_est
+  DevArray<uint32_t> sample_keys, sample_sorted, keys, keys_sorted;
+  DevArray<unsigned long long> counters, params;
   DevArray<uint32_t> cidx, cidx_sorted, eq, eqrank, keep, pos, sel;
   DevArray<float> cval, cval_sorted, vals, scales;
   DevArray<int8_t> q;
   DevArray<unsigned char> temp;
+  DevArray<uint8_t> body;
+  DevArray<uint32_t> crcs;
+  wire::IndexScratch index;
+  PinnedArray<HostCounters> host;
+  PinnedArray<uint8_t> host_body;
+  PinnedArray<uint32_t> host_crcs;
 };
 
 Workspace& workspace() {
@@ -65,71 +71,123 @@ __global__ void sample_kernel(const float* __restrict__ acc, const float* __rest
   keys[t] = magnitude_key(__fadd_rn(acc[i], res[i]));
 }
 
-// All lanes of a warp run the same number of iterations, so full-warp ballots are safe.
-__global__ void ef_pass_kernel(const float* __restrict__ acc, float* __restrict__ res, uint64_t n,
-                               uint32_t t_low, uint32_t* __restrict__ cidx, float* __restrict__ cval,
-                               uint64_t cap, unsigned long long* __restrict__ counters) {
-  const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
-  const unsigned lane = threadIdx.x & 31u;
-  for (uint64_t base = blockIdx.x * static_cast<uint64_t>(blockDim.x); base < n; base += stride) {
-    const uint64_t i = base + threadIdx.x;
-    const bool in = i < n;
-    float v = 0.0f;
-    uint32_t key = 0;
-    if (in) {
-      v = __fadd_rn(acc[i], res[i]);
-      res[i] = v;
-      key = magnitude_key(v);
+// t_low and t_est from the sample sorted in descending order (thresholds_from_sample's ranks).
+__global__ void thresholds_kernel(const uint32_t* __restrict__ sorted_desc, uint64_t r_low, uint64_t r_est,
+                                  unsigned long long* __restrict__ params) {
+  const uint32_t t_low = r_low ? sorted_desc[r_low - 1] : 0u;
+  uint32_t t_est = sorted_desc[r_est - 1];
+  if (t_est < t_low) t_est = t_low;  // ties in the sample
+  params[kTLow] = t_low;
+  params[kTEst] = t_est;
+}
+
+// Fused pass: v = acc + residual -> residual; candidates (key >= t_low) into unordered slots.
+// A block handles tiles of kThreads * kItems elements; one atomicAdd per tile reserves the
+// tile's slots, a block scan hands them out.
+__global__ void __launch_bounds__(kThreads)
+    ef_pass_kernel(const float* __restrict__ acc, float* __restrict__ res, uint64_t n,
+                   const unsigned long long* __restrict__ params, uint32_t* __restrict__ cidx,
+                   float* __restrict__ cval, uint64_t cap, unsigned long long* __restrict__ counters) {
+  using Scan = cub::BlockScan<unsigned, kThreads>;
+  __shared__ typename Scan::TempStorage scan_tmp;
+  __shared__ unsigned long long s_base;
+  const uint32_t t_low = static_cast<uint32_t>(params[kTLow]);
+  const uint64_t tile = static_cast<uint64_t>(kThreads) * kItems;
+  unsigned bad = 0;
+  for (uint64_t base = blockIdx.x * tile; base < n; base += static_cast<uint64_t>(gridDim.x) * tile) {
+    float a[kItems], r[kItems];
+#pragma unroll
+    for (int it = 0; it < kItems; ++it) {
+      const uint64_t i = base + it * kThreads + threadIdx.x;
+      a[it] = i < n ? acc[i] : 0.0f;
+      r[it] = i < n ? res[i] : 0.0f;
     }
-    const unsigned bad = __ballot_sync(0xFFFFFFFFu, in && key >= kNonFiniteKey);
-    if (bad && lane == 0) atomicAdd(&counters[1], static_cast<unsigned long long>(__popc(bad)));
-    const unsigned hits = __ballot_sync(0xFFFFFFFFu, in && key >= t_low);
-    if (hits) {
-      unsigned long long slot0 = 0;
-      if (lane == 0) slot0 = atomicAdd(&counters[0], static_cast<unsigned long long>(__popc(hits)));
-      slot0 = __shfl_sync(0xFFFFFFFFu, slot0, 0);
-      if (in && key >= t_low) {
-        const unsigned long long slot = slot0 + __popc(hits & ((1u << lane) - 1u));
-        if (slot < cap) {
-          cidx[slot] = static_cast<uint32_t>(i);
-          cval[slot] = v;
-        }
+    unsigned hits = 0;
+#pragma unroll
+    for (int it = 0; it < kItems; ++it) {
+      const uint64_t i = base + it * kThreads + threadIdx.x;
+      if (i < n) {
+        r[it] = __fadd_rn(a[it], r[it]);
+        res[i] = r[it];
+        const uint32_t key = magnitude_key(r[it]);
+        bad += key >= kNonFiniteKey;
+        if (key >= t_low) hits |= 1u << it;
       }
     }
+    unsigned offset = 0, total = 0;
+    Scan(scan_tmp).ExclusiveSum(static_cast<unsigned>(__popc(hits)), offset, total);
+    if (threadIdx.x == 0 && total) s_base = atomicAdd(&counters[0], static_cast<unsigned long long>(total));
+    __syncthreads();
+    if (total) {
+      unsigned long long slot = s_base + offset;
+#pragma unroll
+      for (int it = 0; it < kItems; ++it)
+        if (hits & (1u << it)) {
+          if (slot < cap) {
+            cidx[slot] = static_cast<uint32_t>(base + it * kThreads + threadIdx.x);
+            cval[slot] = r[it];
+          }
+          ++slot;
+        }
+    }
+    __syncthreads();  // scan_tmp and s_base are reused by the next tile
   }
+  if (bad) atomicAdd(&counters[1], static_cast<unsigned long long>(bad));
 }
 
-__global__ void hist_high_kernel(const float* __restrict__ v, uint64_t c, uint32_t* __restrict__ hist) {
+// How many of v[0..c) have a key >= params[kTEst]; one atomicAdd per block.
+__global__ void __launch_bounds__(kThreads)
+    count_at_least_kernel(const float* __restrict__ v, uint64_t c, const unsigned long long* __restrict__ params,
+                          unsigned long long* __restrict__ counter) {
+  using Reduce = cub::BlockReduce<unsigned, kThreads>;
+  __shared__ typename Reduce::TempStorage tmp;
+  const uint32_t t = static_cast<uint32_t>(params[kTEst]);
+  unsigned mine = 0;
   for (uint64_t j = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x; j < c;
        j += static_cast<uint64_t>(gridDim.x) * blockDim.x)
-    atomicAdd(&hist[magnitude_key(v[j]) >> 16], 1u);
+    mine += magnitude_key(v[j]) >= t;
+  const unsigned sum = Reduce(tmp).Sum(mine);
+  if (threadIdx.x == 0 && sum) atomicAdd(counter, static_cast<unsigned long long>(sum));
 }
 
-__global__ void hist_low_kernel(const float* __restrict__ v, uint64_t c, uint32_t high, uint32_t* __restrict__ hist) {
-  for (uint64_t j = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x; j < c;
-       j += static_cast<uint64_t>(gridDim.x) * blockDim.x) {
-    const uint32_t key = magnitude_key(v[j]);
-    if ((key >> 16) == high) atomicAdd(&hist[key & 0xFFFFu], 1u);
-  }
-}
-
-__global__ void count_at_least_kernel(const float* __restrict__ v, uint64_t c, uint32_t t,
-                                      unsigned long long* __restrict__ counter) {
+__global__ void keys_kernel(const float* __restrict__ v, uint64_t c, uint32_t* __restrict__ keys) {
   for (uint64_t j = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x; j < c;
        j += static_cast<uint64_t>(gridDim.x) * blockDim.x)
-    if (magnitude_key(v[j]) >= t) atomicAdd(counter, 1ull);
+    keys[j] = magnitude_key(v[j]);
 }
 
-__global__ void mark_equal_kernel(const float* __restrict__ v, uint64_t c, uint32_t t, uint32_t* __restrict__ eq) {
+// The target-th largest key (1-based) of the descending keys and how many of the first `target`
+// to take among those equal to it (kth_largest_key: target - count of larger keys).
+__global__ void kth_kernel(const uint32_t* __restrict__ sorted_desc, uint64_t target,
+                           unsigned long long* __restrict__ params) {
+  const uint32_t t = sorted_desc[target - 1];
+  uint64_t lo = 0, hi = target - 1;  // first position whose key is <= t (== t here)
+  while (lo < hi) {
+    const uint64_t mid = lo + (hi - lo) / 2;
+    if (sorted_desc[mid] > t)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  params[kTKey] = t;
+  params[kTakeEqual] = target - lo;
+}
+
+__global__ void mark_equal_kernel(const float* __restrict__ v, uint64_t c, const unsigned long long* __restrict__ params,
+                                  uint32_t* __restrict__ eq) {
+  const uint32_t t = static_cast<uint32_t>(params[kTKey]);
   for (uint64_t j = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x; j < c;
        j += static_cast<uint64_t>(gridDim.x) * blockDim.x)
     eq[j] = magnitude_key(v[j]) == t;
 }
 
-// exact: keep key > t, or key == t among the first take_equal equal keys (lowest indices);
-// at_least: keep key >= t.
-__global__ void mark_keep_kernel(const float* __restrict__ v, uint64_t c, uint32_t t, bool at_least,
-                                 uint64_t take_equal, const uint32_t* __restrict__ eqrank, uint32_t* __restrict__ keep) {
+// exact: keep key > t_key, or key == t_key among the first take_equal equal keys (lowest
+// indices); at_least: keep key >= t_est.
+__global__ void mark_keep_kernel(const float* __restrict__ v, uint64_t c, bool at_least,
+                                 const unsigned long long* __restrict__ params, const uint32_t* __restrict__ eqrank,
+                                 uint32_t* __restrict__ keep) {
+  const uint32_t t = static_cast<uint32_t>(params[at_least ? kTEst : kTKey]);
+  const uint64_t take_equal = at_least ? 0 : params[kTakeEqual];
   for (uint64_t j = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x; j < c;
        j += static_cast<uint64_t>(gridDim.x) * blockDim.x) {
     const uint32_t key = magnitude_key(v[j]);
@@ -184,26 +242,33 @@ __global__ void zero_sent_kernel(const uint32_t* __restrict__ sel, uint64_t k, f
 
 // ---- host helpers ------------------------------------------------------------------------------
 
-// Bin b (from the top) of a histogram where the running count first reaches k; `above` gets the
-// count of larger bins. Same walk as kth_largest_key on the CPU.
-uint32_t walk_from_top(const std::vector<uint32_t>& hist, uint32_t bins, size_t k, size_t& above) {
-  uint32_t b = bins;
-  while (above + hist[b - 1] < k) above += hist[--b];
-  return b - 1;
-}
-
-template <class F>
-void with_temp(Workspace& w, F&& f) {
-  size_t bytes = 0;
-  GEOTB_CUDA_CHECK(f(static_cast<void*>(nullptr), bytes));
-  w.temp.reserve(bytes);
-  GEOTB_CUDA_CHECK(f(static_cast<void*>(w.temp.p), bytes));
-}
-
 void exclusive_sum(Workspace& w, const uint32_t* in, uint32_t* out, uint64_t c, cudaStream_t st) {
-  with_temp(w, [&](void* t, size_t& b) {
+  with_temp(w.temp, [&](void* t, size_t& b) {
     return cub::DeviceScan::ExclusiveSum(t, b, in, out, static_cast<int64_t>(c), st);
   });
+}
+
+void sort_keys_descending(Workspace& w, const uint32_t* in, uint32_t* out, uint64_t c, cudaStream_t st) {
+  with_temp(w.temp, [&](void* t, size_t& b) {
+    return cub::DeviceRadixSort::SortKeysDescending(t, b, in, out, static_cast<int64_t>(c), 0, 32, st);
+  });
+}
+
+void sync(cudaStream_t st) { GEOTB_CUDA_CHECK(cudaStreamSynchronize(st)); }
+
+// Selection over the whole tensor on the host, for the rare call whose sample misjudged it.
+void host_fallback(Workspace& w, const float* d_res, size_t n, uint64_t target, cudaStream_t st) {
+  ++t_fallbacks;
+  std::vector<float> v(n);
+  GEOTB_CUDA_CHECK(cudaMemcpyAsync(v.data(), d_res, 4 * n, cudaMemcpyDeviceToHost, st));
+  sync(st);
+  std::vector<uint32_t> sel;
+  topk_exact(v.data(), n, target, sel);
+  std::vector<float> vals(sel.size());
+  for (size_t j = 0; j < sel.size(); ++j) vals[j] = v[sel[j]];
+  GEOTB_CUDA_CHECK(cudaMemcpyAsync(w.sel.p, sel.data(), 4 * sel.size(), cudaMemcpyHostToDevice, st));
+  GEOTB_CUDA_CHECK(cudaMemcpyAsync(w.vals.p, vals.data(), 4 * sel.size(), cudaMemcpyHostToDevice, st));
+  sync(st);  // the host vectors die here
 }
 
 }  // namespace
@@ -225,36 +290,45 @@ CompressStats compress_ef(const float* d_acc, float* d_res, size_t n, const Comp
   }
   const bool sampled = cfg.topk == TopkMode::kSampledThreshold;
   const uint64_t seed = sampled ? cfg.seed : kExactSampleSeed;
+  w.host.reserve(1);
+  HostCounters& hc = *w.host.p;
+  w.params.reserve(kParams);
+  w.counters.reserve(3);
 
-  // 1. sample -> thresholds (host, shared code)
-  SampleThresholds th;
-  th.expected_candidates = n;
+  // 1. sample -> thresholds, on the device (the ranks depend on s, n and k only)
+  uint64_t expected = n;
   if (n >= kSampleMinElements) {
     const uint64_t s = kSampleChunks * kSampleChunk;
+    const SampleRanks ranks = sample_ranks(s, n, k);
+    expected = ranks.expected_candidates;
     w.sample_keys.reserve(s);
+    w.sample_sorted.reserve(s);
     sample_kernel<<<static_cast<unsigned>((s + kThreads - 1) / kThreads), kThreads, 0, st>>>(d_acc, d_res, n, seed,
                                                                                            w.sample_keys.p);
     GEOTB_CUDA_CHECK(cudaGetLastError());
-    std::vector<uint32_t> keys(s);
-    GEOTB_CUDA_CHECK(cudaMemcpyAsync(keys.data(), w.sample_keys.p, 4 * s, cudaMemcpyDeviceToHost, st));
-    GEOTB_CUDA_CHECK(cudaStreamSynchronize(st));
-    th = thresholds_from_sample(keys.data(), s, n, k);
+    sort_keys_descending(w, w.sample_keys.p, w.sample_sorted.p, s, st);
+    thresholds_kernel<<<1, 1, 0, st>>>(w.sample_sorted.p, ranks.r_low, ranks.r_est, w.params.p);
+    GEOTB_CUDA_CHECK(cudaGetLastError());
+  } else {
+    GEOTB_CUDA_CHECK(cudaMemsetAsync(w.params.p, 0, kParams * sizeof(unsigned long long), st));  // t_low = t_est = 0
   }
 
   // 2. fused pass: v = acc + residual -> residual, candidates (unordered)
-  const size_t cap = std::min<size_t>(n, 2 * th.expected_candidates + 4096);
+  const size_t cap = std::min<size_t>(n, 2 * expected + 4096);
   w.cidx.reserve(cap);
   w.cval.reserve(cap);
-  w.counters.reserve(3);
   GEOTB_CUDA_CHECK(cudaMemsetAsync(w.counters.p, 0, 3 * sizeof(unsigned long long), st));
-  ef_pass_kernel<<<grid_for(n), kThreads, 0, st>>>(d_acc, d_res, n, th.t_low, w.cidx.p, w.cval.p, cap, w.counters.p);
-  GEOTB_CUDA_CHECK(cudaGetLastError());
-  unsigned long long counters[2];
-  GEOTB_CUDA_CHECK(cudaMemcpyAsync(counters, w.counters.p, sizeof counters, cudaMemcpyDeviceToHost, st));
-  GEOTB_CUDA_CHECK(cudaStreamSynchronize(st));
-  const uint64_t c = counters[0];
-  if (counters[1] != 0)
-    throw KernelError("compress_ef (cuda): " + std::to_string(counters[1]) +
+  {
+    const uint64_t tiles = (n + kThreads * kItems - 1) / (kThreads * kItems);
+    const unsigned grid = static_cast<unsigned>(std::clamp<uint64_t>(tiles, 1, 8192));
+    ef_pass_kernel<<<grid, kThreads, 0, st>>>(d_acc, d_res, n, w.params.p, w.cidx.p, w.cval.p, cap, w.counters.p);
+    GEOTB_CUDA_CHECK(cudaGetLastError());
+  }
+  GEOTB_CUDA_CHECK(cudaMemcpyAsync(&hc, w.counters.p, 2 * sizeof(unsigned long long), cudaMemcpyDeviceToHost, st));
+  sync(st);  // (1)
+  const uint64_t c = hc.candidates;
+  if (hc.non_finite != 0)
+    throw KernelError("compress_ef (cuda): " + std::to_string(hc.non_finite) +
                       " non-finite value(s) in acc + residual (residual now holds acc + residual)");
 
   // 3. candidates in index order (the CPU collects them in that order)
@@ -264,7 +338,7 @@ CompressStats compress_ef(const float* d_acc, float* d_res, size_t n, const Comp
   int end_bit = 1;
   while (end_bit < 32 && (static_cast<uint64_t>(n - 1) >> end_bit) != 0) ++end_bit;
   if (c <= cap) {
-    with_temp(w, [&](void* t, size_t& b) {
+    with_temp(w.temp, [&](void* t, size_t& b) {
       return cub::DeviceRadixSort::SortPairs(t, b, w.cidx.p, w.cidx_sorted.p, w.cval.p, w.cval_sorted.p,
                                              static_cast<int64_t>(stored), 0, end_bit, st);
     });
@@ -276,12 +350,13 @@ CompressStats compress_ef(const float* d_acc, float* d_res, size_t n, const Comp
   if (sampled && n >= kSampleMinElements) {
     uint64_t at_est = sampled_k_max(k, n) + 1;  // overflow: surely above the bound
     if (c <= cap) {
-      count_at_least_kernel<<<grid_for(stored), kThreads, 0, st>>>(w.cval_sorted.p, stored, th.t_est, w.counters.p + 2);
+      count_at_least_kernel<<<std::min(grid_for(stored), 1024u), kThreads, 0, st>>>(w.cval_sorted.p, stored,
+                                                                                      w.params.p, w.counters.p + 2);
       GEOTB_CUDA_CHECK(cudaGetLastError());
-      unsigned long long e = 0;
-      GEOTB_CUDA_CHECK(cudaMemcpyAsync(&e, w.counters.p + 2, sizeof e, cudaMemcpyDeviceToHost, st));
-      GEOTB_CUDA_CHECK(cudaStreamSynchronize(st));
-      at_est = e;
+      GEOTB_CUDA_CHECK(cudaMemcpyAsync(&hc.at_est, w.counters.p + 2, sizeof(unsigned long long),
+                                       cudaMemcpyDeviceToHost, st));
+      sync(st);  // (2)
+      at_est = hc.at_est;
     }
     target = std::clamp<uint64_t>(at_est, sampled_k_min(k, n), sampled_k_max(k, n));
     take_all_at_est = target == at_est;
@@ -292,38 +367,24 @@ CompressStats compress_ef(const float* d_acc, float* d_res, size_t n, const Comp
   w.sel.reserve(kk);
   w.vals.reserve(kk);
   if (c <= cap && c >= target) {
-    uint32_t t_key = th.t_est;
-    uint64_t take_equal = 0;
-    if (!take_all_at_est) {
-      // k-th largest key of the candidates: two histogram levels, walked on the host
-      w.hist.reserve(1u << 16);
-      std::vector<uint32_t> hist(1u << 16);
-      size_t above = 0;
-      GEOTB_CUDA_CHECK(cudaMemsetAsync(w.hist.p, 0, 4u << 16, st));
-      hist_high_kernel<<<grid_for(stored), kThreads, 0, st>>>(w.cval_sorted.p, stored, w.hist.p);
-      GEOTB_CUDA_CHECK(cudaGetLastError());
-      GEOTB_CUDA_CHECK(cudaMemcpyAsync(hist.data(), w.hist.p, 4u << 15, cudaMemcpyDeviceToHost, st));
-      GEOTB_CUDA_CHECK(cudaStreamSynchronize(st));
-      const uint32_t b1 = walk_from_top(hist, 1u << 15, target, above);
-      GEOTB_CUDA_CHECK(cudaMemsetAsync(w.hist.p, 0, 4u << 16, st));
-      hist_low_kernel<<<grid_for(stored), kThreads, 0, st>>>(w.cval_sorted.p, stored, b1, w.hist.p);
-      GEOTB_CUDA_CHECK(cudaGetLastError());
-      GEOTB_CUDA_CHECK(cudaMemcpyAsync(hist.data(), w.hist.p, 4u << 16, cudaMemcpyDeviceToHost, st));
-      GEOTB_CUDA_CHECK(cudaStreamSynchronize(st));
-      const uint32_t b2 = walk_from_top(hist, 1u << 16, target, above);
-      t_key = (b1 << 16) | b2;
-      take_equal = target - above;
-    }
-    w.eq.reserve(stored);
-    w.eqrank.reserve(stored);
     w.keep.reserve(stored);
     w.pos.reserve(stored);
     if (!take_all_at_est) {
-      mark_equal_kernel<<<grid_for(stored), kThreads, 0, st>>>(w.cval_sorted.p, stored, t_key, w.eq.p);
+      // the target-th largest key of the candidates and the ranks among keys equal to it
+      w.keys.reserve(stored);
+      w.keys_sorted.reserve(stored);
+      w.eq.reserve(stored);
+      w.eqrank.reserve(stored);
+      keys_kernel<<<grid_for(stored), kThreads, 0, st>>>(w.cval_sorted.p, stored, w.keys.p);
+      GEOTB_CUDA_CHECK(cudaGetLastError());
+      sort_keys_descending(w, w.keys.p, w.keys_sorted.p, stored, st);
+      kth_kernel<<<1, 1, 0, st>>>(w.keys_sorted.p, target, w.params.p);
+      GEOTB_CUDA_CHECK(cudaGetLastError());
+      mark_equal_kernel<<<grid_for(stored), kThreads, 0, st>>>(w.cval_sorted.p, stored, w.params.p, w.eq.p);
       GEOTB_CUDA_CHECK(cudaGetLastError());
       exclusive_sum(w, w.eq.p, w.eqrank.p, stored, st);
     }
-    mark_keep_kernel<<<grid_for(stored), kThreads, 0, st>>>(w.cval_sorted.p, stored, t_key, take_all_at_est, take_equal,
+    mark_keep_kernel<<<grid_for(stored), kThreads, 0, st>>>(w.cval_sorted.p, stored, take_all_at_est, w.params.p,
                                                            w.eqrank.p, w.keep.p);
     GEOTB_CUDA_CHECK(cudaGetLastError());
     exclusive_sum(w, w.keep.p, w.pos.p, stored, st);
@@ -331,46 +392,63 @@ CompressStats compress_ef(const float* d_acc, float* d_res, size_t n, const Comp
                                                          w.sel.p, w.vals.p);
     GEOTB_CUDA_CHECK(cudaGetLastError());
   } else {
-    // The sample misjudged the tensor: exact selection over all of it, on the host (rare path).
-    ++t_fallbacks;
-    std::vector<float> v(n);
-    GEOTB_CUDA_CHECK(cudaMemcpyAsync(v.data(), d_res, 4 * n, cudaMemcpyDeviceToHost, st));
-    GEOTB_CUDA_CHECK(cudaStreamSynchronize(st));
-    std::vector<uint32_t> sel;
-    topk_exact(v.data(), n, target, sel);
-    std::vector<float> vals(sel.size());
-    for (size_t j = 0; j < sel.size(); ++j) vals[j] = v[sel[j]];
-    GEOTB_CUDA_CHECK(cudaMemcpyAsync(w.sel.p, sel.data(), 4 * kk, cudaMemcpyHostToDevice, st));
-    GEOTB_CUDA_CHECK(cudaMemcpyAsync(w.vals.p, vals.data(), 4 * kk, cudaMemcpyHostToDevice, st));
-    GEOTB_CUDA_CHECK(cudaStreamSynchronize(st));
+    host_fallback(w, d_res, n, target, st);
   }
 
-  // 6. quantise + residual update, then fetch the sent data and encode on the host
-  std::vector<uint32_t> sel(kk);
-  std::vector<float> scales, fvals;
-  std::vector<int8_t> q;
-  if (cfg.values == ValueCoding::kInt8) {
-    const uint64_t nb = num_blocks(kk, cfg.block);
+  // 6. quantise + residual update; the index section's size decides the coding
+  const bool int8 = cfg.values == ValueCoding::kInt8;
+  const uint64_t nb = int8 ? num_blocks(kk, cfg.block) : 0;
+  if (int8) {
     w.scales.reserve(nb);
     w.q.reserve(kk);
     const unsigned grid = static_cast<unsigned>(std::clamp<uint64_t>(nb, 1, 65535ull * 16));
     quantize_kernel<<<grid, kThreads, 0, st>>>(w.sel.p, w.vals.p, kk, cfg.block, cfg.rounding, cfg.seed, w.scales.p,
                                                w.q.p, d_res);
-    GEOTB_CUDA_CHECK(cudaGetLastError());
-    scales.resize(nb);
-    q.resize(kk);
-    GEOTB_CUDA_CHECK(cudaMemcpyAsync(scales.data(), w.scales.p, 4 * nb, cudaMemcpyDeviceToHost, st));
-    GEOTB_CUDA_CHECK(cudaMemcpyAsync(q.data(), w.q.p, kk, cudaMemcpyDeviceToHost, st));
   } else {
     zero_sent_kernel<<<grid_for(kk), kThreads, 0, st>>>(w.sel.p, kk, d_res);
-    GEOTB_CUDA_CHECK(cudaGetLastError());
-    fvals.resize(kk);
-    GEOTB_CUDA_CHECK(cudaMemcpyAsync(fvals.data(), w.vals.p, 4 * kk, cudaMemcpyDeviceToHost, st));
   }
-  GEOTB_CUDA_CHECK(cudaMemcpyAsync(sel.data(), w.sel.p, 4 * kk, cudaMemcpyDeviceToHost, st));
-  GEOTB_CUDA_CHECK(cudaStreamSynchronize(st));
+  GEOTB_CUDA_CHECK(cudaGetLastError());
+  wire::queue_varint_size(w.sel.p, kk, w.index, &hc.varint_bytes, st);
+  sync(st);  // (3)
+  const uint64_t bitmap_bytes = bitmap_index_bytes(n);
+  const IndexCoding coding = bitmap_bytes < hc.varint_bytes ? IndexCoding::kBitmap : IndexCoding::kDeltaVarint;
+  const uint64_t ib = coding == IndexCoding::kBitmap ? bitmap_bytes : hc.varint_bytes;  // choose_index_coding
+  const uint64_t value_bytes = int8 ? kk : 4 * kk;
+  const uint64_t body_len = ib + 4 * nb + value_bytes;
+
+  // 7. the body on the device: indices | scales | values, then its CRC pieces
+  w.body.reserve((body_len + 3) / 4 * 4 + 4);
+  wire::queue_encode_indices(coding, w.sel.p, kk, n, w.index, w.body.p, st);
+  if (int8) {
+    GEOTB_CUDA_CHECK(cudaMemcpyAsync(w.body.p + ib, w.scales.p, 4 * nb, cudaMemcpyDeviceToDevice, st));
+    GEOTB_CUDA_CHECK(cudaMemcpyAsync(w.body.p + ib + 4 * nb, w.q.p, kk, cudaMemcpyDeviceToDevice, st));
+  } else {
+    GEOTB_CUDA_CHECK(cudaMemcpyAsync(w.body.p + ib, w.vals.p, 4 * kk, cudaMemcpyDeviceToDevice, st));
+  }
+  const uint64_t chunks = wire::crc_chunks(body_len);
+  w.crcs.reserve(chunks);
+  wire::queue_crc_chunks(w.body.p, body_len, w.crcs.p, st);
+  w.host_body.reserve(body_len);
+  w.host_crcs.reserve(chunks);
+  GEOTB_CUDA_CHECK(cudaMemcpyAsync(w.host_body.p, w.body.p, body_len, cudaMemcpyDeviceToHost, st));
+  GEOTB_CUDA_CHECK(cudaMemcpyAsync(w.host_crcs.p, w.crcs.p, 4 * chunks, cudaMemcpyDeviceToHost, st));
+  sync(st);  // (4)
+
+  // 8. header and checksum on the host; the body out of pinned memory
+  WireHeader h;
+  h.values = cfg.values;
+  h.indices = coding;
+  h.n = n;
+  h.k = kk;
+  h.block = cfg.block;
+  h.index_bytes = ib;
+  wire.resize(kWireHeaderBytes + body_len);
+  write_wire_header(h, wire.data());
+  h.crc = wire_crc_from_chunks(wire.data(), w.host_crcs.p, body_len, wire::kCrcChunk);
+  write_wire_header(h, wire.data());
+  std::memcpy(wire.data() + kWireHeaderBytes, w.host_body.p, body_len);
   stats.k = kk;
-  stats.index_bytes = encode_wire(n, kk, cfg.block, cfg.values, sel.data(), scales.data(), q.data(), fvals.data(), wire);
+  stats.index_bytes = ib;
   stats.wire_bytes = wire.size();
   return stats;
 }

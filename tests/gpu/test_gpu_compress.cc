@@ -6,11 +6,13 @@
 #include <bit>
 #include <cstdio>
 #include <cstring>
+#include <string>
 #include <tuple>
 
 #include "kernels/compress.h"
 #include "kernels/cuda/compress_cuda.h"
 #include "kernels/topk.h"
+#include "kernels/wire_format.h"
 #include "../kernels/test_util.h"
 
 namespace geotb::kernels {
@@ -119,6 +121,89 @@ TEST(Gpu, RejectsNonFiniteAndCorruptInput) {
   cuda::DeviceBuffer d_dst = upload(dst);
   EXPECT_THROW(cuda::decompress_add(w.data(), w.size(), d_dst.f32(), 1000, 1.0f), KernelError);
   expect_bits_equal(dst, download(d_dst, 1000), "dst after rejected message");
+}
+
+// The device's message checks against the host decoder, on every single-bit corruption of small
+// messages of each shape: with the CRC left stale (the checksum must catch it) and with the CRC
+// recomputed (the index and value checks must). Both backends must either throw the same message
+// or accept and produce the same bits, and the device must never flag what the host accepts.
+TEST(Gpu, DecompressRejectsWhatTheHostRejects) {
+  struct Shape {
+    double density;
+    ValueCoding coding;
+  };
+  const size_t n = 203;
+  const uint64_t disagreements = cuda::decompress_disagreements_cuda();
+  size_t rejected = 0, accepted = 0;
+  for (Shape s : {Shape{0.05, ValueCoding::kInt8}, Shape{0.9, ValueCoding::kInt8}, Shape{0.1, ValueCoding::kFloat32},
+                  Shape{1.0, ValueCoding::kFloat32}}) {
+    std::vector<float> acc = random_normal(n, 5), res(n, 0.0f);
+    CompressConfig cfg;
+    cfg.density = s.density;
+    cfg.values = s.coding;
+    cfg.block = 4;
+    std::vector<uint8_t> w;
+    compress_ef(acc.data(), res.data(), n, cfg, w);
+    for (bool fix : {false, true})
+      for (size_t byte = 0; byte < w.size(); ++byte)
+        for (int bit = 0; bit < 8; ++bit) {
+          auto c = w;
+          c[byte] ^= static_cast<uint8_t>(1u << bit);
+          if (fix) testing::fix_crc(c);
+          const std::vector<float> start = random_normal(n, 9);
+          std::vector<float> dst = start;
+          cuda::DeviceBuffer d_dst = upload(start);
+          std::string cpu_error, gpu_error;
+          try {
+            decompress_add(c.data(), c.size(), dst.data(), n, 0.5f);
+          } catch (const KernelError& e) {
+            cpu_error = e.what();
+          }
+          try {
+            cuda::decompress_add(c.data(), c.size(), d_dst.f32(), n, 0.5f);
+          } catch (const KernelError& e) {
+            gpu_error = e.what();
+          }
+          ASSERT_EQ(gpu_error, cpu_error) << "byte " << byte << " bit " << bit << (fix ? " (crc fixed)" : "");
+          cpu_error.empty() ? ++accepted : ++rejected;
+          expect_bits_equal(dst, download(d_dst, n), "dst after a corrupted message");
+        }
+  }
+  // A message spanning many thread blocks: 97 positions across its body, two bits each, CRC fixed.
+  {
+    const size_t big = 100003;
+    std::vector<float> acc = random_normal(big, 6), res(big, 0.0f);
+    CompressConfig cfg;
+    cfg.density = 0.02;
+    std::vector<uint8_t> w;
+    compress_ef(acc.data(), res.data(), big, cfg, w);
+    for (size_t i = 0; i < 97; ++i)
+      for (int bit : {0, 7}) {
+        auto c = w;
+        const size_t byte = kWireHeaderBytes + i * (w.size() - kWireHeaderBytes - 1) / 96;
+        c[byte] ^= static_cast<uint8_t>(1u << bit);
+        testing::fix_crc(c);
+        std::vector<float> dst(big, 1.0f);
+        cuda::DeviceBuffer d_dst = upload(dst);
+        std::string cpu_error, gpu_error;
+        try {
+          decompress_add(c.data(), c.size(), dst.data(), big, 1.0f);
+        } catch (const KernelError& e) {
+          cpu_error = e.what();
+        }
+        try {
+          cuda::decompress_add(c.data(), c.size(), d_dst.f32(), big, 1.0f);
+        } catch (const KernelError& e) {
+          gpu_error = e.what();
+        }
+        ASSERT_EQ(gpu_error, cpu_error) << "byte " << byte << " bit " << bit;
+        cpu_error.empty() ? ++accepted : ++rejected;
+        expect_bits_equal(dst, download(d_dst, big), "dst after a corrupted message");
+      }
+  }
+  EXPECT_EQ(cuda::decompress_disagreements_cuda(), disagreements);
+  EXPECT_GT(rejected, 1000u);
+  EXPECT_GT(accepted, 100u);  // value bits flipped under a fixed CRC decode to other values
 }
 
 }  // namespace

@@ -2,6 +2,9 @@
 // without touching the destination.
 #include <gtest/gtest.h>
 
+#include <zlib.h>
+
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -61,6 +64,64 @@ TEST(Wire, ValidMessagesOfEveryShapeDecode) {
     std::vector<float> dst(203, 0.0f);
     EXPECT_NO_THROW(decompress_add(w.data(), w.size(), dst.data(), 203, 1.0f));
   }
+}
+
+// The CUDA backend checksums the body in chunks on the device and combines them on the host: for
+// every chunk size (1 byte, one that divides the body, one that does not, one larger than it) and
+// every shape, the combination equals the crc encode_wire wrote.
+TEST(Wire, CrcFromChunksEqualsTheWholeMessageCrc) {
+  for (Shape s : {Shape{0.05, ValueCoding::kInt8, IndexCoding::kDeltaVarint},
+                  Shape{0.9, ValueCoding::kInt8, IndexCoding::kBitmap},
+                  Shape{1.0, ValueCoding::kFloat32, IndexCoding::kBitmap}}) {
+    const auto w = valid_message(2003, s.density, s.coding);
+    uint32_t expect = 0;
+    std::memcpy(&expect, w.data() + 28, 4);
+    const uint64_t body = w.size() - kWireHeaderBytes;
+    for (uint64_t chunk : {uint64_t{1}, uint64_t{2048}, uint64_t{4}, uint64_t{7}, body, body + 5}) {
+      std::vector<uint32_t> crcs;
+      for (uint64_t b = 0; b < body; b += chunk) {
+        const uint64_t len = std::min(chunk, body - b);
+        crcs.push_back(static_cast<uint32_t>(crc32_z(0L, w.data() + kWireHeaderBytes + b, len)));
+      }
+      EXPECT_EQ(wire_crc_from_chunks(w.data(), crcs.data(), body, chunk), expect)
+          << "chunk " << chunk << ", body " << body;
+    }
+    // The crc field itself does not enter: a header with another crc gives the same value.
+    auto h = w;
+    h[28] ^= 0xFFu;
+    std::vector<uint32_t> one{static_cast<uint32_t>(crc32_z(0L, w.data() + kWireHeaderBytes, body))};
+    EXPECT_EQ(wire_crc_from_chunks(h.data(), one.data(), body, body), expect);
+    // and a changed header byte changes it
+    h[8] ^= 1u;
+    EXPECT_NE(wire_crc_from_chunks(h.data(), one.data(), body, body), expect);
+  }
+}
+
+TEST(Wire, HeaderWriterRoundTrips) {
+  WireHeader h;
+  h.values = ValueCoding::kFloat32;
+  h.indices = IndexCoding::kBitmap;
+  h.n = 0x0102030405ull;
+  h.k = 77;
+  h.block = 9;
+  h.crc = 0xA1B2C3D4u;
+  h.index_bytes = 0x0102030406ull / 8;
+  uint8_t out[kWireHeaderBytes];
+  write_wire_header(h, out);
+  const uint8_t expect_start[8] = {'G', 'K', 'T', 'C', 1, 0, 1, 1};
+  EXPECT_EQ(std::memcmp(out, expect_start, 8), 0);
+  uint64_t n = 0, k = 0, ib = 0;
+  uint32_t block = 0, crc = 0;
+  std::memcpy(&n, out + 8, 8);
+  std::memcpy(&k, out + 16, 8);
+  std::memcpy(&block, out + 24, 4);
+  std::memcpy(&crc, out + 28, 4);
+  std::memcpy(&ib, out + 32, 8);
+  EXPECT_EQ(n, h.n);
+  EXPECT_EQ(k, 77u);
+  EXPECT_EQ(block, 9u);
+  EXPECT_EQ(crc, 0xA1B2C3D4u);
+  EXPECT_EQ(ib, h.index_bytes);
 }
 
 TEST(Wire, EveryTruncationAndEveryBitFlipRejected) {
