@@ -132,7 +132,7 @@ int calibrate(const CalibrateArgs& a) {
     }
   }
 
-  const engine::DeviceInfo dev = engine::device_info(m.device);
+  const model::DeviceContext dev = engine::device_info(m.device);
   if (!peak && gpu) peak = match_gpu(dev.name);
   const size_t params = engine::param_count(m);
   const size_t batch = static_cast<size_t>(sc.workload.batch_per_worker);
@@ -161,7 +161,7 @@ int calibrate(const CalibrateArgs& a) {
   out["geotb_calibrate"] = 1;
   out["measured_at"] = utc_now_iso();
   out["git_revision"] = kGitRevision;
-  out["device"] = gpu ? json(device_context(dev))
+  out["device"] = gpu ? json(dev)
                       : json{{"device", "cpu"}, {"name", dev.name}, {"hardware_threads", dev.multiprocessors},
                              {"torch", dev.torch}};
   out["scenario"] = {{"file", a.scenario}, {"name", sc.name}, {"model", m.name}, {"hidden", m.hidden},

@@ -51,11 +51,6 @@ namespace {
 
 }  // namespace
 
-model::DeviceContext device_context(const engine::DeviceInfo& d) {
-  return {d.device, d.name, d.memory_bytes, d.compute_capability, static_cast<uint64_t>(d.multiprocessors),
-          d.driver, d.cuda, d.torch};
-}
-
 namespace {
 
 /// Which clock produced the time figures, and the compute profile it charged, if any.
@@ -141,7 +136,7 @@ model::RunReport make_report(const Scenario& sc, std::vector<model::StrategyRun>
   r.scenario = scenario_summary(sc, ctx);
   r.context = report_context(ctx);
   record_clock(sc, r.context);
-  if (sc.workload.model.device != "cpu") r.context.device = device_context(engine::device_info(sc.workload.model.device));
+  if (sc.workload.model.device != "cpu") r.context.device = engine::device_info(sc.workload.model.device);
   for (auto& run : runs) {
     const engine::StrategyConfig* cfg = nullptr;
     for (const auto& c : sc.strategies)

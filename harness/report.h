@@ -9,7 +9,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/model/calibrate.h"
 #include "engine/strategy.h"
 #include "harness/scenario.h"
 #include "model/metrics.h"
@@ -37,8 +36,6 @@ struct RunContext {
 model::ScenarioSummary scenario_summary(const Scenario& sc, const RunContext& ctx);
 /// The report's "context": this build, this host, the run's argv and start (run and exec reports).
 model::ReportContext report_context(const RunContext& ctx);
-/// The report's description of a device (engine::device_info's).
-model::DeviceContext device_context(const engine::DeviceInfo& d);
 
 /// The report's per-strategy "config" object: the strategy's parameters from the scenario.
 nlohmann::json strategy_config_json(const engine::StrategyConfig& c);

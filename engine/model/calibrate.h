@@ -15,22 +15,14 @@
 #include <vector>
 
 #include "engine/model/learner.h"
+#include "model/report.h"
 
 namespace geotb::engine {
 
-/// The device a measurement ran on, for the report's and the profile's context.
-struct DeviceInfo {
-  std::string device;              ///< "cpu", "cuda:0"
-  std::string name;                ///< "NVIDIA H200"; the CPU's model name on the CPU
-  uint64_t memory_bytes = 0;       ///< the GPU's global memory (0 on the CPU)
-  std::string compute_capability;  ///< "9.0" (empty on the CPU)
-  int multiprocessors = 0;         ///< streaming multiprocessors; the CPU's hardware threads on the CPU
-  std::string driver;              ///< the NVIDIA kernel module's version (/proc/driver/nvidia/version)
-  std::string cuda;                ///< the CUDA version libtorch was built with (empty: CPU-only libtorch)
-  std::string torch;               ///< libtorch's version
-};
-/// Describes `device` (device_error(device) must be empty).
-DeviceInfo device_info(const std::string& device);
+/// Describes `device` (device_error(device) must be empty) for the report's `context.device` and a
+/// profile's "device". On the CPU: name = the CPU's model name, multiprocessors = its hardware
+/// threads, memory_bytes = 0, compute_capability and driver empty.
+model::DeviceContext device_info(const std::string& device);
 
 /// Seconds per repetition: median, minimum and maximum of `reps` samples after the warm-up.
 struct Timing {

@@ -59,9 +59,9 @@ torch::Tensor attention(const torch::Tensor& q, const torch::Tensor& k, const to
 
 }  // namespace
 
-DeviceInfo device_info(const std::string& device) {
+model::DeviceContext device_info(const std::string& device) {
   if (auto e = device_error(device); !e.empty()) throw std::invalid_argument(e);
-  DeviceInfo d;
+  model::DeviceContext d;
   d.torch = TORCH_VERSION;
   const torch::Device dev(device);
 #ifdef GEOTB_TORCH_CUDA
@@ -73,7 +73,7 @@ DeviceInfo device_info(const std::string& device) {
     d.name = p->name;
     d.memory_bytes = p->totalGlobalMem;
     d.compute_capability = std::to_string(p->major) + "." + std::to_string(p->minor);
-    d.multiprocessors = p->multiProcessorCount;
+    d.multiprocessors = static_cast<uint64_t>(p->multiProcessorCount);
     d.driver = nvidia_driver();
     return d;
   }
@@ -82,7 +82,7 @@ DeviceInfo device_info(const std::string& device) {
   std::string model = first_line_containing("/proc/cpuinfo", "model name");
   if (const auto c = model.find(':'); c != std::string::npos) model = model.substr(model.find_first_not_of(' ', c + 1));
   d.name = model.empty() ? "cpu" : model;
-  d.multiprocessors = static_cast<int>(std::thread::hardware_concurrency());
+  d.multiprocessors = std::thread::hardware_concurrency();
   return d;
 }
 

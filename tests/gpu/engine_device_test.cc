@@ -45,7 +45,7 @@ TEST(GpuLearner, CudaLearnerStartsFromTheCpuWeightsAndAgreesOnAStep) {
     max_abs = std::max(max_abs, static_cast<double>(std::abs(cpu->grads()[i])));
   }
   EXPECT_LT(max_diff, 1e-4 * max_abs);
-  const DeviceInfo d = device_info("cuda");
+  const model::DeviceContext d = device_info("cuda");
   EXPECT_EQ(d.device, "cuda:0");
   EXPECT_FALSE(d.name.empty());
   EXPECT_GT(d.memory_bytes, 0u);

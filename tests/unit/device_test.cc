@@ -68,7 +68,7 @@ TEST(Calibrate, CpuTimersRunAndTheBlocksCountsAreExact) {
   EXPECT_EQ(bt.time.reps, 2);
   EXPECT_EQ(bt.params, 4.0 * 32 * 32 + 3.0 * 32 * 64 + 2 * 32);              // 10304
   EXPECT_EQ(bt.flops, 3.0 * 2 * 16 * (2 * (4.0 * 32 * 32 + 3.0 * 32 * 64) + 2.0 * 16 * 32));  // 2064384
-  const DeviceInfo d = device_info("cpu");
+  const model::DeviceContext d = device_info("cpu");
   EXPECT_EQ(d.device, "cpu");
   EXPECT_FALSE(d.torch.empty());
 }
