@@ -1,9 +1,9 @@
 // CUDA compress_ef: the CPU algorithm (kernels/topk.h) step by step on the device, producing the
 // same bits. Every decision the CPU makes on the host is made on the device from the same data:
-// the sample thresholds are ranks of the sorted sample (sample_ranks), the k-th key is a rank of
-// the sorted candidate keys. The message body (indices, scales, values) is coded and checksummed
-// on the device; the host writes the 40-byte header, combines the CRC pieces and copies the body
-// out of pinned memory. Four stream synchronisations per call (three in exact mode), each to
+// the sample thresholds are ranks of the sorted sample (sample_ranks), the k-th key comes from a
+// three-pass radix select (kernels/radix_select.h). The message body (indices, scales, values) is
+// coded and checksummed on the device; the host writes the 40-byte header, combines the CRC pieces
+// and copies the body out of pinned memory. Four stream synchronisations per call (three in exact mode), each to
 // read a count the next launch is sized by; no allocation once the workspace has grown.
 #include <cub/cub.cuh>
 
@@ -16,6 +16,7 @@
 #include "kernels/cuda/device_arrays.h"
 #include "kernels/cuda/wire_device.h"
 #include "kernels/quantize.h"
+#include "kernels/radix_select.h"
 #include "kernels/topk.h"
 #include "kernels/validate.h"
 #include "kernels/wire_format.h"
@@ -27,7 +28,8 @@ constexpr int kThreads = 256;
 constexpr int kItems = 8;  // elements per thread and tile in the fused pass (2048 per tile)
 
 // Device-side scalars of one call: [0] t_low, [1] t_est, [2] t_key, [3] take_equal.
-enum Param { kTLow = 0, kTEst = 1, kTKey = 2, kTakeEqual = 3, kParams = 4 };
+// [4] above: during the k-th key's search, how many keys are above the prefix found so far.
+enum Param { kTLow = 0, kTEst = 1, kTKey = 2, kTakeEqual = 3, kAbove = 4, kParams = 5 };
 // Counters read by the host: [0] candidates, [1] non-finite, [2] candidates >= t_est, [3] varint bytes.
 struct HostCounters {
   unsigned long long candidates, non_finite, at_est;
@@ -35,7 +37,7 @@ struct HostCounters {
 };
 
 struct Workspace {
-  DevArray<uint32_t> sample_keys, sample_sorted, keys, keys_sorted;
+  DevArray<uint32_t> sample_keys, sample_sorted, hist;
   DevArray<unsigned long long> counters, params;
   DevArray<uint32_t> cidx, cidx_sorted, eq, eqrank, keep, pos, sel;
   DevArray<float> cval, cval_sorted, vals, scales;
@@ -150,27 +152,63 @@ __global__ void __launch_bounds__(kThreads)
   if (threadIdx.x == 0 && sum) atomicAdd(counter, static_cast<unsigned long long>(sum));
 }
 
-__global__ void keys_kernel(const float* __restrict__ v, uint64_t c, uint32_t* __restrict__ keys) {
+// The target-th largest key of the candidates (kth_largest_key's answer, found by radix select):
+// three passes over bit fields [20, 31), [9, 20) and [0, 9) of the 31-bit key. A pass counts, per
+// value of its field, the keys whose higher bits equal the prefix found so far (kth_hist_kernel,
+// shared-memory histograms merged into `hist`), then picks the field value at which the count from
+// the top reaches the target (kth_find_kernel); `above` collects the keys of the bins above it.
+constexpr unsigned kKthMaxBins = 1u << 11;  // the widest field of kRadixFields
+static_assert(kRadixFields[0].bits <= 11 && kRadixFields[1].bits <= 11 && kRadixFields[2].bits <= 11);
+
+__global__ void __launch_bounds__(kThreads)
+    kth_hist_kernel(const float* __restrict__ v, uint64_t c, const unsigned long long* __restrict__ params,
+                    unsigned shift, unsigned bits, uint32_t* __restrict__ hist) {
+  __shared__ uint32_t sh[kKthMaxBins];
+  const unsigned nb = 1u << bits, hi = shift + bits;  // hi <= 31: the fields above this one
+  for (unsigned i = threadIdx.x; i < nb; i += blockDim.x) sh[i] = 0;
+  __syncthreads();
+  const uint32_t prefix = static_cast<uint32_t>(params[kTKey]);
   for (uint64_t j = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x; j < c;
-       j += static_cast<uint64_t>(gridDim.x) * blockDim.x)
-    keys[j] = magnitude_key(v[j]);
+       j += static_cast<uint64_t>(gridDim.x) * blockDim.x) {
+    const uint32_t key = magnitude_key(v[j]);
+    if ((key >> hi) == (prefix >> hi)) atomicAdd(&sh[(key >> shift) & (nb - 1)], 1u);
+  }
+  __syncthreads();
+  for (unsigned i = threadIdx.x; i < nb; i += blockDim.x)
+    if (sh[i]) atomicAdd(&hist[i], sh[i]);
 }
 
-// The target-th largest key (1-based) of the descending keys and how many of the first `target`
-// to take among those equal to it (kth_largest_key: target - count of larger keys).
-__global__ void kth_kernel(const uint32_t* __restrict__ sorted_desc, uint64_t target,
-                           unsigned long long* __restrict__ params) {
-  const uint32_t t = sorted_desc[target - 1];
-  uint64_t lo = 0, hi = target - 1;  // first position whose key is <= t (== t here)
-  while (lo < hi) {
-    const uint64_t mid = lo + (hi - lo) / 2;
-    if (sorted_desc[mid] > t)
-      lo = mid + 1;
-    else
-      hi = mid;
+// One block: the bins from the top, kKthMaxBins / kThreads per thread, a block scan of their
+// counts; the one bin where above + (count of the bins before it) < target <= that + its count
+// extends the prefix. The last pass also sets take_equal = target - above.
+__global__ void __launch_bounds__(kThreads)
+    kth_find_kernel(const uint32_t* __restrict__ hist, unsigned shift, unsigned bits, uint64_t target,
+                    unsigned long long* __restrict__ params) {
+  constexpr unsigned kPer = kKthMaxBins / kThreads;
+  using Scan = cub::BlockScan<unsigned long long, kThreads>;
+  __shared__ typename Scan::TempStorage tmp;
+  const unsigned nb = 1u << bits;
+  const unsigned long long above0 = params[kAbove];
+  unsigned long long mine[kPer], sum = 0;
+#pragma unroll
+  for (unsigned i = 0; i < kPer; ++i) {
+    const unsigned r = threadIdx.x * kPer + i;  // rank from the top: bin nb - 1 - r
+    mine[i] = r < nb ? hist[nb - 1 - r] : 0;
+    sum += mine[i];
   }
-  params[kTKey] = t;
-  params[kTakeEqual] = target - lo;
+  unsigned long long before = 0;
+  Scan(tmp).ExclusiveSum(sum, before);  // every thread has read params[kAbove] before anyone writes it
+  unsigned long long acc = above0 + before;
+#pragma unroll
+  for (unsigned i = 0; i < kPer; ++i) {
+    const unsigned r = threadIdx.x * kPer + i;
+    if (r < nb && acc < target && acc + mine[i] >= target) {
+      params[kTKey] |= static_cast<unsigned long long>(nb - 1 - r) << shift;
+      params[kAbove] = acc;
+      if (shift == 0) params[kTakeEqual] = target - acc;
+    }
+    acc += mine[i];
+  }
 }
 
 __global__ void mark_equal_kernel(const float* __restrict__ v, uint64_t c, const unsigned long long* __restrict__ params,
@@ -371,15 +409,18 @@ CompressStats compress_ef(const float* d_acc, float* d_res, size_t n, const Comp
     w.pos.reserve(stored);
     if (!take_all_at_est) {
       // the target-th largest key of the candidates and the ranks among keys equal to it
-      w.keys.reserve(stored);
-      w.keys_sorted.reserve(stored);
       w.eq.reserve(stored);
       w.eqrank.reserve(stored);
-      keys_kernel<<<grid_for(stored), kThreads, 0, st>>>(w.cval_sorted.p, stored, w.keys.p);
-      GEOTB_CUDA_CHECK(cudaGetLastError());
-      sort_keys_descending(w, w.keys.p, w.keys_sorted.p, stored, st);
-      kth_kernel<<<1, 1, 0, st>>>(w.keys_sorted.p, target, w.params.p);
-      GEOTB_CUDA_CHECK(cudaGetLastError());
+      w.hist.reserve(kKthMaxBins);
+      GEOTB_CUDA_CHECK(cudaMemsetAsync(w.params.p + kTKey, 0, sizeof(unsigned long long), st));
+      GEOTB_CUDA_CHECK(cudaMemsetAsync(w.params.p + kAbove, 0, sizeof(unsigned long long), st));
+      const unsigned hist_grid = std::min(grid_for(stored), 256u);
+      for (const RadixField f : kRadixFields) {  // kernels/radix_select.h: the CPU's reference of these passes
+        GEOTB_CUDA_CHECK(cudaMemsetAsync(w.hist.p, 0, sizeof(uint32_t) << f.bits, st));
+        kth_hist_kernel<<<hist_grid, kThreads, 0, st>>>(w.cval_sorted.p, stored, w.params.p, f.shift, f.bits, w.hist.p);
+        kth_find_kernel<<<1, kThreads, 0, st>>>(w.hist.p, f.shift, f.bits, target, w.params.p);
+        GEOTB_CUDA_CHECK(cudaGetLastError());
+      }
       mark_equal_kernel<<<grid_for(stored), kThreads, 0, st>>>(w.cval_sorted.p, stored, w.params.p, w.eq.p);
       GEOTB_CUDA_CHECK(cudaGetLastError());
       exclusive_sum(w, w.eq.p, w.eqrank.p, stored, st);

@@ -3,6 +3,7 @@
 #include <cub/cub.cuh>
 
 #include "kernels/cuda/wire_device.h"
+#include "kernels/crc32_gf2.h"
 
 namespace geotb::kernels::cuda::wire {
 namespace {
@@ -55,31 +56,46 @@ __global__ void bitmap_kernel(const uint32_t* __restrict__ sel, uint64_t k, uint
     atomicOr(&words[sel[j] >> 5], 1u << (sel[j] & 31u));
 }
 
-// One thread per chunk; the reflected CRC-32 table (polynomial 0xEDB88320) in shared memory.
-__global__ void crc_chunks_kernel(const uint8_t* __restrict__ body, uint64_t len, uint32_t* __restrict__ out,
-                                  uint64_t chunks) {
+// One thread block per kCrcChunk-byte chunk (grid-stride over chunks): each of its kCrcThreads
+// threads takes the CRC of one kCrcPiece-byte piece with the table in shared memory, then the
+// block combines the pieces pairwise in log2(kCrcThreads) levels (crc32_tree_step, the GF(2)
+// shift of kernels/crc32_gf2.h). Empty pieces past the body's end have length 0.
+__global__ void __launch_bounds__(kCrcThreads)
+    crc_chunks_kernel(const uint8_t* __restrict__ body, uint64_t len, uint32_t* __restrict__ out, uint64_t chunks) {
   __shared__ uint32_t table[256];
-  for (unsigned i = threadIdx.x; i < 256; i += blockDim.x) {
-    uint32_t c = i;
-    for (int b = 0; b < 8; ++b) c = (c & 1u) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-    table[i] = c;
-  }
+  __shared__ uint32_t part[kCrcThreads], plen[kCrcThreads];
+  const unsigned t = threadIdx.x;
+  for (unsigned i = t; i < 256; i += blockDim.x) table[i] = crc32_table_entry(i);
   __syncthreads();
-  const uint64_t j = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x;
-  if (j >= chunks) return;
-  const uint64_t b0 = j * kCrcChunk, b1 = min(len, b0 + kCrcChunk);
-  uint32_t c = 0xFFFFFFFFu;
-  uint64_t p = b0;
-  const uint32_t* words = reinterpret_cast<const uint32_t*>(body);  // b0 is a multiple of 4
-  for (; p + 4 <= b1; p += 4) {
-    const uint32_t w = words[p / 4];
-    c = table[(c ^ w) & 0xFFu] ^ (c >> 8);
-    c = table[(c ^ (w >> 8)) & 0xFFu] ^ (c >> 8);
-    c = table[(c ^ (w >> 16)) & 0xFFu] ^ (c >> 8);
-    c = table[(c ^ (w >> 24)) & 0xFFu] ^ (c >> 8);
+  const uint32_t* words = reinterpret_cast<const uint32_t*>(body);  // every piece starts at a multiple of 4
+  for (uint64_t ch = blockIdx.x; ch < chunks; ch += gridDim.x) {
+    const uint64_t b0 = ch * kCrcChunk + static_cast<uint64_t>(t) * kCrcPiece;
+    uint32_t crc = 0, n = 0;
+    if (b0 < len) {
+      const uint64_t b1 = min(len, b0 + kCrcPiece);
+      uint32_t c = 0xFFFFFFFFu;
+      uint64_t p = b0;
+      for (; p + 4 <= b1; p += 4) {
+        const uint32_t w = words[p / 4];
+        c = table[(c ^ w) & 0xFFu] ^ (c >> 8);
+        c = table[(c ^ (w >> 8)) & 0xFFu] ^ (c >> 8);
+        c = table[(c ^ (w >> 16)) & 0xFFu] ^ (c >> 8);
+        c = table[(c ^ (w >> 24)) & 0xFFu] ^ (c >> 8);
+      }
+      for (; p < b1; ++p) c = table[(c ^ body[p]) & 0xFFu] ^ (c >> 8);
+      crc = c ^ 0xFFFFFFFFu;
+      n = static_cast<uint32_t>(b1 - b0);
+    }
+    part[t] = crc;
+    plen[t] = n;
+    __syncthreads();
+    for (unsigned stride = 1; stride < kCrcThreads; stride <<= 1) {
+      if (t % (2 * stride) == 0) crc32_tree_step(part, plen, t, stride);
+      __syncthreads();
+    }
+    if (t == 0) out[ch] = part[0];
+    __syncthreads();  // part and plen are reused by the next chunk
   }
-  for (; p < b1; ++p) c = table[(c ^ body[p]) & 0xFFu] ^ (c >> 8);
-  out[j] = c ^ 0xFFFFFFFFu;
 }
 
 // ---- decoding -----------------------------------------------------------------------------------
@@ -208,7 +224,8 @@ void queue_encode_indices(IndexCoding coding, const uint32_t* sel, uint64_t k, u
 void queue_crc_chunks(const uint8_t* body, uint64_t len, uint32_t* out, cudaStream_t st) {
   const uint64_t chunks = crc_chunks(len);
   if (chunks == 0) return;
-  crc_chunks_kernel<<<static_cast<unsigned>((chunks + 127) / 128), 128, 0, st>>>(body, len, out, chunks);
+  const unsigned grid = static_cast<unsigned>(std::min<uint64_t>(chunks, 65535));
+  crc_chunks_kernel<<<grid, kCrcThreads, 0, st>>>(body, len, out, chunks);
   GEOTB_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -1,9 +1,11 @@
 // Building blocks: top-k selection, k from density, INT8 rounding rules.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 
 #include "kernels/quantize.h"
+#include "kernels/radix_select.h"
 #include "kernels/topk.h"
 #include "reference.h"
 #include "test_util.h"
@@ -18,6 +20,27 @@ TEST(Topk, CountFromDensity) {
   EXPECT_EQ(topk_count(1001, 0.01), 11u);
   EXPECT_EQ(topk_count(100003, 1.0), 100003u);
   EXPECT_EQ(topk_count(7, 0.5), 4u);
+}
+
+// The CUDA backend's radix select (three bit fields) against the two-level histogram of the CPU
+// backend, on random magnitudes, on many ties and on keys that differ only in their low bits.
+TEST(Topk, RadixSelectMatchesKthLargestKey) {
+  for (int shape = 0; shape < 3; ++shape) {
+    const size_t c = 5003;
+    std::vector<float> v = testing::random_normal(c, 17 + shape);
+    if (shape == 1)
+      for (size_t j = 0; j < c; ++j) v[j] = static_cast<float>(j % 7) * 0.25f;  // 7 distinct values
+    if (shape == 2)
+      for (size_t j = 0; j < c; ++j) v[j] = std::bit_cast<float>(0x3F800000u + static_cast<uint32_t>((j * 37) % 600));
+    std::vector<uint32_t> keys(c);
+    for (size_t j = 0; j < c; ++j) keys[j] = magnitude_key(v[j]);
+    for (size_t k : {size_t{1}, size_t{2}, size_t{50}, size_t{715}, size_t{2500}, c - 1, c}) {
+      const KthKey want = kth_largest_key(v.data(), c, k);
+      const KthKey got = kth_key_radix(keys.data(), c, k);
+      EXPECT_EQ(got.key, want.key) << "shape " << shape << " k " << k;
+      EXPECT_EQ(got.above, want.above) << "shape " << shape << " k " << k;
+    }
+  }
 }
 
 TEST(Topk, ExactMatchesFullSort) {

@@ -11,6 +11,7 @@
 
 #include "kernels/bf16.h"
 #include "kernels/compress.h"
+#include "kernels/crc32_gf2.h"
 #include "kernels/index_coding.h"
 #include "kernels/wire_format.h"
 #include "test_util.h"
@@ -94,6 +95,52 @@ TEST(Wire, CrcFromChunksEqualsTheWholeMessageCrc) {
     // and a changed header byte changes it
     h[8] ^= 1u;
     EXPECT_NE(wire_crc_from_chunks(h.data(), one.data(), body, body), expect);
+  }
+}
+
+// The GF(2) combination the CUDA CRC kernel runs (kernels/crc32_gf2.h) against zlib, and its tree
+// of 64-byte pieces, level by level as a thread block runs it, against zlib's crc of the whole.
+TEST(Crc32Gf2, CombineAndTreeEqualZlib) {
+  uint64_t z = 0x9E3779B97F4A7C15ull;
+  auto next = [&z] {
+    z ^= z << 13;
+    z ^= z >> 7;
+    z ^= z << 17;
+    return z;
+  };
+  for (int i = 0; i < 200; ++i) {
+    const uint32_t a = static_cast<uint32_t>(next()), b = static_cast<uint32_t>(next());
+    const uint64_t len = i < 40 ? static_cast<uint64_t>(i) : next() % (1u << 26);
+    ASSERT_EQ(crc32_combine_hd(a, b, len), static_cast<uint32_t>(crc32_combine64(a, b, static_cast<z_off64_t>(len))))
+        << "len " << len;
+  }
+  for (uint32_t i = 0; i < 256; ++i) {  // one byte through the table: zlib's crc of that byte
+    const uint8_t byte = static_cast<uint8_t>(i);
+    const uint32_t c = crc32_table_entry(0xFFu ^ i) ^ (0xFFFFFFFFu >> 8);
+    ASSERT_EQ(c ^ 0xFFFFFFFFu, static_cast<uint32_t>(crc32_z(0L, &byte, 1))) << i;
+  }
+  std::vector<uint8_t> data(3 * 16384 + 77);
+  for (auto& d : data) d = static_cast<uint8_t>(next());
+  for (size_t len : {size_t{0}, size_t{1}, size_t{63}, size_t{64}, size_t{65}, size_t{4096}, size_t{16383},
+                     size_t{16384}, size_t{16385}, data.size()}) {
+    // one "block" per 16 KiB chunk, 256 pieces of 64 bytes, as crc_chunks_kernel
+    std::vector<uint32_t> chunk_crcs;
+    for (size_t c0 = 0; c0 < len; c0 += 16384) {
+      uint32_t part[256], plen[256];
+      for (unsigned t = 0; t < 256; ++t) {
+        const size_t b0 = c0 + 64 * t, b1 = std::min(len, b0 + 64);
+        part[t] = b0 < len ? static_cast<uint32_t>(crc32_z(0L, data.data() + b0, b1 - b0)) : 0;
+        plen[t] = b0 < len ? static_cast<uint32_t>(b1 - b0) : 0;
+      }
+      for (unsigned stride = 1; stride < 256; stride <<= 1)
+        for (unsigned t = 0; t < 256; t += 2 * stride) crc32_tree_step(part, plen, t, stride);
+      ASSERT_EQ(part[0], static_cast<uint32_t>(crc32_z(0L, data.data() + c0, std::min<size_t>(16384, len - c0))));
+      chunk_crcs.push_back(part[0]);
+    }
+    uint32_t whole = static_cast<uint32_t>(crc32_z(0L, Z_NULL, 0));
+    for (size_t c = 0; c < chunk_crcs.size(); ++c)
+      whole = crc32_combine_hd(whole, chunk_crcs[c], std::min<size_t>(16384, len - 16384 * c));
+    EXPECT_EQ(whole, static_cast<uint32_t>(crc32_z(0L, data.data(), len))) << "len " << len;
   }
 }
 
