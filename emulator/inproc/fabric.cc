@@ -111,6 +111,7 @@ void Fabric::send_datagram(int src, int dst, uint64_t tag, std::vector<uint8_t> 
     p->payload = std::move(payload);
     box.q[{src, tag}].push_back(std::move(p));
     box.cv.notify_all();
+    if (sched_) sched_->notify(static_cast<VirtualScheduler::WaitKey>(dst));  // under its lock: act()
   };
   act_now(deliver);
 }
@@ -328,6 +329,10 @@ std::optional<std::vector<uint8_t>> Fabric::poll(int dst, int src, uint64_t tag)
   return recv_virtual(dst, src, tag, std::nullopt);
 }
 
+void Fabric::notify_endpoint(int dst) {
+  if (sched_) sched_->notify(static_cast<VirtualScheduler::WaitKey>(dst));
+}
+
 std::optional<Fabric::Received> Fabric::recv_any(int dst, uint64_t tag, Nanos deadline,
                                                  const std::function<bool()>& stop) {
   if (!sched_) throw FabricError("fabric: recv_any needs the virtual-time mode");
@@ -353,7 +358,11 @@ std::optional<Fabric::Received> Fabric::recv_any(int dst, uint64_t tag, Nanos de
   };
   bool got = false;
   try {
-    got = sched_->wait(me, ready, deadline, "heartbeats at rank " + std::to_string(dst));
+    // Keyed by the endpoint, like recv: a message to it settling notifies it, and so does the
+    // monitor when it sets what stop() reads (notify_endpoint). Unkeyed, every re-evaluation of
+    // the scheduler checked every monitor: readiness checks grew as workers x events.
+    got = sched_->wait(me, ready, deadline, "heartbeats at rank " + std::to_string(dst),
+                       static_cast<VirtualScheduler::WaitKey>(dst));
   } catch (const SchedulerAborted&) {
     return std::nullopt;
   } catch (const DeadlockError& e) {

@@ -161,9 +161,13 @@ class Fabric {
   void send_datagram(int src, int dst, uint64_t tag, std::vector<uint8_t> payload);
   /// Waits until a message with `tag` from any source has been delivered to `dst` (the earliest
   /// delivery first), until the virtual instant `deadline` (nullopt), or until stop() is true
-  /// (nullopt; stop() runs under the scheduler's lock: change what it reads in
-  /// VirtualScheduler::update). Not interrupted by alarms: the heartbeat monitor's receive.
+  /// (nullopt). Not interrupted by alarms: the heartbeat monitor's receive. The wait is keyed by
+  /// `dst` (VirtualScheduler::wait): whoever changes what stop() reads does it inside
+  /// VirtualScheduler::update and calls notify_endpoint(dst) there.
   std::optional<Received> recv_any(int dst, uint64_t tag, Nanos deadline, const std::function<bool()>& stop);
+  /// Re-checks the keyed waits of endpoint `dst` (recv, recv_any) at the scheduler's next
+  /// re-evaluation. Virtual-time mode, under the scheduler's lock (inside update()); else nothing.
+  void notify_endpoint(int dst);
 
   // ---- A DC leader's successor (engine/faults/: a killed leader's address taken over). ----
   /// The tag of a takeover notice: reserved, outside every range a Transport user may take.

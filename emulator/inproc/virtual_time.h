@@ -37,8 +37,9 @@
 //
 // Which waiters are checked: a wait may name a key (the fabric's: the receiving endpoint). A keyed
 // waiter's ready() is evaluated only after notify(key), which whoever changes what it reads calls
-// under the lock (the fabric, when a message to that endpoint settles, the endpoint dies or is
-// alarmed, or its peer is taken over); an unkeyed waiter's at every re-evaluation. So a delivery
+// under the lock (the fabric, when a message or datagram to that endpoint settles, the endpoint dies
+// or is alarmed, or its peer is taken over; a heartbeat monitor, when it stops); an unkeyed waiter's
+// at every re-evaluation. So a delivery
 // costs one predicate, not one per blocked actor: with a thousand workers blocked in recv, the
 // scan over every waiter per event made a step quadratic in the workers.
 //

@@ -52,7 +52,10 @@ void HeartbeatMonitor::start(Nanos t0, Nanos origin) {
 
 void HeartbeatMonitor::stop() {
   if (!th_.joinable()) return;
-  sched_.update([&] { stop_ = true; });
+  sched_.update([&] {
+    stop_ = true;
+    fabric_.notify_endpoint(rank_);  // recv_any's wait is keyed by the endpoint
+  });
   // Called by the worker's thread (a killed or fenced worker dying, or one done): its actor must
   // not hold the monitor back while it joins. The monitor may be about to act (send a datagram)
   // at an instant the worker's actor has reached too; a plain join would keep that actor

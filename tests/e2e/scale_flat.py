@@ -17,6 +17,11 @@ divided by those worker-steps is the cost of one worker-step without the setup, 
   network's event heap cost O(log n) per operation, and 256 workers' state (about 1 GB) overflows
   the caches that 16 workers' state fits in.
 
+Then the scheduler's work alone, once more with heartbeats on (faults.heartbeat, no kills), 2,560
+more worker-steps: within 1.25x too. Each worker's heartbeat monitor waits in the fabric's
+recv_any; while that wait was unkeyed, every re-evaluation checked every monitor, and the readiness
+checks per worker-step grew with the workers (16x here; docs/measurements/scale-out.md).
+
 Usage: scale_flat.py GEOTB SOURCE_ROOT"""
 import itertools
 import json
@@ -33,8 +38,8 @@ BOUND = 4.0
 OPS_BOUND = 1.25
 
 
-def scenario(m: int, n: int, steps: int) -> dict:
-    return {
+def scenario(m: int, n: int, steps: int, heartbeats: bool = False) -> dict:
+    sc = {
         "schema": 1, "name": f"scale-{m}x{n}-{steps}", "description": "scale-out timing test", "seed": 7,
         "datacenters": [{"name": f"dc{i}", "workers": n} for i in range(m)],
         "lan": {"bandwidth": "100Gbps", "rtt": "20us"},
@@ -45,11 +50,15 @@ def scenario(m: int, n: int, steps: int) -> dict:
                      "eval_points": 2, "optimizer": {"name": "sgd", "lr": 0.05, "momentum": 0.9}},
         "strategies": [{"name": "hier_ef_topk_int8", "K": 4, "density": "1%", "block": 256, "overlap": True}],
         "compute": {"step_time": "20ms"}, "clock": "virtual", "network": "embedded"}
+    if heartbeats:
+        sc["name"] += "-hb"
+        sc["faults"] = {"heartbeat": {"interval": "2s", "timeout": "3s", "confirmation": "2s"}, "policy": "shrink"}
+    return sc
 
 
-def host_cost(m: int, n: int, steps: int, out: Path):
+def host_cost(m: int, n: int, steps: int, out: Path, heartbeats: bool = False):
     """(host seconds, scheduler operations) of the strategy's run."""
-    sc = scenario(m, n, steps)
+    sc = scenario(m, n, steps, heartbeats)
     path = out / (sc["name"] + ".json")
     path.write_text(json.dumps(sc))
     p = subprocess.run([geotb, "run", str(path), "--out", str(out)], capture_output=True, text=True, timeout=300)
@@ -77,9 +86,22 @@ with tempfile.TemporaryDirectory() as d:
             print(f"{m} x {n} ({m * n} workers): host {h1:.2f} s at {S1} steps, {h2:.2f} s at {s2} steps: "
                   f"{costs[-1] * 1e3:.3f} ms and {ops[m * n]:.1f} scheduler operations per worker-step")
         per[m * n] = min(costs)
+    hb_ops = {}
+    for m, n in ((2, 8), (32, 8)):
+        s2 = S1 + 2560 // (m * n)
+        (_, o1), (_, o2) = host_cost(m, n, S1, out, True), host_cost(m, n, s2, out, True)
+        for f in out.glob("scale-*"):
+            f.unlink()
+        hb_ops[m * n] = (o2 - o1) / ((s2 - S1) * m * n)
+        print(f"{m} x {n} with heartbeats: {hb_ops[m * n]:.1f} scheduler operations per worker-step")
+hb_ratio = hb_ops[256] / hb_ops[16]
+print(f"with heartbeats, per worker-step, 256 against 16 workers: scheduler operations {hb_ratio:.3f}x "
+      f"(bound {OPS_BOUND}x)")
 ratio = per[256] / per[16]
 op_ratio = ops[256] / ops[16]
 print(f"per worker-step, 256 against 16 workers: host time {ratio:.2f}x (bound {BOUND}x), scheduler operations "
       f"{op_ratio:.3f}x (bound {OPS_BOUND}x)")
 assert op_ratio <= OPS_BOUND, f"scheduler operations per worker-step grew {op_ratio:.3f}x from 16 to 256 workers"
+assert hb_ratio <= OPS_BOUND, (f"with heartbeats, scheduler operations per worker-step grew {hb_ratio:.3f}x from 16 "
+                               "to 256 workers")
 assert ratio <= BOUND, f"host time per worker-step grew {ratio:.2f}x from 16 to 256 workers (bound {BOUND}x)"
