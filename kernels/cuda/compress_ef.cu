@@ -24,7 +24,6 @@
 namespace geotb::kernels::cuda {
 namespace {
 
-constexpr int kThreads = 256;
 constexpr int kItems = 8;  // elements per thread and tile in the fused pass (2048 per tile)
 
 // Device-side scalars of one call: [0] t_low, [1] t_est, [2] t_key, [3] take_equal.
@@ -56,10 +55,6 @@ Workspace& workspace() {
   return w;
 }
 
-unsigned grid_for(uint64_t n) {
-  uint64_t blocks = (n + kThreads - 1) / kThreads;
-  return static_cast<unsigned>(std::clamp<uint64_t>(blocks, 1, 65535ull * 16));
-}
 
 thread_local uint64_t t_fallbacks = 0;
 

@@ -107,8 +107,7 @@ void decompress_add(const uint8_t* wire, size_t wire_len, float* d_dst, size_t n
   }
 
   const auto* d_q = int8 ? static_cast<const int8_t*>(vals) : nullptr;
-  const unsigned grid = static_cast<unsigned>(std::min<uint64_t>((k + 255) / 256, 65535ull * 16));
-  scatter_add_kernel<<<grid, 256, 0, st>>>(w.idx.p, d_q, int8 ? w.scales.p : nullptr, int8 ? nullptr : w.fvals.p,
+  scatter_add_kernel<<<grid_for(k), kThreads, 0, st>>>(w.idx.p, d_q, int8 ? w.scales.p : nullptr, int8 ? nullptr : w.fvals.p,
                                            k, h.block, alpha, d_dst);
   GEOTB_CUDA_CHECK(cudaGetLastError());
   GEOTB_CUDA_CHECK(cudaStreamSynchronize(st));

@@ -8,13 +8,6 @@
 namespace geotb::kernels::cuda::wire {
 namespace {
 
-constexpr int kThreads = 256;
-
-unsigned grid_for(uint64_t n) {
-  const uint64_t blocks = (n + kThreads - 1) / kThreads;
-  return static_cast<unsigned>(std::clamp<uint64_t>(blocks, 1, 65535ull * 16));
-}
-
 // Gap coded for entry j: the first index itself, then idx[j] - idx[j-1] - 1.
 __device__ inline uint32_t gap_at(const uint32_t* __restrict__ sel, uint64_t j) {
   return j == 0 ? sel[0] : sel[j] - sel[j - 1] - 1u;
