@@ -18,7 +18,8 @@
 # wide transformer block), tiny replayed on the CPU and on the GPU with the same calibrated profile and
 # seed, and beijing-ningxia (2 sites) on the GPU and the CPU. Writes OUTDIR/engine/ (profiles, reports,
 # logs) and prints a summary (accuracy CPU vs GPU, replica spread, the device context).
-# GEOTB_GPU_PROFILE=1 adds Nsight Compute's per-kernel durations of one compress case (kernels stage).
+# GEOTB_GPU_PROFILE=1 adds Nsight Compute's per-kernel durations of compress 64M and 1M at 1 % (kernels stage).
+# GEOTB_GPU_SANITIZE=1 adds compute-sanitizer (memcheck, racecheck, synccheck) on the gpu suite's small cases.
 # GEOTB_GPU_ENGINE_DEPS=DIR: a folder with debs/ (Debian's libboost-context 1.74, libgloo-dev, pkgconf)
 # and fashion-mnist/ (the dataset's four .gz files), for GPU machines without them.
 #
@@ -123,18 +124,38 @@ kernels_stage() {
   bench_rc=$?
   cat "$OUT/gpu_bench.log"
 
-  # GEOTB_GPU_PROFILE=1: each kernel's duration in compress at 64M and 1 % (Nsight Compute, ~40 s),
+  # GEOTB_GPU_PROFILE=1: each kernel's duration in compress at 64M and 1M, 1 % (Nsight Compute, ~40 s each),
   # to split a call's wall time into device work and the rest.
   if [ "${GEOTB_GPU_PROFILE:-0}" = 1 ] && command -v ncu >/dev/null && [ "$(left)" -gt 120 ]; then
-    echo "gpu-check: ncu on compress 64M 1% ($(left) s left)"
-    timeout 60 ncu --clock-control none --metrics gpu__time_duration.sum --csv --launch-skip 40 --launch-count 80 \
-      "$BUILD/bench/kernels/bench_kernels_cuda" --benchmark_filter='BM_GpuCompress/67108864/10000' \
-      > "$OUT/ncu_compress_64M_1pct.csv" 2> "$OUT/ncu.log" || echo "gpu-check: ncu failed (see ncu.log)"
+    local n tag
+    for n in 67108864:64M 1048576:1M; do
+      tag=${n#*:}; n=${n%%:*}
+      echo "gpu-check: ncu on compress $tag 1% ($(left) s left)"
+      timeout 60 ncu --clock-control none --metrics gpu__time_duration.sum --csv --launch-skip 40 --launch-count 80 \
+        "$BUILD/bench/kernels/bench_kernels_cuda" --benchmark_filter="BM_GpuCompress/$n/10000" \
+        > "$OUT/ncu_compress_${tag}_1pct.csv" 2>> "$OUT/ncu.log" || echo "gpu-check: ncu failed (see ncu.log)"
+    done
   fi
 
   echo "gpu-check: torch.topk on CUDA ($(left) s left)"
   timeout $(( $(left) > 60 ? 60 : $(left) )) python3 "$ROOT/bench/kernels/torch_topk_cuda.py" "$OUT/torch_topk_cuda.json" \
     || echo '{"available": false, "reason": "python3/torch failed or timed out", "results": []}' > "$OUT/torch_topk_cuda.json"
+
+  # GEOTB_GPU_SANITIZE=1: compute-sanitizer's memcheck, racecheck and synccheck on the tests that
+  # reach every kernel (small vectors: the tools slow a kernel down 10-100x). Logs in OUTDIR.
+  if [ "${GEOTB_GPU_SANITIZE:-0}" = 1 ] && command -v compute-sanitizer >/dev/null; then
+    # BitIdentical/201, 258, 275, 289: 100003, 300007 and 4M elements, sampled thresholds and exact.
+    local tool filter='Gpu.BlockSizesAndTies:Gpu.FallbackPathMatches:Gpu.RejectsNonFiniteAndCorruptInput'
+    filter+=':*BitIdentical/1:*BitIdentical/201:*BitIdentical/258:*BitIdentical/275:*BitIdentical/289'
+    for tool in memcheck racecheck synccheck; do
+      [ "$(left)" -gt 90 ] || { echo "gpu-check: no time left for compute-sanitizer $tool"; break; }
+      echo "gpu-check: compute-sanitizer $tool ($(left) s left)"
+      timeout 60 compute-sanitizer --tool $tool --error-exitcode 9 \
+        "$BUILD/tests/kernels/kernels_gpu_tests" --gtest_filter="$filter" > "$OUT/sanitizer_$tool.log" 2>&1
+      echo "gpu-check: compute-sanitizer $tool exit $? ($(grep -c 'ERROR SUMMARY: 0 errors' "$OUT/sanitizer_$tool.log") clean summaries)"
+      tail -2 "$OUT/sanitizer_$tool.log"
+    done
+  fi
 
   python3 - "$OUT" "$tests_rc" "$bench_rc" <<'PY'
 import json, os, sys

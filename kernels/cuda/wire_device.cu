@@ -49,12 +49,25 @@ __global__ void bitmap_kernel(const uint32_t* __restrict__ sel, uint64_t k, uint
     atomicOr(&words[sel[j] >> 5], 1u << (sel[j] & 31u));
 }
 
+// crc32_shift(kCrcPiece << l) for each level l of the chunk's tree, passed by value to the kernel.
+struct CrcLevelShifts {
+  uint32_t op[8];
+};
+static_assert(kCrcThreads == 256, "CrcLevelShifts holds log2(kCrcThreads) levels");
+
+CrcLevelShifts crc_level_shifts() {
+  CrcLevelShifts s{};
+  for (unsigned l = 0; l < 8; ++l) s.op[l] = crc32_shift(kCrcPiece << l);
+  return s;
+}
+
 // One thread block per kCrcChunk-byte chunk (grid-stride over chunks): each of its kCrcThreads
 // threads takes the CRC of one kCrcPiece-byte piece with the table in shared memory, then the
 // block combines the pieces pairwise in log2(kCrcThreads) levels (crc32_tree_step, the GF(2)
-// shift of kernels/crc32_gf2.h). Empty pieces past the body's end have length 0.
+// shift of kernels/crc32_gf2.h, with each level's operator for full subtrees computed on the host). Empty pieces past the body's end have length 0.
 __global__ void __launch_bounds__(kCrcThreads)
-    crc_chunks_kernel(const uint8_t* __restrict__ body, uint64_t len, uint32_t* __restrict__ out, uint64_t chunks) {
+    crc_chunks_kernel(const uint8_t* __restrict__ body, uint64_t len, uint32_t* __restrict__ out, uint64_t chunks,
+                      CrcLevelShifts level_shift) {
   __shared__ uint32_t table[256];
   __shared__ uint32_t part[kCrcThreads], plen[kCrcThreads];
   const unsigned t = threadIdx.x;
@@ -82,8 +95,9 @@ __global__ void __launch_bounds__(kCrcThreads)
     part[t] = crc;
     plen[t] = n;
     __syncthreads();
-    for (unsigned stride = 1; stride < kCrcThreads; stride <<= 1) {
-      if (t % (2 * stride) == 0) crc32_tree_step(part, plen, t, stride);
+    for (unsigned stride = 1, l = 0; stride < kCrcThreads; stride <<= 1, ++l) {
+      if (t % (2 * stride) == 0)
+        crc32_tree_step(part, plen, t, stride, level_shift.op[l], static_cast<uint32_t>(kCrcPiece << l));
       __syncthreads();
     }
     if (t == 0) out[ch] = part[0];
@@ -218,7 +232,8 @@ void queue_crc_chunks(const uint8_t* body, uint64_t len, uint32_t* out, cudaStre
   const uint64_t chunks = crc_chunks(len);
   if (chunks == 0) return;
   const unsigned grid = static_cast<unsigned>(std::min<uint64_t>(chunks, 65535));
-  crc_chunks_kernel<<<grid, kCrcThreads, 0, st>>>(body, len, out, chunks);
+  static const CrcLevelShifts shifts = crc_level_shifts();
+  crc_chunks_kernel<<<grid, kCrcThreads, 0, st>>>(body, len, out, chunks, shifts);
   GEOTB_CUDA_CHECK(cudaGetLastError());
 }
 
