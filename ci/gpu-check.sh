@@ -126,7 +126,7 @@ kernels_stage() {
 
   # GEOTB_GPU_PROFILE=1: each kernel's duration in compress at 64M and 1M, 1 % (Nsight Compute, ~40 s each),
   # to split a call's wall time into device work and the rest.
-  if [ "${GEOTB_GPU_PROFILE:-0}" = 1 ] && command -v ncu >/dev/null && [ "$(left)" -gt 120 ]; then
+  if [ "${GEOTB_GPU_PROFILE:-0}" = 1 ] && command -v ncu >/dev/null && [ "$(left)" -gt 75 ]; then
     local n tag
     for n in 67108864:64M 1048576:1M; do
       tag=${n#*:}; n=${n%%:*}
@@ -148,7 +148,7 @@ kernels_stage() {
     local tool filter='Gpu.BlockSizesAndTies:Gpu.FallbackPathMatches:Gpu.RejectsNonFiniteAndCorruptInput'
     filter+=':*BitIdentical/1:*BitIdentical/201:*BitIdentical/258:*BitIdentical/275:*BitIdentical/289'
     for tool in memcheck racecheck synccheck; do
-      [ "$(left)" -gt 90 ] || { echo "gpu-check: no time left for compute-sanitizer $tool"; break; }
+      [ "$(left)" -gt 45 ] || { echo "gpu-check: no time left for compute-sanitizer $tool"; break; }
       echo "gpu-check: compute-sanitizer $tool ($(left) s left)"
       timeout 60 compute-sanitizer --tool $tool --error-exitcode 9 \
         "$BUILD/tests/kernels/kernels_gpu_tests" --gtest_filter="$filter" > "$OUT/sanitizer_$tool.log" 2>&1

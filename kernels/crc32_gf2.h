@@ -54,14 +54,20 @@ GEOTB_HD inline uint32_t crc32_table_entry(uint32_t i) {
 /// One node of the tree that combines the CRCs of consecutive pieces: part[t] and part[t + stride]
 /// (lengths len[t], len[t + stride]) become part[t] = crc of both, len[t] = their length. A level
 /// with stride s runs it for every t that is a multiple of 2s; log2(pieces) levels leave the crc of
-/// all pieces in part[0]. Empty pieces (length 0, crc 0) may only follow the non-empty ones.
-/// `full_shift` = crc32_shift(full_bytes), the operator of a right subtree of full pieces
-/// (s · piece bytes), computed once per level: only a subtree holding the buffer's short last piece
-/// computes its own, so a level costs one GF(2) product instead of log2(bytes) of them.
+/// all pieces in part[0]. Empty pieces (length 0, crc 0) may only precede the non-empty ones, and
+/// only the first non-empty piece may be short (pieces aligned to the buffer's end): then a right
+/// subtree next to a non-empty left one is always full, `full_bytes` = s · piece bytes long, and its
+/// operator `full_shift` = crc32_shift(full_bytes) is computed once per level, so a node costs one
+/// GF(2) product instead of the log2(bytes) ones of crc32_shift (the general case stays correct).
 GEOTB_HD inline void crc32_tree_step(uint32_t* part, uint32_t* len, unsigned t, unsigned stride, uint32_t full_shift,
                                      uint32_t full_bytes) {
   const uint32_t right = len[t + stride];
   if (right == 0) return;
+  if (len[t] == 0) {  // crc(empty ‖ B) = crc(B)
+    part[t] = part[t + stride];
+    len[t] = right;
+    return;
+  }
   const uint32_t shift = right == full_bytes ? full_shift : crc32_shift(right);
   part[t] = crc32_multmodp(shift, part[t]) ^ part[t + stride];
   len[t] += right;

@@ -123,14 +123,18 @@ TEST(Crc32Gf2, CombineAndTreeEqualZlib) {
   for (auto& d : data) d = static_cast<uint8_t>(next());
   for (size_t len : {size_t{0}, size_t{1}, size_t{63}, size_t{64}, size_t{65}, size_t{4096}, size_t{16383},
                      size_t{16384}, size_t{16385}, data.size()}) {
-    // one "block" per 16 KiB chunk, 256 pieces of 64 bytes, as crc_chunks_kernel
+    // one "block" per 16 KiB chunk, 256 pieces of 64 bytes aligned to the chunk's end, as
+    // crc_chunks_kernel
     std::vector<uint32_t> chunk_crcs;
     for (size_t c0 = 0; c0 < len; c0 += 16384) {
+      const size_t c1 = std::min(len, c0 + 16384);
       uint32_t part[256], plen[256];
       for (unsigned t = 0; t < 256; ++t) {
-        const size_t b0 = c0 + 64 * t, b1 = std::min(len, b0 + 64);
-        part[t] = b0 < len ? static_cast<uint32_t>(crc32_z(0L, data.data() + b0, b1 - b0)) : 0;
-        plen[t] = b0 < len ? static_cast<uint32_t>(b1 - b0) : 0;
+        const size_t from_end = 64 * (256 - t);
+        const bool empty = c1 - c0 + 64 <= from_end;
+        const size_t b1 = c1 + 64 - from_end, b0 = empty ? b1 : (b1 - c0 >= 64 ? b1 - 64 : c0);
+        part[t] = empty ? 0 : static_cast<uint32_t>(crc32_z(0L, data.data() + b0, b1 - b0));
+        plen[t] = static_cast<uint32_t>(b1 - b0);
       }
       for (unsigned stride = 1; stride < 256; stride <<= 1)
         for (unsigned t = 0; t < 256; t += 2 * stride)
