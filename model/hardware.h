@@ -9,7 +9,7 @@
 // with in Chowdhery et al., "PaLM", 2022, appendix B). Per-element charges of the virtual clock:
 //   reduce   = 12 bytes (two float32 read, one written) / memory bandwidth;
 //   compress = this repository's measured H200 figure (docs/measurements/gpu-kernels.md: 64M
-//              float32 elements at density 1 %, 75.16 G elements/s) scaled by the ratio of the
+//              float32 elements at density 1 %, 97.23 G elements/s) scaled by the ratio of the
 //              H200's memory bandwidth to the GPU's (an extrapolation, labelled as such).
 // Pure data and arithmetic: no engine, no JSON beyond the report mapping.
 #pragma once
@@ -43,9 +43,9 @@ const GpuSpec* find_gpu(std::string_view name);
 std::string gpu_names();
 
 /// The H200's compression rate measured in this repository (elements of the dense float32 tensor
-/// per second, 64M elements at density 1 %): the mean of 73.89 and 76.43 G/s, two runs of
-/// ci/gpu-check.sh on 2026-12-04 with the device-side coding (11.91 G/s before it).
-inline constexpr double kH200CompressElementsPerS = 75.16e9;
+/// per second, 64M elements at density 1 %): 97.23 G/s, ci/gpu-check.sh on 2026-12-04 17:33 UTC
+/// with the device-side coding and CRC tree (75.16 G/s before the tree, 11.91 G/s before either).
+inline constexpr double kH200CompressElementsPerS = 97.23e9;
 inline constexpr double kH200MemoryBytesPerS = 4.8e12;
 
 /// A compute profile derived from the hardware, with every input (the report's

@@ -232,7 +232,7 @@ TEST(Scenario, ComputeDerivedFromTheHardware) {
   EXPECT_EQ(sc.compute[0].step_time, std::chrono::nanoseconds(496986855));
   EXPECT_EQ(sc.compute_derived[0]->gpu, "h100-sxm");
   EXPECT_DOUBLE_EQ(sc.compute[0].reduce_ns_per_element, 12 / 3.35e12 * 1e9);
-  EXPECT_DOUBLE_EQ(sc.compute[0].compress_ns_per_element, 1e9 / 75.16e9 * (4.8 / 3.35));
+  EXPECT_DOUBLE_EQ(sc.compute[0].compress_ns_per_element, 1e9 / 97.23e9 * (4.8 / 3.35));
   // A slower site: another GPU, the rest inherited.
   j["datacenters"][1]["compute"] = {{"gpu", "a100-sxm-80gb"}};
   sc = parse_scenario(j, "s.json");
