@@ -12,7 +12,7 @@
 
 #include "emulator/inproc/fabric.h"
 #include "emulator/inproc/virtual_time.h"
-#include "emulator/link/clock.h"
+#include "common/clock.h"
 #include "engine/checkpoint/worker_state.h"
 #include "engine/collectives/transport_group.h"
 #include "common/units.h"

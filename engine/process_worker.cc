@@ -10,7 +10,7 @@
 #include <memory>
 #include <stdexcept>
 
-#include "emulator/link/clock.h"
+#include "common/clock.h"
 #include "engine/checkpoint/schedule.h"
 #include "engine/checkpoint/worker_state.h"
 #include "engine/collectives/intra_dc.h"

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "emulator/link/directed_link.h"
+#include "common/link_config.h"
 #include "engine/result.h"
 #include "engine/strategy.h"
 #include "engine/worker_loop.h"

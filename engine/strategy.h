@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "emulator/link/clock.h"
-#include "emulator/link/directed_link.h"
+#include "common/clock.h"
+#include "common/link_config.h"
 #include "engine/checkpoint/state.h"
 #include "engine/collectives/intra_dc.h"
 #include "engine/compute_charge.h"

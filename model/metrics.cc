@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "emulator/stats/stalls.h"
+#include "common/stalls.h"
 
 namespace geotb::model::metrics {
 

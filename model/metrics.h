@@ -68,7 +68,7 @@ std::optional<double> exchange_efficiency_mean(const std::vector<ExchangeRecord>
 std::optional<double> exchange_seconds_mean(const std::vector<ExchangeRecord>& log);
 
 /// dpdk mode: the share of its run the data plane spent stalled, stall_total_s / run_s (0 when
-/// run_s is 0), and its verdict: share <= 1 % (emulator/stats/stalls.h, the fidelity suite's
+/// run_s is 0), and its verdict: share <= 1 % (common/stalls.h, the fidelity suite's
 /// threshold).
 double stall_share(const DataPlaneSummary& d);
 bool stalls_ok(const DataPlaneSummary& d);

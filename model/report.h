@@ -150,7 +150,7 @@ struct SeedSummary {
 
 /// dpdk mode: the data plane that carried a strategy's WAN traffic, from geotb-emulate's report:
 /// how the kernel scheduled its poller and its stalls (loop iterations longer than 1 ms, from one
-/// poll to the next less the sleep the loop asked for; emulator/stats/stalls.h). JSON:
+/// poll to the next less the sleep the loop asked for; common/stalls.h). JSON:
 /// {"scheduling", "stalls", "stall_total_s", "max_iteration_s", "run_s", "stall_share",
 /// "stalls_ok"}; the last two are derived (metrics::stall_share, metrics::stalls_ok), validated on
 /// reading and recomputed on writing.

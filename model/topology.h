@@ -2,14 +2,13 @@
 // centers, the LAN inside each, the WAN link of every DC pair in each direction, and the link
 // changes scheduled during training. The scenario parser fills it; each backend translates it
 // in one place: the in-process fabric (engine/cluster.cc) and the namespaces + DPDK emulator
-// (harness/net_topology.cc). Depends only on the link model (emulator/link).
+// (harness/net_topology.cc). Depends only on the link's vocabulary (common/link_config.h).
 #pragma once
 
 #include <string>
 #include <vector>
 
-#include "emulator/link/directed_link.h"
-#include "emulator/link/link_model.h"
+#include "common/link_config.h"
 #include "model/rank_layout.h"
 
 namespace geotb::model {

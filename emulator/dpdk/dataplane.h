@@ -37,7 +37,7 @@
 #include "emulator/dpdk/route.h"
 #include "emulator/link/histogram.h"
 #include "emulator/link/link_model.h"
-#include "emulator/stats/stalls.h"
+#include "common/stalls.h"
 
 namespace geotb::emu {
 
@@ -168,7 +168,7 @@ class DataPlane {
   size_t num_links() const { return links_.size(); }
 
   /// Final report: per port, per link (model stats, tx, achieved rate, lateness), totals, the
-  /// accounting check and the stalls of run() ("stalls", emulator/stats/stalls.h: an iteration
+  /// accounting check and the stalls of run() ("stalls", common/stalls.h: an iteration
   /// runs from one poll to the next, less the sleep the loop asked for; "ok": stalled <= 1 % of
   /// the run).
   nlohmann::json report() const;

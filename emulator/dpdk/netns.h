@@ -18,7 +18,7 @@
 
 #include "emulator/dpdk/cpu_shield.h"
 #include "emulator/dpdk/route.h"
-#include "emulator/link/directed_link.h"
+#include "common/link_config.h"
 #include "emulator/link/link_model.h"
 
 namespace geotb::emu {

@@ -16,7 +16,7 @@
 #include <cstdint>
 #include <utility>
 
-#include "emulator/link/clock.h"
+#include "common/clock.h"
 
 namespace geotb::emu {
 

@@ -37,8 +37,8 @@
 
 #include "emulator/inproc/event_queue.h"
 #include "emulator/inproc/message_link.h"
-#include "emulator/link/clock.h"
-#include "emulator/link/directed_link.h"
+#include "common/clock.h"
+#include "common/link_config.h"
 #include "emulator/link/link_model.h"
 #include "emulator/inproc/virtual_time.h"
 

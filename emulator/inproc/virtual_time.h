@@ -68,7 +68,7 @@
 #include <vector>
 
 #include "emulator/inproc/fibers.h"
-#include "emulator/link/clock.h"
+#include "common/clock.h"
 #include "emulator/link/link_model.h"
 
 namespace geotb::emu {

@@ -6,7 +6,7 @@
 #include <memory>
 #include <numeric>
 
-#include "emulator/link/random.h"
+#include "common/random.h"
 
 namespace geotb::engine {
 

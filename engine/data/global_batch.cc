@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "emulator/link/random.h"
+#include "common/random.h"
 
 namespace geotb::engine {
 

@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-#include "emulator/link/random.h"
+#include "common/random.h"
 #include "engine/data/fashion_mnist.h"
 #include "engine/data/semantic.h"
 #include "model/rank_layout.h"

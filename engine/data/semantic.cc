@@ -5,7 +5,7 @@
 #include <limits>
 #include <string>
 
-#include "emulator/link/random.h"
+#include "common/random.h"
 #include "engine/data/partition.h"
 
 namespace geotb::engine {

@@ -66,7 +66,7 @@
 #include <string>
 #include <vector>
 
-#include "emulator/link/clock.h"
+#include "common/clock.h"
 #include "engine/collectives/intra_dc.h"
 #include "engine/faults/rejoin.h"
 #include "engine/faults/shrink.h"

@@ -12,7 +12,7 @@
 #include "emulator/stats/loss_check.h"
 #include "emulator/stats/paired_ratio.h"
 #include "emulator/stats/ping_rtt.h"
-#include "emulator/stats/stalls.h"
+#include "common/stalls.h"
 #include "emulator/stats/student_t.h"
 #include "emulator/stats/verdict_tally.h"
 

@@ -10,7 +10,7 @@
 #include <thread>
 
 #include "emulator/inproc/fabric.h"
-#include "emulator/link/clock.h"
+#include "common/clock.h"
 #include "engine/collectives/transport_group.h"
 #include "engine/faults/estimate.h"
 #include "engine/strategy.h"

@@ -10,7 +10,7 @@
 #include <thread>
 
 #include "emulator/inproc/fabric.h"
-#include "emulator/link/clock.h"
+#include "common/clock.h"
 #include "engine/cluster.h"
 #include "tests/unit/engine_fixtures.h"
 #include "engine/collectives/transport_group.h"

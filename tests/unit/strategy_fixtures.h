@@ -6,7 +6,7 @@
 #include <barrier>
 #include <vector>
 
-#include "emulator/link/clock.h"
+#include "common/clock.h"
 #include "engine/strategy.h"
 #include "model/rank_layout.h"
 
