@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "emulator/inproc/fibers.h"
+#include "emulator/inproc/wait_what.h"
 
 namespace geotb::engine {
 
@@ -34,7 +35,7 @@ class Sync {
   /// after an update of the same Sync only).
   /// `what` names the wait in a virtual-time deadlock report. Throws what the time domain throws
   /// when it is torn down (the transport's TransportError).
-  virtual void wait(const std::function<std::optional<Nanos>()>& ready, const std::string& what) = 0;
+  virtual void wait(const std::function<std::optional<Nanos>()>& ready, emu::WaitWhat what) = 0;
   /// Starts fn on a new thread (in virtual time: a new actor at the caller's instant, which
   /// stops holding anyone back when fn returns or throws, run as an OS thread or a fiber as the
   /// scheduler runs its actors). The caller joins it.
@@ -52,7 +53,7 @@ class RealTimeSync final : public Sync {
     }
     cv_.notify_all();
   }
-  void wait(const std::function<std::optional<Nanos>()>& ready, const std::string&) override {
+  void wait(const std::function<std::optional<Nanos>()>& ready, emu::WaitWhat) override {
     std::unique_lock<std::mutex> lk(mu_);
     cv_.wait(lk, [&] { return ready().has_value(); });
   }

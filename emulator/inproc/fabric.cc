@@ -277,34 +277,40 @@ std::optional<std::vector<uint8_t>> Fabric::take(int dst, int src, uint64_t tag)
 
 std::optional<std::vector<uint8_t>> Fabric::recv_virtual(int dst, int src, uint64_t tag, std::optional<Nanos> timeout) {
   const VirtualScheduler::ActorId me = sched_->current();
-  const char* const op = timeout ? "recv" : "poll";
   if (me < 0)
-    throw FabricError(std::string("fabric: ") + op + " from a thread that is no actor of the virtual-time scheduler");
+    throw FabricError(std::string("fabric: ") + (timeout ? "recv" : "poll") +
+                      " from a thread that is no actor of the virtual-time scheduler");
   // A poll (no timeout) takes only what is there by now: a later event is for a later call, and
   // waiting for it would move the caller's clock.
   const Nanos deadline = sched_->now(me) + timeout.value_or(Nanos{0});
   // Runs under the scheduler's lock; messages are only added inside act() and settled by the
   // network the scheduler runs, so it sees every change.
-  const std::function<std::optional<Nanos>()> ready = [&]() -> std::optional<Nanos> {
+  // The lambda captures two pointers, so std::function holds it without allocating (one
+  // receive per message: the 16 bytes libstdc++ stores in place).
+  const struct {
+    int dst, src;
+    uint64_t tag;
+    bool poll;
+    Nanos deadline;
+  } w{dst, src, tag, !timeout, deadline};
+  const std::function<std::optional<Nanos>()> ready = [this, &w]() -> std::optional<Nanos> {
     std::lock_guard<std::mutex> lk(mu_);
     std::optional<Nanos> at;
-    if (interrupted(dst, src)) {
-      at = alarm_[static_cast<size_t>(dst)];
-    } else if (dead_[static_cast<size_t>(dst)]) {
-      at = dead_at_[static_cast<size_t>(dst)];  // its sockets are gone
-    } else if (const auto q = ready_queue(dst, src, tag); q != boxes_[static_cast<size_t>(dst)]->q.end()) {
+    if (interrupted(w.dst, w.src)) {
+      at = alarm_[static_cast<size_t>(w.dst)];
+    } else if (dead_[static_cast<size_t>(w.dst)]) {
+      at = dead_at_[static_cast<size_t>(w.dst)];  // its sockets are gone
+    } else if (const auto q = ready_queue(w.dst, w.src, w.tag); q != boxes_[static_cast<size_t>(w.dst)]->q.end()) {
       at = q->second.front()->deliver_at;
     }
-    if (!timeout && at && *at > deadline) return std::nullopt;
+    if (w.poll && at && *at > w.deadline) return std::nullopt;
     return at;
   };
   bool got = false;
   try {
     // Keyed by the endpoint: re-checked only when something that ready() reads changes for it
     // (settle, kill_endpoint, raise_alarm, on_takeover notify).
-    got = sched_->wait(me, ready, deadline,
-                       std::string(op) + " at rank " + std::to_string(dst) + " from rank " + std::to_string(src) +
-                           " tag " + std::to_string(tag),
+    got = sched_->wait(me, ready, deadline, WaitWhat(timeout ? "recv at rank {} from rank {} tag {}" : "poll at rank {} from rank {} tag {}", dst, src, tag),
                        static_cast<VirtualScheduler::WaitKey>(dst));
   } catch (const SchedulerAborted&) {
     return std::nullopt;

@@ -23,6 +23,8 @@
 // Thread-safe: any endpoint may send and receive from its own thread.
 #pragma once
 
+#include <boost/container/small_vector.hpp>
+
 #include <condition_variable>
 #include <functional>
 #include <cstdint>
@@ -200,8 +202,37 @@ class Fabric {
     std::string error;          ///< failed
     std::vector<uint8_t> payload;
   };
+  /// The messages of one (src, tag), oldest first. Tags are mostly per message, so a FIFO
+  /// mostly holds one: it is held in place (a std::deque allocated 576 bytes per new tag).
+  class PendingFifo {
+   public:
+    bool empty() const { return head_ == v_.size(); }
+    const std::shared_ptr<Pending>& front() const { return v_[head_]; }
+    void push_back(std::shared_ptr<Pending> p) { v_.push_back(std::move(p)); }
+    void pop_back() {
+      v_.pop_back();
+      if (empty()) clear();
+    }
+    void pop_front() {
+      v_[head_++].reset();
+      if (empty()) {
+        clear();
+      } else if (head_ >= 64 && 2 * head_ >= v_.size()) {  // a long-lived FIFO: drop the taken ones
+        v_.erase(v_.begin(), v_.begin() + static_cast<std::ptrdiff_t>(head_));
+        head_ = 0;
+      }
+    }
+    void clear() {
+      v_.clear();
+      head_ = 0;
+    }
+
+   private:
+    boost::container::small_vector<std::shared_ptr<Pending>, 1> v_;
+    size_t head_ = 0;  ///< v_[0, head_) were taken
+  };
   struct Mailbox {
-    using Queues = std::map<std::pair<int, uint64_t>, std::deque<std::shared_ptr<Pending>>>;
+    using Queues = std::map<std::pair<int, uint64_t>, PendingFifo>;
     Queues q;  // (src, tag) -> FIFO
     std::condition_variable cv;
   };

@@ -1,5 +1,7 @@
 #include "emulator/inproc/virtual_time.h"
 
+#include <fmt/format.h>
+
 #include <time.h>
 
 #include <algorithm>
@@ -75,7 +77,7 @@ VirtualScheduler::ActorId VirtualScheduler::add_actor(std::string name, Nanos t0
     x.state = State::kRunning;
     x.t = t0;
     x.deadline.reset();
-    x.what.clear();
+    x.what = WaitWhat{};
     x.ready = nullptr;
     x.woken = x.timed_out = false;
     reindex(static_cast<ActorId>(i));
@@ -278,7 +280,7 @@ void VirtualScheduler::update(const std::function<void()>& fn) {
 }
 
 bool VirtualScheduler::wait(ActorId a, const std::function<std::optional<Nanos>()>& ready,
-                            std::optional<Nanos> deadline, std::string what, WaitKey key) {
+                            std::optional<Nanos> deadline, WaitWhat what, WaitKey key) {
   std::unique_lock<std::mutex> lk(mu_);
   throw_if_stopped();
   Actor& x = *actors_.at(static_cast<size_t>(a));
@@ -346,6 +348,10 @@ std::string VirtualScheduler::describe() const {
   return describe_locked();
 }
 
+std::string WaitWhat::str() const {
+  return pattern == nullptr ? text : fmt::format(fmt::runtime(pattern), a, b, c);
+}
+
 std::string VirtualScheduler::describe_locked() const {
   std::ostringstream os;
   for (size_t i = 0; i < actors_.size(); ++i) {
@@ -353,7 +359,7 @@ std::string VirtualScheduler::describe_locked() const {
     os << "  actor " << i << " (" << x.name << "): " << state_name(static_cast<int>(x.state)) << " at t = "
        << std::chrono::duration<double>(x.t).count() << " s";
     if (x.state == State::kBlocked) {
-      os << " in " << x.what;
+      os << " in " << x.what.str();
       if (x.deadline) os << " until " << std::chrono::duration<double>(*x.deadline).count() << " s";
     }
     os << "\n";

@@ -68,6 +68,7 @@
 #include <vector>
 
 #include "emulator/inproc/fibers.h"
+#include "emulator/inproc/wait_what.h"
 #include "common/clock.h"
 #include "emulator/link/link_model.h"
 
@@ -151,7 +152,7 @@ class VirtualScheduler {
   /// deadlock report ("recv from rank 3 tag 17"). Throws SchedulerAborted or DeadlockError.
   /// `key`: ready() is re-checked only after notify(key) (kAnyKey: at every re-evaluation).
   bool wait(ActorId a, const std::function<std::optional<Nanos>()>& ready, std::optional<Nanos> deadline,
-            std::string what, WaitKey key = kAnyKey);
+            WaitWhat what, WaitKey key = kAnyKey);
   /// The state the waits keyed `key` read may have changed: they are re-checked at the next
   /// re-evaluation. Only under the scheduler's lock: inside an act()/update() fn or the network's
   /// run_next() (the caller holds it; notify does not lock).
@@ -187,7 +188,7 @@ class VirtualScheduler {
     State state = State::kRunning;
     Nanos t{0};
     std::optional<Nanos> deadline;        ///< kBlocked
-    std::string what;                     ///< kBlocked
+    WaitWhat what;                        ///< kBlocked
     const std::function<std::optional<Nanos>()>* ready = nullptr;  ///< kBlocked
     bool woken = false;                   ///< kBlocked -> kRunning by reevaluate()
     WaitKey key = kAnyKey;                ///< kBlocked

@@ -46,7 +46,7 @@ class RendezvousSender {
           if (err_) return failed = true, Sync::Nanos{0};
           return std::nullopt;
         },
-        "gloo ring: wait for send " + std::to_string(count) + " to rank " + std::to_string(dst_));
+        emu::WaitWhat("gloo ring: wait for send {2} to rank {0}", dst_, 0, count));
     if (failed) std::rethrow_exception(error());
   }
   std::exception_ptr error() {

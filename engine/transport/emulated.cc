@@ -29,13 +29,13 @@ class VirtualSync final : public Sync {
       s_.notify(key_);
     });
   }
-  void wait(const std::function<std::optional<Nanos>()>& ready, const std::string& what) override {
+  void wait(const std::function<std::optional<Nanos>()>& ready, emu::WaitWhat what) override {
     const auto me = s_.current();
-    if (me < 0) throw TransportError("virtual time: wait (" + what + ") from a thread that is no actor");
+    if (me < 0) throw TransportError("virtual time: wait (" + what.str() + ") from a thread that is no actor");
     try {
       s_.wait(me, ready, std::nullopt, what, key_);
     } catch (const emu::SchedulerAborted& e) {
-      throw TransportClosed(std::string("transport closed while waiting (") + what + "): " + e.what());
+      throw TransportClosed(std::string("transport closed while waiting (") + what.str() + "): " + e.what());
     } catch (const emu::DeadlockError& e) {
       throw TransportError(e.what());
     }
