@@ -93,15 +93,26 @@ VirtualScheduler::ActorId VirtualScheduler::add_actor(std::string name, Nanos t0
 
 void VirtualScheduler::reindex(ActorId id) {
   Actor& x = *actors_[static_cast<size_t>(id)];
-  if (x.in_index) index_.erase({x.indexed_bound, id});
   if (x.live) --live_;
+  const bool was_indexed = x.in_index;
   x.in_index = x.state != State::kFinished;
   x.live = x.in_index && (x.state != State::kBlocked || x.woken);
   if (x.live) ++live_;
-  if (x.in_index) {
-    x.indexed_bound = bound(x);
-    index_.insert({x.indexed_bound, id});
+  if (!x.in_index) {
+    if (was_indexed) index_.erase({x.indexed_bound, id});
+    return;
   }
+  const Nanos b = bound(x);
+  if (was_indexed) {
+    if (b == x.indexed_bound) return;  // same entry: nothing to move
+    // Move the entry, reusing its node (no free and malloc per wait and wake).
+    auto node = index_.extract({x.indexed_bound, id});
+    node.value() = {b, id};
+    index_.insert(std::move(node));
+  } else {
+    index_.insert({b, id});
+  }
+  x.indexed_bound = b;
 }
 
 void VirtualScheduler::bind(ActorId a) {
