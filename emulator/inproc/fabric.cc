@@ -310,8 +310,8 @@ std::optional<std::vector<uint8_t>> Fabric::recv_virtual(int dst, int src, uint6
   try {
     // Keyed by the endpoint: re-checked only when something that ready() reads changes for it
     // (settle, kill_endpoint, raise_alarm, on_takeover notify).
-    got = sched_->wait(me, ready, deadline, WaitWhat(timeout ? "recv at rank {} from rank {} tag {}" : "poll at rank {} from rank {} tag {}", dst, src, tag),
-                       static_cast<VirtualScheduler::WaitKey>(dst));
+    const char* const what = timeout ? "recv at rank {} from rank {} tag {}" : "poll at rank {} from rank {} tag {}";
+    got = sched_->wait(me, ready, deadline, WaitWhat(what, dst, src, tag), static_cast<VirtualScheduler::WaitKey>(dst));
   } catch (const SchedulerAborted&) {
     return std::nullopt;
   } catch (const DeadlockError& e) {

@@ -78,7 +78,8 @@ __global__ void __launch_bounds__(kCrcThreads)
   __syncthreads();
   for (uint64_t ch = blockIdx.x; ch < chunks; ch += gridDim.x) {
     const uint64_t c0 = ch * kCrcChunk, c1 = min(len, c0 + kCrcChunk);
-    const uint64_t from_end = static_cast<uint64_t>(kCrcThreads - t) * kCrcPiece;  // piece t ends at c1 - from_end + piece
+    // piece t is [c1 + piece - from_end - piece, c1 + piece - from_end), clipped at c0
+    const uint64_t from_end = static_cast<uint64_t>(kCrcThreads - t) * kCrcPiece;
     uint32_t crc = 0, n = 0;
     if (c1 - c0 + kCrcPiece > from_end) {
       const uint64_t b1 = c1 + kCrcPiece - from_end;
