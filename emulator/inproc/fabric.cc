@@ -111,7 +111,7 @@ void Fabric::send_datagram(int src, int dst, uint64_t tag, std::vector<uint8_t> 
     p->payload = std::move(payload);
     box.q[{src, tag}].push_back(std::move(p));
     box.cv.notify_all();
-    if (sched_) sched_->notify(static_cast<VirtualScheduler::WaitKey>(dst));  // under its lock: act()
+    notify_endpoint(dst);  // under its lock: act()
   };
   act_now(deliver);
 }
@@ -186,7 +186,7 @@ void Fabric::settle(int src, int dst, uint64_t id, const MessageVerdict& mv) {
   }
   delivered_ = true;
   boxes_[static_cast<size_t>(dst)]->cv.notify_all();
-  if (sched_) sched_->notify(static_cast<VirtualScheduler::WaitKey>(dst));  // under its lock: act() or the network
+  notify_endpoint(dst);  // under its lock: act() or the network
 }
 
 void Fabric::send_at(Nanos now, int src, int dst, uint64_t tag, std::vector<uint8_t>& payload, uint64_t size,
@@ -396,7 +396,7 @@ void Fabric::kill_endpoint(int endpoint) {
     dead_at_.at(static_cast<size_t>(endpoint)) = t;
     boxes_[static_cast<size_t>(endpoint)]->q.clear();
     boxes_[static_cast<size_t>(endpoint)]->cv.notify_all();
-    if (sched_) sched_->notify(static_cast<VirtualScheduler::WaitKey>(endpoint));
+    notify_endpoint(endpoint);
   };
   if (sched_) sched_->act(sched_->current(), fn); else fn(clock_.now());
 }
@@ -429,7 +429,7 @@ void Fabric::raise_alarm(int endpoint, Nanos at, bool all) {
     } else if (all) {
       alarm_all_[static_cast<size_t>(endpoint)] = true;
     }
-    if (sched_) sched_->notify(static_cast<VirtualScheduler::WaitKey>(endpoint));
+    notify_endpoint(endpoint);
   };
   if (sched_) sched_->update(fn); else fn();
 }
@@ -589,7 +589,7 @@ void Fabric::on_takeover(Nanos at, int dst, int successor, int dead) {
   }
   delivered_ = true;  // recvs at dst may be ready now
   boxes_[static_cast<size_t>(dst)]->cv.notify_all();
-  if (sched_) sched_->notify(static_cast<VirtualScheduler::WaitKey>(dst));
+  notify_endpoint(dst);
 }
 
 }  // namespace geotb::emu

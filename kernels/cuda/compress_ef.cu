@@ -3,8 +3,9 @@
 // the sample thresholds are ranks of the sorted sample (sample_ranks), the k-th key comes from a
 // three-pass radix select (kernels/radix_select.h). The message body (indices, scales, values) is
 // coded and checksummed on the device; the host writes the 40-byte header, combines the CRC pieces
-// and copies the body out of pinned memory. Four stream synchronisations per call (three in exact mode), each to
-// read a count the next launch is sized by; no allocation once the workspace has grown.
+// and copies the body out of pinned memory. Four stream synchronisations per call (three in exact
+// mode), each to read a count the next launch is sized by; no allocation once the workspace has
+// grown.
 #include <cub/cub.cuh>
 
 #include <algorithm>
@@ -54,7 +55,6 @@ Workspace& workspace() {
   thread_local Workspace w;
   return w;
 }
-
 
 thread_local uint64_t t_fallbacks = 0;
 
