@@ -85,21 +85,6 @@ model::StrategyRun run_strategy(const ClusterSpec& cluster, const WorkloadSpec& 
   const auto shards = make_partition(data.train, kFashionMnistClasses, work.partition, layout, work.seed);
   const std::vector<float> dc_weights = dc_mean_weights(layout, shards, work.dc_weights);
   std::shared_ptr<StoreHandle> store = info.needs_intra_dc && !virt ? make_inprocess_store() : nullptr;
-  std::unique_ptr<FaultRuntime> faults;
-  if (opt.faults.active()) {
-    if (!virt) throw RunError("node faults and heartbeats need the virtual clock (embedded mode)");
-    model::FaultPlan plan = opt.faults;
-    if (!scfg.fault_policy.empty()) {  // the strategy entry's own policy
-      plan.policy = scfg.fault_policy;
-      if (scfg.fault_estimate) plan.estimate = *scfg.fault_estimate;
-    }
-    if (plan.policy == "estimate" && work.global_batch.on())
-      throw RunError(scfg.run_name() + ": faults.policy \"estimate\" with workload.global_batch: not supported (the dead "
-                     "worker's batch would mix in a global share)");
-    faults = std::make_unique<FaultRuntime>(plan, info, layout, fabric, *sched, shards, work.seed);
-    faults->enable_estimates(data.train, static_cast<size_t>(work.batch_per_worker));
-  }
-
   // "quorum" (hier_ef_topk_int8, hierarchical): the sites' membership service (faults/quorum.h),
   // reading the links' states from the scenario's timeline, which counts from the first step.
   auto quorum_origin = std::make_shared<std::chrono::nanoseconds>(0);
@@ -113,6 +98,22 @@ model::StrategyRun run_strategy(const ClusterSpec& cluster, const WorkloadSpec& 
           const std::optional<std::chrono::nanoseconds> since = links(a, b, t - *quorum_origin);
           return since ? std::optional(*since + *quorum_origin) : std::nullopt;
         });
+  }
+
+  std::unique_ptr<FaultRuntime> faults;
+  if (opt.faults.active()) {
+    if (!virt) throw RunError("node faults and heartbeats need the virtual clock (embedded mode)");
+    model::FaultPlan plan = opt.faults;
+    if (!scfg.fault_policy.empty()) {  // the strategy entry's own policy
+      plan.policy = scfg.fault_policy;
+      if (scfg.fault_estimate) plan.estimate = *scfg.fault_estimate;
+    }
+    if (plan.policy == "estimate" && work.global_batch.on())
+      throw RunError(scfg.run_name() + ": faults.policy \"estimate\" with workload.global_batch: not supported (the dead "
+                     "worker's batch would mix in a global share)");
+    faults = std::make_unique<FaultRuntime>(plan, info, layout, fabric, *sched, shards, work.seed);
+    faults->enable_estimates(data.train, static_cast<size_t>(work.batch_per_worker));
+    faults->attach_quorum(quorum.get());  // refuses a dead site it cannot recover from
   }
 
   const std::vector<int> leaders = layout.leaders();
@@ -374,6 +375,7 @@ model::StrategyRun run_strategy(const ClusterSpec& cluster, const WorkloadSpec& 
           const std::chrono::nanoseconds elapsed = resume_point(state).elapsed;
           hooks.start = [&, elapsed] { return t_start - resumed_at + elapsed; };
           hooks.tag_epoch = j->tag_epoch;
+          hooks.resume_from_other_site = j->other_site;
         };
         if (j->from_checkpoint) {
           // A restarted process: its own state from the checkpoint the survivors went back to,

@@ -81,6 +81,10 @@ void run_worker_loop(WorkerEnv& env, const StrategyConfig& scfg, const WorkloadS
 
   ResumePoint from;
   if (hooks.resume) from = restore_worker_state(*hooks.resume, env, *strategy, sampler, out, steps);
+  if (hooks.resume && hooks.resume_from_other_site) {
+    env.opt->restore(std::vector<float>(n, 0.0f), true);  // a new process: no momentum of its own
+    strategy->rejoin_site(env);
+  }
   if (hooks.after_resume) hooks.after_resume(env, sampler, out);
   // Times count from the first step of the whole run (a resumed run's from before the checkpoint).
   const std::chrono::nanoseconds t_start = hooks.start() - from.elapsed;

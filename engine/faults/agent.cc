@@ -194,7 +194,10 @@ class FaultRuntime::Agent final : public FaultHooks {
 
   void at_reepoch(WorkerEnv& env, int steps, const StateBuffers& state) override {
     const Nanos now = rt_.sched_.now(rt_.sched_.current());
+    if (auto it = rt_.sites_back_at_.find(steps); it != rt_.sites_back_at_.end())
+      for (int dc : it->second) restart_site(env, steps, dc, state, now);
     for (int r : rt_.restarts_at_.at(steps)) {
+      if (rt_.sites_back_at_.count(steps) && rt_.sites_back_at_.at(steps).count(rt_.layout_.dc_of(r))) continue;
       const std::vector<int> mine = rt_.group_of(rank_, {});
       if (std::find(mine.begin(), mine.end(), r) == mine.end() || r == rank_) continue;  // not my group's
       if (!handled_.count(r)) continue;  // never declared dead here: nothing to undo (it cannot happen: the kill is before)
@@ -218,6 +221,23 @@ class FaultRuntime::Agent final : public FaultHooks {
     }
   }
 
+  /// A site restarted whole at boundary `steps` (every worker of `dc` was killed at one step:
+  /// a quorum of sites dropped it). Every live rank stops counting its leader as dead; the lowest
+  /// survivor of the coordinating site revives the site's endpoints, tells the quorum, and hands
+  /// each restarted worker its own state (the restarted keep only the anchor of it).
+  void restart_site(WorkerEnv& env, int steps, int dc, const StateBuffers& state, Nanos now) {
+    const std::vector<int> members = rt_.group_of(rt_.layout_.first(dc), {});
+    for (int r : members) monitor_->revive_peer(r, now);  // the other leaders watch its leader
+    if (dc_ != rt_.site_coordinator_dc_ || rank_ != rt_.group_of(rank_, handled_).front()) return;
+    for (int r : members) rt_.fabric_.revive_endpoint(r);
+    if (rt_.quorum_) rt_.quorum_->site_up(dc);
+    const uint64_t epoch = rt_.restart_epoch_.at(steps);
+    const std::vector<int> ring = ring_with(env.ring, members);
+    // A brand-new group: its tags start at the epoch's base, the same on every member.
+    for (int r : members)
+      hand_over(env, r, {epoch, epoch << 52, steps, members, ring}, state, now, "site_restart", false, true);
+  }
+
   /// `ring` with the ranks of `back` again, in rank order; those still declared dead left out.
   std::vector<int> ring_with(const std::vector<int>& ring, const std::vector<int>& back) const {
     return engine::ring_with(ring, back, handled_, rt_.P_);
@@ -239,7 +259,7 @@ class FaultRuntime::Agent final : public FaultHooks {
   // The coordinator's part of a restart: the message to restarted worker `r` (where it starts,
   // then `state`), the report's restart record (`policy`), and the hand-off that wakes it at `at`.
   void hand_over(WorkerEnv& env, int r, const Start& where, const StateBuffers& state, Nanos at, const char* policy,
-                 bool from_checkpoint) {
+                 bool from_checkpoint, bool other_site = false) {
     const RejoinMessage m{where.epoch, where.group_tags, where.steps, where.group, where.ring, {}, state};
     env.net->send(r, kRejoinTag, encode_rejoin(m));
     size_t record = 0;
@@ -263,6 +283,7 @@ class FaultRuntime::Agent final : public FaultHooks {
       h.at = at;
       h.record = record;
       h.from_checkpoint = from_checkpoint;
+      h.other_site = other_site;
     });
   }
 
@@ -345,6 +366,7 @@ class FaultRuntime::Agent final : public FaultHooks {
     j.state = std::move(m.state);
     const Nanos now = rt_.sched_.now(me);
     j.from_checkpoint = rt_.handoff_.at(rank_).from_checkpoint;  // written before the wait returned
+    j.other_site = rt_.handoff_.at(rank_).other_site;
     // Back: heartbeats again, the dead set here forgotten (it missed what happened meanwhile:
     // its group's view is the coordinator's, whose members it now has).
     handled_.clear();
@@ -413,6 +435,19 @@ FaultRuntime::FaultRuntime(const model::FaultPlan& plan, const StrategyInfo& inf
   // A DC leader's kill with per-DC groups: every endpoint keeps its last messages to each endpoint
   // of another site, for the dead leader's successor (Fabric::take_over).
   if (!world_group_ && plan_.kills_a_dc_leader()) fabric_.retain_cross_site(kKeptForSuccessor);
+  // Sites killed whole and restarted at one boundary (scenario validation: one step for the
+  // whole site, and only under a quorum of sites).
+  if (!world_group_)
+    for (const auto& [step, ranks] : restarts_at_)
+      for (int d = 0; d < M_; ++d) {
+        const std::vector<int> site = groups_.group_of(layout_.first(d), {});
+        if (std::all_of(site.begin(), site.end(),
+                        [&](int x) { return std::find(ranks.begin(), ranks.end(), x) != ranks.end(); }))
+          sites_back_at_[step].insert(d);
+      }
+  std::set<int> whole;
+  for (const auto& [step, dcs] : sites_back_at_) whole.insert(dcs.begin(), dcs.end());
+  while (whole.count(site_coordinator_dc_)) ++site_coordinator_dc_;
   progress_.assign(static_cast<size_t>(P_), 0);
   for (int r = 0; r < P_; ++r) {
     factor_[static_cast<size_t>(r)].store(1.0);
@@ -445,6 +480,28 @@ void FaultRuntime::enable_estimates(const Dataset& train, size_t batch) {
     s.batch = batch;
     s.board = board_.get();
     estimators_.push_back(std::make_unique<GradientEstimator>(std::move(s)));
+  }
+}
+
+void FaultRuntime::attach_quorum(SiteQuorum* q) {
+  quorum_ = q;
+  if (world_group_) return;
+  // The DCs the timeline leaves with no live worker, in event order (kills and restarts).
+  std::vector<int> alive(static_cast<size_t>(M_));
+  for (int d = 0; d < M_; ++d) alive[static_cast<size_t>(d)] = static_cast<int>(groups_.group_of(layout_.first(d), {}).size());
+  std::set<int> whole;
+  for (const model::FaultEvent& e : plan_.events) {
+    if (e.kind == model::FaultEvent::Kind::kKill && --alive[static_cast<size_t>(e.dc)] == 0) whole.insert(e.dc);
+    if (e.kind == model::FaultEvent::Kind::kRestart) ++alive[static_cast<size_t>(e.dc)];
+  }
+  for (int d : whole) {
+    const std::string site = "node kills: every worker of dc " + std::to_string(d) + " killed";
+    if (!q)
+      throw RunError(site + ": nobody of its group survives to recover (a strategy with \"quorum\" drops the site "
+                            "from the exchange instead)");
+    bool back = false;
+    for (const auto& [step, dcs] : sites_back_at_) back = back || dcs.count(d) > 0;
+    if (!back) throw RunError(site + ": a dead site must be restarted whole, at one step (\"restart\" of every worker)");
   }
 }
 
@@ -500,8 +557,12 @@ void FaultRuntime::on_declared(const model::Detection& d) {
       }
     } else {
       ++false_detections_;
-      fence = !fenced_.count(d.peer);
-      fenced_.insert(d.peer);
+      // Under a quorum of sites, another site's leader declared dead is the service's matter
+      // (it drops a site it cannot reach): fenced off, that site would lose its leader for good.
+      if (!(quorum_ && layout_.dc_of(d.peer) != layout_.dc_of(d.observer))) {
+        fence = !fenced_.count(d.peer);
+        fenced_.insert(d.peer);
+      }
     }
   }
   // A peer declared dead that is not: fenced off (it dies at its next synchronisation, or now if
@@ -523,6 +584,11 @@ void FaultRuntime::on_killed(int rank, int step, Nanos now) {
   killed_[rank] = KillState{records_.size(), r.at_s, {}, 0};
   records_.push_back(r);
   dead_.insert(rank);
+  if (quorum_ && !world_group_) {  // its site's last worker: a dead site for the quorum
+    const std::vector<int> site = groups_.group_of(rank, {});
+    if (std::all_of(site.begin(), site.end(), [&](int x) { return dead_.count(x) > 0; }))
+      quorum_->site_down(layout_.dc_of(rank), now);
+  }
 }
 
 void FaultRuntime::on_resumed(const std::vector<int>& peers, int rank, Nanos now, int group_size, bool coordinator) {

@@ -41,6 +41,13 @@
 //    its own state in a new tag epoch, the worker's group grows back, and the group's coordinator
 //    in its DC hands it the group's state; it waits dead until then (its actor blocked, its
 //    heartbeat monitor muted), holding nobody back.
+//  * a dead site (per-DC groups under a quorum of sites, faults/quorum.h): every worker of a DC
+//    killed at one step. Nobody of its group survives to shrink; the quorum separates the site
+//    `timeout` after the deaths and the others train on. Restarted whole at one boundary, it has
+//    no group member to hand it the model: the lowest survivor of the lowest site the timeline
+//    never kills whole hands each restarted worker its own state, of which the restarted take
+//    only what every site shares (Strategy::rejoin_site: the anchor; their residual is 0, their
+//    optimizer fresh), and the quorum counts the site in from the next round decided.
 //  * slow {dc, worker, factor, steps | duration}: every compute region of the worker is charged
 //    `factor` times (the notes' straggler).
 // A failure while recovering (a second death during the agreement) ends the run with its error.
@@ -61,6 +68,7 @@
 #include "engine/checkpoint/state.h"
 #include "engine/faults/estimate.h"
 #include "engine/faults/heartbeat.h"
+#include "engine/faults/quorum.h"
 #include "engine/faults/shrink.h"
 #include "engine/strategies/descriptor.h"
 #include "engine/worker_loop.h"
@@ -115,6 +123,8 @@ class FaultRuntime {
     /// Full recovery's restart: `state` is empty; the worker loads its own state from the
     /// checkpoint the survivors went back to at `steps`.
     bool from_checkpoint = false;
+    /// A site restarted whole: `state` is another site's worker's (Strategy::rejoin_site).
+    bool other_site = false;
   };
   /// Called on the killed worker's thread: blocks (holding nobody back) until its group hands it
   /// the state at the restart's boundary. Its heartbeats start again. Nothing if `run_over()`
@@ -132,6 +142,12 @@ class FaultRuntime {
   void enable_estimates(const Dataset& train, size_t batch);
   /// `rank`'s estimator; null without policy "estimate".
   GradientEstimator* estimator(int rank) const;
+  /// A quorum of sites (faults/quorum.h) for this run: a DC whose workers are all dead is reported
+  /// to it as a dead site, and a declaration of another site's leader fences nobody (the service
+  /// decides about sites). Before the first step.
+  /// Throws RunError if the timeline kills every worker of a DC (per-DC groups) without a quorum
+  /// (nobody would recover), or without restarting the whole site at one boundary.
+  void attach_quorum(SiteQuorum* q);
 
  private:
   class Agent;
@@ -188,8 +204,14 @@ class FaultRuntime {
     std::optional<Nanos> at;  // set (in sched_.update) when the coordinator has sent the state
     size_t record = 0;        // its restart record
     bool from_checkpoint = false;  // full recovery's restart: the state is the checkpoint's
+    bool other_site = false;       // a site restarted whole: the state is another site's worker's
   };
   std::map<int, Handoff> handoff_;  // restarted rank -> its hand-off (in sched_.update)
+  SiteQuorum* quorum_ = nullptr;    // attach_quorum
+  // Sites killed whole (a quorum of sites): boundary -> the DCs restarted whole there; and the
+  // lowest DC never killed whole, whose lowest survivor hands a restarted site its model.
+  std::map<int, std::set<int>> sites_back_at_;
+  int site_coordinator_dc_ = 0;
 };
 
 }  // namespace geotb::engine

@@ -15,7 +15,8 @@ SiteQuorum::SiteQuorum(int sites, Nanos timeout, DownSince down_since)
 }
 
 std::set<int> SiteQuorum::side(int site, Nanos now) const {
-  // The sites reachable from `site` over links not cut for `timeout` by `now` (breadth first).
+  // The sites reachable from `site` over links not cut for `timeout` by `now` (breadth first). A
+  // dead site's links count as cut since its death.
   std::set<int> seen = {site};
   std::vector<int> todo = {site};
   while (!todo.empty()) {
@@ -23,7 +24,10 @@ std::set<int> SiteQuorum::side(int site, Nanos now) const {
     todo.pop_back();
     for (int b = 0; b < sites_; ++b) {
       if (seen.count(b)) continue;
-      const std::optional<Nanos> down = down_since_(a, b, now);
+      std::optional<Nanos> down = down_since_(a, b, now);
+      for (int s : {a, b})
+        if (auto dead = site_down_.find(s); dead != site_down_.end())
+          down = down ? std::min(*down, dead->second) : dead->second;
       if (down && now - *down >= timeout_) continue;
       seen.insert(b);
       todo.push_back(b);
@@ -55,7 +59,10 @@ std::optional<std::vector<int>> SiteQuorum::ask(int round, int site, Nanos now) 
       if (reach.count(s)) members.insert(s);
     for (int s : joining_)
       if (reach.count(s)) members.insert(s);
+    for (int s : revived_)
+      if (reach.count(s)) members.insert(s);
     if (2 * static_cast<int>(members.size()) <= sites_) return std::nullopt;
+    for (int s : members) revived_.erase(s);
     for (int s : members)
       if (joining_.erase(s)) admitted_[s] = round;
     std::vector<int> v(members.begin(), members.end());
@@ -65,6 +72,17 @@ std::optional<std::vector<int>> SiteQuorum::ask(int round, int site, Nanos now) 
   const std::vector<int>& s = it->second;
   if (std::find(s.begin(), s.end(), site) == s.end()) return std::nullopt;
   return s;
+}
+
+void SiteQuorum::site_down(int site, Nanos since) {
+  std::lock_guard<std::mutex> lk(mu_);
+  site_down_[site] = since;
+}
+
+void SiteQuorum::site_up(int site) {
+  std::lock_guard<std::mutex> lk(mu_);
+  site_down_.erase(site);
+  revived_.insert(site);
 }
 
 void SiteQuorum::request_join(int site) {

@@ -17,6 +17,10 @@
 //    round with it (it had every message): then the round waits for it, as without quorum.
 //  * Two sites: no side of a cut holds a strict majority of two, so both pause until the link is
 //    back: the run as without quorum.
+//  * A dead site (every worker killed: site_down) is separated from every other site as a site
+//    behind cut links is, `timeout` after its last worker died. Restarted (site_up), it is
+//    reachable again at once and takes part in the next round decided, with the model its
+//    restart handed it (faults/agent.h): no join and no state from the round.
 // Used by hier_ef_topk_int8 and hierarchical with "quorum" (docs/guide/strategies.md "Quorum of
 // sites"): cluster.cc builds one per strategy run from the scenario's topology. No libtorch here.
 #pragma once
@@ -60,6 +64,12 @@ class SiteQuorum {
   /// a majority: the round's sites become those of the side (the decision is amended). True too
   /// if `peer` was already dropped.
   bool drop(int round, int site, int peer, Nanos now);
+  /// Every worker of `site` is dead since `since`: the site is separated from the others once
+  /// `timeout` has passed, as if its links were down since then.
+  void site_down(int site, Nanos since);
+  /// The dead `site` was restarted with a replica of the majority's model: reachable again, and
+  /// among the sites of the next round decided (if the deciding side reaches it).
+  void site_up(int site);
   /// Whether `site` is among round `round`'s sites now.
   bool in_round(int round, int site) const;
   /// A leader has every message it waited for: round `round`'s sites are final from now on (no
@@ -95,6 +105,8 @@ class SiteQuorum {
   std::vector<Decision> changes_;
   std::set<int> finished_;
   std::set<int> final_;  // rounds whose sites are final
+  std::map<int, Nanos> site_down_;  // dead sites -> since when
+  std::set<int> revived_;           // restarted sites, for the next decision
 };
 
 /// DownSince of a run's WAN: every link's initial state (both directions' `up`; one down from the

@@ -158,6 +158,18 @@ class HierEfTopkInt8 final : public Strategy {
 
   int next_step(int step) const override { return std::max(step + 1, resume_at_); }
 
+  // A site restarted whole under a quorum (faults/agent.h): the state restored is another site's
+  // worker's. x = x̄ = mark = the anchor every site shares; the residual was that site's own
+  // unsent progress: 0 here, as for a site that rejoins after a pause (quorum_rejoined).
+  void rejoin_site(WorkerEnv& env) override {
+    if (!quorum_) throw std::logic_error("hier_ef_topk_int8: another site's state without \"quorum\"");
+    std::memcpy(env.learner->params(), xbar_.data(), xbar_.size() * sizeof(float));
+    mark_ = xbar_;
+    std::fill(resid_.begin(), resid_.end(), 0.0f);
+    std::fill(s_cur_.begin(), s_cur_.end(), 0.0f);
+    std::fill(s_prev_.begin(), s_prev_.end(), 0.0f);
+  }
+
   uint64_t loop_step_share() const override { return buckets_.loop_step_share(); }
 
   void step(WorkerEnv& env, int step) override {

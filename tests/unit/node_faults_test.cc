@@ -673,6 +673,95 @@ TEST(Quorum, ACutSiteIsDroppedTheOthersTrainOnAndItRejoins) {
               q.series.step_end_s.back(), w.series.step_end_s.back());
 }
 
+// Every worker of site c killed at step 10 (1 s in, 100 ms per step) and restarted at step 60,
+// under a quorum of 1 s: the service drops c 1 s after the deaths (from the round in flight),
+// a and b train on, the lowest survivor of site a hands each restarted worker its state, of which
+// c keeps the anchor, and c takes part from the next round decided. Every replica ends identical,
+// the dead steps are missing from the samples, and the run repeats exactly.
+FaultPlan dead_site(int dc, int workers, int kill, std::optional<int> restart) {
+  FaultPlan p = kill_at(dc, 0, kill);
+  p.full_recovery.above_fraction = 1;  // a third of the workers: shrink and the quorum, no rewind
+  for (int w = 1; w < workers; ++w) {
+    FaultEvent e = p.events[0];
+    e.worker = w;
+    p.events.push_back(e);
+  }
+  for (int w = 0; restart && w < workers; ++w) {
+    FaultEvent e = p.events[0];
+    e.kind = FaultEvent::Kind::kRestart;
+    e.worker = w;
+    e.at_step = *restart;
+    p.events.push_back(e);
+  }
+  return p;
+}
+
+StrategyConfig quorum_hier(const std::string& quorum) {
+  StrategyConfig hier{"hier_ef_topk_int8"};
+  hier.K = 4;
+  hier.density = 0.05;
+  hier.overlap = false;
+  hier.quorum = quorum;
+  return hier;
+}
+
+TEST(Quorum, ADeadSiteIsDroppedTheOthersTrainOnAndItsRestartRejoins) {
+  const FaultPlan p = dead_site(2, 2, 10, 60);
+  const auto q = run_strategy(fixtures::triangle(), work(120), quorum_hier("1s"), data(), options(p));
+  ASSERT_TRUE(q.quorum.has_value());
+  ASSERT_TRUE(q.faults.has_value());
+  const auto& d = q.quorum->decisions;
+  ASSERT_EQ(d.size(), 3u);
+  EXPECT_EQ(d[0].sites, (std::vector<int>{0, 1, 2}));
+  EXPECT_EQ(d[1].sites, (std::vector<int>{0, 1}));
+  EXPECT_EQ(d[1].round, 2);  // round 2 (steps 8-11) waited for c's message; amended 1 s after the deaths
+  const double died = q.faults->events[0].at_s;
+  EXPECT_GE(d[1].at_s, died + 1.0);
+  EXPECT_LE(d[1].at_s, died + 1.0 + 0.05);  // within a 50 ms wait slice
+  EXPECT_EQ(d[2].sites, (std::vector<int>{0, 1, 2}));
+  EXPECT_EQ(d[2].round, 15);  // the first round after the restart at step 60 (steps 60-63)
+  int kills = 0, restarts = 0;
+  for (const auto& e : q.faults->events) {
+    if (e.event == "kill") {
+      ++kills;
+      EXPECT_EQ(e.step, 10);
+    }
+    if (e.event != "restart") continue;
+    ++restarts;
+    EXPECT_EQ(e.step, 60);
+    EXPECT_EQ(e.policy, "site_restart");
+    EXPECT_EQ(e.survivors, 2);
+    ASSERT_TRUE(e.recovery_s.has_value());
+    EXPECT_GT(*e.recovery_s, 0.045);  // the state crosses the WAN from site a (45 ms one way)
+  }
+  EXPECT_EQ(kills, 2);
+  EXPECT_EQ(restarts, 2);
+  EXPECT_EQ(q.faults->false_detections, 0);
+  EXPECT_EQ(q.metrics.replica_max_abs_diff, 0.0);
+  EXPECT_EQ(q.metrics.samples, (4u * 120u + 2u * (10u + 60u)) * 16u);
+  EXPECT_GT(q.metrics.final_test_accuracy, 0.5);
+  const auto again = run_strategy(fixtures::triangle(), work(120), quorum_hier("1s"), data(), options(p));
+  EXPECT_EQ(again.series.loss, q.series.loss);
+  EXPECT_EQ(again.metrics.final_test_accuracy, q.metrics.final_test_accuracy);
+  std::printf("dead site: c killed at %.3f s, dropped at round %d (%.3f s), restarted at step 60, back at round %d "
+              "(%.3f s); accuracy %.4f\n",
+              died, d[1].round, d[1].at_s, d[2].round, d[2].at_s, q.metrics.final_test_accuracy);
+}
+
+// Without a quorum nobody recovers a dead site; with one, it must come back whole at one step.
+TEST(Quorum, ADeadSiteNeedsAQuorumAndARestart) {
+  auto expect_refused = [](const FaultPlan& p, const std::string& quorum, const std::string& says) {
+    try {
+      run_strategy(fixtures::triangle(), work(40), quorum_hier(quorum), data(), options(p));
+      ADD_FAILURE() << "expected a refusal saying " << says;
+    } catch (const std::exception& e) {
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+    }
+  };
+  expect_refused(dead_site(2, 2, 10, 30), "", "every worker of dc 2 killed: nobody of its group survives");
+  expect_refused(dead_site(2, 2, 10, std::nullopt), "1s", "a dead site must be restarted whole");
+}
+
 // Two sites: neither side of the cut holds a strict majority of two: both pause until the link
 // is back, nothing is dropped, and the run keeps every sample.
 TEST(Quorum, TwoSitesBothPauseAndNobodyIsDropped) {

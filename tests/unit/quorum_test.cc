@@ -54,6 +54,42 @@ TEST(SiteQuorum, ACutSiteIsDroppedAfterTheTimeoutPausesAndIsAdmittedAgain) {
   EXPECT_EQ(d[2].sites, (V{0, 1, 2}));
 }
 
+// Every worker of site 2 dead at 10 s in a triangle whose links all stay up: separated once the
+// timeout has passed (5 s), dropped from the round in flight, and back in the first round decided
+// after its restart, with no join. A link cut before the death counts from the earlier instant.
+TEST(SiteQuorum, ADeadSiteIsDroppedAfterTheTimeoutAndARestartedOneTakesPartAtOnce) {
+  SiteQuorum q(3, seconds(5), [](int, int, Nanos) { return std::optional<Nanos>(); });
+  using V = std::vector<int>;
+  EXPECT_EQ(q.ask(0, 0, seconds(2)), (V{0, 1, 2}));
+  q.site_down(2, seconds(10));
+  EXPECT_EQ(q.ask(1, 0, seconds(12)), (V{0, 1, 2}));  // dead for 2 s: still waited for
+  EXPECT_FALSE(q.drop(1, 0, 2, Nanos(seconds(15)) - Nanos(1)));
+  EXPECT_TRUE(q.drop(1, 0, 2, seconds(15)));  // exactly the timeout: the round goes on without it
+  EXPECT_EQ(q.sites_of(1), (V{0, 1}));
+  EXPECT_TRUE(q.has_majority(1, seconds(20)));
+  EXPECT_EQ(q.ask(2, 1, seconds(20)), (V{0, 1}));
+  q.site_up(2);  // restarted with the majority's model
+  EXPECT_TRUE(q.has_majority(2, seconds(21)));
+  EXPECT_EQ(q.ask(3, 0, seconds(22)), (V{0, 1, 2}));
+  EXPECT_FALSE(q.admitted_at(2).has_value());  // a member again, not a joiner waiting for a state
+  EXPECT_EQ(q.ask(4, 2, seconds(23)), (V{0, 1, 2}));
+  const auto d = q.decisions();
+  ASSERT_EQ(d.size(), 3u);
+  EXPECT_EQ(d[1].round, 1);
+  EXPECT_EQ(d[1].at, Nanos(seconds(15)));
+  EXPECT_EQ(d[2].round, 3);
+
+  // Site 1's link to site 2 down since 7 s, site 2 dead since 10 s: separated from site 1 at 12 s
+  // (the cut's own timeout), from site 0 at 15 s.
+  SiteQuorum c(3, seconds(5), [](int a, int b, Nanos t) -> std::optional<Nanos> {
+    if (std::min(a, b) == 1 && std::max(a, b) == 2 && t >= seconds(7)) return Nanos(seconds(7));
+    return std::nullopt;
+  });
+  c.site_down(2, seconds(10));
+  EXPECT_EQ(c.ask(0, 1, seconds(13)), (V{0, 1, 2}));  // 1 reaches 2 through 0 until 15 s
+  EXPECT_EQ(c.ask(1, 1, seconds(15)), (V{0, 1}));
+}
+
 // Left out and not asking to join: a site stays out even once it is reachable again.
 TEST(SiteQuorum, ASiteComesBackOnlyThroughAJoin) {
   SiteQuorum q(3, seconds(5), cut_site_2);
