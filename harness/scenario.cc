@@ -1102,6 +1102,13 @@ void ScenarioReader::represented_sequences() {
 void ScenarioReader::check_fault_events() {
   std::map<std::pair<int, int>, const model::FaultEvent*> dead;  // (dc, worker) -> its kill, while dead
   std::map<int, int> dead_in_dc;
+  // A dead site (every worker of a DC killed): only a quorum of sites recovers from it, by dropping
+  // the site until it is restarted whole (engine/faults/agent.h).
+  const bool all_quorum = !sc.strategies.empty() &&
+                          std::all_of(sc.strategies.begin(), sc.strategies.end(), [](const auto& st) { return !st.quorum.empty(); });
+  std::map<int, size_t> site_killed;                     // dc -> the kill that took its last worker, while dead
+  std::map<int, std::optional<int>> site_back;           // dc -> the restarts' at_step, while they come in
+  std::set<int> dead_sites;                              // every DC the timeline ever kills whole
   for (size_t i = 0; i < sc.faults.events.size(); ++i) {
     const model::FaultEvent& ev = sc.faults.events[i];
     const std::string& path = fault_paths[i];
@@ -1113,9 +1120,26 @@ void ScenarioReader::check_fault_events() {
     if (ev.kind == model::FaultEvent::Kind::kKill) {
       if (dead.count(key)) fail(path + ".kill", json::parse(who), "this worker is already dead (restart it first)");
       const int W = sc.cluster.dcs[static_cast<size_t>(ev.dc)].workers;
-      if (W < 2) fail(path + ".kill", json::parse(who), "a data center of 1 worker has no survivor to shrink to");
-      if (++dead_in_dc[ev.dc] >= W)
-        fail(path + ".kill", json::parse(who), "kills every worker of its data center (shrink needs a survivor)");
+      if (W < 2 && !all_quorum)
+        fail(path + ".kill", json::parse(who),
+             "a data center of 1 worker has no survivor to shrink to (with \"quorum\" on every strategy, a dead site "
+             "is dropped until it is restarted)");
+      if (++dead_in_dc[ev.dc] >= W) {
+        if (!all_quorum)
+          fail(path + ".kill", json::parse(who),
+               "kills every worker of its data center (shrink needs a survivor; give every strategy a \"quorum\" of "
+               "sites to drop the dead site until it is restarted)");
+        // One step (or instant) for the whole site: a survivor of an earlier kill would shrink and
+        // take over the leader's address first.
+        for (const auto& [k, e] : dead)
+          if (k.first == ev.dc && (e->at_step != ev.at_step || e->at != ev.at))
+            fail(path + (ev.at_step ? ".at_step" : ".at"),
+                 ev.at_step ? json(*ev.at_step) : json(common::format_duration(*ev.at)),
+                 "a dead site's workers are killed at one step (or instant): this kill takes the last of them at "
+                 "another than an earlier one");
+        site_killed[ev.dc] = i;
+        dead_sites.insert(ev.dc);
+      }
       dead[key] = &ev;
     } else if (ev.kind == model::FaultEvent::Kind::kRestart) {
       auto it = dead.find(key);
@@ -1130,9 +1154,36 @@ void ScenarioReader::check_fault_events() {
       if (!ev.at_step)
         fail(path + ".at", json(common::format_duration(*ev.at)),
              "a restart is timed by \"at_step\" (the step boundary of its group at which it rejoins)");
+      if (site_killed.count(ev.dc)) {  // a dead site comes back whole, at one step
+        auto [b, first] = site_back.emplace(ev.dc, ev.at_step);
+        if (!first && b->second != ev.at_step)
+          fail(path + ".at_step", json(*ev.at_step),
+               fmt::format("a dead site is restarted whole at one step (an earlier restart of it is at step {})",
+                           *b->second));
+      }
       dead.erase(it);
-      --dead_in_dc[ev.dc];
+      if (--dead_in_dc[ev.dc] == 0) {
+        site_killed.erase(ev.dc);
+        site_back.erase(ev.dc);
+      }
     }
+  }
+  for (const auto& [dc, kill] : site_killed) {
+    const model::FaultEvent& ev = sc.faults.events[kill];
+    fail(fault_paths[kill] + ".kill",
+         json::parse(fmt::format("{{\"dc\": \"{}\", \"worker\": {}}}", sc.cluster.dcs[static_cast<size_t>(dc)].name, ev.worker)),
+         fmt::format("takes the last worker of its data center, which is {}: restart all {} of them at one step (a "
+                     "dead site left dead would hold the others' final synchronisation)",
+                     site_back.count(dc) ? "only partly restarted" : "never restarted",
+                     sc.cluster.dcs[static_cast<size_t>(dc)].workers));
+  }
+  if (!dead_sites.empty()) {
+    const size_t m = sc.cluster.dcs.size();
+    if (2 * dead_sites.size() >= m)
+      fail("timeline", json(sc.cluster.dcs[static_cast<size_t>(*dead_sites.rbegin())].name),
+           fmt::format("{} of {} data centers are killed whole: a quorum of sites needs a strict majority of them "
+                       "alive (at least 3 sites, fewer than half of them killed whole)",
+                       dead_sites.size(), m));
   }
   // Full recovery: the kills that cross the threshold need a complete checkpoint to go back to,
   // i.e. one taken before the first kill (a checkpoint is complete once every worker wrote it).
@@ -1180,9 +1231,9 @@ void ScenarioReader::check_fault_events() {
       // a worker back into a DC led by a successor is not built yet: the restarted worker would
       // have to learn who leads.
       const bool dc_groups = info.needs_intra_dc && !info.one_group;
-      std::set<int> leaderless;  // DCs whose leader the timeline kills
+      std::set<int> leaderless;  // DCs whose leader the timeline kills (but sites killed whole)
       for (const model::FaultEvent& ev : sc.faults.events)
-        if (ev.kind == model::FaultEvent::Kind::kKill && ev.worker == 0) leaderless.insert(ev.dc);
+        if (ev.kind == model::FaultEvent::Kind::kKill && ev.worker == 0 && !dead_sites.count(ev.dc)) leaderless.insert(ev.dc);
       if (!dc_groups || leaderless.empty()) continue;
       for (size_t i = 0; i < sc.faults.events.size(); ++i)
         if (sc.faults.events[i].kind == model::FaultEvent::Kind::kRestart && leaderless.count(sc.faults.events[i].dc))
@@ -1295,15 +1346,11 @@ void check_strategies_for_mode(const Scenario& sc, const std::vector<std::string
              fmt::format("{} has no intra-DC group to estimate a dead worker's gradient in (its one group spans every "
                          "worker); give this entry \"faults\": {{\"policy\": \"shrink\"}}", st.name));
     }
-    // A quorum of sites: the embedded mode on the virtual clock, without node faults or
-    // checkpoints for now (docs/guide/strategies.md "Quorum of sites").
+    // A quorum of sites: the embedded mode on the virtual clock, without checkpoints for now
+    // (docs/guide/strategies.md "Quorum of sites").
     if (!st.quorum.empty()) {
       const std::string qfield = fmt::format("strategies[{}].quorum", i);
       if (!virtual_embedded) fail(qfield, json(st.quorum), virtual_only);
-      if (sc.faults.active())
-        fail(qfield, json(st.quorum),
-             "not with node faults yet (\"faults\", kill, restart or slow events): a heartbeat's declaration of a "
-             "cut-off leader would fence it; cut links with the timeline's link changes instead");
       if (sc.checkpoint.every_steps > 0 || !sc.checkpoint.dir.empty())
         fail(qfield, json(st.quorum), "not with checkpoints yet (a paused site is rounds behind)");
     }

@@ -586,8 +586,10 @@ void FaultRuntime::on_killed(int rank, int step, Nanos now) {
   dead_.insert(rank);
   if (quorum_ && !world_group_) {  // its site's last worker: a dead site for the quorum
     const std::vector<int> site = groups_.group_of(rank, {});
-    if (std::all_of(site.begin(), site.end(), [&](int x) { return dead_.count(x) > 0; }))
+    if (std::all_of(site.begin(), site.end(), [&](int x) { return dead_.count(x) > 0; })) {
       quorum_->site_down(layout_.dc_of(rank), now);
+      for (int x : site) records_[killed_.at(x).record].policy = "quorum (a dead site)";
+    }
   }
 }
 

@@ -644,6 +644,63 @@ json with_faults() {
   return j;
 }
 
+// A dead site: site c's two workers killed at step 30 and restarted at step 60, in a triangle
+// whose one strategy has a quorum of sites.
+json dead_site() {
+  json j = good();
+  j["datacenters"].push_back({{"name", "c"}, {"workers", 2}});
+  j["wan"].push_back({{"between", {"a", "c"}}, {"bandwidth", "10Gbps"}, {"rtt", "30ms"}});
+  j["wan"].push_back({{"between", {"b", "c"}}, {"bandwidth", "10Gbps"}, {"rtt", "30ms"}});
+  j["workload"]["steps"] = 100;
+  j["strategies"] = json::array({{{"name", "hier_ef_topk_int8"}, {"K", 4}, {"overlap", false}, {"quorum", "5s"}}});
+  for (int w : {0, 1}) j["timeline"].push_back({{"at_step", 30}, {"kill", {{"dc", "c"}, {"worker", w}}}});
+  for (int w : {0, 1}) j["timeline"].push_back({{"at_step", 60}, {"restart", {{"dc", "c"}, {"worker", w}}}});
+  j["faults"] = {{"full_recovery", {{"above_fraction", 1}}}};
+  return j;
+}
+
+TEST(ScenarioFaults, ADeadSiteParsesUnderAQuorumOnlyKilledAndRestartedWhole) {
+  const auto sc = parse_scenario(dead_site(), "s.json");
+  EXPECT_EQ(sc.faults.events.size(), 4u);
+  struct Case {
+    const char* what;
+    std::function<void(json&)> edit;
+    const char* message;
+  };
+  const std::vector<Case> cases = {
+      {"a strategy without a quorum",
+       [](json& j) { j["strategies"].push_back({{"name", "naive_ddp"}}); },
+       "timeline[2].kill: {\"dc\":\"c\",\"worker\":1}: kills every worker of its data center (shrink needs a "
+       "survivor"},
+      {"killed at two steps", [](json& j) { j["timeline"][2]["at_step"] = 31; },
+       "timeline[2].at_step: 31: a dead site's workers are killed at one step"},
+      {"never restarted",
+       [](json& j) {
+         j["timeline"].erase(4);
+         j["timeline"].erase(3);
+       },
+       "timeline[2].kill: {\"dc\":\"c\",\"worker\":1}: takes the last worker of its data center, which is never "
+       "restarted"},
+      {"partly restarted", [](json& j) { j["timeline"].erase(4); },
+       "which is only partly restarted: restart all 2 of them at one step"},
+      {"restarted at two steps", [](json& j) { j["timeline"][4]["at_step"] = 61; },
+       "timeline[4].at_step: 61: a dead site is restarted whole at one step (an earlier restart of it is at step 60)"},
+      {"two sites",
+       [](json& j) {
+         j["datacenters"].erase(2);
+         j["wan"] = json::array({j["wan"][0]});
+         for (int i : {1, 2}) j["timeline"][i]["kill"]["dc"] = "b";
+         for (int i : {3, 4}) j["timeline"][i]["restart"]["dc"] = "b";
+       },
+       "timeline: \"b\": 1 of 2 data centers are killed whole: a quorum of sites needs a strict majority"},
+  };
+  for (const Case& c : cases) {
+    json j = dead_site();
+    c.edit(j);
+    EXPECT_THAT(error_of(j), HasSubstr(c.message)) << c.what;
+  }
+}
+
 TEST(ScenarioFaults, KillsRestartsAndSlowWorkersParseInTheProcessAndDpdkModes) {
   for (const char* mode : {"process", "dpdk"}) {
     json j = with_faults();
@@ -836,7 +893,8 @@ INSTANTIATE_TEST_SUITE_P(
             "a restart is timed like its kill"},
         Bad{"every worker of a DC",
             [](json& j) { j["timeline"][2] = {{"at_step", 40}, {"kill", {{"dc", "b"}, {"worker", 0}}}}; },
-            "timeline[2].kill: {\"dc\":\"b\",\"worker\":0}: kills every worker of its data center"},
+            "timeline[2].kill: {\"dc\":\"b\",\"worker\":0}: kills every worker of its data center (shrink needs a "
+            "survivor; give every strategy a \"quorum\""},
         Bad{"slow factor 1", [](json& j) { j["timeline"][3]["slow"]["factor"] = 1; },
             "timeline[3].slow.factor: 1: must be > 1"},
         Bad{"slow without factor", [](json& j) { j["timeline"][3]["slow"].erase("factor"); },
@@ -895,11 +953,6 @@ INSTANTIATE_TEST_SUITE_P(
               j["faults"]["policy"] = "estimate";
             },
             "faults.policy: \"estimate\": naive_ddp has no intra-DC group"},
-        Bad{"quorum with node faults",
-            [](json& j) {
-              j["strategies"] = json::array({{{"name", "hier_ef_topk_int8"}, {"overlap", false}, {"quorum", "5s"}}});
-            },
-            "strategies[0].quorum: \"5s\": not with node faults yet"},
         Bad{"unknown shard policy", [](json& j) { j["faults"]["shard"] = "keep"; },
             "faults.shard: \"keep\": unknown shard policy (drop or redistribute)"},
         Bad{"unknown faults key", [](json& j) { j["faults"]["detector"] = "phi"; }, "faults.detector: unknown key"},
