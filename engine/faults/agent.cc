@@ -581,13 +581,16 @@ void FaultRuntime::on_killed(int rank, int step, Nanos now) {
   r.at_s = secs(now);
   r.step = step;
   r.policy = fenced_.count(rank) ? "shrink (fenced after a detection)" : plan_.policy;
-  killed_[rank] = KillState{records_.size(), r.at_s, {}, 0};
+  killed_[rank] = KillState{records_.size(), r.at_s, now, {}, 0};
   records_.push_back(r);
   dead_.insert(rank);
   if (quorum_ && !world_group_) {  // its site's last worker: a dead site for the quorum
     const std::vector<int> site = groups_.group_of(rank, {});
     if (std::all_of(site.begin(), site.end(), [&](int x) { return dead_.count(x) > 0; })) {
-      quorum_->site_down(layout_.dc_of(rank), now);
+      // Dead since its last death in virtual time (the kills reach here in host order).
+      Nanos since{0};
+      for (int x : site) since = std::max(since, killed_.at(x).at);
+      quorum_->site_down(layout_.dc_of(rank), since);
       for (int x : site) records_[killed_.at(x).record].policy = "quorum (a dead site)";
     }
   }

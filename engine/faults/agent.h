@@ -182,6 +182,7 @@ class FaultRuntime {
   struct KillState {
     size_t record;  // index in records_
     double at_s;
+    Nanos at;       // the kill's virtual instant
     std::set<int> resumed;  // survivors that resumed
     double last_resume_s = 0;
   };
