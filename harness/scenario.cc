@@ -1169,12 +1169,12 @@ void ScenarioReader::check_fault_events() {
     }
   }
   for (const auto& [dc, kill] : site_killed) {
+    if (!site_back.count(dc)) continue;  // dead for good: the others go on without it
     const model::FaultEvent& ev = sc.faults.events[kill];
     fail(fault_paths[kill] + ".kill",
          json::parse(fmt::format("{{\"dc\": \"{}\", \"worker\": {}}}", sc.cluster.dcs[static_cast<size_t>(dc)].name, ev.worker)),
-         fmt::format("takes the last worker of its data center, which is {}: restart all {} of them at one step (a "
-                     "dead site left dead would hold the others' final synchronisation)",
-                     site_back.count(dc) ? "only partly restarted" : "never restarted",
+         fmt::format("takes the last worker of its data center, which is only partly restarted: restart all {} of "
+                     "them at one step, or none (nobody of the site would be alive to hand a part of it the model)",
                      sc.cluster.dcs[static_cast<size_t>(dc)].workers));
   }
   if (!dead_sites.empty()) {

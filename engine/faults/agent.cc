@@ -489,19 +489,23 @@ void FaultRuntime::attach_quorum(SiteQuorum* q) {
   // The DCs the timeline leaves with no live worker, in event order (kills and restarts).
   std::vector<int> alive(static_cast<size_t>(M_));
   for (int d = 0; d < M_; ++d) alive[static_cast<size_t>(d)] = static_cast<int>(groups_.group_of(layout_.first(d), {}).size());
-  std::set<int> whole;
+  std::set<int> dead_sites;
   for (const model::FaultEvent& e : plan_.events) {
-    if (e.kind == model::FaultEvent::Kind::kKill && --alive[static_cast<size_t>(e.dc)] == 0) whole.insert(e.dc);
-    if (e.kind == model::FaultEvent::Kind::kRestart) ++alive[static_cast<size_t>(e.dc)];
-  }
-  for (int d : whole) {
-    const std::string site = "node kills: every worker of dc " + std::to_string(d) + " killed";
-    if (!q)
-      throw RunError(site + ": nobody of its group survives to recover (a strategy with \"quorum\" drops the site "
-                            "from the exchange instead)");
-    bool back = false;
-    for (const auto& [step, dcs] : sites_back_at_) back = back || dcs.count(d) > 0;
-    if (!back) throw RunError(site + ": a dead site must be restarted whole, at one step (\"restart\" of every worker)");
+    const std::string site = "node kills: every worker of dc " + std::to_string(e.dc) + " killed";
+    if (e.kind == model::FaultEvent::Kind::kKill && --alive[static_cast<size_t>(e.dc)] == 0) {
+      if (!q)
+        throw RunError(site + ": nobody of its group survives to recover (a strategy with \"quorum\" drops the site "
+                              "from the exchange instead)");
+      dead_sites.insert(e.dc);
+    }
+    if (e.kind != model::FaultEvent::Kind::kRestart) continue;
+    ++alive[static_cast<size_t>(e.dc)];
+    // A dead site comes back whole at one boundary, or not at all: nobody could hand a part of it
+    // the model.
+    if (dead_sites.count(e.dc) && !(sites_back_at_.count(*e.at_step) && sites_back_at_.at(*e.at_step).count(e.dc)))
+      throw RunError(site + ": a dead site is restarted whole, at one step (\"restart\" of every worker), or not at all");
+    if (alive[static_cast<size_t>(e.dc)] == static_cast<int>(groups_.group_of(layout_.first(e.dc), {}).size()))
+      dead_sites.erase(e.dc);
   }
 }
 

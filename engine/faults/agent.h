@@ -47,7 +47,8 @@
 //    no group member to hand it the model: the lowest survivor of the lowest site the timeline
 //    never kills whole hands each restarted worker its own state, of which the restarted take
 //    only what every site shares (Strategy::rejoin_site: the anchor; their residual is 0, their
-//    optimizer fresh), and the quorum counts the site in from the next round decided.
+//    optimizer fresh), and the quorum counts the site in from the next round decided. Never
+//    restarted, it stays out, and the final synchronisation runs among the others.
 //  * slow {dc, worker, factor, steps | duration}: every compute region of the worker is charged
 //    `factor` times (the notes' straggler).
 // A failure while recovering (a second death during the agreement) ends the run with its error.
@@ -146,7 +147,7 @@ class FaultRuntime {
   /// to it as a dead site, and a declaration of another site's leader fences nobody (the service
   /// decides about sites). Before the first step.
   /// Throws RunError if the timeline kills every worker of a DC (per-DC groups) without a quorum
-  /// (nobody would recover), or without restarting the whole site at one boundary.
+  /// (nobody would recover), or restarts a dead site otherwise than whole at one boundary.
   void attach_quorum(SiteQuorum* q);
 
  private:

@@ -198,6 +198,18 @@ class HierEfTopkInt8 final : public Strategy {
     dense.density = 1.0;
     dense.values = kernels::ValueCoding::kFloat32;
     const Coding float32{};
+    if (quorum_) {
+      // Under a quorum the final exchange is one more round of the service's, after the last:
+      // among the sites it decides (a dead site dropped, a paused one left out), every replica of
+      // them identical at the end. A paused site admitted at it already has the final anchor.
+      const int r_final = env.steps / cfg_.K;
+      if (rejoined_at_ != r_final) {
+        std::vector<uint8_t> wire = compress(env, dense, float32);
+        quorum_exchange(env, r_final, std::move(wire), take_round_tags("hier.final"), float32, -1);
+      }
+      std::memcpy(x, xbar_.data(), n * sizeof(float));
+      return;
+    }
     std::vector<uint8_t> wire = compress(env, dense, float32);
     const RoundTags tags = take_round_tags("hier.final");
     std::unique_ptr<InFlight> fut;
@@ -403,11 +415,16 @@ class HierEfTopkInt8 final : public Strategy {
   /// (quorum_pause). The leader tells its members first which of the two happened (a header on
   /// the forward tag), then forwards the peers' messages or the state.
   void quorum_round(WorkerEnv& env, int step) {
+    std::vector<uint8_t> wire = compress(env, kcfg_, rounds_);
+    quorum_exchange(env, (step + 1) / cfg_.K - 1, std::move(wire), take_round_tags("hier.round"), rounds_, step);
+  }
+
+  /// Round `r` under the quorum (quorum_round), or the final exchange (finish: r one beyond the
+  /// last round, `step` -1), of `wire` in `coding`.
+  void quorum_exchange(WorkerEnv& env, int r, std::vector<uint8_t> wire, const RoundTags& tags, const Coding& coding,
+                       int step) {
     const size_t n = env.learner->num_params();
     float* x = env.learner->params();
-    const int r = (step + 1) / cfg_.K - 1;
-    std::vector<uint8_t> wire = compress(env, kcfg_, rounds_);
-    const RoundTags tags = take_round_tags("hier.round");
     std::vector<int> active;  // the sites exchanging this round, ascending
     std::vector<int> joiners;  // admitted at r: they get the state
     Arrived a;
@@ -436,7 +453,7 @@ class HierEfTopkInt8 final : public Strategy {
           sub.links.push_back(static_cast<size_t>(d) < env.wan_in.size() ? env.wan_in[static_cast<size_t>(d)] : InboundLink{});
           qw.peer_sites.push_back(d);
         }
-      std::unique_ptr<InFlight> fut = launch(env, std::move(wire), tags, rounds_, true, nullptr, &sub, qw);
+      std::unique_ptr<InFlight> fut = launch(env, std::move(wire), tags, coding, true, nullptr, &sub, qw);
       bool left_out = false;
       {
         ScopedTimer t(*env.clock, env.times.exposed_comm_ns);
@@ -461,7 +478,7 @@ class HierEfTopkInt8 final : public Strategy {
         for (int d : active) head.push_back(static_cast<uint8_t>(d));
         for (int m : dc_ranks_but_self(env)) {
           env.net->send(m, tags.forward, head);
-          for (const auto& w : a.wires) env.net->send_data(m, tags.forward, w, rounds_.header());
+          for (const auto& w : a.wires) env.net->send_data(m, tags.forward, w, coding.header());
         }
       }
     } else {
@@ -491,7 +508,7 @@ class HierEfTopkInt8 final : public Strategy {
         if (d == env.dc) {
           for (size_t i = 0; i < n; ++i) sum_[i] += w * s_cur_[i];
         } else {
-          add_wire(rounds_, a.wires[k++], w, sum_.data(), n);
+          add_wire(coding, a.wires[k++], w, sum_.data(), n);
         }
       }
       const float inv = 1.0f / wsum;
@@ -574,6 +591,7 @@ class HierEfTopkInt8 final : public Strategy {
     if (head.size() != 1 + sizeof to + n * sizeof(float)) throw TransportError("quorum: a rejoin state of " +
                                                                                std::to_string(head.size()) + " bytes");
     std::memcpy(&to, head.data() + 1, sizeof to);
+    rejoined_at_ = to;
     if (!leader(env))
       for (int k = r + 1; k <= to; ++k) take_round_tags("hier.round");
     std::memcpy(xbar_.data(), head.data() + 1 + sizeof to, n * sizeof(float));
@@ -765,6 +783,7 @@ class HierEfTopkInt8 final : public Strategy {
   std::vector<RoundMeasure> decision_;  // the collected round's measurements, every DC's; empty: none
   SiteQuorum* quorum_ = nullptr;        // "quorum": the cluster's service (faults/quorum.h); else null
   int resume_at_ = 0;                   // a paused site's step to resume at (Strategy::next_step)
+  int rejoined_at_ = -1;                // quorum: the round a paused site was last admitted at
   uint64_t pause_tag_ = 0;              // quorum: the tag a paused leader waits on (nothing comes)
   DdpBuckets buckets_;  // after every other member: its initialiser comes last
 };

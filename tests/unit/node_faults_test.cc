@@ -759,7 +759,33 @@ TEST(Quorum, ADeadSiteNeedsAQuorumAndARestart) {
     }
   };
   expect_refused(dead_site(2, 2, 10, 30), "", "every worker of dc 2 killed: nobody of its group survives");
-  expect_refused(dead_site(2, 2, 10, std::nullopt), "1s", "a dead site must be restarted whole");
+  FaultPlan part = dead_site(2, 2, 10, 30);
+  part.events.pop_back();  // worker 1 stays dead: nobody alive to hand worker 0 the model
+  expect_refused(part, "1s", "a dead site is restarted whole, at one step");
+}
+
+// Site c killed for good, at step 10 or at step 58 (after the last round's decision but one):
+// the others drop it after 1 s, train on and end in a final synchronisation without it, with
+// identical replicas; c's samples stop at its kill.
+TEST(Quorum, ADeadSiteNeverRestartedIsLeftOutToTheEnd) {
+  for (int kill : {10, 58}) {
+    SCOPED_TRACE(kill);
+    const auto q = run_strategy(fixtures::triangle(), work(60), quorum_hier("1s"), data(),
+                                options(dead_site(2, 2, kill, std::nullopt)));
+    ASSERT_TRUE(q.quorum.has_value());
+    const auto& d = q.quorum->decisions;
+    ASSERT_EQ(d.size(), 2u);
+    EXPECT_EQ(d[1].sites, (std::vector<int>{0, 1}));
+    EXPECT_EQ(d[1].round, kill / 4);  // the round in flight when c died (it waited for c's message)
+    EXPECT_EQ(q.metrics.replica_max_abs_diff, 0.0);
+    EXPECT_EQ(q.metrics.samples, (4u * 60u + 2u * static_cast<uint64_t>(kill)) * 16u);
+    EXPECT_GT(q.metrics.final_test_accuracy, 0.5);
+    const double died = q.faults->events[0].at_s;
+    EXPECT_GE(d[1].at_s, died + 1.0);
+    EXPECT_GE(q.series.step_end_s.back(), died + 1.0);
+    std::printf("dead for good at step %d (%.3f s): dropped at round %d (%.3f s), run done at %.3f s, accuracy %.4f\n",
+                kill, died, d[1].round, d[1].at_s, q.series.step_end_s.back(), q.metrics.final_test_accuracy);
+  }
 }
 
 // Two sites: neither side of the cut holds a strict majority of two: both pause until the link
