@@ -574,7 +574,10 @@ class HierEfTopkInt8 final : public Strategy {
   }
 
   /// A paused site (leader or member) when every other site has finished: nobody will admit it.
+  /// Not while its site takes part in round r, or was admitted at r or later: a member waits for
+  /// its leader then (the final round runs after the others said they finished).
   void fail_if_others_finished(const WorkerEnv& env, int r) const {
+    if (quorum_->in_round(r, env.dc) || quorum_->admitted_at(env.dc).value_or(-1) >= r) return;
     if (quorum_->others_finished(env.dc))
       throw TransportError("quorum: data center " + std::to_string(env.dc) + " was paused at round " +
                            std::to_string(r) + " and the others finished before it could rejoin (its side of the "
