@@ -617,6 +617,16 @@ TEST(NodeFaults, EstimateNeedsAnIntraDcGroup) {
 
 namespace {
 
+// hier_ef_topk_int8 under a quorum of `quorum`: rounds every 4 steps, blocking, 5 %.
+StrategyConfig quorum_hier(const std::string& quorum) {
+  StrategyConfig hier{"hier_ef_topk_int8"};
+  hier.K = 4;
+  hier.density = 0.05;
+  hier.overlap = false;
+  hier.quorum = quorum;
+  return hier;
+}
+
 // A quorum of sites (engine/faults/quorum.h, "quorum" of hier_ef_topk_int8): `cut` sites' links
 // down from 2 s to 8 s of training, rounds every 4 steps, blocking, 100 ms per step.
 geotb::model::StrategyRun run_cut(ClusterSpec c, const std::vector<std::pair<int, int>>& cut, const std::string& quorum,
@@ -630,12 +640,7 @@ geotb::model::StrategyRun run_cut(ClusterSpec c, const std::vector<std::pair<int
       ch.change.up = up;
       c.timeline.push_back(ch);
     }
-  StrategyConfig hier{"hier_ef_topk_int8"};
-  hier.K = 4;
-  hier.density = 0.05;
-  hier.overlap = false;
-  hier.quorum = quorum;
-  return run_strategy(c, work(steps), hier, data(), options(FaultPlan{}));
+  return run_strategy(c, work(steps), quorum_hier(quorum), data(), options(FaultPlan{}));
 }
 
 // Site c cut off for 6 s in a triangle: 1 s into the cut the service drops it (the round in
@@ -694,15 +699,6 @@ FaultPlan dead_site(int dc, int workers, int kill, std::optional<int> restart) {
     p.events.push_back(e);
   }
   return p;
-}
-
-StrategyConfig quorum_hier(const std::string& quorum) {
-  StrategyConfig hier{"hier_ef_topk_int8"};
-  hier.K = 4;
-  hier.density = 0.05;
-  hier.overlap = false;
-  hier.quorum = quorum;
-  return hier;
 }
 
 TEST(Quorum, ADeadSiteIsDroppedTheOthersTrainOnAndItsRestartRejoins) {
