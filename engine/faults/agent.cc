@@ -8,6 +8,7 @@
 #include "engine/collectives/transport_group.h"
 #include "engine/faults/rejoin.h"
 #include "engine/faults/shrink.h"
+#include "engine/faults/timeline.h"
 #include "engine/transport/transport.h"
 #include "engine/result.h"
 
@@ -25,7 +26,6 @@ class FaultRuntime::Agent final : public FaultHooks {
     monitor_ = std::make_unique<HeartbeatMonitor>(rt.fabric_, rt.sched_, rank, watched, rt.plan_.heartbeat,
                                                   rt.world_group_, [this](const model::Detection& d) { rt_.on_declared(d); },
                                                   rt.groups_.watched_outside_group(rank), std::move(witnesses));
-    slow_.resize(rt.plan_.events.size());
   }
 
   void create() { monitor_->create(); }
@@ -35,56 +35,24 @@ class FaultRuntime::Agent final : public FaultHooks {
   void step_begins(WorkerEnv& env, int step) override {
     env.estimator = rt_.estimator(rank_);  // policy "estimate" (null otherwise)
     const Nanos now = rt_.sched_.now(rt_.sched_.current());
-    const double t = rt_.secs(now);
-    const auto& ev = rt_.plan_.events;
-    for (size_t i = 0; i < ev.size(); ++i) {
-      const model::FaultEvent& e = ev[i];
-      if (e.kind != model::FaultEvent::Kind::kSlow || rt_.layout_.rank_of(e.dc, e.worker) != rank_) continue;
-      Slow& s = slow_[i];
-      if (!s.started) {
-        const bool due = e.at_step ? step >= *e.at_step : now - rt_.t0_ >= *e.at;
-        if (!due) continue;
-        s.started = true;
-        s.step = step;
-        s.start = now;
-        rt_.factor_[static_cast<size_t>(rank_)].store(e.factor);
-        model::FaultRecord r;
-        r.event = "slow";
-        r.rank = rank_;
-        r.dc = e.dc;
-        r.worker = e.worker;
-        r.at_s = t;
-        r.step = step;
-        r.policy = "none";
-        r.factor = e.factor;
-        std::lock_guard<std::mutex> lk(rt_.mu_);
-        s.record = rt_.records_.size();
-        rt_.records_.push_back(r);
-      } else if (!s.ended) {
-        const bool over = e.steps ? step >= s.step + *e.steps : now - s.start >= *e.duration;
-        if (!over) continue;
-        s.ended = true;
-        rt_.factor_[static_cast<size_t>(rank_)].store(1.0);
-        std::lock_guard<std::mutex> lk(rt_.mu_);
-        rt_.records_[s.record].until_s = t;
-      }
-    }
+    const std::optional<double> factor = timeline_.step_begins(
+        step, now - rt_.t0_, rt_.secs(now),
+        [&](const model::FaultRecord& r) {
+          std::lock_guard<std::mutex> lk(rt_.mu_);
+          rt_.records_.push_back(r);
+          return rt_.records_.size() - 1;
+        },
+        [&](size_t record, double until_s) {
+          std::lock_guard<std::mutex> lk(rt_.mu_);
+          rt_.records_[record].until_s = until_s;
+        });
+    if (factor) rt_.factor_[static_cast<size_t>(rank_)].store(*factor);
   }
 
   void before_sync(WorkerEnv& env, int step) override {
     const Nanos now = rt_.sched_.now(rt_.sched_.current());
-    const auto& ev = rt_.plan_.events;
     if (rt_.fenced(rank_)) die(env, step, "fenced: declared dead by a peer");
-    for (size_t i = 0; i < ev.size(); ++i) {
-      const model::FaultEvent& e = ev[i];
-      if (e.kind != model::FaultEvent::Kind::kKill || rt_.layout_.rank_of(e.dc, e.worker) != rank_) continue;
-      // Once: a worker restarted from an earlier checkpoint redoes the kill's step alive.
-      if (fired_.count(i)) continue;
-      if (e.at_step ? *e.at_step == step : now - rt_.t0_ >= *e.at) {
-        fired_.insert(i);
-        die(env, step, "killed by the scenario's timeline");
-      }
-    }
+    if (timeline_.kill_due(step, now - rt_.t0_)) die(env, step, "killed by the scenario's timeline");
   }
 
   bool recover(WorkerEnv& env, int step, BatchSampler& sampler) override {
@@ -398,20 +366,13 @@ class FaultRuntime::Agent final : public FaultHooks {
     throw WorkerKilled("rank " + std::to_string(rank_) + " " + why + " at step " + std::to_string(step));
   }
 
-  struct Slow {
-    bool started = false, ended = false;
-    int step = 0;
-    Nanos start{0};
-    size_t record = 0;
-  };
   FaultRuntime& rt_;
   const int rank_, dc_;
   std::unique_ptr<HeartbeatMonitor> monitor_;
   std::set<int> handled_;           // dead peers already recovered from
   std::unique_ptr<IntraDc> intra_;  // the rebuilt group
   int epoch_ = 0;
-  std::set<size_t> fired_;  // kill events (indices in the plan) that took effect
-  std::vector<Slow> slow_;
+  RankFaultTimeline timeline_{rt_.plan_, rt_.layout_, rank_};  // its slow events and kills
 };
 
 FaultRuntime::FaultRuntime(const model::FaultPlan& plan, const StrategyInfo& info, const model::RankLayout& layout,

@@ -12,7 +12,7 @@ ProcessFaultAgent::ProcessFaultAgent(ProcessFaultConfig cfg, const emu::Clock& c
       clock_(clock),
       shards_(cfg_.shards),
       restarts_(restart_schedule(cfg_.plan, cfg_.groups.layout)),
-      slow_(cfg_.plan.events.size()) {}
+      timeline_(cfg_.plan, cfg_.groups.layout, cfg_.rank) {}
 
 void ProcessFaultAgent::regroup(WorkerEnv& env, const std::vector<int>& group, const std::string& name) {
   env.intra = nullptr;
@@ -116,35 +116,15 @@ void ProcessFaultAgent::rejoined(const RejoinMessage& m) {
 void ProcessFaultAgent::step_begins(WorkerEnv& env, int step) {
   const Nanos now = clock_.now();
   compute_at_begin_ = env.times.compute_ns;
-  const auto& ev = cfg_.plan.events;
   std::lock_guard<std::mutex> lk(mu_);
-  for (size_t i = 0; i < ev.size(); ++i) {
-    const model::FaultEvent& e = ev[i];
-    if (e.kind != model::FaultEvent::Kind::kSlow || cfg_.groups.layout.rank_of(e.dc, e.worker) != cfg_.rank) continue;
-    Slow& s = slow_[i];
-    if (!s.started) {
-      if (!(e.at_step ? step >= *e.at_step : now - t0_ >= *e.at)) continue;
-      s.started = true;
-      s.step = step;
-      s.start = now;
-      factor_ = e.factor;
-      model::FaultRecord r;
-      r.event = "slow";
-      r.rank = cfg_.rank;
-      r.dc = e.dc;
-      r.worker = e.worker;
-      r.at_s = secs(now);
-      r.step = step;
-      r.policy = "none";
-      r.factor = e.factor;
-      s.record = log_.slow.size();
-      log_.slow.push_back(r);
-    } else if (!s.ended && (e.steps ? step >= s.step + *e.steps : now - s.start >= *e.duration)) {
-      s.ended = true;
-      factor_ = 1;
-      log_.slow[s.record].until_s = secs(now);
-    }
-  }
+  const std::optional<double> factor = timeline_.step_begins(
+      step, now - t0_, secs(now),
+      [&](const model::FaultRecord& r) {
+        log_.slow.push_back(r);
+        return log_.slow.size() - 1;
+      },
+      [&](size_t record, double until_s) { log_.slow[record].until_s = until_s; });
+  if (factor) factor_ = *factor;
 }
 
 void ProcessFaultAgent::attach(SocketTransport& sock, std::chrono::milliseconds peer_timeout) {
@@ -247,13 +227,11 @@ void ProcessFaultAgent::before_sync(WorkerEnv& env, int step) {
     clock_.sleep_until(clock_.now() + extra);
     env.times.compute_ns += static_cast<uint64_t>(extra.count());
   }
-  for (const model::FaultEvent& e : cfg_.plan.events)
-    if (e.kind == model::FaultEvent::Kind::kKill && cfg_.groups.layout.rank_of(e.dc, e.worker) == cfg_.rank &&
-        (e.at_step ? *e.at_step == step : clock_.now() - t0_ >= *e.at)) {
-      killed(step);
-      throw WorkerKilled("rank " + std::to_string(cfg_.rank) + " killed by the scenario's timeline at step " +
-                         std::to_string(step));
-    }
+  if (timeline_.kill_due(step, clock_.now() - t0_)) {
+    killed(step);
+    throw WorkerKilled("rank " + std::to_string(cfg_.rank) + " killed by the scenario's timeline at step " +
+                       std::to_string(step));
+  }
 }
 
 void ProcessFaultAgent::killed(int step) {

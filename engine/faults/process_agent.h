@@ -70,6 +70,7 @@
 #include "engine/collectives/intra_dc.h"
 #include "engine/faults/rejoin.h"
 #include "engine/faults/shrink.h"
+#include "engine/faults/timeline.h"
 #include "engine/transport/socket/socket_transport.h"
 #include "engine/worker_loop.h"
 #include "model/faults.h"
@@ -207,13 +208,7 @@ class ProcessFaultAgent final : public FaultHooks {
   int epoch_ = 0;           // membership changes agreed
   model::RankFaultLog log_;
   // slow events of this rank (by index in the plan): started, ended, its record in log_.slow
-  struct Slow {
-    bool started = false, ended = false;
-    int step = 0;
-    Nanos start{0};
-    size_t record = 0;
-  };
-  std::vector<Slow> slow_;
+  RankFaultTimeline timeline_;  // its slow events and kills (timeline.h, shared with the embedded agent)
   double factor_ = 1;          // the compute factor now
   uint64_t compute_at_begin_ = 0;  // env.times.compute_ns when this step's compute began
 };
