@@ -78,28 +78,17 @@ class FaultRuntime::Agent final : public FaultHooks {
   // agreement on it. Appends the newly dead to `fresh_all`; false if nobody new is dead.
   bool shrink(WorkerEnv& env, int step, std::vector<int>& fresh_all) {
     if (rt_.fenced(rank_)) die(env, step, "fenced: declared dead by a peer");
-    const std::set<int> declared = monitor_->declared_clearing_alarm();
-    std::set<int> dead = handled_;
-    std::vector<int> fresh;
-    for (int d : declared)
-      if (!handled_.count(d)) fresh.push_back(d), dead.insert(d);
+    const std::vector<int> fresh = fresh_deaths(rt_.groups_, rank_, monitor_->declared_clearing_alarm(), handled_);
     if (fresh.empty()) return false;
-    const std::vector<int> old_group = rt_.group_of(rank_, handled_);
-    for (int d : fresh)
-      if (std::find(old_group.begin(), old_group.end(), d) == old_group.end())
-        throw RunError("rank " + std::to_string(rank_) + " declared rank " + std::to_string(d) +
-                       " (the leader of another data center) dead: this strategy cannot re-address its exchange "
-                       "between data centers (policy shrink recovers inside a group only)");
+    std::set<int> dead = handled_;
+    dead.insert(fresh.begin(), fresh.end());
     handled_ = dead;
     fresh_all.insert(fresh_all.end(), fresh.begin(), fresh.end());
     const std::vector<int> group = rt_.group_of(rank_, dead);
     const int index = static_cast<int>(std::find(group.begin(), group.end(), rank_) - group.begin());
 
     // Rebuild: the ring of every live rank (naive_ddp), the intra-DC group without the dead.
-    std::vector<int> ring;
-    for (int r : env.ring)
-      if (!dead.count(r)) ring.push_back(r);
-    env.ring = ring;
+    env.ring = ring_without(env.ring, dead);
     if (env.intra) {
       intra_ = shrink_transport_group(*env.intra, *env.net, group, index);
       env.intra = intra_.get();

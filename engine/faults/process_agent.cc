@@ -255,18 +255,11 @@ bool ProcessFaultAgent::recover(WorkerEnv& env, int step, BatchSampler& sampler)
     std::vector<int> fresh;
     {
       std::lock_guard<std::mutex> lk(mu_);
-      for (int d : declared_)
-        if (!handled_.count(d)) fresh.push_back(d);
+      fresh = fresh_deaths(g, rank, declared_, handled_);
       handled_.insert(fresh.begin(), fresh.end());
       dead = handled_;
       refresh_interrupt();  // notices about what is handled now no longer interrupt anything
     }
-    const std::vector<int> mine = g.group_of(rank, {});
-    for (int d : fresh)
-      if (std::find(mine.begin(), mine.end(), d) == mine.end())
-        throw RunError("rank " + std::to_string(rank) + " declared rank " + std::to_string(d) +
-                       " (the leader of another data center) dead: this strategy cannot re-address its exchange "
-                       "between data centers (policy shrink recovers inside a group only)");
     fresh_all.insert(fresh_all.end(), fresh.begin(), fresh.end());
     group = g.group_of(rank, dead);
     // The old Gloo group goes now, before the agreement: a member blocked in a collective on this
@@ -293,10 +286,7 @@ bool ProcessFaultAgent::recover(WorkerEnv& env, int step, BatchSampler& sampler)
   }
   ++epoch_;
   // Rebuild: the ring of every live rank, the Gloo group without the dead (a new rendezvous).
-  std::vector<int> ring;
-  for (int r : env.ring)
-    if (!dead.count(r)) ring.push_back(r);
-  env.ring = ring;
+  env.ring = ring_without(env.ring, dead);
   if (regroup_) {
     std::string name = "shrink";
     for (int d : dead) name += "-" + std::to_string(d);

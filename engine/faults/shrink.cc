@@ -110,6 +110,26 @@ std::optional<int> take_over_dead_leader(Transport& net, const FaultGroups& g, i
   return was;
 }
 
+std::vector<int> fresh_deaths(const FaultGroups& g, int rank, const std::set<int>& declared, const std::set<int>& handled) {
+  std::vector<int> fresh;
+  for (int d : declared)
+    if (!handled.count(d)) fresh.push_back(d);
+  const std::vector<int> mine = g.group_of(rank, {});
+  for (int d : fresh)
+    if (std::find(mine.begin(), mine.end(), d) == mine.end())
+      throw RunError("rank " + std::to_string(rank) + " declared rank " + std::to_string(d) +
+                     " (the leader of another data center) dead: this strategy cannot re-address its exchange "
+                     "between data centers (policy shrink recovers inside a group only)");
+  return fresh;
+}
+
+std::vector<int> ring_without(const std::vector<int>& ring, const std::set<int>& dead) {
+  std::vector<int> out;
+  for (int r : ring)
+    if (!dead.count(r)) out.push_back(r);
+  return out;
+}
+
 void agree_on_group(Transport& net, int rank, const std::vector<int>& group, int step, const std::set<int>& dead) {
   std::vector<int64_t> mine = {step};
   for (int d : dead) mine.push_back(d);

@@ -55,6 +55,14 @@ std::optional<int> take_over_dead_leader(Transport& net, const FaultGroups& g, i
 std::vector<uint8_t> encode_ints(const std::vector<int64_t>& v);
 std::vector<int64_t> decode_ints(const std::vector<uint8_t>& b);
 
+/// The peers newly declared dead: those of `declared` not in `handled`, ascending. Throws
+/// RunError if one of them is outside `rank`'s group (another DC's leader, which a DC leader of
+/// per-DC groups watches): shrink recovers inside a group only.
+std::vector<int> fresh_deaths(const FaultGroups& g, int rank, const std::set<int>& declared, const std::set<int>& handled);
+
+/// `ring` without the ranks in `dead`, in its order.
+std::vector<int> ring_without(const std::vector<int>& ring, const std::set<int>& dead);
+
 /// The survivors of `group` agree on the step in flight (`step`) and on the dead set: the group's
 /// lowest rank collects every member's view and answers it. Throws RunError naming both views on
 /// a disagreement; the transport's errors (PeerDeclaredDead when another member dies meanwhile)
