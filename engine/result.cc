@@ -103,11 +103,12 @@ model::StrategyRun merge_rank_reports(const std::string& strategy, const std::ve
           res.exchanges[i].seconds = log[i].seconds;
           res.exchanges[i].lower_bound_s = log[i].lower_bound_s;
         }
-  // The final dense synchronisation: every DC leader's step -1 message, to each other DC.
+  // The final dense synchronisation: every DC leader's step -1 message, to each other DC (to each
+  // other site of the final round under a quorum of sites).
   uint64_t final_sync = 0;
   for (const auto& log : dc_log)
     for (const auto& x : log)
-      if (x.step == -1) final_sync += x.bytes_sent * static_cast<uint64_t>(dcs - 1);
+      if (x.step == -1) final_sync += x.bytes_sent * static_cast<uint64_t>(x.peers >= 0 ? x.peers : dcs - 1);
   m.wan_final_sync_bytes = final_sync;
   m.exchanges = info.exchanges_every_step ? static_cast<uint64_t>(steps) : res.exchanges.size();
   res.series.loss.assign(static_cast<size_t>(steps), 0);

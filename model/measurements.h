@@ -34,6 +34,10 @@ struct ExchangeRecord {
   /// "K": "auto" only (engine/strategies/adaptive_k.h): the K decided at this round, i.e. the
   /// steps until the next one; 0 = a fixed K (not recorded).
   int K = 0;
+  /// How many peers this leader sent its message to; -1: every other DC. Set under a quorum of
+  /// sites, whose rounds and final exchange run among the sites decided (result.cc counts the
+  /// final synchronisation's WAN bytes with it). Not in reports.
+  int peers = -1;
 };
 
 /// One site of an asynchronous strategy (engine/strategies/async_ef_topk_int8.cc), as its leader

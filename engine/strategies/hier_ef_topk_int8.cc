@@ -426,6 +426,7 @@ class HierEfTopkInt8 final : public Strategy {
     const size_t n = env.learner->num_params();
     float* x = env.learner->params();
     std::vector<int> active;  // the sites exchanging this round, ascending
+    int sent_to = 0;          // leader: the peers its message went to (the round's sites when it launched)
     std::vector<int> joiners;  // admitted at r: they get the state
     Arrived a;
     if (leader(env)) {
@@ -453,6 +454,7 @@ class HierEfTopkInt8 final : public Strategy {
           sub.links.push_back(static_cast<size_t>(d) < env.wan_in.size() ? env.wan_in[static_cast<size_t>(d)] : InboundLink{});
           qw.peer_sites.push_back(d);
         }
+      sent_to = static_cast<int>(sub.leaders.size());
       std::unique_ptr<InFlight> fut = launch(env, std::move(wire), tags, coding, true, nullptr, &sub, qw);
       bool left_out = false;
       {
@@ -518,6 +520,7 @@ class HierEfTopkInt8 final : public Strategy {
     std::memcpy(mark_.data(), x, n * sizeof(float));
     if (leader(env)) {
       env.exchanges.push_back(exchange_record(a, step));
+      env.exchanges.back().peers = sent_to;
       // S_r's lowest exchanging site hands the admitted sites the anchor, on round r's forward tag
       // (its own members get theirs on it too; an admitted leader is none of them).
       if (!joiners.empty() && env.dc == active.front()) {

@@ -779,6 +779,13 @@ TEST(Quorum, ADeadSiteNeverRestartedIsLeftOutToTheEnd) {
     const double died = q.faults->events[0].at_s;
     EXPECT_GE(d[1].at_s, died + 1.0);
     EXPECT_GE(q.series.step_end_s.back(), died + 1.0);
+    // The final synchronisation went between a and b only: each leader's dense message to one
+    // peer (a report reader refuses more final-sync bytes than WAN bytes).
+    ASSERT_FALSE(q.exchanges.empty());
+    ASSERT_EQ(q.exchanges.back().step, -1);
+    ASSERT_TRUE(q.metrics.wan_final_sync_bytes.has_value());
+    EXPECT_EQ(*q.metrics.wan_final_sync_bytes, 2 * q.exchanges.back().bytes_sent);
+    EXPECT_LE(*q.metrics.wan_final_sync_bytes, q.metrics.wan_payload_bytes);
     std::printf("dead for good at step %d (%.3f s): dropped at round %d (%.3f s), run done at %.3f s, accuracy %.4f\n",
                 kill, died, d[1].round, d[1].at_s, q.series.step_end_s.back(), q.metrics.final_test_accuracy);
   }
