@@ -791,6 +791,21 @@ TEST(Quorum, ADeadSiteNeverRestartedIsLeftOutToTheEnd) {
   }
 }
 
+// Under a quorum, a kill that leaves its site a survivor is shrink's business: site b's leader
+// killed at step 10, its worker 1 takes over its address, and the service changes nothing.
+TEST(Quorum, ALeaderKillInsideASiteIsShrunkNotDropped) {
+  const auto q = run_strategy(fixtures::triangle(), work(60), quorum_hier("1s"), data(), options(kill_at(1, 0, 10)));
+  ASSERT_TRUE(q.quorum.has_value());
+  EXPECT_EQ(q.quorum->decisions.size(), 1u);
+  ASSERT_TRUE(q.faults.has_value());
+  ASSERT_EQ(q.faults->events.size(), 1u);
+  EXPECT_EQ(q.faults->events[0].policy, "shrink");
+  EXPECT_EQ(q.faults->events[0].new_leader, std::optional<int>(3));
+  EXPECT_EQ(q.faults->false_detections, 0);
+  EXPECT_EQ(q.metrics.replica_max_abs_diff, 0.0);
+  EXPECT_EQ(q.metrics.samples, (5u * 60u + 10u) * 16u);
+}
+
 // Two sites: neither side of the cut holds a strict majority of two: both pause until the link
 // is back, nothing is dropped, and the run keeps every sample.
 TEST(Quorum, TwoSitesBothPauseAndNobodyIsDropped) {
