@@ -22,12 +22,12 @@ std::set<int> SiteQuorum::side(int site, Nanos now) const {
   while (!todo.empty()) {
     const int a = todo.back();
     todo.pop_back();
+    const auto dead_a = site_down_.find(a);
     for (int b = 0; b < sites_; ++b) {
       if (seen.count(b)) continue;
       std::optional<Nanos> down = down_since_(a, b, now);
-      for (int s : {a, b})
-        if (auto dead = site_down_.find(s); dead != site_down_.end())
-          down = down ? std::min(*down, dead->second) : dead->second;
+      for (auto dead : {dead_a, site_down_.find(b)})
+        if (dead != site_down_.end()) down = down ? std::min(*down, dead->second) : dead->second;
       if (down && now - *down >= timeout_) continue;
       seen.insert(b);
       todo.push_back(b);
