@@ -151,10 +151,12 @@ class FaultRuntime::Agent final : public FaultHooks {
 
   void at_reepoch(WorkerEnv& env, int steps, const StateBuffers& state) override {
     const Nanos now = rt_.sched_.now(rt_.sched_.current());
-    if (auto it = rt_.sites_back_at_.find(steps); it != rt_.sites_back_at_.end())
-      for (int dc : it->second) restart_site(env, steps, dc, state, now);
+    const auto whole = rt_.sites_back_at_.find(steps);
+    const std::set<int> no_site;
+    const std::set<int>& sites = whole == rt_.sites_back_at_.end() ? no_site : whole->second;
+    for (int dc : sites) restart_site(env, steps, dc, state, now);
     for (int r : rt_.restarts_at_.at(steps)) {
-      if (rt_.sites_back_at_.count(steps) && rt_.sites_back_at_.at(steps).count(rt_.layout_.dc_of(r))) continue;
+      if (sites.count(rt_.layout_.dc_of(r))) continue;  // its whole site's: restart_site
       const std::vector<int> mine = rt_.group_of(rank_, {});
       if (std::find(mine.begin(), mine.end(), r) == mine.end() || r == rank_) continue;  // not my group's
       if (!handled_.count(r)) continue;  // never declared dead here: nothing to undo (it cannot happen: the kill is before)
@@ -385,19 +387,33 @@ FaultRuntime::FaultRuntime(const model::FaultPlan& plan, const StrategyInfo& inf
   // A DC leader's kill with per-DC groups: every endpoint keeps its last messages to each endpoint
   // of another site, for the dead leader's successor (Fabric::take_over).
   if (!world_group_ && plan_.kills_a_dc_leader()) fabric_.retain_cross_site(kKeptForSuccessor);
-  // Sites killed whole and restarted at one boundary (scenario validation: one step for the
-  // whole site, and only under a quorum of sites).
-  if (!world_group_)
-    for (const auto& [step, ranks] : restarts_at_)
-      for (int d = 0; d < M_; ++d) {
-        const std::vector<int> site = groups_.group_of(layout_.first(d), {});
-        if (std::all_of(site.begin(), site.end(),
-                        [&](int x) { return std::find(ranks.begin(), ranks.end(), x) != ranks.end(); }))
-          sites_back_at_[step].insert(d);
+  // Sites killed whole (per-DC groups; only under a quorum of sites: attach_quorum), in event
+  // order: which, and at which boundary each comes back whole. A restart of a part of a dead
+  // site is remembered for attach_quorum's refusal.
+  if (!world_group_) {
+    std::vector<int> alive(static_cast<size_t>(M_));
+    for (int d = 0; d < M_; ++d) alive[static_cast<size_t>(d)] = layout_.workers(d);
+    std::set<int> dead_now;
+    for (const model::FaultEvent& e : plan_.events) {
+      const auto dc = static_cast<size_t>(e.dc);
+      if (e.kind == model::FaultEvent::Kind::kKill && --alive[dc] == 0) {
+        killed_whole_.insert(e.dc);
+        dead_now.insert(e.dc);
       }
-  std::set<int> whole;
-  for (const auto& [step, dcs] : sites_back_at_) whole.insert(dcs.begin(), dcs.end());
-  while (whole.count(site_coordinator_dc_)) ++site_coordinator_dc_;
+      if (e.kind != model::FaultEvent::Kind::kRestart) continue;
+      ++alive[dc];
+      if (!dead_now.count(e.dc)) continue;
+      const std::vector<int>& back = restarts_at_.at(*e.at_step);
+      const std::vector<int> site = groups_.group_of(layout_.first(e.dc), {});
+      if (std::all_of(site.begin(), site.end(), [&](int x) { return std::find(back.begin(), back.end(), x) != back.end(); }))
+        sites_back_at_[*e.at_step].insert(e.dc);
+      else
+        partly_restarted_ = e.dc;
+      if (alive[dc] == layout_.workers(e.dc)) dead_now.erase(e.dc);
+    }
+  }
+  // A restarted site's model comes from a site that always has a live worker.
+  while (killed_whole_.count(site_coordinator_dc_)) ++site_coordinator_dc_;
   progress_.assign(static_cast<size_t>(P_), 0);
   for (int r = 0; r < P_; ++r) {
     factor_[static_cast<size_t>(r)].store(1.0);
@@ -435,28 +451,15 @@ void FaultRuntime::enable_estimates(const Dataset& train, size_t batch) {
 
 void FaultRuntime::attach_quorum(SiteQuorum* q) {
   quorum_ = q;
-  if (world_group_) return;
-  // The DCs the timeline leaves with no live worker, in event order (kills and restarts).
-  std::vector<int> alive(static_cast<size_t>(M_));
-  for (int d = 0; d < M_; ++d) alive[static_cast<size_t>(d)] = static_cast<int>(groups_.group_of(layout_.first(d), {}).size());
-  std::set<int> dead_sites;
-  for (const model::FaultEvent& e : plan_.events) {
-    const std::string site = "node kills: every worker of dc " + std::to_string(e.dc) + " killed";
-    if (e.kind == model::FaultEvent::Kind::kKill && --alive[static_cast<size_t>(e.dc)] == 0) {
-      if (!q)
-        throw RunError(site + ": nobody of its group survives to recover (a strategy with \"quorum\" drops the site "
-                              "from the exchange instead)");
-      dead_sites.insert(e.dc);
-    }
-    if (e.kind != model::FaultEvent::Kind::kRestart) continue;
-    ++alive[static_cast<size_t>(e.dc)];
-    // A dead site comes back whole at one boundary, or not at all: nobody could hand a part of it
-    // the model.
-    if (dead_sites.count(e.dc) && !(sites_back_at_.count(*e.at_step) && sites_back_at_.at(*e.at_step).count(e.dc)))
-      throw RunError(site + ": a dead site is restarted whole, at one step (\"restart\" of every worker), or not at all");
-    if (alive[static_cast<size_t>(e.dc)] == static_cast<int>(groups_.group_of(layout_.first(e.dc), {}).size()))
-      dead_sites.erase(e.dc);
-  }
+  if (!killed_whole_.empty() && !q)
+    throw RunError("node kills: every worker of dc " + std::to_string(*killed_whole_.begin()) +
+                   " killed: nobody of its group survives to recover (a strategy with \"quorum\" drops the site from "
+                   "the exchange instead)");
+  // A dead site comes back whole at one boundary, or not at all: nobody could hand a part of it
+  // the model.
+  if (partly_restarted_)
+    throw RunError("node kills: every worker of dc " + std::to_string(*partly_restarted_) +
+                   " killed: a dead site is restarted whole, at one step (\"restart\" of every worker), or not at all");
 }
 
 GradientEstimator* FaultRuntime::estimator(int rank) const {

@@ -210,9 +210,12 @@ class FaultRuntime {
   };
   std::map<int, Handoff> handoff_;  // restarted rank -> its hand-off (in sched_.update)
   SiteQuorum* quorum_ = nullptr;    // attach_quorum
-  // Sites killed whole (a quorum of sites): boundary -> the DCs restarted whole there; and the
-  // lowest DC never killed whole, whose lowest survivor hands a restarted site its model.
+  // Sites killed whole (a quorum of sites): every DC the timeline leaves without a live worker;
+  // boundary -> the DCs restarted whole there; a dead DC restarted only in part (refused); and
+  // the lowest DC never killed whole, whose lowest survivor hands a restarted site its model.
+  std::set<int> killed_whole_;
   std::map<int, std::set<int>> sites_back_at_;
+  std::optional<int> partly_restarted_;
   int site_coordinator_dc_ = 0;
 };
 

@@ -791,6 +791,43 @@ TEST(Quorum, ADeadSiteNeverRestartedIsLeftOutToTheEnd) {
   }
 }
 
+// Five sites: site 0 killed for good and site 2 killed and restarted, both at step 10. The
+// restarted site's model must come from a site the timeline never kills whole (site 1), not
+// from the dead site 0.
+TEST(Quorum, ARestartedSiteTakesItsModelFromASiteNeverKilledWhole) {
+  ClusterSpec c;
+  for (const char* name : {"a", "b", "c", "d", "e"}) c.dcs.push_back({name, 2});
+  c.lan.rate_bps = 100e9;
+  c.lan.delay = std::chrono::microseconds(10);
+  for (int a = 0; a < 5; ++a)
+    for (int b = a + 1; b < 5; ++b) {
+      geotb::model::WanLink w;
+      w.a = a;
+      w.b = b;
+      w.a_to_b.rate_bps = w.b_to_a.rate_bps = 1e9;
+      w.a_to_b.delay = w.b_to_a.delay = std::chrono::milliseconds(10);
+      c.wan.push_back(w);
+    }
+  FaultPlan p = dead_site(0, 2, 10, std::nullopt);
+  const FaultPlan back = dead_site(2, 2, 10, 30);
+  p.events.insert(p.events.end(), back.events.begin(), back.events.end());
+  const auto q = run_strategy(c, work(60), quorum_hier("1s"), data(), options(p));
+  ASSERT_TRUE(q.quorum.has_value());
+  const auto& d = q.quorum->decisions;
+  ASSERT_EQ(d.size(), 3u);
+  EXPECT_EQ(d[1].sites, (std::vector<int>{1, 3, 4}));
+  EXPECT_EQ(d[2].sites, (std::vector<int>{1, 2, 3, 4}));
+  int restarts = 0;
+  for (const auto& e : q.faults->events)
+    if (e.event == "restart") {
+      ++restarts;
+      EXPECT_EQ(e.dc, 2);
+    }
+  EXPECT_EQ(restarts, 2);
+  EXPECT_EQ(q.metrics.replica_max_abs_diff, 0.0);
+  EXPECT_EQ(q.metrics.samples, (6u * 60u + 2u * 10u + 2u * (10u + 30u)) * 16u);
+}
+
 // Under a quorum, a kill that leaves its site a survivor is shrink's business: site b's leader
 // killed at step 10, its worker 1 takes over its address, and the service changes nothing.
 TEST(Quorum, ALeaderKillInsideASiteIsShrunkNotDropped) {
