@@ -14,6 +14,7 @@
 #include "emulator/inproc/virtual_time.h"
 #include "common/clock.h"
 #include "engine/checkpoint/worker_state.h"
+#include "engine/collectives/analytic_group.h"
 #include "engine/collectives/transport_group.h"
 #include "common/units.h"
 #include "engine/faults/agent.h"
@@ -157,6 +158,26 @@ model::StrategyRun run_strategy(const ClusterSpec& cluster, const WorkloadSpec& 
     e.make_normal = make_torch_normal_source;
   }
 
+  // `lan.collectives: "analytic"`: one hub per intra-DC group, shared by its members.
+  const bool analytic = cluster.lan_collectives == ClusterSpec::LanCollectives::kAnalytic && info.needs_intra_dc;
+  std::vector<std::shared_ptr<AnalyticHub>> analytic_hubs;
+  if (analytic) {
+    if (!virt || opt.compute.empty())
+      throw RunError("lan.collectives \"analytic\" needs the virtual clock and a compute profile (its reductions are "
+                     "charged by the profile)");
+    if (faults) throw RunError("lan.collectives \"analytic\" does not run with node faults (a dead member's group is "
+                               "the message model's): use \"messages\"");
+    LanCost lc;
+    lc.rate_bps = cluster.lan.rate_bps;
+    lc.delay = cluster.lan.delay;
+    lc.mss_bytes = cluster.segments.mss_bytes;
+    lc.header_bytes = cluster.segments.header_bytes;
+    lc.overhead_bytes = cluster.lan.overhead_bytes;
+    for (int g = 0; g < (info.one_group ? 1 : M); ++g)
+      analytic_hubs.push_back(make_analytic_hub(nets[static_cast<size_t>(layout.first(g))]->make_sync(), lc,
+                                                info.one_group ? P : layout.workers(g), opt.represent_scale));
+  }
+
   // Resuming: every rank's state is in memory and verified (checkpoint/file.h) before any starts.
   const Checkpoint* resume = opt.checkpoint.resume;
   if (resume && (static_cast<int>(resume->ranks.size()) != P || resume->header.strategy != scfg.run_name()))
@@ -264,9 +285,7 @@ model::StrategyRun run_strategy(const ClusterSpec& cluster, const WorkloadSpec& 
       if (!opt.compute.empty())
         set_thread_compute_charge(
             [s = sched.get(), profile = compute_profile(env.dc), scaled, k = opt.represent_scale](Work w, uint64_t n) {
-              // Per-element work is the represented model's (a step is charged whole or in shares).
-              if (k != 1.0 && w != Work::kStep && w != Work::kStepShare) n = static_cast<uint64_t>(std::llround(static_cast<double>(n) * k));
-              s->charge(s->current(), scaled(profile.cost(w, n)));
+              s->charge(s->current(), scaled(represented_cost(profile, k, w, n)));
             });
       else
         set_thread_measured_charge(
@@ -281,7 +300,13 @@ model::StrategyRun run_strategy(const ClusterSpec& cluster, const WorkloadSpec& 
         for (int m = 0; m < P; ++m)
           if (info.one_group || layout.dc_of(m) == env.dc) members.push_back(m);
         const auto pos = std::find(members.begin(), members.end(), r) - members.begin();
-        intra = make_transport_group(*nets[static_cast<size_t>(r)], members, static_cast<int>(pos));
+        if (analytic)
+          intra = make_analytic_group(analytic_hubs.at(info.one_group ? 0 : env.dc), static_cast<int>(pos),
+                                      [profile = compute_profile(env.dc), k = opt.represent_scale](uint64_t e) {
+                                        return represented_cost(profile, k, Work::kReduce, e);
+                                      });
+        else
+          intra = make_transport_group(*nets[static_cast<size_t>(r)], members, static_cast<int>(pos));
         env.intra = intra.get();
       } else if (info.needs_intra_dc) {
         GlooOptions go;

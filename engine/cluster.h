@@ -33,6 +33,11 @@ namespace geotb::engine {
 /// the `lan` reference strategy's link between data centers.
 struct ClusterSpec : model::Topology {
   emu::SegmentConfig segments;
+  /// How the virtual clock times the collectives inside a data center (scenario
+  /// `lan.collectives`, docs/guide/scale.md): Gloo's ring message by message over the fabric's
+  /// LAN connections, or each collective as one computed event (collectives/analytic_group.h).
+  enum class LanCollectives : uint8_t { kMessages, kAnalytic };
+  LanCollectives lan_collectives = LanCollectives::kMessages;
 };
 
 /// Which clock the embedded mode runs on (docs/guide/clocks.md).

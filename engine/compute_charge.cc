@@ -42,6 +42,12 @@ std::chrono::nanoseconds ComputeProfile::cost(Work w, uint64_t elements) const {
   return std::chrono::nanoseconds{0};
 }
 
+std::chrono::nanoseconds represented_cost(const ComputeProfile& profile, double scale, Work w, uint64_t elements) {
+  if (scale != 1.0 && w != Work::kStep && w != Work::kStepShare)
+    elements = static_cast<uint64_t>(std::llround(static_cast<double>(elements) * scale));
+  return profile.cost(w, elements);
+}
+
 void set_thread_compute_charge(std::function<void(Work, uint64_t)> charge) { tl.charge = std::move(charge); }
 
 const std::function<void(Work, uint64_t)>& thread_compute_charge() { return tl.charge; }

@@ -43,6 +43,11 @@ struct ComputeProfile {
   std::chrono::nanoseconds cost(Work w, uint64_t elements) const;
 };
 
+/// `profile`'s cost of `elements` of `w` for a represented model `scale` times the trained one
+/// (docs/guide/represented.md): per-element work is the represented model's; a step, charged
+/// whole or in shares, is not scaled.
+std::chrono::nanoseconds represented_cost(const ComputeProfile& profile, double scale, Work w, uint64_t elements);
+
 /// Installs `charge` for the calling thread (empty: none). The embedded cluster installs one that
 /// advances the thread's actor by ComputeProfile::cost.
 void set_thread_compute_charge(std::function<void(Work, uint64_t)> charge);

@@ -148,6 +148,7 @@ int run(const RunArgs& a) {
     check_sites_for_mode(sc);
     check_faults_for_mode(sc);
     check_represented_for_mode(sc);
+    check_lan_collectives(sc);
   } catch (const ScenarioError& e) {
     fmt::print(stderr, "geotb: error: {}: {}\n", a.scenario, e.what());
     return 2;

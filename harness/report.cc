@@ -57,6 +57,7 @@ namespace {
 void record_clock(const Scenario& sc, model::ReportContext& c) {
   const bool virt = sc.network == NetworkMode::kEmbedded && sc.clock == engine::ClockMode::kVirtual;
   c.clock = virt ? "virtual" : "wall";
+  if (virt && sc.cluster.lan_collectives == engine::ClusterSpec::LanCollectives::kAnalytic) c.lan_collectives = "analytic";
   if (sc.represented) c.represented_model = sc.represented;
   if (!virt || sc.compute.empty()) return;
   auto profile = [&](size_t i) {
@@ -231,6 +232,9 @@ std::string summary_table(const model::RunReport& rep) {
                                               : "compute: measured thread CPU time, minimum of the last 32",
                        host, seeds ? " for the first seed's runs" : "");
     if (rep.context.derived()) out += model::describe_clock(rep.context) + " (context.compute_profile)\n";
+    if (rep.context.lan_collectives)
+      out += "intra-DC collectives timed analytically, one event each, not message by message (lan.collectives; "
+             "docs/guide/scale.md)\n";
   }
   if (rm) out += model::describe_represented(rep.context) + " (context.represented_model)\n";
   return out;

@@ -410,6 +410,7 @@ Scenario ScenarioReader::read() {
   check_faults_for_mode(sc);
   check_represented_for_mode(sc);
   check_strategies_for_mode(sc);
+  check_lan_collectives(sc);
   represented_sequences();
   check_fault_events();
   root.done();
@@ -460,6 +461,14 @@ void ScenarioReader::lan_and_wan() {
   if (const json* lan = root.opt("lan")) {
     Obj l(*lan, "lan");
     sc.cluster.lan = link_settings(l, sc.cluster.lan, false);
+    const std::string messages = "messages";
+    const std::string coll = get_string(l, "collectives", &messages);
+    if (coll == "analytic")
+      sc.cluster.lan_collectives = engine::ClusterSpec::LanCollectives::kAnalytic;
+    else if (coll != messages)
+      fail(l.field("collectives"), json(coll),
+           "expected \"messages\" (Gloo's ring message by message over the LAN) or \"analytic\" (each intra-DC "
+           "collective one computed event: docs/guide/scale.md)");
     l.done();
   }
 
@@ -1359,6 +1368,24 @@ void check_strategies_for_mode(const Scenario& sc, const std::vector<std::string
            "cannot be checkpointed (its sites are at different steps, with updates in flight: no step is a "
            "consistent cut); remove the \"checkpoint\" block or this strategy");
   }
+}
+
+void check_lan_collectives(const Scenario& sc) {
+  if (sc.cluster.lan_collectives != engine::ClusterSpec::LanCollectives::kAnalytic) return;
+  const std::string field = "lan.collectives";
+  const json v("analytic");
+  if (sc.network != NetworkMode::kEmbedded || sc.clock != engine::ClockMode::kVirtual)
+    fail(field, v, fmt::format("analytic collectives time the virtual clock's embedded mode only (this scenario: "
+                               "network \"{}\", clock \"{}\")",
+                               to_string(sc.network), sc.clock == engine::ClockMode::kVirtual ? "virtual" : "wall"));
+  if (sc.compute.empty())
+    fail(field, v, "analytic collectives need a compute profile (\"compute\"): their reductions are charged by it");
+  if (sc.faults.active() || !sc.faults.events.empty())
+    fail(field, v, "analytic collectives do not run with node faults (a dead member's group is the message model's): "
+                   "use \"messages\"");
+  for (const char* k : {"loss", "jitter", "queue", "reorder"})
+    if (sc.raw.contains("lan") && sc.raw["lan"].contains(k))
+      fail(field, v, fmt::format("the analytic model has no LAN {} (lan.{} is set): use \"messages\"", k, k));
 }
 
 void check_represented_for_mode(const Scenario& sc) {

@@ -117,6 +117,9 @@ void check_sites_for_mode(const Scenario& sc);
 /// from the trained one) runs in its mode: embedded, virtual clock, a compute profile, and no
 /// naive_ddp on Gloo's ring (its per-MiB rendezvous count grows with the model: eager_ring).
 void check_represented_for_mode(const Scenario& sc);
+/// Throws ScenarioError naming `lan.collectives` unless "analytic" collectives can time this run:
+/// embedded mode, virtual clock, a compute profile, no node faults, no LAN loss, jitter or queue.
+void check_lan_collectives(const Scenario& sc);
 /// Strategies that run on the embedded mode's virtual clock only, or without checkpoints
 /// (descriptor's virtual_time_only, no_checkpoints): refused elsewhere, naming the field. Also
 /// called by `geotb run` after its --net/--clock/--checkpoint-dir overrides, with the strategies

@@ -495,6 +495,7 @@ void to_json(json& j, const ReportContext& c) {
   if (c.hardware_threads) j["hardware_threads"] = *c.hardware_threads;
   if (c.dc_tcp_congestion_control) j["dc_tcp_congestion_control"] = *c.dc_tcp_congestion_control;
   if (c.clock) j["clock"] = *c.clock;
+  if (c.lan_collectives) j["lan_collectives"] = *c.lan_collectives;
   auto profile = [](const ReportContext::ComputeProfile& p) {
     json o{{"step_time_s", p.step_time_s},
            {"reduce_ns_per_element", p.reduce_ns_per_element},
@@ -540,6 +541,12 @@ void from_json(const json& j, ReportContext& c) {
     c.clock = f::str(j, "clock");
     if (*c.clock != "virtual" && *c.clock != "wall")
       f::fail("clock", fmt::format("expected \"virtual\" or \"wall\", got {}", f::shown(j.at("clock"))));
+  }
+  c.lan_collectives.reset();
+  if (f::has(j, "lan_collectives")) {
+    c.lan_collectives = f::str(j, "lan_collectives");
+    if (*c.lan_collectives != "analytic")
+      f::fail("lan_collectives", fmt::format("expected \"analytic\", got {}", f::shown(j.at("lan_collectives"))));
   }
   auto profile = [](const json& p) {
     ReportContext::ComputeProfile r{f::nonneg(p, "step_time_s"), f::nonneg(p, "reduce_ns_per_element"),

@@ -353,6 +353,10 @@ struct ReportContext {
   /// The clock every time figure of the report is in: "virtual" (the embedded mode's virtual
   /// time, docs/guide/clocks.md) or "wall" (the host's). Absent in reports older than the clock.
   std::optional<std::string> clock;
+  /// "analytic" when the intra-DC collectives' times were computed as one event each (scenario
+  /// `lan.collectives`, docs/guide/scale.md) instead of Gloo's ring message by message; absent:
+  /// message by message.
+  std::optional<std::string> lan_collectives;
   /// The compute profile the virtual clock charged instead of CPU time, if the scenario had one
   /// and every data center ran it.
   struct ComputeProfile {

@@ -71,6 +71,33 @@ TEST(Scenario, GoodFileParsesIntoStructs) {
   EXPECT_EQ(parse_scenario(j, "s.json").tcp_congestion_control, "bbr");
 }
 
+TEST(Scenario, AnalyticLanCollectivesParseAndAreRefusedWhereTheyCannotTime) {
+  json j = good();
+  j["compute"] = {{"step_time", "20ms"}};
+  EXPECT_EQ(parse_scenario(j, "s.json").cluster.lan_collectives, geotb::engine::ClusterSpec::LanCollectives::kMessages);
+  j["lan"]["collectives"] = "analytic";
+  const auto sc = parse_scenario(j, "s.json");
+  EXPECT_EQ(sc.cluster.lan_collectives, geotb::engine::ClusterSpec::LanCollectives::kAnalytic);
+  EXPECT_NE(sc.hash, parse_scenario(good(), "s.json").hash);
+  json bad = j;
+  bad["lan"]["collectives"] = "fluid";
+  EXPECT_THAT(error_of(bad), HasSubstr("lan.collectives: \"fluid\": expected \"messages\""));
+  bad = j;
+  bad.erase("compute");
+  EXPECT_THAT(error_of(bad), HasSubstr("lan.collectives: \"analytic\": analytic collectives need a compute profile"));
+  bad = j;
+  bad.erase("compute");
+  bad["clock"] = "wall";
+  EXPECT_THAT(error_of(bad), HasSubstr("lan.collectives: \"analytic\": analytic collectives time the virtual clock's "
+                                       "embedded mode only (this scenario: network \"embedded\", clock \"wall\")"));
+  bad = j;
+  bad["lan"]["loss"] = {{"model", "bernoulli"}, {"p", "1e-4"}};
+  EXPECT_THAT(error_of(bad), HasSubstr("lan.collectives: \"analytic\": the analytic model has no LAN loss"));
+  bad = j;
+  bad["timeline"] = json::array({{{"at_step", 2}, {"kill", {{"dc", "b"}, {"worker", 1}}}}});
+  EXPECT_THAT(error_of(bad), HasSubstr("lan.collectives: \"analytic\": analytic collectives do not run with node faults"));
+}
+
 TEST(Scenario, UnequalDataCentersAndTheirWeightsParse) {
   json j = good();
   j["datacenters"][1]["workers"] = 5;

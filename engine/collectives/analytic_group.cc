@@ -1,0 +1,361 @@
+#include "engine/collectives/analytic_group.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <optional>
+#include <string>
+#include <sys/types.h>
+#include <utility>
+
+#include "engine/collectives/gloo_ring.h"
+#include "engine/collectives/ring_allreduce.h"
+
+namespace geotb::engine {
+
+using Nanos = std::chrono::nanoseconds;
+
+Nanos LanCost::serialize(uint64_t payload) const {
+  if (rate_bps <= 0) return Nanos{0};
+  const uint64_t frames = std::max<uint64_t>(1, (payload + mss_bytes - 1) / mss_bytes);
+  const double wire = static_cast<double>(payload + frames * (header_bytes + overhead_bytes));
+  return Nanos(std::llround(wire * 8e9 / rate_bps));
+}
+
+namespace {
+
+/// A message on a directed pair that is free at `free`: it arrives after its serialization and
+/// `rounds` one-way delays; the pair is busy until it has left.
+Nanos deliver(const LanCost& lan, Nanos& free, Nanos at, uint64_t payload, uint64_t rounds = 1) {
+  const Nanos start = std::max(at, free);
+  free = start + lan.serialize(payload);
+  return free + lan.delay * static_cast<int64_t>(rounds);
+}
+
+struct GlooSegment {
+  size_t send_off, recv_off;
+  ssize_t send_len, recv_len;  // bytes; <= 0: nothing moves (Gloo's convention)
+};
+
+/// Gloo's offsets (gloo_ring.cc) of ring position `pos` at iteration i of `phase`.
+GlooSegment gloo_segment(const GlooRingLayout& L, size_t total, size_t pos, int phase, size_t i) {
+  const size_t send_first = phase == 0 ? pos + 1 : pos;
+  const size_t recv_first = phase == 0 ? pos + 2 : pos + 1;
+  const size_t span = L.num_segments * L.segment_bytes;
+  GlooSegment g;
+  g.send_off = ((send_first * L.segments_per_rank + i) * L.segment_bytes) % span;
+  g.recv_off = ((recv_first * L.segments_per_rank + i) * L.segment_bytes) % span;
+  const auto seg = static_cast<ssize_t>(L.segment_bytes), tot = static_cast<ssize_t>(total);
+  g.send_len = std::min(seg, tot - static_cast<ssize_t>(g.send_off));
+  g.recv_len = std::min(seg, tot - static_cast<ssize_t>(g.recv_off));
+  return g;
+}
+
+}  // namespace
+
+std::vector<Nanos> gloo_ring_schedule(const std::vector<Nanos>& arrive, size_t n, double scale, const RingClock& c) {
+  const size_t p = arrive.size();
+  std::vector<Nanos> clock = arrive;
+  if (p < 2 || n == 0) return clock;
+  const GlooRingOptions o;
+  const size_t total = n * sizeof(float), pre = o.preamble_bytes;
+  const GlooRingLayout L = gloo_ring_layout(total, p, o);
+  const size_t sends = L.num_segments - L.segments_per_rank, iters = L.iterations_per_phase;
+  auto scaled = [&](ssize_t len) {
+    const auto b = static_cast<uint64_t>(len);
+    return scale == 1.0 ? pre + b : pre + static_cast<uint64_t>(std::llround(static_cast<double>(b) * scale));
+  };
+  std::vector<Nanos>& free = *c.free;
+  std::vector<Nanos> device(p, Nanos{0});  // each position's device thread: its last send's instant
+  // Per position and sending iteration: the receiver-ready's arrival (from the predecessor), the
+  // post of the send, when it was written, and when the segment arrives (from the successor).
+  std::vector<std::vector<Nanos>> ready(p, std::vector<Nanos>(sends)), posted = ready, written = ready, data = ready;
+  for (int phase = 0; phase < 2; ++phase) {
+    for (size_t i = 0; i < iters; ++i) {
+      for (size_t r = 0; r < p; ++r) {  // the user thread of each position
+        if (i >= 2) {
+          const GlooSegment prev = gloo_segment(L, total, r, phase, i - 2);
+          if (prev.recv_len > 0) {
+            clock[r] = std::max(clock[r], data[r][i - 2]);
+            if (phase == 0) clock[r] += c.reduce_cost[r](static_cast<uint64_t>(prev.recv_len) / sizeof(float));
+          }
+          if (prev.send_len > 0) clock[r] = std::max(clock[r], written[r][i - 2]);
+        }
+        if (i < sends) {
+          const GlooSegment cur = gloo_segment(L, total, r, phase, i);
+          if (cur.recv_len > 0) ready[(r + 1) % p][i] = deliver(*c.lan, free[2 * r], clock[r], pre);
+          if (cur.send_len > 0) posted[r][i] = clock[r];
+        }
+      }
+      if (i >= sends) continue;
+      for (size_t r = 0; r < p; ++r) {  // the device threads: a send leaves once its receiver is ready
+        const GlooSegment cur = gloo_segment(L, total, r, phase, i);
+        if (cur.send_len <= 0) continue;
+        written[r][i] = device[r] = std::max({device[r], posted[r][i], ready[r][i]});
+        const size_t to = (r + p - 1) % p;
+        data[to][i] = deliver(*c.lan, free[2 * r + 1], written[r][i], scaled(cur.send_len));
+      }
+    }
+  }
+  for (size_t r = 0; r < p; ++r) clock[r] = std::max(clock[r], device[r]);
+  return clock;
+}
+
+std::vector<Nanos> eager_ring_schedule(const std::vector<Nanos>& arrive, size_t n,
+                                       const std::function<uint64_t(size_t)>& chunk_bytes, uint64_t rounds,
+                                       const RingClock& c) {
+  const size_t p = arrive.size();
+  std::vector<Nanos> clock = arrive;
+  if (p < 2) return clock;
+  auto len = [&](size_t ch) { return (ch + 1) * n / p - ch * n / p; };
+  std::vector<Nanos> in(p);
+  for (int phase = 0; phase < 2; ++phase)
+    for (size_t s = 0; s + 1 < p; ++s) {
+      for (size_t r = 0; r < p; ++r) {  // each sends its chunk to its successor
+        const size_t send_c = phase == 0 ? (r + p - s) % p : (r + 1 + p - s) % p;
+        in[(r + 1) % p] = deliver(*c.lan, (*c.free)[2 * r], clock[r], chunk_bytes(send_c), rounds);
+      }
+      for (size_t r = 0; r < p; ++r) {  // and waits for its predecessor's
+        const size_t recv_c = phase == 0 ? (r + p - s - 1) % p : (r + p - s) % p;
+        clock[r] = std::max(clock[r], in[r]);
+        if (phase == 0) clock[r] += c.reduce_cost[r](len(recv_c));
+      }
+    }
+  return clock;
+}
+
+namespace {
+
+/// The data flow of Gloo's ring over every position's buffer, in Gloo's order.
+void gloo_ring_sums(const std::vector<float*>& bufs, size_t n) {
+  const size_t p = bufs.size();
+  const GlooRingOptions o;
+  const size_t total = n * sizeof(float);
+  const GlooRingLayout L = gloo_ring_layout(total, p, o);
+  const size_t sends = L.num_segments - L.segments_per_rank;
+  // The segment each position sent at iterations i - 1 and i (copies, as Gloo's messages are).
+  std::vector<std::vector<std::vector<float>>> msg(p, std::vector<std::vector<float>>(2));
+  for (int phase = 0; phase < 2; ++phase)
+    for (size_t i = 0; i < L.iterations_per_phase; ++i) {
+      if (i >= 2)
+        for (size_t r = 0; r < p; ++r) {
+          const GlooSegment prev = gloo_segment(L, total, r, phase, i - 2);
+          if (prev.recv_len <= 0) continue;
+          const std::vector<float>& got = msg[(r + 1) % p][i % 2];  // the successor's, from i - 2
+          float* dst = bufs[r] + prev.recv_off / sizeof(float);
+          if (phase == 0) {
+            for (size_t k = 0; k < got.size(); ++k) dst[k] = dst[k] + got[k];  // own + partial sum
+          } else {
+            std::memcpy(dst, got.data(), got.size() * sizeof(float));
+          }
+        }
+      if (i < sends)
+        for (size_t r = 0; r < p; ++r) {
+          const GlooSegment cur = gloo_segment(L, total, r, phase, i);
+          std::vector<float>& out = msg[r][i % 2];
+          out.clear();
+          if (cur.send_len <= 0) continue;
+          const float* src = bufs[r] + cur.send_off / sizeof(float);
+          out.assign(src, src + static_cast<size_t>(cur.send_len) / sizeof(float));
+        }
+    }
+}
+
+/// The data flow of the eager ring (ring_allreduce.cc) over every position's buffer.
+void eager_ring_sums(const std::vector<float*>& bufs, size_t n) {
+  const size_t p = bufs.size();
+  auto lo = [&](size_t c) { return c * n / p; };
+  std::vector<std::vector<float>> msg(p);
+  for (int phase = 0; phase < 2; ++phase)
+    for (size_t s = 0; s + 1 < p; ++s) {
+      for (size_t r = 0; r < p; ++r) {
+        const size_t c = phase == 0 ? (r + p - s) % p : (r + 1 + p - s) % p;
+        msg[r].assign(bufs[r] + lo(c), bufs[r] + lo(c + 1));
+      }
+      for (size_t r = 0; r < p; ++r) {
+        const size_t c = phase == 0 ? (r + p - s - 1) % p : (r + p - s) % p;
+        const std::vector<float>& got = msg[(r + p - 1) % p];
+        float* dst = bufs[r] + lo(c);
+        if (phase == 0)
+          for (size_t k = 0; k < got.size(); ++k) dst[k] = dst[k] + got[k];
+        else
+          std::copy(got.begin(), got.end(), dst);
+      }
+    }
+}
+
+enum class OpKind : uint8_t { kAllreduce, kBroadcast };
+
+struct Op {
+  OpKind kind = OpKind::kAllreduce;
+  size_t n = 0;
+  RingShape shape;  // elements 0: the data's own
+  int root = 0;
+  int arrived = 0, departed = 0;
+  std::vector<float*> data;
+  std::vector<Nanos> at, done;
+  std::vector<const std::function<Nanos(uint64_t)>*> reduce;
+  std::vector<float> root_copy;  // a broadcast's data, as the root sent it
+  bool sent = false;             // a broadcast's root has sent: `done` holds each member's arrival
+  bool ready = false;            // an allreduce's members have all arrived: `done` holds their ends
+  std::string error;
+};
+
+const char* kind_name(OpKind k) { return k == OpKind::kAllreduce ? "allreduce" : "broadcast"; }
+
+}  // namespace
+
+class AnalyticHub {
+ public:
+  AnalyticHub(std::unique_ptr<Sync> sync, const LanCost& lan, int size, double scale)
+      : sync_(std::move(sync)), lan_(lan), size_(size), scale_(scale), ring_free_(2 * static_cast<size_t>(size)) {}
+
+  int size() const { return size_; }
+
+  /// Member `index` takes part in operation `id` (every member numbers its operations alike) and
+  /// returns when it is done for it, at its instant. Throws CollectiveError on a mismatch.
+  void take_part(uint64_t id, int index, OpKind kind, float* data, size_t n, const RingShape& shape, int root,
+                 const std::function<Nanos(uint64_t)>& reduce) {
+    const auto me = static_cast<size_t>(index);
+    const bool sender = kind == OpKind::kBroadcast && index == root;
+    sync_->update([&](Nanos now) {
+      Op& op = ops_[id];
+      if (op.arrived == 0) {
+        op.kind = kind, op.n = n, op.shape = shape, op.root = root;
+        op.data.assign(static_cast<size_t>(size_), nullptr);
+        op.at.assign(static_cast<size_t>(size_), Nanos{0});
+        op.done = op.at;
+        op.reduce.assign(static_cast<size_t>(size_), nullptr);
+      } else if (op.kind != kind || op.n != n || op.root != root || op.shape.elements != shape.elements ||
+                 op.shape.rounds != shape.rounds) {
+        op.error = "analytic intra-DC group: member " + std::to_string(index) + " called " + kind_name(kind) + " of " +
+                   std::to_string(n) + " elements (root " + std::to_string(root) + ") where another called " +
+                   kind_name(op.kind) + " of " + std::to_string(op.n) + " (root " + std::to_string(op.root) + ")";
+      }
+      op.data[me] = data, op.at[me] = now, op.reduce[me] = &reduce;
+      if (sender) send_broadcast(op, data, now);
+      if (++op.arrived == size_ && op.kind == OpKind::kAllreduce && op.error.empty()) complete(op);
+      if (op.arrived == size_) op.ready = true;
+    });
+    // The root of a broadcast sends and goes on, as transport_group.h's does.
+    if (!sender)
+      sync_->wait(
+          [&]() -> std::optional<Nanos> {
+            const Op& op = ops_.at(id);
+            if (!op.error.empty()) return op.at[me];
+            if (op.kind == OpKind::kBroadcast) return op.sent ? std::optional(op.done[me]) : std::nullopt;
+            return op.ready ? std::optional(op.done[me]) : std::nullopt;
+          },
+          emu::WaitWhat(kind == OpKind::kAllreduce ? "analytic intra-DC allreduce: member {0}, operation {2}"
+                                                   : "analytic intra-DC broadcast: member {0} from {1}, operation {2}",
+                        index, root, id));
+    std::string error;
+    sync_->update([&](Nanos) {
+      Op& op = ops_.at(id);
+      error = op.error;
+      if (error.empty() && op.kind == OpKind::kBroadcast && !sender)
+        std::copy(op.root_copy.begin(), op.root_copy.end(), data);
+      if (++op.departed == size_) ops_.erase(id);
+    });
+    if (!error.empty()) throw CollectiveError(error);
+  }
+
+ private:
+  /// The root sends its data to every other member at once, one message on each pair, in member
+  /// order (transport_group.h's broadcast): each arrives after its pair's serialization and delay.
+  void send_broadcast(Op& op, const float* data, Nanos now) {
+    op.root_copy.assign(data, data + op.n);
+    const auto root = static_cast<size_t>(op.root);
+    for (size_t m = 0; m < static_cast<size_t>(size_); ++m)
+      if (m != root) op.done[m] = deliver(lan_, bcast_free_[{root, m}], now, rep_bytes(op.n * sizeof(float)));
+    op.sent = true;
+  }
+
+  void complete(Op& op) {
+    RingClock c;
+    c.lan = &lan_;
+    c.free = &ring_free_;
+    for (const auto* f : op.reduce) c.reduce_cost.push_back(*f);
+    const size_t n = op.n, p = op.data.size();
+    const bool shaped = op.shape.elements != 0 && !shape_scales(n, op.shape, scale_);
+    if (!shaped && gloo_ring_represents(n, scale_, p)) {
+      gloo_ring_sums(op.data, n);
+      op.done = gloo_ring_schedule(op.at, n, scale_, c);
+    } else {
+      // What transport_group.h runs then: the eager ring, each chunk's message the represented
+      // model's bytes (a shape's share of its elements, and its rounds).
+      eager_ring_sums(op.data, n);
+      const uint64_t e = op.shape.elements;
+      std::function<uint64_t(size_t)> bytes;
+      if (shaped)
+        bytes = [&](size_t ch) { return ((ch + 1) * e / p - ch * e / p) * sizeof(float); };
+      else
+        bytes = [&](size_t ch) { return rep_bytes(((ch + 1) * n / p - ch * n / p) * sizeof(float)); };
+      op.done = eager_ring_schedule(op.at, n, bytes, shaped ? op.shape.rounds : 1, c);
+    }
+    // c10d's mean: the sum divided by the group's size, each member's own reduction.
+    const float size = static_cast<float>(p);
+    for (size_t m = 0; m < p; ++m) {
+      for (size_t i = 0; i < n; ++i) op.data[m][i] /= size;
+      op.done[m] += (*op.reduce[m])(n);
+    }
+  }
+
+  uint64_t rep_bytes(uint64_t bytes) const {
+    return scale_ == 1.0 ? bytes : static_cast<uint64_t>(std::llround(static_cast<double>(bytes) * scale_));
+  }
+
+  std::unique_ptr<Sync> sync_;
+  const LanCost lan_;
+  const int size_;
+  const double scale_;
+  std::vector<Nanos> ring_free_;  // the ring's pairs: 2r = r -> r + 1, 2r + 1 = r -> r - 1
+  std::map<std::pair<size_t, size_t>, Nanos> bcast_free_;
+  std::map<uint64_t, Op> ops_;
+};
+
+std::shared_ptr<AnalyticHub> make_analytic_hub(std::unique_ptr<Sync> sync, const LanCost& lan, int size, double scale) {
+  return std::make_shared<AnalyticHub>(std::move(sync), lan, size, scale);
+}
+
+namespace {
+
+class AnalyticGroup final : public IntraDc {
+ public:
+  AnalyticGroup(std::shared_ptr<AnalyticHub> hub, int index, std::function<Nanos(uint64_t)> reduce_cost)
+      : hub_(std::move(hub)), index_(index), reduce_(std::move(reduce_cost)) {}
+  int rank() const override { return index_; }
+  int size() const override { return hub_->size(); }
+  void allreduce_mean(float* data, size_t n) override {
+    if (hub_->size() < 2) return;
+    hub_->take_part(next_++, index_, OpKind::kAllreduce, data, n, RingShape{0, 1}, 0, reduce_);
+  }
+  void allreduce_mean_shaped(float* data, size_t n, const RingShape& shape) override {
+    if (hub_->size() < 2) return;
+    hub_->take_part(next_++, index_, OpKind::kAllreduce, data, n, shape, 0, reduce_);
+  }
+  void broadcast(float* data, size_t n, int root) override {
+    if (hub_->size() < 2) return;
+    hub_->take_part(next_++, index_, OpKind::kBroadcast, data, n, RingShape{0, 1}, root, reduce_);
+  }
+  void barrier() override {
+    float one = 1;
+    allreduce_mean(&one, 1);
+  }
+
+ private:
+  std::shared_ptr<AnalyticHub> hub_;
+  int index_;
+  std::function<Nanos(uint64_t)> reduce_;
+  uint64_t next_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<IntraDc> make_analytic_group(std::shared_ptr<AnalyticHub> hub, int index,
+                                             std::function<Nanos(uint64_t)> reduce_cost) {
+  return std::make_unique<AnalyticGroup>(std::move(hub), index, std::move(reduce_cost));
+}
+
+}  // namespace geotb::engine
