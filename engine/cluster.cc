@@ -174,7 +174,8 @@ model::StrategyRun run_strategy(const ClusterSpec& cluster, const WorkloadSpec& 
     lc.header_bytes = cluster.segments.header_bytes;
     lc.overhead_bytes = cluster.lan.overhead_bytes;
     for (int g = 0; g < (info.one_group ? 1 : M); ++g)
-      analytic_hubs.push_back(make_analytic_hub(nets[static_cast<size_t>(layout.first(g))]->make_sync(), lc,
+      analytic_hubs.push_back(make_analytic_hub(nets[static_cast<size_t>(layout.first(g))]->make_sync(),
+                                                nets[static_cast<size_t>(layout.first(g))]->make_sync(), lc,
                                                 info.one_group ? P : layout.workers(g), opt.represent_scale));
   }
 

@@ -208,8 +208,9 @@ const char* kind_name(OpKind k) { return k == OpKind::kAllreduce ? "allreduce" :
 
 class AnalyticHub {
  public:
-  AnalyticHub(std::unique_ptr<Sync> sync, const LanCost& lan, int size, double scale)
-      : sync_(std::move(sync)), lan_(lan), size_(size), scale_(scale), ring_free_(2 * static_cast<size_t>(size)) {}
+  AnalyticHub(std::unique_ptr<Sync> done, std::unique_ptr<Sync> arrive, const LanCost& lan, int size, double scale)
+      : done_(std::move(done)), arrive_(std::move(arrive)), lan_(lan), size_(size), scale_(scale),
+        ring_free_(2 * static_cast<size_t>(size)) {}
 
   int size() const { return size_; }
 
@@ -219,7 +220,11 @@ class AnalyticHub {
                  const std::function<Nanos(uint64_t)>& reduce) {
     const auto me = static_cast<size_t>(index);
     const bool sender = kind == OpKind::kBroadcast && index == root;
-    sync_->update([&](Nanos now) {
+    // Arrivals and departures go through a Sync nobody waits on; only an event that can release
+    // members (the last arrival, a broadcast's send, a mismatch) wakes the waiters, once: a
+    // collective costs each member O(1) readiness checks, not O(group).
+    bool release = false;
+    arrive_->update([&](Nanos now) {
       Op& op = ops_[id];
       if (op.arrived == 0) {
         op.kind = kind, op.n = n, op.shape = shape, op.root = root;
@@ -237,10 +242,12 @@ class AnalyticHub {
       if (sender) send_broadcast(op, data, now);
       if (++op.arrived == size_ && op.kind == OpKind::kAllreduce && op.error.empty()) complete(op);
       if (op.arrived == size_) op.ready = true;
+      release = sender || op.ready || !op.error.empty();
     });
+    if (release) done_->update([](Nanos) {});
     // The root of a broadcast sends and goes on, as transport_group.h's does.
     if (!sender)
-      sync_->wait(
+      done_->wait(
           [&]() -> std::optional<Nanos> {
             const Op& op = ops_.at(id);
             if (!op.error.empty()) return op.at[me];
@@ -251,7 +258,7 @@ class AnalyticHub {
                                                    : "analytic intra-DC broadcast: member {0} from {1}, operation {2}",
                         index, root, id));
     std::string error;
-    sync_->update([&](Nanos) {
+    arrive_->update([&](Nanos) {
       Op& op = ops_.at(id);
       error = op.error;
       if (error.empty() && op.kind == OpKind::kBroadcast && !sender)
@@ -306,7 +313,7 @@ class AnalyticHub {
     return scale_ == 1.0 ? bytes : static_cast<uint64_t>(std::llround(static_cast<double>(bytes) * scale_));
   }
 
-  std::unique_ptr<Sync> sync_;
+  std::unique_ptr<Sync> done_, arrive_;  // one time domain (one scheduler's lock guards both)
   const LanCost lan_;
   const int size_;
   const double scale_;
@@ -315,8 +322,9 @@ class AnalyticHub {
   std::map<uint64_t, Op> ops_;
 };
 
-std::shared_ptr<AnalyticHub> make_analytic_hub(std::unique_ptr<Sync> sync, const LanCost& lan, int size, double scale) {
-  return std::make_shared<AnalyticHub>(std::move(sync), lan, size, scale);
+std::shared_ptr<AnalyticHub> make_analytic_hub(std::unique_ptr<Sync> done, std::unique_ptr<Sync> arrive,
+                                               const LanCost& lan, int size, double scale) {
+  return std::make_shared<AnalyticHub>(std::move(done), std::move(arrive), lan, size, scale);
 }
 
 namespace {

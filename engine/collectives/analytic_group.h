@@ -44,10 +44,13 @@ struct LanCost {
 };
 
 /// The shared side of one analytic group: created once per group before its members start, and
-/// handed to each member. `sync` must be the members' time domain (Transport::make_sync);
-/// `scale`: the transport's represent_scale() (message bytes are the represented model's).
+/// handed to each member. `done` and `arrive`: two Syncs of the members' time domain
+/// (Transport::make_sync of one virtual-time transport, whose scheduler's lock guards both): the
+/// members wait on `done`, and arrive and leave through `arrive`. `scale`: the transport's
+/// represent_scale() (message bytes are the represented model's).
 class AnalyticHub;
-std::shared_ptr<AnalyticHub> make_analytic_hub(std::unique_ptr<Sync> sync, const LanCost& lan, int size, double scale);
+std::shared_ptr<AnalyticHub> make_analytic_hub(std::unique_ptr<Sync> done, std::unique_ptr<Sync> arrive,
+                                               const LanCost& lan, int size, double scale);
 
 /// Member `index` of the hub's group. `reduce_cost(elements)`: this member's declared cost of
 /// reducing that many of the trained model's elements (ComputeProfile::cost of Work::kReduce at
