@@ -185,7 +185,18 @@ void eager_ring_sums(const std::vector<float*>& bufs, size_t n) {
     }
 }
 
-enum class OpKind : uint8_t { kAllreduce, kBroadcast };
+enum class OpKind : uint8_t { kAllreduce, kBroadcast, kForward };
+
+/// One member's call: the operation and its arguments (a forward's `n` is its number of messages).
+struct Call {
+  OpKind kind = OpKind::kAllreduce;
+  float* data = nullptr;
+  size_t n = 0;
+  RingShape shape{0, 1};  // elements 0: the data's own
+  int root = 0;
+  std::vector<std::vector<uint8_t>>* wires = nullptr;  // a forward's messages: the root's, or filled
+  uint64_t header_bytes = 0;                           // a forward's bytes not scaled
+};
 
 struct Op {
   OpKind kind = OpKind::kAllreduce;
@@ -196,13 +207,16 @@ struct Op {
   std::vector<float*> data;
   std::vector<Nanos> at, done;
   std::vector<const std::function<Nanos(uint64_t)>*> reduce;
-  std::vector<float> root_copy;  // a broadcast's data, as the root sent it
-  bool sent = false;             // a broadcast's root has sent: `done` holds each member's arrival
+  std::vector<float> root_copy;                 // a broadcast's data, as the root sent it
+  std::vector<std::vector<uint8_t>> root_wires;  // a forward's messages, as the root sent them
+  bool sent = false;  // a broadcast's or forward's root has sent: `done` holds each member's arrival
   bool ready = false;            // an allreduce's members have all arrived: `done` holds their ends
   std::string error;
 };
 
-const char* kind_name(OpKind k) { return k == OpKind::kAllreduce ? "allreduce" : "broadcast"; }
+const char* kind_name(OpKind k) {
+  return k == OpKind::kAllreduce ? "allreduce" : k == OpKind::kBroadcast ? "broadcast" : "forward";
+}
 
 }  // namespace
 
@@ -216,10 +230,13 @@ class AnalyticHub {
 
   /// Member `index` takes part in operation `id` (every member numbers its operations alike) and
   /// returns when it is done for it, at its instant. Throws CollectiveError on a mismatch.
-  void take_part(uint64_t id, int index, OpKind kind, float* data, size_t n, const RingShape& shape, int root,
-                 const std::function<Nanos(uint64_t)>& reduce) {
+  void take_part(uint64_t id, int index, const Call& c, const std::function<Nanos(uint64_t)>& reduce) {
     const auto me = static_cast<size_t>(index);
-    const bool sender = kind == OpKind::kBroadcast && index == root;
+    const OpKind kind = c.kind;
+    const size_t n = c.n;
+    const int root = c.root;
+    const RingShape& shape = c.shape;
+    const bool sender = kind != OpKind::kAllreduce && index == root;
     // Arrivals and departures go through a Sync nobody waits on; only an event that can release
     // members (the last arrival, a broadcast's send, a mismatch) wakes the waiters, once: a
     // collective costs each member O(1) readiness checks, not O(group).
@@ -238,31 +255,34 @@ class AnalyticHub {
                    std::to_string(n) + " elements (root " + std::to_string(root) + ") where another called " +
                    kind_name(op.kind) + " of " + std::to_string(op.n) + " (root " + std::to_string(op.root) + ")";
       }
-      op.data[me] = data, op.at[me] = now, op.reduce[me] = &reduce;
-      if (sender) send_broadcast(op, data, now);
+      op.data[me] = c.data, op.at[me] = now, op.reduce[me] = &reduce;
+      if (sender && kind == OpKind::kBroadcast) send_broadcast(op, c.data, now);
+      if (sender && kind == OpKind::kForward) send_forward(op, *c.wires, c.header_bytes, now);
       if (++op.arrived == size_ && op.kind == OpKind::kAllreduce && op.error.empty()) complete(op);
       if (op.arrived == size_) op.ready = true;
       release = sender || op.ready || !op.error.empty();
     });
     if (release) done_->update([](Nanos) {});
-    // The root of a broadcast sends and goes on, as transport_group.h's does.
+    // The root of a broadcast or a forward sends and goes on, as a sender over the transport does.
     if (!sender)
       done_->wait(
           [&]() -> std::optional<Nanos> {
             const Op& op = ops_.at(id);
             if (!op.error.empty()) return op.at[me];
-            if (op.kind == OpKind::kBroadcast) return op.sent ? std::optional(op.done[me]) : std::nullopt;
+            if (op.kind != OpKind::kAllreduce) return op.sent ? std::optional(op.done[me]) : std::nullopt;
             return op.ready ? std::optional(op.done[me]) : std::nullopt;
           },
-          emu::WaitWhat(kind == OpKind::kAllreduce ? "analytic intra-DC allreduce: member {0}, operation {2}"
-                                                   : "analytic intra-DC broadcast: member {0} from {1}, operation {2}",
+          emu::WaitWhat(kind == OpKind::kAllreduce   ? "analytic intra-DC allreduce: member {0}, operation {2}"
+                        : kind == OpKind::kBroadcast ? "analytic intra-DC broadcast: member {0} from {1}, operation {2}"
+                                                     : "analytic intra-DC forward: member {0} from {1}, operation {2}",
                         index, root, id));
     std::string error;
     arrive_->update([&](Nanos) {
       Op& op = ops_.at(id);
       error = op.error;
       if (error.empty() && op.kind == OpKind::kBroadcast && !sender)
-        std::copy(op.root_copy.begin(), op.root_copy.end(), data);
+        std::copy(op.root_copy.begin(), op.root_copy.end(), c.data);
+      if (error.empty() && op.kind == OpKind::kForward && !sender) *c.wires = op.root_wires;
       if (++op.departed == size_) ops_.erase(id);
     });
     if (!error.empty()) throw CollectiveError(error);
@@ -276,6 +296,25 @@ class AnalyticHub {
     const auto root = static_cast<size_t>(op.root);
     for (size_t m = 0; m < static_cast<size_t>(size_); ++m)
       if (m != root) op.done[m] = deliver(lan_, bcast_free_[{root, m}], now, rep_bytes(op.n * sizeof(float)));
+    op.sent = true;
+  }
+
+  /// The root sends each message to every other member, member by member (a member's messages one
+  /// after the other on its pair), as the strategies' forward over the transport does: a member
+  /// has them all when its last one arrives. A message's bytes: its first `header` as they are,
+  /// the rest at the represented scale (Transport::send_data).
+  void send_forward(Op& op, const std::vector<std::vector<uint8_t>>& wires, uint64_t header, Nanos now) {
+    op.root_wires = wires;
+    const auto root = static_cast<size_t>(op.root);
+    for (size_t m = 0; m < static_cast<size_t>(size_); ++m) {
+      if (m == root) continue;
+      Nanos& free = bcast_free_[{root, m}];
+      op.done[m] = now;
+      for (const auto& w : wires) {
+        const uint64_t b = w.size() <= header ? w.size() : header + rep_bytes(w.size() - header);
+        op.done[m] = deliver(lan_, free, now, b);
+      }
+    }
     op.sent = true;
   }
 
@@ -337,15 +376,22 @@ class AnalyticGroup final : public IntraDc {
   int size() const override { return hub_->size(); }
   void allreduce_mean(float* data, size_t n) override {
     if (hub_->size() < 2) return;
-    hub_->take_part(next_++, index_, OpKind::kAllreduce, data, n, RingShape{0, 1}, 0, reduce_);
+    hub_->take_part(next_++, index_, Call{.kind = OpKind::kAllreduce, .data = data, .n = n}, reduce_);
   }
   void allreduce_mean_shaped(float* data, size_t n, const RingShape& shape) override {
     if (hub_->size() < 2) return;
-    hub_->take_part(next_++, index_, OpKind::kAllreduce, data, n, shape, 0, reduce_);
+    hub_->take_part(next_++, index_, Call{.kind = OpKind::kAllreduce, .data = data, .n = n, .shape = shape}, reduce_);
   }
   void broadcast(float* data, size_t n, int root) override {
     if (hub_->size() < 2) return;
-    hub_->take_part(next_++, index_, OpKind::kBroadcast, data, n, RingShape{0, 1}, root, reduce_);
+    hub_->take_part(next_++, index_, Call{.kind = OpKind::kBroadcast, .data = data, .n = n, .root = root}, reduce_);
+  }
+  bool forward(std::vector<std::vector<uint8_t>>& wires, size_t count, int root, uint64_t header_bytes) override {
+    if (hub_->size() < 2) return true;
+    hub_->take_part(next_++, index_,
+                    Call{.kind = OpKind::kForward, .n = count, .root = root, .wires = &wires, .header_bytes = header_bytes},
+                    reduce_);
+    return true;
   }
   void barrier() override {
     float one = 1;

@@ -8,6 +8,8 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <vector>
+#include <cstdint>
 
 #include "engine/collectives/ring_allreduce.h"
 #include "engine/collectives/store.h"
@@ -33,6 +35,15 @@ class IntraDc {
   }
   /// In place: every worker's data becomes root's.
   virtual void broadcast(float* data, size_t n, int root) = 0;
+  /// The member at index `root` hands its `count` messages (`wires`) to every other member, who
+  /// receive them into `wires`, each message a Transport::send_data of its bytes (the first
+  /// `header_bytes` unscaled): a DC leader's forward of the other sites' payloads. Returns false
+  /// where the group does not carry such messages (the caller sends them over the transport
+  /// itself, as before); the analytic group (collectives/analytic_group.h) does.
+  virtual bool forward(std::vector<std::vector<uint8_t>>& wires, size_t count, int root, uint64_t header_bytes) {
+    (void)wires, (void)count, (void)root, (void)header_bytes;
+    return false;
+  }
   virtual void barrier() = 0;
 };
 

@@ -708,9 +708,10 @@ class HierEfTopkInt8 final : public Strategy {
         std::unique_ptr<InFlight> adopted;
         if (!exchange) exchange = (adopted = launch(env, {}, tags, coding, /*send_own=*/false)).get();
         a = exchange->join();
-        for (int m : dc_ranks_but_self(env))
-          for (const auto& w : a.wires) env.net->send_data(m, tags.forward, w, coding.header());
-      } else {
+        if (!forwarded_by_group(env, a.wires, coding))
+          for (int m : dc_ranks_but_self(env))
+            for (const auto& w : a.wires) env.net->send_data(m, tags.forward, w, coding.header());
+      } else if (!forwarded_by_group(env, a.wires, coding)) {
         for (size_t i = 0; i < peers_.size(); ++i)
           a.wires.push_back(env.net->recv(env.dc_leaders[static_cast<size_t>(env.dc)], tags.forward));
       }
@@ -722,6 +723,13 @@ class HierEfTopkInt8 final : public Strategy {
     }
     in_flight_ = false;
     return a;
+  }
+
+  /// The leader's forward of the other sites' payloads to its DC as one operation of the intra-DC
+  /// group, where the group computes it (analytic collectives: one event, not a message per
+  /// payload and member). The leader is the group's first member (no node faults there).
+  bool forwarded_by_group(WorkerEnv& env, std::vector<std::vector<uint8_t>>& wires, const Coding& coding) {
+    return env.intra && env.intra->forward(wires, peers_.size(), 0, coding.header());
   }
 
   /// xbar += sum_d w_d own_d (w_d = 1/M, or workload "dc_weights"); the leader records the exchange.
