@@ -238,7 +238,7 @@ class AnalyticHub {
     const RingShape& shape = c.shape;
     const bool sender = kind != OpKind::kAllreduce && index == root;
     // Arrivals and departures go through a Sync nobody waits on; only an event that can release
-    // members (the last arrival, a broadcast's send, a mismatch) wakes the waiters, once: a
+    // members (the last arrival, a broadcast's or forward's send, a mismatch) wakes the waiters, once: a
     // collective costs each member O(1) readiness checks, not O(group).
     bool release = false;
     arrive_->update([&](Nanos now) {
