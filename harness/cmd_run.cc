@@ -33,6 +33,10 @@ namespace geotb::harness {
 
 namespace {
 
+/// Workers per data center from which `geotb run` notes that analytic LAN collectives exist
+/// (docs/guide/scale.md: 1.5 ms of host time per worker-step at 32 per site with messages).
+constexpr int kLargeSite = 32;
+
 struct RunArgs {
   std::string scenario;
   std::string strategies;
@@ -356,6 +360,17 @@ int run(const RunArgs& a) {
                  a.memory_limit ? "--memory-limit" : "MemAvailable in /proc/meminfo; --memory-limit sets another");
       return 2;
     }
+    // Large sites on Gloo's ring message by message: the host time per worker-step grows with the
+    // workers per site (docs/guide/scale.md). Say what computes the collectives instead.
+    const int per_dc = layout.max_workers();
+    if (sc.clock == engine::ClockMode::kVirtual && per_dc >= kLargeSite &&
+        sc.cluster.lan_collectives == engine::ClusterSpec::LanCollectives::kMessages)
+      fmt::print(stderr,
+                 "geotb: note: {} workers per data center on Gloo's ring message by message over the LAN ({} "
+                 "messages per worker and allreduce): the host time per worker-step grows with them; \"lan\": "
+                 "{{\"collectives\": \"analytic\"}} computes each intra-DC collective as one event with the same sums "
+                 "(docs/guide/scale.md)\n",
+                 per_dc, 4 * (per_dc - 1));
   }
   fmt::print("geotb: scenario {} ({}), {} data centers {} workers, {} steps of {} per worker, {} train / {} test examples\n",
              sc.name, sc.hash.substr(0, 12), sc.cluster.dcs.size(),
