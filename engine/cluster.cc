@@ -27,13 +27,11 @@
 
 namespace geotb::engine {
 
-model::StrategyRun run_strategy(const ClusterSpec& cluster, const WorkloadSpec& work, const StrategyConfig& scfg,
-                                const Datasets& data, const RunOptions& opt, std::vector<float>* final_params) {
-  if (cluster.dcs.empty()) throw RunError("cluster has no data centers");
-  const int M = static_cast<int>(cluster.dcs.size());
-  const model::RankLayout layout = model::rank_layout(cluster);  // DCs may differ in size
-  const int P = layout.world();
-  const StrategyInfo& info = find_strategy(scfg.name).needs;
+namespace {
+
+/// What this strategy and these options cannot do in the embedded mode, refused before anything
+/// is built.
+void refuse_what_cannot_run(const StrategyConfig& scfg, const StrategyInfo& info, const RunOptions& opt, int M) {
   if (info.real_network_only)
     throw RunError(scfg.name + ": runs only over a real network (geotb run --net process|dpdk): in embedded mode "
                    "its c10d Gloo traffic would bypass the emulated WAN");
@@ -51,15 +49,115 @@ model::StrategyRun run_strategy(const ClusterSpec& cluster, const WorkloadSpec& 
   if (!opt.compute.empty() && opt.compute.size() != 1 && opt.compute.size() != static_cast<size_t>(M))
     throw RunError("compute: " + std::to_string(opt.compute.size()) + " profiles for " + std::to_string(M) +
                    " data centers (give one for all or one per data center)");
-  auto compute_profile = [&](int dc) { return opt.compute[opt.compute.size() == 1 ? 0 : static_cast<size_t>(dc)]; };
+}
+
+/// The in-process fabric of the cluster: one site per DC (one for all when `one_site`: the `lan`
+/// reference's group on the virtual clock), its LAN, a link per WAN direction.
+emu::FabricConfig fabric_config(const ClusterSpec& cluster, const model::RankLayout& layout, bool one_site,
+                                uint64_t seed) {
+  const int M = static_cast<int>(cluster.dcs.size()), P = layout.world();
   emu::FabricConfig fc;
   fc.num_sites = M;
   // Virtual time: the `lan` reference's group runs over the fabric, so place it in one DC.
-  for (int r = 0; r < P; ++r) fc.site_of.push_back(virt && info.co_located ? 0 : layout.dc_of(r));
+  for (int r = 0; r < P; ++r) fc.site_of.push_back(one_site ? 0 : layout.dc_of(r));
   fc.lan = cluster.lan;
   fc.wan = model::directed_wan_links(cluster);  // the fabric's view of the topology: one link per direction
   fc.segments = cluster.segments;
-  fc.seed = work.seed;
+  fc.seed = seed;
+  return fc;
+}
+
+/// "quorum" (hier_ef_topk_int8, hierarchical): the sites' membership service (faults/quorum.h),
+/// reading the links' states from the scenario's timeline, which counts from `*origin` (the first
+/// step). Null without one.
+std::unique_ptr<SiteQuorum> make_quorum(const StrategyConfig& scfg, const ClusterSpec& cluster, bool virt,
+                                        const std::shared_ptr<std::chrono::nanoseconds>& quorum_origin) {
+  const int M = static_cast<int>(cluster.dcs.size());
+  std::unique_ptr<SiteQuorum> quorum;
+  if (!scfg.quorum.empty()) {
+    if (!virt) throw RunError(scfg.run_name() + ": \"quorum\" runs on the virtual clock only");
+    const SiteQuorum::DownSince links = down_since_of(cluster);
+    quorum = std::make_unique<SiteQuorum>(
+        M, common::parse_duration(scfg.quorum),
+        [links, quorum_origin](int a, int b, std::chrono::nanoseconds t) -> std::optional<std::chrono::nanoseconds> {
+          const std::optional<std::chrono::nanoseconds> since = links(a, b, t - *quorum_origin);
+          return since ? std::optional(*since + *quorum_origin) : std::nullopt;
+        });
+  }
+  return quorum;
+}
+
+/// A message's timeout: a represented model's messages take its time (hundreds of virtual seconds
+/// for a 70B model's gradient over a WAN), so the timeout for a message never sent grows with it,
+/// up to 30 days.
+std::chrono::nanoseconds transport_timeout_for(const RunOptions& opt) {
+  return opt.represent_scale > 1
+             ? std::chrono::nanoseconds(static_cast<int64_t>(std::min(
+                   2.592e15, static_cast<double>(std::chrono::nanoseconds(opt.transport_timeout).count()) * opt.represent_scale)))
+             : std::chrono::nanoseconds(opt.transport_timeout);
+}
+
+/// `lan.collectives: "analytic"` (collectives/analytic_group.h): one hub per intra-DC group (one for
+/// all with `one_group`), shared by its members, in the time domain of its first member's transport.
+std::vector<std::shared_ptr<AnalyticHub>> make_analytic_hubs(const ClusterSpec& cluster, const model::RankLayout& layout,
+                                                             bool one_group, const RunOptions& opt, bool virt,
+                                                             bool node_faults,
+                                                             const std::vector<std::unique_ptr<EmulatedTransport>>& nets) {
+  const int M = static_cast<int>(cluster.dcs.size()), P = layout.world();
+  std::vector<std::shared_ptr<AnalyticHub>> analytic_hubs;
+  if (!virt || opt.compute.empty())
+    throw RunError("lan.collectives \"analytic\" needs the virtual clock and a compute profile (its reductions are "
+                   "charged by the profile)");
+  if (node_faults) throw RunError("lan.collectives \"analytic\" does not run with node faults (a dead member's group is "
+                             "the message model's): use \"messages\"");
+  LanCost lc;
+  lc.rate_bps = cluster.lan.rate_bps;
+  lc.delay = cluster.lan.delay;
+  lc.mss_bytes = cluster.segments.mss_bytes;
+  lc.header_bytes = cluster.segments.header_bytes;
+  lc.overhead_bytes = cluster.lan.overhead_bytes;
+  for (int g = 0; g < (one_group ? 1 : M); ++g)
+    analytic_hubs.push_back(make_analytic_hub(nets[static_cast<size_t>(layout.first(g))]->make_sync(),
+                                              nets[static_cast<size_t>(layout.first(g))]->make_sync(), lc,
+                                              one_group ? P : layout.workers(g), opt.represent_scale));
+  return analytic_hubs;
+}
+
+/// Node faults and heartbeats (faults/agent.h), with the strategy entry's own recovery policy if
+/// it names one; `sched`: the virtual clock's scheduler (they need it).
+std::unique_ptr<FaultRuntime> make_faults(const RunOptions& opt, const StrategyConfig& scfg, const StrategyInfo& info,
+                                          const WorkloadSpec& work, const Datasets& data,
+                                          const model::RankLayout& layout, emu::Fabric& fabric,
+                                          emu::VirtualScheduler* sched,
+                                          const std::vector<std::vector<uint32_t>>& shards, SiteQuorum* quorum) {
+  if (!sched) throw RunError("node faults and heartbeats need the virtual clock (embedded mode)");
+  model::FaultPlan plan = opt.faults;
+  if (!scfg.fault_policy.empty()) {  // the strategy entry's own policy
+    plan.policy = scfg.fault_policy;
+    if (scfg.fault_estimate) plan.estimate = *scfg.fault_estimate;
+  }
+  if (plan.policy == "estimate" && work.global_batch.on())
+    throw RunError(scfg.run_name() + ": faults.policy \"estimate\" with workload.global_batch: not supported (the dead "
+                   "worker's batch would mix in a global share)");
+  auto faults = std::make_unique<FaultRuntime>(plan, info, layout, fabric, *sched, shards, work.seed);
+  faults->enable_estimates(data.train, static_cast<size_t>(work.batch_per_worker));
+  faults->attach_quorum(quorum);  // refuses a dead site it cannot recover from
+  return faults;
+}
+
+}  // namespace
+
+model::StrategyRun run_strategy(const ClusterSpec& cluster, const WorkloadSpec& work, const StrategyConfig& scfg,
+                                const Datasets& data, const RunOptions& opt, std::vector<float>* final_params) {
+  if (cluster.dcs.empty()) throw RunError("cluster has no data centers");
+  const int M = static_cast<int>(cluster.dcs.size());
+  const model::RankLayout layout = model::rank_layout(cluster);  // DCs may differ in size
+  const int P = layout.world();
+  const StrategyInfo& info = find_strategy(scfg.name).needs;
+  refuse_what_cannot_run(scfg, info, opt, M);
+  const bool virt = opt.clock == ClockMode::kVirtual;
+  auto compute_profile = [&](int dc) { return opt.compute[opt.compute.size() == 1 ? 0 : static_cast<size_t>(dc)]; };
+  const emu::FabricConfig fc = fabric_config(cluster, layout, virt && info.co_located, work.seed);
   emu::SteadyClock steady;
   std::unique_ptr<emu::VirtualScheduler> sched;
   std::unique_ptr<emu::VirtualClock> vclock;
@@ -86,48 +184,19 @@ model::StrategyRun run_strategy(const ClusterSpec& cluster, const WorkloadSpec& 
   const auto shards = make_partition(data.train, kFashionMnistClasses, work.partition, layout, work.seed);
   const std::vector<float> dc_weights = dc_mean_weights(layout, shards, work.dc_weights);
   std::shared_ptr<StoreHandle> store = info.needs_intra_dc && !virt ? make_inprocess_store() : nullptr;
-  // "quorum" (hier_ef_topk_int8, hierarchical): the sites' membership service (faults/quorum.h),
-  // reading the links' states from the scenario's timeline, which counts from the first step.
+  // The quorum's timeline counts from the first step: its origin is set when the run starts.
   auto quorum_origin = std::make_shared<std::chrono::nanoseconds>(0);
-  std::unique_ptr<SiteQuorum> quorum;
-  if (!scfg.quorum.empty()) {
-    if (!virt) throw RunError(scfg.run_name() + ": \"quorum\" runs on the virtual clock only");
-    const SiteQuorum::DownSince links = down_since_of(cluster);
-    quorum = std::make_unique<SiteQuorum>(
-        M, common::parse_duration(scfg.quorum),
-        [links, quorum_origin](int a, int b, std::chrono::nanoseconds t) -> std::optional<std::chrono::nanoseconds> {
-          const std::optional<std::chrono::nanoseconds> since = links(a, b, t - *quorum_origin);
-          return since ? std::optional(*since + *quorum_origin) : std::nullopt;
-        });
-  }
+  std::unique_ptr<SiteQuorum> quorum = make_quorum(scfg, cluster, virt, quorum_origin);
 
-  std::unique_ptr<FaultRuntime> faults;
-  if (opt.faults.active()) {
-    if (!virt) throw RunError("node faults and heartbeats need the virtual clock (embedded mode)");
-    model::FaultPlan plan = opt.faults;
-    if (!scfg.fault_policy.empty()) {  // the strategy entry's own policy
-      plan.policy = scfg.fault_policy;
-      if (scfg.fault_estimate) plan.estimate = *scfg.fault_estimate;
-    }
-    if (plan.policy == "estimate" && work.global_batch.on())
-      throw RunError(scfg.run_name() + ": faults.policy \"estimate\" with workload.global_batch: not supported (the dead "
-                     "worker's batch would mix in a global share)");
-    faults = std::make_unique<FaultRuntime>(plan, info, layout, fabric, *sched, shards, work.seed);
-    faults->enable_estimates(data.train, static_cast<size_t>(work.batch_per_worker));
-    faults->attach_quorum(quorum.get());  // refuses a dead site it cannot recover from
-  }
+  std::unique_ptr<FaultRuntime> faults =
+      opt.faults.active() ? make_faults(opt, scfg, info, work, data, layout, fabric, sched.get(), shards, quorum.get())
+                          : nullptr;
 
   const std::vector<int> leaders = layout.leaders();
   std::vector<int> ring;
   for (int r = 0; r < P; ++r) ring.push_back(r);
 
-  // A represented model's messages take its time (hundreds of virtual seconds for a 70B model's
-  // gradient over a WAN): the timeout for a message never sent grows with it, up to 30 days.
-  const std::chrono::nanoseconds transport_timeout =
-      opt.represent_scale > 1
-          ? std::chrono::nanoseconds(static_cast<int64_t>(std::min(
-                2.592e15, static_cast<double>(std::chrono::nanoseconds(opt.transport_timeout).count()) * opt.represent_scale)))
-          : std::chrono::nanoseconds(opt.transport_timeout);
+  const std::chrono::nanoseconds transport_timeout = transport_timeout_for(opt);
   std::vector<std::unique_ptr<Sgd>> opts;
   std::vector<std::unique_ptr<EmulatedTransport>> nets;
   std::vector<WorkerEnv> envs(static_cast<size_t>(P));
@@ -160,24 +229,9 @@ model::StrategyRun run_strategy(const ClusterSpec& cluster, const WorkloadSpec& 
 
   // `lan.collectives: "analytic"`: one hub per intra-DC group, shared by its members.
   const bool analytic = cluster.lan_collectives == ClusterSpec::LanCollectives::kAnalytic && info.needs_intra_dc;
-  std::vector<std::shared_ptr<AnalyticHub>> analytic_hubs;
-  if (analytic) {
-    if (!virt || opt.compute.empty())
-      throw RunError("lan.collectives \"analytic\" needs the virtual clock and a compute profile (its reductions are "
-                     "charged by the profile)");
-    if (faults) throw RunError("lan.collectives \"analytic\" does not run with node faults (a dead member's group is "
-                               "the message model's): use \"messages\"");
-    LanCost lc;
-    lc.rate_bps = cluster.lan.rate_bps;
-    lc.delay = cluster.lan.delay;
-    lc.mss_bytes = cluster.segments.mss_bytes;
-    lc.header_bytes = cluster.segments.header_bytes;
-    lc.overhead_bytes = cluster.lan.overhead_bytes;
-    for (int g = 0; g < (info.one_group ? 1 : M); ++g)
-      analytic_hubs.push_back(make_analytic_hub(nets[static_cast<size_t>(layout.first(g))]->make_sync(),
-                                                nets[static_cast<size_t>(layout.first(g))]->make_sync(), lc,
-                                                info.one_group ? P : layout.workers(g), opt.represent_scale));
-  }
+  const std::vector<std::shared_ptr<AnalyticHub>> analytic_hubs =
+      analytic ? make_analytic_hubs(cluster, layout, info.one_group, opt, virt, faults != nullptr, nets)
+               : std::vector<std::shared_ptr<AnalyticHub>>{};
 
   // Resuming: every rank's state is in memory and verified (checkpoint/file.h) before any starts.
   const Checkpoint* resume = opt.checkpoint.resume;

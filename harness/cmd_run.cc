@@ -112,6 +112,40 @@ std::string device_check(const Scenario& sc) {
   return engine::device_error(dev);
 }
 
+/// An embedded run is refused before anything starts when it would not fit in memory
+/// (model/memory_estimate.h): false, with the estimate and the limit on stderr. Large sites on
+/// Gloo's ring message by message get a note: the host time per worker-step grows with the workers
+/// per site (docs/guide/scale.md); analytic collectives compute them instead.
+bool embedded_run_fits(const RunArgs& a, const Scenario& sc, const model::RankLayout& layout,
+                       const engine::Datasets& data) {
+  const model::MemoryEstimate est = model::estimate_embedded_memory(
+      {.workers = layout.world(),
+       .workers_per_dc = layout.max_workers(),
+       .dc_pairs = static_cast<int>(sc.cluster.wan.size()),
+       .params = engine::param_count(sc.workload.model),
+       .examples = data.train.size + data.test.size,
+       .inputs = static_cast<uint64_t>(sc.workload.model.inputs)});
+  const uint64_t limit = a.memory_limit ? a.memory_limit : model::available_memory_bytes();
+  if (limit > 0 && est.bytes > limit) {
+    fmt::print(stderr,
+               "geotb: error: {}: this embedded run needs about {} of memory ({}), above the limit of {} ({}); "
+               "use fewer workers or a smaller workload.model\n",
+               a.scenario, model::format_mib(est.bytes), est.breakdown, model::format_mib(limit),
+               a.memory_limit ? "--memory-limit" : "MemAvailable in /proc/meminfo; --memory-limit sets another");
+    return false;
+  }
+  const int per_dc = layout.max_workers();
+  if (sc.clock == engine::ClockMode::kVirtual && per_dc >= kLargeSite &&
+      sc.cluster.lan_collectives == engine::ClusterSpec::LanCollectives::kMessages)
+    fmt::print(stderr,
+               "geotb: note: {} workers per data center on Gloo's ring message by message over the LAN ({} "
+               "messages per worker and allreduce): the host time per worker-step grows with them; \"lan\": "
+               "{{\"collectives\": \"analytic\"}} computes each intra-DC collective as one event with the same sums "
+               "(docs/guide/scale.md)\n",
+               per_dc, 4 * (per_dc - 1));
+  return true;
+}
+
 int run(const RunArgs& a) {
   Scenario sc;
   try {
@@ -342,36 +376,7 @@ int run(const RunArgs& a) {
       return 2;
     }
   }
-  if (sc.network == NetworkMode::kEmbedded) {
-    // Refused before anything starts when it would not fit (model/memory_estimate.h).
-    const model::MemoryEstimate est = model::estimate_embedded_memory(
-        {.workers = workers,
-         .workers_per_dc = layout.max_workers(),
-         .dc_pairs = static_cast<int>(sc.cluster.wan.size()),
-         .params = engine::param_count(sc.workload.model),
-         .examples = data.train.size + data.test.size,
-         .inputs = static_cast<uint64_t>(sc.workload.model.inputs)});
-    const uint64_t limit = a.memory_limit ? a.memory_limit : model::available_memory_bytes();
-    if (limit > 0 && est.bytes > limit) {
-      fmt::print(stderr,
-                 "geotb: error: {}: this embedded run needs about {} of memory ({}), above the limit of {} ({}); "
-                 "use fewer workers or a smaller workload.model\n",
-                 a.scenario, model::format_mib(est.bytes), est.breakdown, model::format_mib(limit),
-                 a.memory_limit ? "--memory-limit" : "MemAvailable in /proc/meminfo; --memory-limit sets another");
-      return 2;
-    }
-    // Large sites on Gloo's ring message by message: the host time per worker-step grows with the
-    // workers per site (docs/guide/scale.md). Say what computes the collectives instead.
-    const int per_dc = layout.max_workers();
-    if (sc.clock == engine::ClockMode::kVirtual && per_dc >= kLargeSite &&
-        sc.cluster.lan_collectives == engine::ClusterSpec::LanCollectives::kMessages)
-      fmt::print(stderr,
-                 "geotb: note: {} workers per data center on Gloo's ring message by message over the LAN ({} "
-                 "messages per worker and allreduce): the host time per worker-step grows with them; \"lan\": "
-                 "{{\"collectives\": \"analytic\"}} computes each intra-DC collective as one event with the same sums "
-                 "(docs/guide/scale.md)\n",
-                 per_dc, 4 * (per_dc - 1));
-  }
+  if (sc.network == NetworkMode::kEmbedded && !embedded_run_fits(a, sc, layout, data)) return 2;
   fmt::print("geotb: scenario {} ({}), {} data centers {} workers, {} steps of {} per worker, {} train / {} test examples\n",
              sc.name, sc.hash.substr(0, 12), sc.cluster.dcs.size(),
              layout.uniform() ? fmt::format("x {}", layout.workers(0)) : "of " + layout.describe(), sc.workload.steps,
