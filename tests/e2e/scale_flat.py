@@ -82,20 +82,26 @@ def host_cost(m: int, n: int, steps: int, out: Path, heartbeats: bool = False, a
 
 with tempfile.TemporaryDirectory() as d:
     out = Path(d)
-    per, ops = {}, {}
-    for m, n in ((2, 8), (32, 8)):
-        s2 = S1 + EXTRA_WORKER_STEPS // (m * n)
-        costs = []
-        for _ in range(REPEATS):
-            (h1, o1), (h2, o2) = host_cost(m, n, S1, out), host_cost(m, n, s2, out)
-            for f in out.glob("scale-*"):
-                f.unlink()
-            worker_steps = (s2 - S1) * m * n
-            costs.append((h2 - h1) / worker_steps)
-            ops[m * n] = (o2 - o1) / worker_steps
-            print(f"{m} x {n} ({m * n} workers): host {h1:.2f} s at {S1} steps, {h2:.2f} s at {s2} steps: "
-                  f"{costs[-1] * 1e3:.3f} ms and {ops[m * n]:.1f} scheduler operations per worker-step")
-        per[m * n] = min(costs)
+
+    def per_worker_step(sizes, label: str, analytic: bool = False):
+        """{workers: host seconds per worker-step (the smaller of REPEATS)}, {workers: scheduler operations}."""
+        per, ops = {}, {}
+        for m, n in sizes:
+            s2 = S1 + EXTRA_WORKER_STEPS // (m * n)
+            costs = []
+            for _ in range(REPEATS):
+                (h1, o1), (h2, o2) = host_cost(m, n, S1, out, analytic=analytic), host_cost(m, n, s2, out, analytic=analytic)
+                for f in out.glob("scale-*"):
+                    f.unlink()
+                worker_steps = (s2 - S1) * m * n
+                costs.append((h2 - h1) / worker_steps)
+                ops[m * n] = (o2 - o1) / worker_steps
+                print(f"{m} x {n} ({m * n} workers{label}): host {h1:.2f} s at {S1} steps, {h2:.2f} s at {s2} steps: "
+                      f"{costs[-1] * 1e3:.3f} ms and {ops[m * n]:.1f} scheduler operations per worker-step")
+            per[m * n] = min(costs)
+        return per, ops
+
+    per, ops = per_worker_step(((2, 8), (32, 8)), "")
     hb_ops = {}
     for m, n in ((2, 8), (32, 8)):
         s2 = S1 + 2560 // (m * n)
@@ -104,20 +110,7 @@ with tempfile.TemporaryDirectory() as d:
             f.unlink()
         hb_ops[m * n] = (o2 - o1) / ((s2 - S1) * m * n)
         print(f"{m} x {n} with heartbeats: {hb_ops[m * n]:.1f} scheduler operations per worker-step")
-    an_per, an_ops = {}, {}
-    for m, n in ((2, 8), (4, 64)):
-        s2 = S1 + EXTRA_WORKER_STEPS // (m * n)
-        costs = []
-        for _ in range(REPEATS):
-            (h1, o1), (h2, o2) = host_cost(m, n, S1, out, analytic=True), host_cost(m, n, s2, out, analytic=True)
-            for f in out.glob("scale-*"):
-                f.unlink()
-            worker_steps = (s2 - S1) * m * n
-            costs.append((h2 - h1) / worker_steps)
-            an_ops[m * n] = (o2 - o1) / worker_steps
-            print(f"{m} x {n} analytic: host {h1:.2f} s at {S1} steps, {h2:.2f} s at {s2} steps: "
-                  f"{costs[-1] * 1e3:.3f} ms and {an_ops[m * n]:.1f} scheduler operations per worker-step")
-        an_per[m * n] = min(costs)
+    an_per, an_ops = per_worker_step(((2, 8), (4, 64)), ", analytic", analytic=True)
 an_ratio = an_per[256] / an_per[16]
 an_op_ratio = an_ops[256] / an_ops[16]
 print(f"analytic collectives, per worker-step, 4 x 64 against 2 x 8: host time {an_ratio:.2f}x (bound "
