@@ -124,7 +124,9 @@ bool embedded_run_fits(const RunArgs& a, const Scenario& sc, const model::RankLa
        .dc_pairs = static_cast<int>(sc.cluster.wan.size()),
        .params = engine::param_count(sc.workload.model),
        .examples = data.train.size + data.test.size,
-       .inputs = static_cast<uint64_t>(sc.workload.model.inputs)});
+       .inputs = static_cast<uint64_t>(sc.workload.model.inputs),
+       .analytic_collectives = sc.clock == engine::ClockMode::kVirtual &&
+                               sc.cluster.lan_collectives == engine::ClusterSpec::LanCollectives::kAnalytic});
   const uint64_t limit = a.memory_limit ? a.memory_limit : model::available_memory_bytes();
   if (limit > 0 && est.bytes > limit) {
     fmt::print(stderr,

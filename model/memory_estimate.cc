@@ -13,6 +13,10 @@ constexpr double kPerWorkerBytes = 0.9 * kMiB;
 constexpr double kPerRingPeerBytes = 8 * 1024;
 constexpr double kPerParamBytes = 18 * 4;  // 18 float32 copies
 constexpr double kPerLinkBytes = 1.2 * kMiB;
+// Analytic intra-DC collectives: no ring messages in flight nor their mailboxes.
+constexpr double kAnalyticBaseBytes = 180 * kMiB;
+constexpr double kAnalyticPerParamBytes = 13 * 4;  // 13 float32 copies
+constexpr double kAnalyticPerLinkBytes = 0.3 * kMiB;
 }  // namespace
 
 std::string format_mib(uint64_t bytes) {
@@ -22,6 +26,19 @@ std::string format_mib(uint64_t bytes) {
 
 MemoryEstimate estimate_embedded_memory(const MemoryEstimateInput& in) {
   const double dataset = static_cast<double>(in.examples) * static_cast<double>(in.inputs) * 4;
+  if (in.analytic_collectives) {
+    const double worker = kAnalyticPerParamBytes * static_cast<double>(in.params);
+    MemoryEstimate e;
+    e.bytes = static_cast<uint64_t>(kAnalyticBaseBytes + dataset + in.workers * worker +
+                                    in.dc_pairs * kAnalyticPerLinkBytes);
+    e.breakdown = fmt::format(
+        "{:g} MiB + dataset {} + {} workers x {} ({:g} x 4 B x {} parameters, analytic collectives) + {} links x {:g} "
+        "MiB",
+        kAnalyticBaseBytes / kMiB, format_mib(static_cast<uint64_t>(dataset)), in.workers,
+        format_mib(static_cast<uint64_t>(worker)), kAnalyticPerParamBytes / 4, in.params, in.dc_pairs,
+        kAnalyticPerLinkBytes / kMiB);
+    return e;
+  }
   const double worker =
       kPerWorkerBytes + kPerRingPeerBytes * in.workers_per_dc + kPerParamBytes * static_cast<double>(in.params);
   const double total = kBaseBytes + dataset + in.workers * worker + in.dc_pairs * kPerLinkBytes;

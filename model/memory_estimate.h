@@ -11,6 +11,14 @@
 //                                                    strategy state, collective buffers)
 //         + DC pairs with a WAN link · 1.2 MiB       per link: both directions' queues and state
 //
+// With analytic intra-DC collectives (scenario lan.collectives, docs/guide/scale.md) no ring
+// message is ever in flight:
+//
+//   bytes = 180 MiB + the dataset + workers · 52 B · params (13 float32 copies) + links · 0.3 MiB
+//
+// fitted on 2026-12-05 to fiber runs of 16 to 1,024 workers and 25k to 3.3M parameters: 0.5 % to
+// 9.2 % above the measured maximum RSS (docs/measurements/scale-out.md).
+//
 // Fitted to `/usr/bin/time -f %M` of hier_ef_topk_int8 (the strategy with the most state) on
 // 2026-12-03 (docs/measurements/scale-out.md, "Memory"): within 5 % of the measured maximum RSS
 // from 16 to 1,024 workers (8 to 64 per DC) and from 25k to 3.3M parameters. The trained model's parameters count,
@@ -29,6 +37,7 @@ struct MemoryEstimateInput {
   uint64_t params = 0;        ///< the trained model's parameters
   uint64_t examples = 0;      ///< train + test examples loaded
   uint64_t inputs = 784;      ///< features per example
+  bool analytic_collectives = false;  ///< lan.collectives "analytic": the second formula above
 };
 
 struct MemoryEstimate {
