@@ -185,6 +185,11 @@ void eager_ring_sums(const std::vector<float*>& bufs, size_t n) {
     }
 }
 
+}  // namespace
+
+// The hub's types, in a named namespace: AnalyticHub (declared in the header) holds them.
+namespace analytic {
+
 enum class OpKind : uint8_t { kAllreduce, kBroadcast, kForward };
 
 /// One member's call: the operation and its arguments (a forward's `n` is its number of messages).
@@ -214,11 +219,16 @@ struct Op {
   std::string error;
 };
 
-const char* kind_name(OpKind k) {
+inline const char* kind_name(OpKind k) {
   return k == OpKind::kAllreduce ? "allreduce" : k == OpKind::kBroadcast ? "broadcast" : "forward";
 }
 
-}  // namespace
+}  // namespace analytic
+
+using analytic::Call;
+using analytic::kind_name;
+using analytic::Op;
+using analytic::OpKind;
 
 class AnalyticHub {
  public:
