@@ -148,19 +148,15 @@ bool embedded_run_fits(const RunArgs& a, const Scenario& sc, const model::RankLa
   return true;
 }
 
-int run(const RunArgs& a) {
-  Scenario sc;
-  try {
-    sc = load_scenario(a.scenario);
-  } catch (const ScenarioError& e) {
-    fmt::print(stderr, "geotb: error: {}\n", e.what());
-    return 2;
-  }
+/// `geotb run`'s options applied to the scenario (--net, --clock, --device, --tcp-cc), then what
+/// the scenario may not do in the mode it now runs in, refused; warnings for what it may do but
+/// should know (BBR in the embedded mode, SCAFFOLD's gain). False: refused, the error on stderr.
+bool apply_run_options(const RunArgs& a, Scenario& sc) {
   if (!a.net.empty()) {
     const std::optional<NetworkMode> mode = parse_network_mode(a.net);
     if (!mode) {
       fmt::print(stderr, "geotb: error: --net: \"{}\": one of embedded, process, dpdk\n", a.net);
-      return 2;
+      return false;
     }
     sc.network = *mode;  // the report says how it ran
     // The scenario's clock default follows the mode it runs in (virtual only exists embedded).
@@ -169,7 +165,7 @@ int run(const RunArgs& a) {
   if (!a.clock.empty()) {
     if (a.clock != "virtual" && a.clock != "wall") {
       fmt::print(stderr, "geotb: error: --clock: \"{}\": one of virtual, wall\n", a.clock);
-      return 2;
+      return false;
     }
     sc.clock = a.clock == "virtual" ? engine::ClockMode::kVirtual : engine::ClockMode::kWall;
   }
@@ -177,12 +173,12 @@ int run(const RunArgs& a) {
   if (const std::string e = device_check(sc); !e.empty()) {
     // e is "device: ...": the scenario's field, or the option that set it.
     fmt::print(stderr, "geotb: error: {}\n", a.device.empty() ? "workload." + e : "--" + e);
-    return 2;
+    return false;
   }
   if (sc.network != NetworkMode::kEmbedded && sc.clock == engine::ClockMode::kVirtual) {
     fmt::print(stderr, "geotb: error: clock: \"virtual\": the {} network mode runs in wall time only (add --clock wall)\n",
                to_string(sc.network));
-    return 2;
+    return false;
   }
   try {
     check_sites_for_mode(sc);
@@ -191,7 +187,7 @@ int run(const RunArgs& a) {
     check_lan_collectives(sc);
   } catch (const ScenarioError& e) {
     fmt::print(stderr, "geotb: error: {}: {}\n", a.scenario, e.what());
-    return 2;
+    return false;
   }
   if (sc.clock == engine::ClockMode::kWall) {  // wall time: compute is what it takes
     sc.compute.clear();
@@ -201,19 +197,19 @@ int run(const RunArgs& a) {
   }
   if (a.seeds < 1 || a.seeds > 100) {
     fmt::print(stderr, "geotb: error: --seeds: {}: must be in [1, 100]\n", a.seeds);
-    return 2;
+    return false;
   }
   if (a.seeds > 1 && sc.network != NetworkMode::kEmbedded) {
     fmt::print(stderr, "geotb: error: --seeds: {}: only the embedded network mode repeats a run with other seeds "
                        "(network is \"{}\")\n", a.seeds, to_string(sc.network));
-    return 2;
+    return false;
   }
   if (!a.tcp_cc.empty()) {
     try {
       validate_tcp_congestion_control("--tcp-cc", a.tcp_cc);
     } catch (const ScenarioError& e) {
       fmt::print(stderr, "geotb: error: {}\n", e.what());
-      return 2;
+      return false;
     }
     sc.tcp_congestion_control = a.tcp_cc;
     sc.cluster.segments.cc = model_congestion_control(sc.tcp_congestion_control);
@@ -234,6 +230,18 @@ int run(const RunArgs& a) {
                  "(docs/guide/strategies.md)\n",
                  s.name, sc.workload.optimizer.momentum,
                  sc.workload.optimizer.momentum / (1 - sc.workload.optimizer.momentum));
+  return true;
+}
+
+int run(const RunArgs& a) {
+  Scenario sc;
+  try {
+    sc = load_scenario(a.scenario);
+  } catch (const ScenarioError& e) {
+    fmt::print(stderr, "geotb: error: {}\n", e.what());
+    return 2;
+  }
+  if (!apply_run_options(a, sc)) return 2;
   std::chrono::milliseconds worker_timeout{0}, deadline{0};
   try {
     worker_timeout = ms_of("--worker-timeout", a.worker_timeout.empty() ? "30s" : a.worker_timeout);
