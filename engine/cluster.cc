@@ -108,8 +108,9 @@ std::vector<std::shared_ptr<AnalyticHub>> make_analytic_hubs(const ClusterSpec& 
   if (!virt || opt.compute.empty())
     throw RunError("lan.collectives \"analytic\" needs the virtual clock and a compute profile (its reductions are "
                    "charged by the profile)");
-  if (node_faults) throw RunError("lan.collectives \"analytic\" does not run with node faults (a dead member's group is "
-                             "the message model's): use \"messages\"");
+  if (node_faults)
+    throw RunError("lan.collectives \"analytic\" does not run with node faults (a dead member's group is the message "
+                   "model's): use \"messages\"");
   LanCost lc;
   lc.rate_bps = cluster.lan.rate_bps;
   lc.delay = cluster.lan.delay;
