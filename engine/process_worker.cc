@@ -67,6 +67,43 @@ SocketEndpoint parse_endpoint(const std::string& s, int rank) {
   return e;
 }
 
+/// The rank's socket transport: its address, the WAN's rate and RTT (striping), timeouts and the
+/// run's secret; with node faults (`agent`), the scenario's heartbeats (a peer silent for timeout +
+/// confirmation is dead), the agent's callbacks and the witnesses a silent peer is asked about.
+SocketTransportConfig transport_config(const ProcessWorkerConfig& cfg, const model::FaultPlan& plan,
+                                       const FaultGroups& groups, ProcessFaultAgent* agent) {
+  SocketTransportConfig tc;
+  tc.rank = cfg.rank;
+  tc.world = cfg.world;
+  tc.listen_host = cfg.bind_addr;
+  tc.listen_port = 0;
+  tc.streams = 0;
+  tc.link_rate_bps = cfg.wan_rate_bps;
+  tc.link_rtt_s = cfg.wan_rtt_s;
+  tc.heartbeat = cfg.heartbeat;
+  tc.peer_timeout = cfg.timeout;
+  if (agent) {
+    auto ms = [](std::chrono::nanoseconds d) { return std::chrono::duration_cast<std::chrono::milliseconds>(d); };
+    tc.heartbeat = ms(plan.heartbeat.interval);
+    tc.peer_timeout = ms(plan.heartbeat.timeout + plan.heartbeat.confirmation);
+    tc.on_peer_failed = [agent](int peer, const std::string& why, std::optional<std::chrono::milliseconds> silent,
+                                const std::string& how) { agent->peer_failed(peer, why, silent, how); };
+    // A silent peer is asked about to its witnesses before it is failed (engine/faults/heartbeat.h).
+    if (plan.heartbeat.witnesses > 0) {
+      tc.witnesses = [groups, rank = cfg.rank, k = plan.heartbeat.witnesses](int peer) {
+        return groups.witnesses(rank, peer, k);
+      };
+      tc.unreachable = ms(plan.heartbeat.unreachable);
+    }
+    tc.notice_tag = ProcessFaultAgent::kRecoveringTag;
+    tc.on_notice = [agent](int peer, std::vector<uint8_t> bytes) { agent->peer_notice(peer, bytes); };
+  }
+  tc.recv_timeout = cfg.timeout;
+  tc.secret = cfg.secret;
+  tc.connect_timeout = cfg.timeout;
+  return tc;
+}
+
 }  // namespace
 
 RankReport run_process_worker(const ProcessWorkerConfig& cfg, const StrategyConfig& scfg, const WorkloadSpec& work,
@@ -99,17 +136,6 @@ RankReport run_process_worker(const ProcessWorkerConfig& cfg, const StrategyConf
   Sgd opt(work.optimizer, n);
   const auto shards = make_partition(data.train, kFashionMnistClasses, work.partition, cfg.layout, work.seed);
 
-  // Inter-rank messages over sockets: bind, publish host:port, learn everyone's, connect.
-  SocketTransportConfig tc;
-  tc.rank = cfg.rank;
-  tc.world = P;
-  tc.listen_host = cfg.bind_addr;
-  tc.listen_port = 0;
-  tc.streams = 0;
-  tc.link_rate_bps = cfg.wan_rate_bps;
-  tc.link_rtt_s = cfg.wan_rtt_s;
-  tc.heartbeat = cfg.heartbeat;
-  tc.peer_timeout = cfg.timeout;
   // Node faults: the scenario's heartbeats; a peer silent for timeout + confirmation is dead.
   std::unique_ptr<ProcessFaultAgent> agent;
   const FaultGroups groups{cfg.layout, !info.needs_intra_dc || info.one_group};
@@ -118,26 +144,10 @@ RankReport run_process_worker(const ProcessWorkerConfig& cfg, const StrategyConf
                     !faults.predecessor->faults->killed_at_step))
     throw std::invalid_argument("GEOTB_INCARNATION: " + std::to_string(faults.incarnation) +
                                 ": a restarted rank needs the timeline's restart and its predecessor's rank file with its kill");
-  if (faults.plan.active()) {
-    auto ms = [](std::chrono::nanoseconds d) { return std::chrono::duration_cast<std::chrono::milliseconds>(d); };
-    tc.heartbeat = ms(faults.plan.heartbeat.interval);
-    tc.peer_timeout = ms(faults.plan.heartbeat.timeout + faults.plan.heartbeat.confirmation);
+  if (faults.plan.active())
     agent = std::make_unique<ProcessFaultAgent>(ProcessFaultConfig{faults.plan, groups, cfg.rank, shards, work.seed}, clock);
-    tc.on_peer_failed = [a = agent.get()](int peer, const std::string& why, std::optional<std::chrono::milliseconds> silent,
-                                          const std::string& how) { a->peer_failed(peer, why, silent, how); };
-    // A silent peer is asked about to its witnesses before it is failed (engine/faults/heartbeat.h).
-    if (faults.plan.heartbeat.witnesses > 0) {
-      tc.witnesses = [groups, rank = cfg.rank, k = faults.plan.heartbeat.witnesses](int peer) {
-        return groups.witnesses(rank, peer, k);
-      };
-      tc.unreachable = ms(faults.plan.heartbeat.unreachable);
-    }
-    tc.notice_tag = ProcessFaultAgent::kRecoveringTag;
-    tc.on_notice = [a = agent.get()](int peer, std::vector<uint8_t> bytes) { a->peer_notice(peer, bytes); };
-  }
-  tc.recv_timeout = cfg.timeout;
-  tc.secret = cfg.secret;
-  tc.connect_timeout = cfg.timeout;
+  // Inter-rank messages over sockets: bind, publish host:port, learn everyone's, connect.
+  const SocketTransportConfig tc = transport_config(cfg, faults.plan, groups, agent.get());
   SocketTransport sock(tc);
   const std::string my_addr = cfg.bind_addr + ":" + std::to_string(sock.port());
   // In the rank's log: where its transport listens (what a peer, or a port scan, reaches).
