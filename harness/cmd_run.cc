@@ -34,7 +34,7 @@ namespace geotb::harness {
 namespace {
 
 /// Workers per data center from which `geotb run` notes that analytic LAN collectives exist
-/// (docs/guide/scale.md: 1.5 ms of host time per worker-step at 32 per site with messages).
+/// (docs/guide/scale.md: about 0.8 ms of host time per worker-step at 32 per site with messages).
 constexpr int kLargeSite = 32;
 
 struct RunArgs {
