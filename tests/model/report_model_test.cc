@@ -72,6 +72,24 @@ TEST(ReportModel, BaselineReadsTyped) {
   EXPECT_EQ(json(metrics::compare(r.strategies, "naive_ddp")), json(r.comparison));
 }
 
+// context.lan_collectives: "analytic" read and written back; any other value refused by name.
+TEST(ReportModel, LanCollectivesRoundTripsAndOnlyAnalyticIsRead) {
+  json j = read_json_file((kSource / "reports/baselines/us-east-us-west.json").string());
+  EXPECT_FALSE(parse_report(j, "a.json").context.lan_collectives.has_value());
+  j["context"]["lan_collectives"] = "analytic";
+  const RunReport r = parse_report(j, "a.json");
+  EXPECT_EQ(r.context.lan_collectives, "analytic");
+  EXPECT_EQ(json(r)["context"]["lan_collectives"], "analytic");
+  j["context"]["lan_collectives"] = "messages";
+  try {
+    parse_report(j, "a.json");
+    FAIL() << "expected an error";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("lan_collectives"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("\"messages\""), std::string::npos) << e.what();
+  }
+}
+
 // Per-DC compute profiles: written by DC name, read back, and never beside the common one.
 TEST(ReportModel, PerDataCenterComputeProfilesRoundTrip) {
   json j = read_json_file((kSource / "reports/baselines/us-east-us-west.json").string());
