@@ -5,6 +5,10 @@
 
 #include "engine/collectives/analytic_group.h"
 #include "engine/collectives/gloo_ring.h"
+#include "engine/transport/emulated.h"
+#include "emulator/inproc/virtual_time.h"
+
+#include <thread>
 
 #include <algorithm>
 #include <cmath>
@@ -521,6 +525,47 @@ TEST(AnalyticLan, GloosRingScheduleByHand) {
   c.free = &idle;
   const auto late = gloo_ring_schedule({std::chrono::nanoseconds{0}, std::chrono::nanoseconds{500}}, 4, 1.0, c);
   EXPECT_EQ(late, (std::vector<std::chrono::nanoseconds>{std::chrono::nanoseconds{4845}, std::chrono::nanoseconds{5345}}));
+}
+
+// Members that call different operations (a strategy's bug): every member gets a CollectiveError
+// naming both calls, whichever arrives last, and nobody waits forever; the hub then serves the
+// next operation (an allreduce of crafted values: the mean, exactly).
+TEST(AnalyticLan, AMismatchIsACollectiveErrorForEveryMember) {
+  geotb::emu::VirtualScheduler sched;
+  geotb::emu::VirtualClock clock(sched);
+  geotb::emu::FabricConfig fc;
+  fc.site_of = {0, 0};
+  geotb::emu::Fabric fabric(fc, clock, sched);
+  EmulatedTransport t0(fabric, 0, std::chrono::seconds(10), &sched), t1(fabric, 1, std::chrono::seconds(10), &sched);
+  const auto hub = make_analytic_hub(t0.make_sync(), t0.make_sync(), LanCost{}, 2, 1.0);
+  auto free_cost = [](uint64_t) { return std::chrono::nanoseconds{0}; };
+  std::vector<std::string> errors(2);
+  std::vector<std::vector<float>> after(2);
+  std::vector<std::thread> members;
+  for (int m = 0; m < 2; ++m) {
+    const auto actor = sched.add_actor("member " + std::to_string(m), std::chrono::nanoseconds{0});
+    members.emplace_back([&, m, actor] {
+      sched.bind(actor);
+      const auto g = make_analytic_group(hub, m, free_cost);
+      std::vector<float> d(4 + static_cast<size_t>(m), 1.0f);
+      try {
+        g->allreduce_mean(d.data(), d.size());  // 4 elements on member 0, 5 on member 1
+      } catch (const CollectiveError& e) {
+        errors[static_cast<size_t>(m)] = e.what();
+      }
+      std::vector<float> x = {static_cast<float>(m), 3.0f * static_cast<float>(m)};
+      g->allreduce_mean(x.data(), x.size());
+      after[static_cast<size_t>(m)] = x;
+      sched.finish(actor);
+    });
+  }
+  for (auto& t : members) t.join();
+  for (const std::string& e : errors) {
+    EXPECT_NE(e.find("called allreduce of 5 elements"), std::string::npos) << e;
+    EXPECT_NE(e.find("another called allreduce of 4"), std::string::npos) << e;
+  }
+  EXPECT_EQ(errors[0], errors[1]);
+  for (const auto& x : after) EXPECT_EQ(x, (std::vector<float>{0.5f, 1.5f}));
 }
 
 // lan.collectives "analytic" against the message model, on the virtual clock with a profile: the
