@@ -1,6 +1,6 @@
 // IntraDc computed instead of messaged: the scenario's `lan.collectives: "analytic"`
-// (docs/guide/scale.md). A collective of the group is one event, not Gloo's ring message by
-// message over the fabric's LAN connections:
+// (docs/guide/scale.md). A collective of the group (allreduce, broadcast, a leader's forward of
+// payloads: IntraDc::forward) is one event, not messages over the fabric's LAN connections:
 //
 //  * the sums are Gloo's, to the bit: the last member to arrive runs the ring's data flow over
 //    every member's buffer (the same segments or chunks, the same additions in the same order:
