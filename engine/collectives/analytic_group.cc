@@ -212,6 +212,7 @@ struct Op {
   std::vector<float*> data;
   std::vector<Nanos> at, done;
   std::vector<const std::function<Nanos(uint64_t)>*> reduce;
+  std::vector<Call> calls;  // each member's, as it called
   std::vector<float> root_copy;                 // a broadcast's data, as the root sent it
   std::vector<std::vector<uint8_t>> root_wires;  // a forward's messages, as the root sent them
   bool sent = false;  // a broadcast's or forward's root has sent: `done` holds each member's arrival
@@ -223,12 +224,25 @@ inline const char* kind_name(OpKind k) {
   return k == OpKind::kAllreduce ? "allreduce" : k == OpKind::kBroadcast ? "broadcast" : "forward";
 }
 
+/// Two members' calls of one operation agree (the operation, its size, root and shape).
+inline bool same_call(const Call& a, const Call& b) {
+  return a.kind == b.kind && a.n == b.n && a.root == b.root && a.shape.elements == b.shape.elements &&
+         a.shape.rounds == b.shape.rounds;
+}
+
+/// "allreduce of 4 elements (root 0)", for a mismatch's error.
+inline std::string describe(const Call& c) {
+  return std::string(kind_name(c.kind)) + " of " + std::to_string(c.n) +
+         (c.kind == OpKind::kForward ? " messages" : " elements") + " (root " + std::to_string(c.root) + ")";
+}
+
 }  // namespace analytic
 
 using analytic::Call;
-using analytic::kind_name;
 using analytic::Op;
 using analytic::OpKind;
+using analytic::describe;
+using analytic::same_call;
 
 class AnalyticHub {
  public:
@@ -248,7 +262,7 @@ class AnalyticHub {
     const RingShape& shape = c.shape;
     const bool sender = kind != OpKind::kAllreduce && index == root;
     // Arrivals and departures go through a Sync nobody waits on; only an event that can release
-    // members (the last arrival, a broadcast's or forward's send, a mismatch) wakes the waiters, once: a
+    // members (the last arrival, a broadcast's or forward's send) wakes the waiters, once: a
     // collective costs each member O(1) readiness checks, not O(group).
     bool release = false;
     arrive_->update([&](Nanos now) {
@@ -259,18 +273,23 @@ class AnalyticHub {
         op.at.assign(static_cast<size_t>(size_), Nanos{0});
         op.done = op.at;
         op.reduce.assign(static_cast<size_t>(size_), nullptr);
-      } else if (op.kind != kind || op.n != n || op.root != root || op.shape.elements != shape.elements ||
-                 op.shape.rounds != shape.rounds) {
-        op.error = "analytic intra-DC group: member " + std::to_string(index) + " called " + kind_name(kind) + " of " +
-                   std::to_string(n) + " elements (root " + std::to_string(root) + ") where another called " +
-                   kind_name(op.kind) + " of " + std::to_string(op.n) + " (root " + std::to_string(op.root) + ")";
+        op.calls.assign(static_cast<size_t>(size_), Call{});
       }
+      op.calls[me] = c;
       op.data[me] = c.data, op.at[me] = now, op.reduce[me] = &reduce;
-      if (sender && kind == OpKind::kBroadcast) send_broadcast(op, c.data, now);
-      if (sender && kind == OpKind::kForward) send_forward(op, *c.wires, c.header_bytes, now);
-      if (++op.arrived == size_ && op.kind == OpKind::kAllreduce && op.error.empty()) complete(op);
-      if (op.arrived == size_) op.ready = true;
-      release = sender || op.ready || !op.error.empty();
+      if (sender && kind == OpKind::kBroadcast) send_broadcast(op, c, now);
+      if (sender && kind == OpKind::kForward) send_forward(op, c, now);
+      if (++op.arrived == size_) {
+        // Every member has called: all alike, or the first (in member order) unlike member 0 is
+        // named, whichever member came last.
+        for (size_t m = 1; m < op.calls.size() && op.error.empty(); ++m)
+          if (!same_call(op.calls[0], op.calls[m]))
+            op.error = "analytic intra-DC group: member 0 called " + describe(op.calls[0]) + " and member " +
+                       std::to_string(m) + " " + describe(op.calls[m]);
+        if (op.kind == OpKind::kAllreduce && op.error.empty()) complete(op);
+        op.ready = true;
+      }
+      release = sender || op.ready;
     });
     if (release) done_->update([](Nanos) {});
     // The root of a broadcast or a forward sends and goes on, as a sender over the transport does.
@@ -278,8 +297,11 @@ class AnalyticHub {
       done_->wait(
           [&]() -> std::optional<Nanos> {
             const Op& op = ops_.at(id);
-            if (!op.error.empty()) return op.at[me];
-            if (op.kind != OpKind::kAllreduce) return op.sent ? std::optional(op.done[me]) : std::nullopt;
+            if (op.ready && !op.error.empty()) return op.at[me];
+            // A broadcast's or forward's receiver needs only the root's matching send.
+            if (kind != OpKind::kAllreduce)
+              return op.sent && same_call(op.calls[static_cast<size_t>(root)], c) ? std::optional(op.done[me])
+                                                                                 : std::nullopt;
             return op.ready ? std::optional(op.done[me]) : std::nullopt;
           },
           emu::WaitWhat(kind == OpKind::kAllreduce   ? "analytic intra-DC allreduce: member {0}, operation {2}"
@@ -289,10 +311,10 @@ class AnalyticHub {
     std::string error;
     arrive_->update([&](Nanos) {
       Op& op = ops_.at(id);
-      error = op.error;
-      if (error.empty() && op.kind == OpKind::kBroadcast && !sender)
+      if (op.ready) error = op.error;
+      if (error.empty() && kind == OpKind::kBroadcast && !sender)
         std::copy(op.root_copy.begin(), op.root_copy.end(), c.data);
-      if (error.empty() && op.kind == OpKind::kForward && !sender) *c.wires = op.root_wires;
+      if (error.empty() && kind == OpKind::kForward && !sender) *c.wires = op.root_wires;
       if (++op.departed == size_) ops_.erase(id);
     });
     if (!error.empty()) throw CollectiveError(error);
@@ -301,11 +323,11 @@ class AnalyticHub {
  private:
   /// The root sends its data to every other member at once, one message on each pair, in member
   /// order (transport_group.h's broadcast): each arrives after its pair's serialization and delay.
-  void send_broadcast(Op& op, const float* data, Nanos now) {
-    op.root_copy.assign(data, data + op.n);
-    const auto root = static_cast<size_t>(op.root);
+  void send_broadcast(Op& op, const Call& c, Nanos now) {
+    op.root_copy.assign(c.data, c.data + c.n);
+    const auto root = static_cast<size_t>(c.root);
     for (size_t m = 0; m < static_cast<size_t>(size_); ++m)
-      if (m != root) op.done[m] = deliver(lan_, bcast_free_[{root, m}], now, rep_bytes(op.n * sizeof(float)));
+      if (m != root) op.done[m] = deliver(lan_, bcast_free_[{root, m}], now, rep_bytes(c.n * sizeof(float)));
     op.sent = true;
   }
 
@@ -313,9 +335,11 @@ class AnalyticHub {
   /// after the other on its pair), as the strategies' forward over the transport does: a member
   /// has them all when its last one arrives. A message's bytes: its first `header` as they are,
   /// the rest at the represented scale (Transport::send_data).
-  void send_forward(Op& op, const std::vector<std::vector<uint8_t>>& wires, uint64_t header, Nanos now) {
+  void send_forward(Op& op, const Call& c, Nanos now) {
+    const std::vector<std::vector<uint8_t>>& wires = *c.wires;
+    const uint64_t header = c.header_bytes;
     op.root_wires = wires;
-    const auto root = static_cast<size_t>(op.root);
+    const auto root = static_cast<size_t>(c.root);
     for (size_t m = 0; m < static_cast<size_t>(size_); ++m) {
       if (m == root) continue;
       Nanos& free = bcast_free_[{root, m}];
