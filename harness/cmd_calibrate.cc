@@ -82,13 +82,9 @@ const model::GpuSpec* match_gpu(const std::string& device_name) {
 }
 
 int calibrate(const CalibrateArgs& a) {
-  Scenario sc;
-  try {
-    sc = load_scenario(a.scenario);
-  } catch (const ScenarioError& e) {
-    fmt::print(stderr, "geotb: error: {}\n", e.what());
-    return 2;
-  }
+  std::optional<Scenario> loaded = load_scenario_or_report(a.scenario);
+  if (!loaded) return 2;
+  Scenario& sc = *loaded;
   engine::ModelConfig m = sc.workload.model;
   if (!a.device.empty()) m.device = a.device;
   // Errors are "device: ...": the scenario's field, or the option that set it.

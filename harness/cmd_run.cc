@@ -234,13 +234,9 @@ bool apply_run_options(const RunArgs& a, Scenario& sc) {
 }
 
 int run(const RunArgs& a) {
-  Scenario sc;
-  try {
-    sc = load_scenario(a.scenario);
-  } catch (const ScenarioError& e) {
-    fmt::print(stderr, "geotb: error: {}\n", e.what());
-    return 2;
-  }
+  std::optional<Scenario> loaded = load_scenario_or_report(a.scenario);
+  if (!loaded) return 2;
+  Scenario& sc = *loaded;
   if (!apply_run_options(a, sc)) return 2;
   std::chrono::milliseconds worker_timeout{0}, deadline{0};
   try {

@@ -1447,4 +1447,13 @@ Scenario load_scenario(const std::string& path) {
   return parse_scenario(j, path, std::filesystem::path(path).parent_path().string());
 }
 
+std::optional<Scenario> load_scenario_or_report(const std::string& path) {
+  try {
+    return load_scenario(path);
+  } catch (const ScenarioError& e) {
+    fmt::print(stderr, "geotb: error: {}\n", e.what());
+    return std::nullopt;
+  }
+}
+
 }  // namespace geotb::harness

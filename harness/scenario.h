@@ -129,6 +129,9 @@ void check_strategies_for_mode(const Scenario& sc, const std::vector<std::string
 /// Reads and validates a scenario file. Throws ScenarioError("<path>: <field>: <value>: <why>").
 /// A timeline trace's path is relative to the file's directory.
 Scenario load_scenario(const std::string& path);
+/// load_scenario for a command: the scenario, or nullopt with "geotb: error: <its message>" on
+/// stderr (the command then exits 2: a bad scenario).
+std::optional<Scenario> load_scenario_or_report(const std::string& path);
 /// Validates parsed JSON; `origin` prefixes error messages. `dir` is the directory a timeline
 /// entry's "trace" path is relative to (the scenario file's; "": the current directory).
 Scenario parse_scenario(const nlohmann::json& j, const std::string& origin, const std::string& dir = "");

@@ -11,6 +11,7 @@
 
 #include "engine/collectives/gloo_ring.h"
 #include "engine/collectives/ring_allreduce.h"
+#include "engine/transport/transport.h"
 
 namespace geotb::engine {
 
@@ -33,25 +34,6 @@ Nanos deliver(const LanCost& lan, Nanos& free, Nanos at, uint64_t payload, uint6
   return free + lan.delay * static_cast<int64_t>(rounds);
 }
 
-struct GlooSegment {
-  size_t send_off, recv_off;
-  ssize_t send_len, recv_len;  // bytes; <= 0: nothing moves (Gloo's convention)
-};
-
-/// Gloo's offsets (gloo_ring.cc) of ring position `pos` at iteration i of `phase`.
-GlooSegment gloo_segment(const GlooRingLayout& L, size_t total, size_t pos, int phase, size_t i) {
-  const size_t send_first = phase == 0 ? pos + 1 : pos;
-  const size_t recv_first = phase == 0 ? pos + 2 : pos + 1;
-  const size_t span = L.num_segments * L.segment_bytes;
-  GlooSegment g;
-  g.send_off = ((send_first * L.segments_per_rank + i) * L.segment_bytes) % span;
-  g.recv_off = ((recv_first * L.segments_per_rank + i) * L.segment_bytes) % span;
-  const auto seg = static_cast<ssize_t>(L.segment_bytes), tot = static_cast<ssize_t>(total);
-  g.send_len = std::min(seg, tot - static_cast<ssize_t>(g.send_off));
-  g.recv_len = std::min(seg, tot - static_cast<ssize_t>(g.recv_off));
-  return g;
-}
-
 }  // namespace
 
 std::vector<Nanos> gloo_ring_schedule(const std::vector<Nanos>& arrive, size_t n, double scale, const RingClock& c) {
@@ -62,10 +44,6 @@ std::vector<Nanos> gloo_ring_schedule(const std::vector<Nanos>& arrive, size_t n
   const size_t total = n * sizeof(float), pre = o.preamble_bytes;
   const GlooRingLayout L = gloo_ring_layout(total, p, o);
   const size_t sends = L.num_segments - L.segments_per_rank, iters = L.iterations_per_phase;
-  auto scaled = [&](ssize_t len) {
-    const auto b = static_cast<uint64_t>(len);
-    return scale == 1.0 ? pre + b : pre + static_cast<uint64_t>(std::llround(static_cast<double>(b) * scale));
-  };
   std::vector<Nanos>& free = *c.free;
   std::vector<Nanos> device(p, Nanos{0});  // each position's device thread: its last send's instant
   // Per position and sending iteration: the receiver-ready's arrival (from the predecessor), the
@@ -75,7 +53,7 @@ std::vector<Nanos> gloo_ring_schedule(const std::vector<Nanos>& arrive, size_t n
     for (size_t i = 0; i < iters; ++i) {
       for (size_t r = 0; r < p; ++r) {  // the user thread of each position
         if (i >= 2) {
-          const GlooSegment prev = gloo_segment(L, total, r, phase, i - 2);
+          const GlooRingSegment prev = gloo_ring_segment(L, total, r, phase, i - 2);
           if (prev.recv_len > 0) {
             clock[r] = std::max(clock[r], data[r][i - 2]);
             if (phase == 0) clock[r] += c.reduce_cost[r](static_cast<uint64_t>(prev.recv_len) / sizeof(float));
@@ -83,18 +61,19 @@ std::vector<Nanos> gloo_ring_schedule(const std::vector<Nanos>& arrive, size_t n
           if (prev.send_len > 0) clock[r] = std::max(clock[r], written[r][i - 2]);
         }
         if (i < sends) {
-          const GlooSegment cur = gloo_segment(L, total, r, phase, i);
+          const GlooRingSegment cur = gloo_ring_segment(L, total, r, phase, i);
           if (cur.recv_len > 0) ready[(r + 1) % p][i] = deliver(*c.lan, free[2 * r], clock[r], pre);
           if (cur.send_len > 0) posted[r][i] = clock[r];
         }
       }
       if (i >= sends) continue;
       for (size_t r = 0; r < p; ++r) {  // the device threads: a send leaves once its receiver is ready
-        const GlooSegment cur = gloo_segment(L, total, r, phase, i);
+        const GlooRingSegment cur = gloo_ring_segment(L, total, r, phase, i);
         if (cur.send_len <= 0) continue;
         written[r][i] = device[r] = std::max({device[r], posted[r][i], ready[r][i]});
         const size_t to = (r + p - 1) % p;
-        data[to][i] = deliver(*c.lan, free[2 * r + 1], written[r][i], scaled(cur.send_len));
+        data[to][i] = deliver(*c.lan, free[2 * r + 1], written[r][i],
+                               represented_bytes(pre + static_cast<uint64_t>(cur.send_len), pre, scale));
       }
     }
   }
@@ -140,7 +119,7 @@ void gloo_ring_sums(const std::vector<float*>& bufs, size_t n) {
     for (size_t i = 0; i < L.iterations_per_phase; ++i) {
       if (i >= 2)
         for (size_t r = 0; r < p; ++r) {
-          const GlooSegment prev = gloo_segment(L, total, r, phase, i - 2);
+          const GlooRingSegment prev = gloo_ring_segment(L, total, r, phase, i - 2);
           if (prev.recv_len <= 0) continue;
           const std::vector<float>& got = msg[(r + 1) % p][i % 2];  // the successor's, from i - 2
           float* dst = bufs[r] + prev.recv_off / sizeof(float);
@@ -152,7 +131,7 @@ void gloo_ring_sums(const std::vector<float*>& bufs, size_t n) {
         }
       if (i < sends)
         for (size_t r = 0; r < p; ++r) {
-          const GlooSegment cur = gloo_segment(L, total, r, phase, i);
+          const GlooRingSegment cur = gloo_ring_segment(L, total, r, phase, i);
           std::vector<float>& out = msg[r][i % 2];
           out.clear();
           if (cur.send_len <= 0) continue;
@@ -201,22 +180,17 @@ struct Call {
   int root = 0;
   std::vector<std::vector<uint8_t>>* wires = nullptr;  // a forward's messages: the root's, or filled
   uint64_t header_bytes = 0;                           // a forward's bytes not scaled
+  const std::function<Nanos(uint64_t)>* reduce = nullptr;  // the member's cost of reducing elements
 };
 
 struct Op {
-  OpKind kind = OpKind::kAllreduce;
-  size_t n = 0;
-  RingShape shape;  // elements 0: the data's own
-  int root = 0;
   int arrived = 0, departed = 0;
-  std::vector<float*> data;
-  std::vector<Nanos> at, done;
-  std::vector<const std::function<Nanos(uint64_t)>*> reduce;
   std::vector<Call> calls;  // each member's, as it called
+  std::vector<Nanos> at, done;
   std::vector<float> root_copy;                 // a broadcast's data, as the root sent it
   std::vector<std::vector<uint8_t>> root_wires;  // a forward's messages, as the root sent them
-  bool sent = false;  // a broadcast's or forward's root has sent: `done` holds each member's arrival
-  bool ready = false;            // an allreduce's members have all arrived: `done` holds their ends
+  bool sent = false;   // a broadcast's or forward's root has sent: `done` holds each member's arrival
+  bool ready = false;  // every member has called: `error`, or an allreduce's ends in `done`
   std::string error;
 };
 
@@ -254,12 +228,10 @@ class AnalyticHub {
 
   /// Member `index` takes part in operation `id` (every member numbers its operations alike) and
   /// returns when it is done for it, at its instant. Throws CollectiveError on a mismatch.
-  void take_part(uint64_t id, int index, const Call& c, const std::function<Nanos(uint64_t)>& reduce) {
+  void take_part(uint64_t id, int index, const Call& c) {
     const auto me = static_cast<size_t>(index);
     const OpKind kind = c.kind;
-    const size_t n = c.n;
     const int root = c.root;
-    const RingShape& shape = c.shape;
     const bool sender = kind != OpKind::kAllreduce && index == root;
     // Arrivals and departures go through a Sync nobody waits on; only an event that can release
     // members (the last arrival, a broadcast's or forward's send) wakes the waiters, once: a
@@ -268,15 +240,12 @@ class AnalyticHub {
     arrive_->update([&](Nanos now) {
       Op& op = ops_[id];
       if (op.arrived == 0) {
-        op.kind = kind, op.n = n, op.shape = shape, op.root = root;
-        op.data.assign(static_cast<size_t>(size_), nullptr);
+        op.calls.assign(static_cast<size_t>(size_), Call{});
         op.at.assign(static_cast<size_t>(size_), Nanos{0});
         op.done = op.at;
-        op.reduce.assign(static_cast<size_t>(size_), nullptr);
-        op.calls.assign(static_cast<size_t>(size_), Call{});
       }
       op.calls[me] = c;
-      op.data[me] = c.data, op.at[me] = now, op.reduce[me] = &reduce;
+      op.at[me] = now;
       if (sender && kind == OpKind::kBroadcast) send_broadcast(op, c, now);
       if (sender && kind == OpKind::kForward) send_forward(op, c, now);
       if (++op.arrived == size_) {
@@ -286,7 +255,7 @@ class AnalyticHub {
           if (!same_call(op.calls[0], op.calls[m]))
             op.error = "analytic intra-DC group: member 0 called " + describe(op.calls[0]) + " and member " +
                        std::to_string(m) + " " + describe(op.calls[m]);
-        if (op.kind == OpKind::kAllreduce && op.error.empty()) complete(op);
+        if (kind == OpKind::kAllreduce && op.error.empty()) complete(op);
         op.ready = true;
       }
       release = sender || op.ready;
@@ -327,7 +296,7 @@ class AnalyticHub {
     op.root_copy.assign(c.data, c.data + c.n);
     const auto root = static_cast<size_t>(c.root);
     for (size_t m = 0; m < static_cast<size_t>(size_); ++m)
-      if (m != root) op.done[m] = deliver(lan_, bcast_free_[{root, m}], now, rep_bytes(c.n * sizeof(float)));
+      if (m != root) op.done[m] = deliver(lan_, bcast_free_[{root, m}], now, represented_bytes(c.n * sizeof(float), 0, scale_));
     op.sent = true;
   }
 
@@ -345,45 +314,47 @@ class AnalyticHub {
       Nanos& free = bcast_free_[{root, m}];
       op.done[m] = now;
       for (const auto& w : wires) {
-        const uint64_t b = w.size() <= header ? w.size() : header + rep_bytes(w.size() - header);
-        op.done[m] = deliver(lan_, free, now, b);
+        op.done[m] = deliver(lan_, free, now, represented_bytes(w.size(), header, scale_));
       }
     }
     op.sent = true;
   }
 
+  /// An allreduce whose members all called alike: Gloo's ring (or the eager one) over their
+  /// buffers, then c10d's mean; each member's instant from the ring's schedule.
   void complete(Op& op) {
+    const Call& call = op.calls[0];
+    const size_t n = call.n, p = op.calls.size();
+    std::vector<float*> bufs;
     RingClock c;
     c.lan = &lan_;
     c.free = &ring_free_;
-    for (const auto* f : op.reduce) c.reduce_cost.push_back(*f);
-    const size_t n = op.n, p = op.data.size();
-    const bool shaped = op.shape.elements != 0 && !shape_scales(n, op.shape, scale_);
+    for (const Call& m : op.calls) {
+      bufs.push_back(m.data);
+      c.reduce_cost.push_back(*m.reduce);
+    }
+    const bool shaped = call.shape.elements != 0 && !shape_scales(n, call.shape, scale_);
     if (!shaped && gloo_ring_represents(n, scale_, p)) {
-      gloo_ring_sums(op.data, n);
+      gloo_ring_sums(bufs, n);
       op.done = gloo_ring_schedule(op.at, n, scale_, c);
     } else {
       // What transport_group.h runs then: the eager ring, each chunk's message the represented
       // model's bytes (a shape's share of its elements, and its rounds).
-      eager_ring_sums(op.data, n);
-      const uint64_t e = op.shape.elements;
+      eager_ring_sums(bufs, n);
+      const uint64_t e = call.shape.elements;
       std::function<uint64_t(size_t)> bytes;
       if (shaped)
         bytes = [&](size_t ch) { return ((ch + 1) * e / p - ch * e / p) * sizeof(float); };
       else
-        bytes = [&](size_t ch) { return rep_bytes(((ch + 1) * n / p - ch * n / p) * sizeof(float)); };
-      op.done = eager_ring_schedule(op.at, n, bytes, shaped ? op.shape.rounds : 1, c);
+        bytes = [&](size_t ch) { return represented_bytes(((ch + 1) * n / p - ch * n / p) * sizeof(float), 0, scale_); };
+      op.done = eager_ring_schedule(op.at, n, bytes, shaped ? call.shape.rounds : 1, c);
     }
     // c10d's mean: the sum divided by the group's size, each member's own reduction.
     const float size = static_cast<float>(p);
     for (size_t m = 0; m < p; ++m) {
-      for (size_t i = 0; i < n; ++i) op.data[m][i] /= size;
-      op.done[m] += (*op.reduce[m])(n);
+      for (size_t i = 0; i < n; ++i) bufs[m][i] /= size;
+      op.done[m] += (*op.calls[m].reduce)(n);
     }
-  }
-
-  uint64_t rep_bytes(uint64_t bytes) const {
-    return scale_ == 1.0 ? bytes : static_cast<uint64_t>(std::llround(static_cast<double>(bytes) * scale_));
   }
 
   std::unique_ptr<Sync> done_, arrive_;  // one time domain (one scheduler's lock guards both)
@@ -410,21 +381,23 @@ class AnalyticGroup final : public IntraDc {
   int size() const override { return hub_->size(); }
   void allreduce_mean(float* data, size_t n) override {
     if (hub_->size() < 2) return;
-    hub_->take_part(next_++, index_, Call{.kind = OpKind::kAllreduce, .data = data, .n = n}, reduce_);
+    hub_->take_part(next_++, index_, Call{.kind = OpKind::kAllreduce, .data = data, .n = n, .reduce = &reduce_});
   }
   void allreduce_mean_shaped(float* data, size_t n, const RingShape& shape) override {
     if (hub_->size() < 2) return;
-    hub_->take_part(next_++, index_, Call{.kind = OpKind::kAllreduce, .data = data, .n = n, .shape = shape}, reduce_);
+    hub_->take_part(next_++, index_,
+                    Call{.kind = OpKind::kAllreduce, .data = data, .n = n, .shape = shape, .reduce = &reduce_});
   }
   void broadcast(float* data, size_t n, int root) override {
     if (hub_->size() < 2) return;
-    hub_->take_part(next_++, index_, Call{.kind = OpKind::kBroadcast, .data = data, .n = n, .root = root}, reduce_);
+    hub_->take_part(next_++, index_,
+                    Call{.kind = OpKind::kBroadcast, .data = data, .n = n, .root = root, .reduce = &reduce_});
   }
   bool forward(std::vector<std::vector<uint8_t>>& wires, size_t count, int root, uint64_t header_bytes) override {
     if (hub_->size() < 2) return true;
     hub_->take_part(next_++, index_,
-                    Call{.kind = OpKind::kForward, .n = count, .root = root, .wires = &wires, .header_bytes = header_bytes},
-                    reduce_);
+                    Call{.kind = OpKind::kForward, .n = count, .root = root, .wires = &wires, .header_bytes = header_bytes,
+                         .reduce = &reduce_});
     return true;
   }
   void barrier() override {

@@ -111,11 +111,6 @@ class RendezvousSender {
   emu::ActorThread th_;
 };
 
-struct Offsets {
-  size_t send_off, recv_off;
-  ssize_t send_len, recv_len;  // <= 0: out of range, nothing to move (Gloo's convention)
-};
-
 }  // namespace
 
 GlooRingLayout gloo_ring_layout(size_t total_bytes, size_t ranks, const GlooRingOptions& o, size_t elem) {
@@ -127,6 +122,20 @@ GlooRingLayout gloo_ring_layout(size_t total_bytes, size_t ranks, const GlooRing
   L.segments_per_rank = L.num_segments / ranks;
   L.iterations_per_phase = L.num_segments - L.segments_per_rank + 2;
   return L;
+}
+
+GlooRingSegment gloo_ring_segment(const GlooRingLayout& L, size_t total, size_t pos, int phase, size_t i) {
+  // Reduce-scatter sends segment ((rank+1)·spr + i) and receives ((rank+2)·spr + i); allgather
+  // sends (rank·spr + i) and receives ((rank+1)·spr + i).
+  const size_t send_first = phase == 0 ? pos + 1 : pos;
+  const size_t recv_first = phase == 0 ? pos + 2 : pos + 1;
+  const size_t seg = L.segment_bytes, spr = L.segments_per_rank, span = L.num_segments * seg;
+  GlooRingSegment r;
+  r.send_off = ((send_first * spr + i) * seg) % span;
+  r.recv_off = ((recv_first * spr + i) * seg) % span;
+  r.send_len = std::min(static_cast<ssize_t>(seg), static_cast<ssize_t>(total) - static_cast<ssize_t>(r.send_off));
+  r.recv_len = std::min(static_cast<ssize_t>(seg), static_cast<ssize_t>(total) - static_cast<ssize_t>(r.recv_off));
+  return r;
 }
 
 bool gloo_ring_represents(size_t n, double scale, size_t ranks, const GlooRingOptions& o, size_t elem) {
@@ -158,8 +167,7 @@ void gloo_ring(Transport& t, const std::vector<int>& ring, typename E::T* data, 
   const int recv_from = ring[(pos + 1) % p];    // Gloo: recvRank = rank + 1
   const size_t total = n * elem;
   const GlooRingLayout L = gloo_ring_layout(total, p, o, elem);
-  const size_t seg = L.segment_bytes, S = L.num_segments, spr = L.segments_per_rank;
-  const size_t span = S * seg;
+  const size_t S = L.num_segments, spr = L.segments_per_rank;
   // Iteration i < S - spr of a phase sends one segment: its receiver-ready and data messages
   // each take a tag of their own range, phase by phase.
   const uint64_t sends = S - spr;
@@ -168,14 +176,6 @@ void gloo_ring(Transport& t, const std::vector<int>& ring, typename E::T* data, 
   const TagRange ready_tags = alloc.take("gloo_ring.ready", 2 * sends);
   const TagRange data_tags = alloc.take("gloo_ring.data", 2 * sends);
   auto tag = [&](bool ready, uint64_t phase, size_t i) { return (ready ? ready_tags : data_tags).tag(phase * sends + i); };
-  auto offsets = [&](size_t send_first, size_t recv_first, size_t i) {
-    Offsets r;
-    r.send_off = ((send_first * spr + i) * seg) % span;
-    r.recv_off = ((recv_first * spr + i) * seg) % span;
-    r.send_len = std::min(static_cast<ssize_t>(seg), static_cast<ssize_t>(total) - static_cast<ssize_t>(r.send_off));
-    r.recv_len = std::min(static_cast<ssize_t>(seg), static_cast<ssize_t>(total) - static_cast<ssize_t>(r.recv_off));
-    return r;
-  };
   auto* bytes = reinterpret_cast<uint8_t*>(data);
   const size_t pre = o.preamble_bytes;
 
@@ -183,14 +183,10 @@ void gloo_ring(Transport& t, const std::vector<int>& ring, typename E::T* data, 
   try {
     size_t sends_posted = 0;
     for (uint64_t phase = 0; phase < 2; ++phase) {
-      // Reduce-scatter sends segment ((rank+1)·spr + i) and receives ((rank+2)·spr + i);
-      // allgather sends (rank·spr + i) and receives ((rank+1)·spr + i).
-      const size_t send_first = phase == 0 ? pos + 1 : pos;
-      const size_t recv_first = phase == 0 ? pos + 2 : pos + 1;
       std::vector<size_t> send_seq(L.iterations_per_phase, 0);
       for (size_t i = 0; i < L.iterations_per_phase; ++i) {
         if (i >= 2) {
-          const Offsets prev = offsets(send_first, recv_first, i - 2);
+          const GlooRingSegment prev = gloo_ring_segment(L, total, pos, static_cast<int>(phase), i - 2);
           if (prev.recv_len > 0) {
             const auto len = static_cast<size_t>(prev.recv_len);
             const std::vector<uint8_t> in = t.recv(recv_from, tag(false, phase, i - 2));
@@ -214,7 +210,7 @@ void gloo_ring(Transport& t, const std::vector<int>& ring, typename E::T* data, 
           if (prev.send_len > 0) sender.wait_written(send_seq[i - 2]);
         }
         if (i < S - spr) {
-          const Offsets cur = offsets(send_first, recv_first, i);
+          const GlooRingSegment cur = gloo_ring_segment(L, total, pos, static_cast<int>(phase), i);
           if (cur.recv_len > 0) t.send(recv_from, tag(true, phase, i), std::vector<uint8_t>(pre, 0));
           if (cur.send_len > 0) {
             const auto len = static_cast<size_t>(cur.send_len);

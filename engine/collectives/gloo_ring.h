@@ -22,6 +22,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <sys/types.h>
 #include <vector>
 
 #include "engine/transport/tags.h"
@@ -45,6 +46,16 @@ struct GlooRingLayout {
 };
 GlooRingLayout gloo_ring_layout(size_t total_bytes, size_t ranks, const GlooRingOptions& o = {},
                                 size_t elem_bytes = sizeof(float));
+
+/// The segments ring position `pos` sends and receives at iteration i of `phase` (0: reduce-scatter,
+/// 1: allgather), as Gloo computes them: byte offsets into the buffer and lengths, a length <= 0
+/// meaning nothing moves (Gloo's convention). Shared by the ring and its analytic schedule
+/// (collectives/analytic_group.h).
+struct GlooRingSegment {
+  size_t send_off, recv_off;
+  ssize_t send_len, recv_len;
+};
+GlooRingSegment gloo_ring_segment(const GlooRingLayout& L, size_t total_bytes, size_t pos, int phase, size_t i);
 
 /// Whether Gloo's ring on n elements of `elem_bytes`, scaled to a represented model `scale` times
 /// larger (docs/guide/represented.md), is still Gloo's: its layout for the represented size has the same

@@ -96,8 +96,7 @@ void EmulatedTransport::send_shaped(int dst, uint64_t tag, std::vector<uint8_t> 
 }
 
 uint64_t EmulatedTransport::represented_size(uint64_t bytes, uint64_t fixed_bytes) const {
-  if (scale_ == 1.0 || bytes <= fixed_bytes) return bytes;
-  return fixed_bytes + static_cast<uint64_t>(std::llround(static_cast<double>(bytes - fixed_bytes) * scale_));
+  return represented_bytes(bytes, fixed_bytes, scale_);
 }
 
 static_assert(kTakeoverTag == emu::Fabric::kTakeoverTag, "one takeover tag for every backend");

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <stdexcept>
 #include <memory>
@@ -34,6 +35,14 @@ class PeerDeclaredDead : public TransportError {
  public:
   using TransportError::TransportError;
 };
+
+/// The network size of a tensor message of `bytes`, its first `fixed_bytes` headers, standing for a
+/// model `scale` times the trained one: fixed + round((bytes - fixed) * scale), or `bytes` as they
+/// are at scale 1 or when there is nothing past the headers (docs/guide/represented.md).
+inline uint64_t represented_bytes(uint64_t bytes, uint64_t fixed_bytes, double scale) {
+  if (scale == 1.0 || bytes <= fixed_bytes) return bytes;
+  return fixed_bytes + static_cast<uint64_t>(std::llround(static_cast<double>(bytes - fixed_bytes) * scale));
+}
 
 class Transport {
  public:
