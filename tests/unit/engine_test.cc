@@ -541,9 +541,12 @@ TEST(AnalyticLan, AMismatchIsACollectiveErrorForEveryMember) {
   auto free_cost = [](uint64_t) { return std::chrono::nanoseconds{0}; };
   std::vector<std::string> errors(2);
   std::vector<std::vector<float>> after(2);
+  // Both actors exist before either runs: one alone and blocked would be a deadlock.
+  const std::vector<int> actors = {sched.add_actor("member 0", std::chrono::nanoseconds{0}),
+                                   sched.add_actor("member 1", std::chrono::nanoseconds{0})};
   std::vector<std::thread> members;
   for (int m = 0; m < 2; ++m) {
-    const auto actor = sched.add_actor("member " + std::to_string(m), std::chrono::nanoseconds{0});
+    const auto actor = actors[static_cast<size_t>(m)];
     members.emplace_back([&, m, actor] {
       sched.bind(actor);
       const auto g = make_analytic_group(hub, m, free_cost);
