@@ -321,6 +321,24 @@ RankReport run_process_worker(const ProcessWorkerConfig& cfg, const StrategyConf
       }
     };
   }
+  // Full recovery ("then": "survivors"): decided over the store (faults/process_agent.h); at the
+  // boundary every survivor reads its own file of the last complete checkpoint.
+  std::optional<Checkpoint> back;
+  if (agent && agent->full_recovery_possible() && !rejoin) {
+    if (ckpt.dir.empty())
+      throw RunError(scfg.name + ": " + std::to_string(faults.plan.kills()) + " kills of " + std::to_string(P) +
+                     " workers can cross faults.full_recovery.above_fraction, and full recovery goes back to the last "
+                     "checkpoint: give the run a checkpoint directory");
+    agent->enable_full_recovery(store, key);
+    hooks.rewind = [&](int steps) -> const StateBuffers* {
+      if (!agent->rewind_due(steps)) return nullptr;
+      back = load_checkpoint(ckpt.dir + "/" + scfg.run_name(),
+                             {.scenario_hash = ckpt.scenario_hash, .strategy = scfg.run_name(), .world = P}, {cfg.rank});
+      const StateBuffers& mine = back->ranks[static_cast<size_t>(cfg.rank)];
+      agent->rewinding(steps, back->header.step, resume_point(mine).elapsed);
+      return &mine;
+    };
+  }
   WorkerRecord rec;
   // What this rank measured (so far, for a killed rank).
   auto measured = [&](RankReport& rr) {

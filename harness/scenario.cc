@@ -1310,10 +1310,11 @@ void check_faults_for_mode(const Scenario& sc) {
       restarted.insert(who);
     }
   }
-  if (full_recovery_reachable(sc))
-    fail("faults.full_recovery.above_fraction", json(sc.faults.full_recovery.above_fraction),
-         fmt::format("{} kills of {} workers would cross it, and full recovery is not implemented in the process and "
-                     "dpdk modes yet (set it to 1)",
+  if (full_recovery_reachable(sc) && sc.faults.full_recovery.then != "survivors")
+    fail("faults.full_recovery.then", json(sc.faults.full_recovery.then),
+         fmt::format("{} kills of {} workers would cross faults.full_recovery.above_fraction, and the process and dpdk "
+                     "modes carry on with the survivors only (\"then\": \"survivors\"; the embedded mode runs "
+                     "\"restarts\")",
                      sc.faults.kills(), total_workers(sc)));
 }
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <stdexcept>
 #include <tuple>
 
 #include "model/json_fields.h"
@@ -278,6 +279,12 @@ void to_json(json& j, const RankFaultLog& l) {
   j = {{"start_ns", l.start_ns},       {"killed_at_step", opt(l.killed_at_step)}, {"killed_at_s", opt(l.killed_at_s)},
        {"detections", l.detections}, {"resumed", resumed},                      {"heartbeats_sent", l.heartbeats_sent},
        {"slow", l.slow},             {"handed", handed},                        {"rejoined_at_s", opt(l.rejoined_at_s)}};
+  if (l.rewound) {
+    const RankFaultLog::Rewind& w = *l.rewound;
+    j["rewound"] = {{"boundary_step", w.boundary_step}, {"checkpoint_step", w.checkpoint_step},
+                    {"checkpoint_at_s", w.checkpoint_at_s}, {"at_s", w.at_s},
+                    {"decided_at_s", opt(w.decided_at_s)}, {"dead", w.dead}};
+  }
 }
 
 void from_json(const json& j, RankFaultLog& l) {
@@ -314,6 +321,20 @@ void from_json(const json& j, RankFaultLog& l) {
     }
   l.rejoined_at_s.reset();
   if (f::has(j, "rejoined_at_s") && !f::req(j, "rejoined_at_s").is_null()) l.rejoined_at_s = f::nonneg(j, "rejoined_at_s");
+  l.rewound.reset();
+  if (f::has(j, "rewound")) {
+    const json& w = f::req(j, "rewound");
+    RankFaultLog::Rewind x;
+    x.boundary_step = static_cast<int>(f::count(w, "boundary_step"));
+    x.checkpoint_step = static_cast<int>(f::count(w, "checkpoint_step"));
+    if (x.checkpoint_step > x.boundary_step)
+      f::fail("rewound.checkpoint_step", fmt::format("{} is after the boundary {}", x.checkpoint_step, x.boundary_step));
+    x.checkpoint_at_s = f::nonneg(w, "checkpoint_at_s");
+    x.at_s = f::nonneg(w, "at_s");
+    if (!f::req(w, "decided_at_s").is_null()) x.decided_at_s = f::nonneg(w, "decided_at_s");
+    x.dead = static_cast<int>(f::count(w, "dead"));
+    l.rewound = x;
+  }
 }
 
 FaultsSection section_of(const FaultPlan& plan) {
@@ -410,6 +431,34 @@ FaultsSection merge_fault_logs(const FaultPlan& plan, const RankLayout& layout, 
     }
   std::stable_sort(s.events.begin(), s.events.end(),
                    [](const FaultRecord& a, const FaultRecord& b) { return std::tie(a.at_s, a.rank) < std::tie(b.at_s, b.rank); });
+  // A full recovery: every survivor went back at one boundary to one checkpoint; the rank whose
+  // report of deaths crossed the threshold decided it.
+  for (size_t r = 0; r < logs.size(); ++r) {
+    if (!logs[r].rewound) continue;
+    const RankFaultLog::Rewind& w = *logs[r].rewound;
+    if (!s.full_recovery) {
+      FullRecoveryRecord f;
+      f.above_fraction = plan.full_recovery.above_fraction;
+      f.workers = static_cast<int>(logs.size());
+      f.then = plan.full_recovery.then;
+      f.boundary_step = w.boundary_step;
+      f.checkpoint_step = w.checkpoint_step;
+      f.steps_redone = w.boundary_step - w.checkpoint_step;
+      f.checkpoint_at_s = w.checkpoint_at_s;
+      s.full_recovery = f;
+    }
+    FullRecoveryRecord& f = *s.full_recovery;
+    if (w.boundary_step != f.boundary_step || w.checkpoint_step != f.checkpoint_step)
+      throw std::runtime_error(fmt::format("rank {} went back at step {} to the checkpoint after {} steps, another rank "
+                                           "at {} to {}: the survivors must agree",
+                                           r, w.boundary_step, w.checkpoint_step, f.boundary_step, f.checkpoint_step));
+    f.rewound_at_s = std::max(f.rewound_at_s, shift(r, w.at_s));
+    f.survivors += 1;
+    if (w.decided_at_s) {
+      f.decided_at_s = shift(r, *w.decided_at_s);
+      f.dead = w.dead;
+    }
+  }
   return s;
 }
 

@@ -237,6 +237,18 @@ struct RankFaultLog {
   std::vector<Handover> handed;
   /// This rank is a restarted worker's process: when it had the state its coordinator handed it.
   std::optional<double> rejoined_at_s;
+  /// A full recovery as this rank saw it (faults.full_recovery): the boundary it went back at, the
+  /// checkpoint it restored, when; on the rank whose report of deaths crossed the threshold, when
+  /// that was and how many were dead then.
+  struct Rewind {
+    int boundary_step = 0;
+    int checkpoint_step = 0;
+    double checkpoint_at_s = 0;  ///< training time at the checkpoint (its state's)
+    double at_s = 0;             ///< when this rank had restored it
+    std::optional<double> decided_at_s;  ///< the deciding rank only
+    int dead = 0;                        ///< the deciding rank only: workers dead when it decided
+  };
+  std::optional<Rewind> rewound;
   std::vector<FaultRecord> slow;  ///< this rank's slow events as they happened ("slow" records)
   uint64_t heartbeats_sent = 0;
 };
@@ -249,7 +261,8 @@ void from_json(const json& j, RankFaultLog& l);
 /// a kill: its first detection -> the last survivor that recovered from it resumed; steps lost:
 /// one per group that discarded its step in flight (its coordinator's resume). A restart: its
 /// coordinator's hand-over (when, the boundary, the grown group), recovered once the restarted
-/// rank had the state (its rejoined_at_s).
+/// rank had the state (its rejoined_at_s). A full recovery: from every rank's `rewound` (the
+/// survivors: those that went back; the decision: the deciding rank's).
 FaultsSection merge_fault_logs(const FaultPlan& plan, const RankLayout& layout, const std::vector<RankFaultLog>& logs,
                                int origin);
 

@@ -1,6 +1,7 @@
 #include "engine/faults/process_agent.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "engine/result.h"
@@ -275,15 +276,30 @@ bool ProcessFaultAgent::recover(WorkerEnv& env, int step, BatchSampler& sampler)
     }
     // Tell the group: a member blocked on this rank stops waiting for it and recovers too.
     const std::vector<uint8_t> notice = encode_ints(std::vector<int64_t>(dead.begin(), dead.end()));
-    for (int m : group)
-      if (m != rank) sock_->send(m, kRecoveringTag, notice);
+    for (int m : group) {
+      if (m == rank) continue;
+      try {
+        sock_->send(m, kRecoveringTag, notice);
+      } catch (const PeerDeadError&) {
+        // That member died too (several killed at one step) and is not declared here yet: the
+        // agreement below fails on it, and its declaration follows.
+      }
+    }
     try {
       agree_on_group(*env.net, rank, group, step, dead);
       break;
     } catch (const PeerDeclaredDead&) {
       // A member announced another death during the agreement: agree again without it too.
+    } catch (const PeerDeadError&) {
+      // A member died before its declaration reached here (several killed at one step): its
+      // connection ended under the agreement's receive. Its declaration follows: agree again
+      // without it too.
     }
   }
+  // Deaths found one after another (several killed at one step, declared a few ms apart) are one
+  // recovery, in rank order whatever the order they were declared in: the shards they leave are
+  // split as the embedded mode splits those of deaths declared together.
+  std::sort(fresh_all.begin(), fresh_all.end());
   ++epoch_;
   // Rebuild: the ring of every live rank, the Gloo group without the dead (a new rendezvous).
   env.ring = ring_without(env.ring, dead);
@@ -303,9 +319,88 @@ bool ProcessFaultAgent::recover(WorkerEnv& env, int step, BatchSampler& sampler)
       if (!dead.count(h)) shards_[static_cast<size_t>(h)] = inherit_shards(g, h, before[static_cast<size_t>(h)], before, dead, fresh_all);
     sampler = BatchSampler(shards_[static_cast<size_t>(rank)], cfg_.seed, static_cast<uint64_t>(rank + g.world() * epoch_));
   }
-  std::lock_guard<std::mutex> lk(mu_);
-  log_.resumed.push_back({fresh_all, secs(clock_.now()), step, static_cast<int>(group.size()), rank == group.front(), took_over});
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    log_.resumed.push_back({fresh_all, secs(clock_.now()), step, static_cast<int>(group.size()), rank == group.front(), took_over});
+  }
+  // Each group's coordinator counts its group's dead once (every death is in one group).
+  if (fr_store_ && rank == group.front()) count_deaths(fresh_all.size());
   return true;
+}
+
+bool ProcessFaultAgent::full_recovery_possible() const {
+  return cfg_.plan.kills() > cfg_.plan.full_recovery.above_fraction * cfg_.groups.world();
+}
+
+void ProcessFaultAgent::enable_full_recovery(std::shared_ptr<StoreHandle> store, std::string key) {
+  if (cfg_.plan.full_recovery.then != "survivors")
+    throw RunError("faults.full_recovery.then: \"" + cfg_.plan.full_recovery.then +
+                   "\": the process and dpdk modes carry on with the survivors only");
+  fr_store_ = std::move(store);
+  fr_key_ = std::move(key) + "fr/";
+}
+
+void ProcessFaultAgent::count_deaths(size_t fresh) {
+  const int P = cfg_.groups.world();
+  // "More than above_fraction of the workers": the smallest count c with c > fraction * P.
+  const auto c = static_cast<int64_t>(std::floor(cfg_.plan.full_recovery.above_fraction * P)) + 1;
+  const auto n = static_cast<int64_t>(fresh);
+  const int64_t total = store_add(*fr_store_, fr_key_ + "dead", n);
+  if (total - n >= c || total < c) return;  // not the one that crosses it
+  const double decided_at = secs(clock_.now());
+  store_add(*fr_store_, fr_key_ + "decided", 1);  // the mark, before any boundary is read
+  int64_t furthest = 0;
+  for (int r = 0; r < P; ++r) furthest = std::max(furthest, store_add(*fr_store_, fr_key_ + "at/" + std::to_string(r), 0));
+  const std::string b = std::to_string(furthest + 1);
+  store_set(*fr_store_, fr_key_ + "boundary", std::vector<uint8_t>(b.begin(), b.end()));
+  std::lock_guard<std::mutex> lk(mu_);
+  log_.rewound = model::RankFaultLog::Rewind{};
+  log_.rewound->decided_at_s = decided_at;
+  log_.rewound->dead = static_cast<int>(total);
+}
+
+bool ProcessFaultAgent::rewind_due(int steps) {
+  if (!fr_store_ || rewound_) return false;
+  if (!boundary_) {
+    // Where this rank is, then whether it was decided (in this order: see the file's comment).
+    store_add(*fr_store_, fr_key_ + "at/" + std::to_string(cfg_.rank), steps - published_);
+    published_ = steps;
+    if (store_add(*fr_store_, fr_key_ + "decided", 0) == 0) return false;
+    const std::vector<uint8_t> b = store_get(*fr_store_, fr_key_ + "boundary");  // set right after the mark
+    boundary_ = std::stoi(std::string(b.begin(), b.end()));
+  }
+  if (steps < *boundary_) return false;
+  if (steps > *boundary_)
+    throw RunError("rank " + std::to_string(cfg_.rank) + ": at step boundary " + std::to_string(steps) +
+                   ", past the full recovery's boundary " + std::to_string(*boundary_));
+  rewound_ = true;
+  return true;
+}
+
+void ProcessFaultAgent::rewinding(int steps, int checkpoint_step, Nanos checkpoint_at) {
+  std::lock_guard<std::mutex> lk(mu_);
+  if (!log_.rewound) log_.rewound = model::RankFaultLog::Rewind{};
+  log_.rewound->boundary_step = steps;
+  log_.rewound->checkpoint_step = checkpoint_step;
+  log_.rewound->checkpoint_at_s = std::chrono::duration<double>(checkpoint_at).count();
+}
+
+void ProcessFaultAgent::before_rewind(WorkerEnv&, BatchSampler& sampler) {
+  // The checkpoint's sampler position is a position in this rank's own shard.
+  if (cfg_.plan.shard != "redistribute" || epoch_ == 0) return;
+  sampler = BatchSampler(cfg_.shards[static_cast<size_t>(cfg_.rank)], cfg_.seed, static_cast<uint64_t>(cfg_.rank));
+}
+
+void ProcessFaultAgent::after_rewind(WorkerEnv&, BatchSampler& sampler, uint64_t) {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (log_.rewound) log_.rewound->at_s = secs(clock_.now());
+  }
+  // A shard grown by the dead workers' data (recover) is walked afresh, on a stream of its own
+  // (the embedded mode's numbering, faults/agent.cc).
+  if (cfg_.plan.shard != "redistribute" || epoch_ == 0) return;
+  sampler = BatchSampler(shards_[static_cast<size_t>(cfg_.rank)], cfg_.seed,
+                         static_cast<uint64_t>(cfg_.rank + cfg_.groups.world() * (epoch_ + 1000)));
 }
 
 bool ProcessFaultAgent::close_allowed() {

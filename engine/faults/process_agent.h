@@ -52,8 +52,19 @@
 //    prefix and every rank's address (RejoinMessage); the group then meets again in Gloo under
 //    that prefix, the restarted rank with it. The restarted rank walks its own shard afresh and
 //    keeps its own series, times and exchange log (its predecessor's rank file).
-// Not in these modes yet (the scenario says so): full recovery, a restart after a kill of scope
-// host (its frozen process is not reaped before the end), a second kill of a restarted worker.
+//  * full recovery, "then": "survivors" (faults.full_recovery): each group's coordinator, once its
+//    group agreed on its dead, adds them to a count in the run's store; the one whose addition
+//    crosses the threshold (more than above_fraction of the workers) decides. Every rank that may
+//    take part publishes its step boundary in the store before it looks for a decision there; the
+//    deciding rank marks the decision first and then reads every rank's boundary, so the boundary
+//    it sets, one past the furthest it read, is one no survivor has passed (a rank that had
+//    looked before the mark had published where it was; one that looks after it sees it). Every
+//    survivor trains on to that boundary, goes back to the last complete checkpoint there, and
+//    carries on in its shrunk group, the dead workers' data split as after a shrink: the
+//    embedded mode's decisions and weights, whatever boundary the wall clock picked.
+// Not in these modes yet (the scenario says so): full recovery with "then": "restarts", a restart
+// after a kill of scope host (its frozen process is not reaped before the end), a second kill of
+// a restarted worker.
 #pragma once
 
 #include <chrono>
@@ -68,6 +79,7 @@
 
 #include "common/clock.h"
 #include "engine/collectives/intra_dc.h"
+#include "engine/collectives/store.h"
 #include "engine/faults/rejoin.h"
 #include "engine/faults/shrink.h"
 #include "engine/faults/timeline.h"
@@ -149,6 +161,17 @@ class ProcessFaultAgent final : public FaultHooks {
   int incarnation_at(int rank, int steps) const;
   /// What this rank saw (its rank file's "faults").
   model::RankFaultLog log() const;
+  /// Whether this run's kills can cross faults.full_recovery.above_fraction.
+  bool full_recovery_possible() const;
+  /// Full recovery over the run's store, its keys under `key` (the run's prefix); before start().
+  void enable_full_recovery(std::shared_ptr<StoreHandle> store, std::string key);
+  /// At step boundary `steps` (steps done, before any checkpoint of it is restored): whether every
+  /// survivor goes back here. Publishes the boundary until a decision is known; throws RunError if
+  /// this rank is already past the decided boundary (it cannot be: see the file's comment).
+  bool rewind_due(int steps);
+  /// Going back at `steps` to the checkpoint after `checkpoint_step` steps, whose state was taken
+  /// at `checkpoint_at` of training time (the report's record).
+  void rewinding(int steps, int checkpoint_step, Nanos checkpoint_at);
 
   void step_begins(WorkerEnv& env, int step) override;
   void before_sync(WorkerEnv& env, int step) override;
@@ -158,8 +181,8 @@ class ProcessFaultAgent final : public FaultHooks {
   bool record_all() const override { return cfg_.rank == cfg_.plan.first_never_killed(cfg_.groups.layout); }
   std::optional<uint64_t> reepoch_due(WorkerEnv& env, int steps) override;
   void at_reepoch(WorkerEnv& env, int steps, const StateBuffers& state) override;
-  void before_rewind(WorkerEnv&, BatchSampler&) override {}
-  void after_rewind(WorkerEnv&, BatchSampler&, uint64_t) override {}
+  void before_rewind(WorkerEnv& env, BatchSampler& sampler) override;
+  void after_rewind(WorkerEnv& env, BatchSampler& sampler, uint64_t tag_epoch) override;
   /// Training is over on this rank (also called when it arrives at the end barrier): peers that
   /// fail from now on are not declared (a lossy link can turn a leaving peer's goodbye into a
   /// reset). Idempotent.
@@ -179,6 +202,9 @@ class ProcessFaultAgent final : public FaultHooks {
 
  private:
   void killed(int step);  // the log's kill record
+  // Full recovery: a group coordinator's count of the deaths its group agreed on; the one that
+  // crosses the threshold decides (marks it, reads every boundary, sets the one to go back at).
+  void count_deaths(size_t fresh);
   bool await_declaration();  // a death declared here and not yet recovered from (bounded wait)
   void refresh_interrupt();  // under mu_: receives from members recovering from what is not handled here
   // The Gloo group rebuilt as `group` (this rank in it) under the store prefix `name`; the old
@@ -211,6 +237,13 @@ class ProcessFaultAgent final : public FaultHooks {
   RankFaultTimeline timeline_;  // its slow events and kills (timeline.h, shared with the embedded agent)
   double factor_ = 1;          // the compute factor now
   uint64_t compute_at_begin_ = 0;  // env.times.compute_ns when this step's compute began
+  // Full recovery (the main thread's only): the store, its keys, the boundary published last, the
+  // decided boundary once known, whether this rank went back already (once per run).
+  std::shared_ptr<StoreHandle> fr_store_;
+  std::string fr_key_;
+  int published_ = 0;
+  std::optional<int> boundary_;
+  bool rewound_ = false;
 };
 
 }  // namespace geotb::engine

@@ -731,6 +731,50 @@ TEST(FaultLogs, ARestartIsItsCoordinatorsHandOverRecoveredWhenTheRankHadTheState
   EXPECT_DOUBLE_EQ(*json::parse(json(rr).dump()).get<RankReport>().faults->rejoined_at_s, 6.25);
 }
 
+TEST(FaultLogs, AFullRecoveryIsEverySurvivorsRewindAndTheDecidingRanksCount) {
+  FaultPlan plan;
+  plan.full_recovery.above_fraction = 0.25;
+  std::vector<RankFaultLog> logs(8);
+  for (int r = 0; r < 8; ++r) logs[static_cast<size_t>(r)].start_ns = 1'000'000'000 + 1'000'000 * r;
+  for (int r : {1, 2, 6}) {
+    logs[static_cast<size_t>(r)].killed_at_step = 25;
+    logs[static_cast<size_t>(r)].killed_at_s = 1.0;
+  }
+  for (int r : {0, 3, 4, 5, 7}) logs[static_cast<size_t>(r)].rewound = RankFaultLog::Rewind{27, 20, 0.8, 1.5 + 0.1 * r, {}, 0};
+  logs[4].rewound->decided_at_s = 1.25;  // 1.254 on rank 0's clock (rank 4 started 4 ms later)
+  logs[4].rewound->dead = 3;
+  const FaultsSection s = merge_fault_logs(plan, RankLayout::uniform(2, 4), logs, 0);
+  ASSERT_TRUE(s.full_recovery);
+  const FullRecoveryRecord& f = *s.full_recovery;
+  EXPECT_EQ(std::make_tuple(f.dead, f.workers, f.boundary_step, f.checkpoint_step, f.steps_redone, f.survivors),
+            std::make_tuple(3, 8, 27, 20, 7, 5));
+  EXPECT_EQ(f.then, "survivors");
+  EXPECT_DOUBLE_EQ(f.above_fraction, 0.25);
+  EXPECT_NEAR(f.decided_at_s, 1.254, 1e-12);
+  EXPECT_NEAR(f.rewound_at_s, 1.5 + 0.7 + 0.007, 1e-12);  // rank 7's, the last
+  EXPECT_DOUBLE_EQ(f.checkpoint_at_s, 0.8);
+  // The rank file carries it; a survivor that went back elsewhere is an error naming both.
+  RankReport rr;
+  rr.faults = logs[4];
+  const RankReport a = json::parse(json(rr).dump()).get<RankReport>();
+  ASSERT_TRUE(a.faults->rewound);
+  EXPECT_EQ(std::make_tuple(a.faults->rewound->boundary_step, a.faults->rewound->checkpoint_step, a.faults->rewound->dead),
+            std::make_tuple(27, 20, 3));
+  EXPECT_DOUBLE_EQ(*a.faults->rewound->decided_at_s, 1.25);
+  rr.faults = logs[3];
+  EXPECT_FALSE(json::parse(json(rr).dump()).get<RankReport>().faults->rewound->decided_at_s.has_value());
+  logs[7].rewound->boundary_step = 28;
+  try {
+    merge_fault_logs(plan, RankLayout::uniform(2, 4), logs, 0);
+    FAIL() << "survivors that disagree were merged";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("rank 7 went back at step 28"), std::string::npos) << e.what();
+  }
+  // Without any rewound rank: none happened.
+  for (auto& l : logs) l.rewound.reset();
+  EXPECT_FALSE(merge_fault_logs(plan, RankLayout::uniform(2, 4), logs, 0).full_recovery.has_value());
+}
+
 TEST(ReportModel, ExchangeRoundTripsWrittenOnlyWhenRecorded) {
   ExchangeRecord e{3, 7687770, 0.3, 0.0765, 0.03};
   const json j = e;
