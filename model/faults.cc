@@ -432,10 +432,14 @@ FaultsSection merge_fault_logs(const FaultPlan& plan, const RankLayout& layout, 
   std::stable_sort(s.events.begin(), s.events.end(),
                    [](const FaultRecord& a, const FaultRecord& b) { return std::tie(a.at_s, a.rank) < std::tie(b.at_s, b.rank); });
   // A full recovery: every survivor went back at one boundary to one checkpoint; the rank whose
-  // report of deaths crossed the threshold decided it.
+  // report of deaths crossed the threshold decided it (it may have died since, or the run may
+  // have ended before the boundary: then nobody went back and there is no record, as embedded).
+  std::optional<std::pair<double, int>> decided;  // (when, dead) on the origin's clock
   for (size_t r = 0; r < logs.size(); ++r) {
     if (!logs[r].rewound) continue;
     const RankFaultLog::Rewind& w = *logs[r].rewound;
+    if (w.decided_at_s) decided = std::make_pair(shift(r, *w.decided_at_s), w.dead);
+    if (w.boundary_step == 0) continue;  // decided here, never went back
     if (!s.full_recovery) {
       FullRecoveryRecord f;
       f.above_fraction = plan.full_recovery.above_fraction;
@@ -454,11 +458,8 @@ FaultsSection merge_fault_logs(const FaultPlan& plan, const RankLayout& layout, 
                                            r, w.boundary_step, w.checkpoint_step, f.boundary_step, f.checkpoint_step));
     f.rewound_at_s = std::max(f.rewound_at_s, shift(r, w.at_s));
     f.survivors += 1;
-    if (w.decided_at_s) {
-      f.decided_at_s = shift(r, *w.decided_at_s);
-      f.dead = w.dead;
-    }
   }
+  if (s.full_recovery && decided) std::tie(s.full_recovery->decided_at_s, s.full_recovery->dead) = *decided;
   return s;
 }
 

@@ -241,7 +241,7 @@ struct RankFaultLog {
   /// checkpoint it restored, when; on the rank whose report of deaths crossed the threshold, when
   /// that was and how many were dead then.
   struct Rewind {
-    int boundary_step = 0;
+    int boundary_step = 0;  ///< 0: it decided but never went back (killed since, or the run ended first)
     int checkpoint_step = 0;
     double checkpoint_at_s = 0;  ///< training time at the checkpoint (its state's)
     double at_s = 0;             ///< when this rank had restored it

@@ -770,6 +770,19 @@ TEST(FaultLogs, AFullRecoveryIsEverySurvivorsRewindAndTheDecidingRanksCount) {
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("rank 7 went back at step 28"), std::string::npos) << e.what();
   }
+  logs[7].rewound->boundary_step = 27;
+  // The deciding rank killed before the boundary: its decision counts, its rewind does not.
+  logs[4].rewound = RankFaultLog::Rewind{0, 0, 0, 0, 1.25, 3};
+  logs[4].killed_at_step = 26;
+  logs[4].killed_at_s = 1.3;
+  const FaultsSection d = merge_fault_logs(plan, RankLayout::uniform(2, 4), logs, 0);
+  ASSERT_TRUE(d.full_recovery);
+  EXPECT_EQ(std::make_tuple(d.full_recovery->dead, d.full_recovery->survivors, d.full_recovery->boundary_step),
+            std::make_tuple(3, 4, 27));
+  EXPECT_NEAR(d.full_recovery->decided_at_s, 1.254, 1e-12);
+  // Decided, but nobody went back (the run ended first): no record, as in the embedded mode.
+  for (int r : {0, 3, 5, 7}) logs[static_cast<size_t>(r)].rewound.reset();
+  EXPECT_FALSE(merge_fault_logs(plan, RankLayout::uniform(2, 4), logs, 0).full_recovery.has_value());
   // Without any rewound rank: none happened.
   for (auto& l : logs) l.rewound.reset();
   EXPECT_FALSE(merge_fault_logs(plan, RankLayout::uniform(2, 4), logs, 0).full_recovery.has_value());
