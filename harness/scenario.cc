@@ -30,9 +30,7 @@ int total_workers(const Scenario& sc) {
 }
 
 /// Whether the timeline's kills can cross faults.full_recovery.above_fraction.
-bool full_recovery_reachable(const Scenario& sc) {
-  return sc.faults.kills() > sc.faults.full_recovery.above_fraction * total_workers(sc);
-}
+bool full_recovery_reachable(const Scenario& sc) { return sc.faults.full_recovery_reachable(total_workers(sc)); }
 
 std::string show(const json& v) {
   std::string s = v.dump();

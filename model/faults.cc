@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <map>
 #include <stdexcept>
 #include <tuple>
@@ -44,6 +45,12 @@ int FaultPlan::kills() const {
   for (const FaultEvent& e : events) k += e.kind == FaultEvent::Kind::kKill;
   return k;
 }
+
+int FaultPlan::full_recovery_count(int workers) const {
+  return static_cast<int>(std::floor(full_recovery.above_fraction * workers)) + 1;
+}
+
+bool FaultPlan::full_recovery_reachable(int workers) const { return kills() > full_recovery.above_fraction * workers; }
 
 void to_json(json& j, const Detection& d) {
   j = {{"observer", d.observer}, {"peer", d.peer}, {"at_s", d.at_s}, {"last_heard_s", d.last_heard_s},

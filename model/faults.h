@@ -100,6 +100,11 @@ struct FaultPlan {
   FullRecoveryConfig full_recovery;
   /// Kill events in the timeline (restarts not counted).
   int kills() const;
+  /// Full recovery's threshold among `workers`: "more than above_fraction of the workers" dead,
+  /// i.e. the smallest count c with c > above_fraction * workers.
+  int full_recovery_count(int workers) const;
+  /// Whether the timeline's kills can cross it (kills() >= full_recovery_count(workers)).
+  bool full_recovery_reachable(int workers) const;
   bool active() const { return heartbeats || !events.empty(); }
   bool has_kills() const;
   /// Whether a kill event names a DC's worker 0 (its leader under the per-DC strategies).

@@ -1,7 +1,6 @@
 #include "engine/faults/agent.h"
 
 #include <algorithm>
-#include <cmath>
 #include <cstring>
 #include <string>
 
@@ -600,14 +599,9 @@ std::optional<FaultRuntime::Rejoin> FaultRuntime::await_restart(WorkerEnv& env, 
   return agents_.at(static_cast<size_t>(env.rank))->await(env, run_over);
 }
 
-bool FaultRuntime::full_recovery_possible() const {
-  return plan_.kills() > plan_.full_recovery.above_fraction * P_;
-}
+bool FaultRuntime::full_recovery_possible() const { return plan_.full_recovery_reachable(P_); }
 
-size_t FaultRuntime::full_recovery_count() const {
-  // "More than above_fraction of the workers": the smallest count c with c > fraction * P.
-  return static_cast<size_t>(std::floor(plan_.full_recovery.above_fraction * P_)) + 1;
-}
+size_t FaultRuntime::full_recovery_count() const { return static_cast<size_t>(plan_.full_recovery_count(P_)); }
 
 std::optional<double> FaultRuntime::full_recovery_instant() const {
   // The instant the count of workers declared dead reached full_recovery_count(): its k-th

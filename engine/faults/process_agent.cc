@@ -1,7 +1,6 @@
 #include "engine/faults/process_agent.h"
 
 #include <algorithm>
-#include <cmath>
 #include <cstring>
 
 #include "engine/result.h"
@@ -328,9 +327,7 @@ bool ProcessFaultAgent::recover(WorkerEnv& env, int step, BatchSampler& sampler)
   return true;
 }
 
-bool ProcessFaultAgent::full_recovery_possible() const {
-  return cfg_.plan.kills() > cfg_.plan.full_recovery.above_fraction * cfg_.groups.world();
-}
+bool ProcessFaultAgent::full_recovery_possible() const { return cfg_.plan.full_recovery_reachable(cfg_.groups.world()); }
 
 void ProcessFaultAgent::enable_full_recovery(std::shared_ptr<StoreHandle> store, std::string key) {
   if (cfg_.plan.full_recovery.then != "survivors")
@@ -342,8 +339,7 @@ void ProcessFaultAgent::enable_full_recovery(std::shared_ptr<StoreHandle> store,
 
 void ProcessFaultAgent::count_deaths(size_t fresh) {
   const int P = cfg_.groups.world();
-  // "More than above_fraction of the workers": the smallest count c with c > fraction * P.
-  const auto c = static_cast<int64_t>(std::floor(cfg_.plan.full_recovery.above_fraction * P)) + 1;
+  const int64_t c = cfg_.plan.full_recovery_count(P);
   const auto n = static_cast<int64_t>(fresh);
   const int64_t total = store_add(*fr_store_, fr_key_ + "dead", n);
   if (total - n >= c || total < c) return;  // not the one that crosses it

@@ -731,6 +731,21 @@ TEST(FaultLogs, ARestartIsItsCoordinatorsHandOverRecoveredWhenTheRankHadTheState
   EXPECT_DOUBLE_EQ(*json::parse(json(rr).dump()).get<RankReport>().faults->rejoined_at_s, 6.25);
 }
 
+TEST(FaultPlan, FullRecoveryNeedsMoreThanTheFractionDead) {
+  FaultPlan plan;
+  FaultEvent kill;
+  kill.kind = FaultEvent::Kind::kKill;
+  plan.events = {kill, kill};
+  plan.full_recovery.above_fraction = 0.25;
+  EXPECT_EQ(plan.full_recovery_count(8), 3);   // 2 of 8 is exactly a quarter: not more
+  EXPECT_FALSE(plan.full_recovery_reachable(8));
+  EXPECT_EQ(plan.full_recovery_count(7), 2);   // 2 > 1.75
+  EXPECT_TRUE(plan.full_recovery_reachable(7));
+  plan.full_recovery.above_fraction = 1;       // off: never more than all
+  EXPECT_EQ(plan.full_recovery_count(2), 3);
+  EXPECT_FALSE(plan.full_recovery_reachable(2));
+}
+
 TEST(FaultLogs, AFullRecoveryIsEverySurvivorsRewindAndTheDecidingRanksCount) {
   FaultPlan plan;
   plan.full_recovery.above_fraction = 0.25;
