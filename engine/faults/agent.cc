@@ -108,12 +108,11 @@ class FaultRuntime::Agent final : public FaultHooks {
   // The dead workers' data: dropped, or split among their DC's survivors.
   void redistribute(const std::vector<int>& fresh, BatchSampler& sampler) {
     const std::set<int>& dead = handled_;
-    const int epoch = epoch_ - 1;
     if (rt_.plan_.shard == "redistribute") {
       const std::vector<uint32_t> shard =
           inherit_shards(rt_.groups_, rank_, rt_.shards_[static_cast<size_t>(rank_)], rt_.shards_, dead, fresh);
       rt_.shards_[static_cast<size_t>(rank_)] = shard;
-      sampler = BatchSampler(shard, rt_.seed_, static_cast<uint64_t>(rank_ + rt_.P_ * (epoch + 1)));
+      sampler = BatchSampler(shard, rt_.seed_, redistributed_stream(rank_, rt_.P_, epoch_));
     }
   }
 
@@ -136,8 +135,7 @@ class FaultRuntime::Agent final : public FaultHooks {
     // The checkpoint's sampler walks this rank's own shard; a shard grown by the dead workers'
     // data (recover) is walked afresh, on a stream of its own.
     if (rt_.plan_.shard != "redistribute" || epoch_ == 0) return;
-    sampler = BatchSampler(rt_.shards_[static_cast<size_t>(rank_)], rt_.seed_,
-                           static_cast<uint64_t>(rank_ + rt_.P_ * (epoch_ + 1000)));
+    sampler = BatchSampler(rt_.shards_[static_cast<size_t>(rank_)], rt_.seed_, rewound_stream(rank_, rt_.P_, epoch_));
   }
 
   void done(WorkerEnv&) override { monitor_->stop(); }

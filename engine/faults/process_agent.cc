@@ -316,7 +316,7 @@ bool ProcessFaultAgent::recover(WorkerEnv& env, int step, BatchSampler& sampler)
     const std::vector<std::vector<uint32_t>> before = shards_;
     for (int h = 0; h < g.world(); ++h)
       if (!dead.count(h)) shards_[static_cast<size_t>(h)] = inherit_shards(g, h, before[static_cast<size_t>(h)], before, dead, fresh_all);
-    sampler = BatchSampler(shards_[static_cast<size_t>(rank)], cfg_.seed, static_cast<uint64_t>(rank + g.world() * epoch_));
+    sampler = BatchSampler(shards_[static_cast<size_t>(rank)], cfg_.seed, redistributed_stream(rank, g.world(), epoch_));
   }
   {
     std::lock_guard<std::mutex> lk(mu_);
@@ -392,11 +392,9 @@ void ProcessFaultAgent::after_rewind(WorkerEnv&, BatchSampler& sampler, uint64_t
     std::lock_guard<std::mutex> lk(mu_);
     if (log_.rewound) log_.rewound->at_s = secs(clock_.now());
   }
-  // A shard grown by the dead workers' data (recover) is walked afresh, on a stream of its own
-  // (the embedded mode's numbering, faults/agent.cc).
+  // A shard grown by the dead workers' data (recover) is walked afresh, on a stream of its own.
   if (cfg_.plan.shard != "redistribute" || epoch_ == 0) return;
-  sampler = BatchSampler(shards_[static_cast<size_t>(cfg_.rank)], cfg_.seed,
-                         static_cast<uint64_t>(cfg_.rank + cfg_.groups.world() * (epoch_ + 1000)));
+  sampler = BatchSampler(shards_[static_cast<size_t>(cfg_.rank)], cfg_.seed, rewound_stream(cfg_.rank, cfg_.groups.world(), epoch_));
 }
 
 bool ProcessFaultAgent::close_allowed() {

@@ -153,6 +153,12 @@ void agree_on_group(Transport& net, int rank, const std::vector<int>& group, int
   }
 }
 
+uint64_t redistributed_stream(int rank, int world, int epoch) {
+  return static_cast<uint64_t>(rank + world * epoch);
+}
+
+uint64_t rewound_stream(int rank, int world, int epoch) { return static_cast<uint64_t>(rank + world * (epoch + 1000)); }
+
 std::vector<uint32_t> inherit_shards(const FaultGroups& g, int rank, std::vector<uint32_t> shard,
                                      const std::vector<std::vector<uint32_t>>& shards, const std::set<int>& dead,
                                      const std::vector<int>& fresh) {

@@ -78,4 +78,10 @@ std::vector<uint32_t> inherit_shards(const FaultGroups& g, int rank, std::vector
                                      const std::vector<std::vector<uint32_t>>& shards, const std::set<int>& dead,
                                      const std::vector<int>& fresh);
 
+/// The sampler stream of `rank`'s shard as grown by "redistribute" after `epoch` membership changes
+/// agreed (1, 2, ...), and of that shard walked afresh after a full recovery's rewind. Both modes'
+/// agents number their samplers with these, so that their runs train on the same batches.
+uint64_t redistributed_stream(int rank, int world, int epoch);
+uint64_t rewound_stream(int rank, int world, int epoch);
+
 }  // namespace geotb::engine
