@@ -14,12 +14,11 @@ identical; and the final weights are the embedded mode's bit for bit (same SHA-2
 survivors computed the same thing, whichever boundary they went back at). Then a variant with
 the shards dropped (faults.shard "drop") gives the embedded mode's weights too. About 60 s."""
 import json
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-import jsonschema
+from tiny_run import run_and_report
 
 geotb, source_root = sys.argv[1], Path(sys.argv[2])
 scenario = json.loads((source_root / "scenarios/kill-2x4-full-recovery.json").read_text())
@@ -27,7 +26,6 @@ scenario["workload"].update(steps=60, eval_points=6)
 scenario.pop("clock")  # each mode's default: virtual embedded, wall in the process mode
 for e in scenario["timeline"]:
     e["at_step"] = 25
-schema = json.loads((source_root / "harness/report.schema.json").read_text())
 
 
 def run(mode: str, out: Path, shard: str) -> dict:
@@ -35,16 +33,8 @@ def run(mode: str, out: Path, shard: str) -> dict:
     sc = json.loads(json.dumps(scenario))
     sc["faults"]["shard"] = shard
     sc["checkpoint"] = {"every_steps": 10, "dir": str(out / "ckpt")}
-    path = out / "full-recovery.json"
-    path.write_text(json.dumps(sc))
-    proc = subprocess.run([geotb, "run", str(path), "--net", mode, "--out", str(out)], capture_output=True, text=True,
-                          timeout=400)
-    print(proc.stdout)
-    print(proc.stderr, file=sys.stderr)
-    assert proc.returncode == 0, f"--net {mode}: exit {proc.returncode}"
-    rep = json.loads(next(out.glob("kill-2x4-full-recovery-2*.json")).read_text())
-    jsonschema.validate(rep, schema, cls=jsonschema.Draft202012Validator)
-    assert rep["failures"] == [], rep["failures"]
+    _, rep, _ = run_and_report(geotb, source_root, sc, str(out), "--net", mode, timeout=400)
+    assert rep["failures"] == [], (mode, rep["failures"])
     by = {s["name"]: s for s in rep["strategies"]}
     for name in by:  # complete checkpoints: only those before the kill
         done = sorted(int(p.parent.name.split("-")[1]) for p in (out / "ckpt" / name).glob("step-*/manifest"))

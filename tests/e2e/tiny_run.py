@@ -1,6 +1,6 @@
-"""What the e2e scripts on scenarios/tiny.json share: the scenario (renamed, with their edits),
-one `geotb run` of it whose exit status and single report are checked, and the report validated
-against harness/report.schema.json (python3-jsonschema)."""
+"""What the e2e scripts share: scenarios/tiny.json (renamed, with their edits), and one `geotb run`
+of a scenario (tiny's or any other) whose exit status and single report are checked, the report
+validated against harness/report.schema.json (python3-jsonschema)."""
 import json
 import subprocess
 import sys
