@@ -15,6 +15,9 @@ Options follow, one a line, before the closing "-->":
                     exit: A,B,C gives one per command
     setup: CMD      run first, in the same scratch directory (hidden setup: files a block refers to)
     vary: A,B       table columns (by their header) whose digits are not compared
+    near: A TOL     the figures of table column A are compared within TOL (absolute), the rest
+                    of the line exactly (may be given more than once); for a figure that depends
+                    on the CPU's arithmetic, e.g. a trained accuracy
     mask: REGEX     text matched by REGEX is not compared (may be given more than once)
     stdin: FILE     the commands' stdin (default /dev/null)
     continue        run in the scratch directory of the block before (a block that uses its files)
@@ -79,16 +82,24 @@ def parse_marker(text, where):
         raise DocError(f"{where}: doctest marker: \"skip\" needs a reason (skip: WHY)")
     if kind != "skip" and reason.strip():
         raise DocError(f"{where}: doctest marker: \"{lines[0]}\": options go on lines of their own")
-    opts = {"mask": []}
+    opts = {"mask": [], "near": []}
     for p in lines[1:]:
         key, colon, value = p.partition(":")
         key, value = key.strip(), value.strip()
         if p == "continue":
             opts["continue"] = True
-        elif not colon or key not in ("exit", "setup", "vary", "mask", "stdin"):
-            raise DocError(f"{where}: doctest marker: unknown option \"{p}\" (expected exit:, setup:, vary:, mask:, stdin: or continue)")
+        elif not colon or key not in ("exit", "setup", "vary", "near", "mask", "stdin"):
+            raise DocError(f"{where}: doctest marker: unknown option \"{p}\" (expected exit:, setup:, vary:, near:, mask:, stdin: or continue)")
         elif key == "mask":
             opts["mask"].append(value)
+        elif key == "near":
+            name, _, tol = value.rpartition(" ")
+            try:
+                opts["near"].append((name.strip(), float(tol)))
+            except ValueError:
+                raise DocError(f"{where}: doctest marker: near: \"{value}\": expected a column and a tolerance (near: test acc 0.005)") from None
+            if not name.strip() or not float(tol) >= 0:
+                raise DocError(f"{where}: doctest marker: near: \"{value}\": expected a column and a tolerance >= 0")
         elif key == "exit":
             try:
                 opts["exit"] = [int(v) for v in value.split(",")]
@@ -210,23 +221,57 @@ def normalise(line, spans, masks):
     return line.rstrip()
 
 
+def figures_in(line, spans):
+    """The words of the line under each span, in span order: one word per span or None."""
+    words = list(re.finditer(r"\S+", line.rstrip()))
+    out = []
+    for start, end in spans:
+        hit = [w.group() for w in words if w.start() < end and w.end() > start]
+        out.append(hit[0] if len(hit) == 1 else None)
+    return out
+
+
+def near_enough(want, got, tols):
+    """Each pair of figures equal within its tolerance (words that are not numbers: equal)."""
+    for a, b, tol in zip(want, got, tols):
+        if a == b:
+            continue
+        try:
+            if abs(float(a) - float(b)) > tol:
+                return False
+        except (TypeError, ValueError):
+            return False
+    return True
+
+
+def header_with(block, expected, names):
+    """The expected line holding every named column (a table's header)."""
+    header = next((l for l in expected if all(re.search(r"(?<!\S)" + re.escape(n) + r"(?!\S)", l) for n in names)), None)
+    if header is None:
+        raise DocError(f"{block.where}: vary:/near: {', '.join(names)}: no expected line has all these columns")
+    return header
+
+
 def check_output(block, expected, actual):
     """None if every expected line appears, in order; else the first missing line."""
     masks = block.opts["mask"]
-    spans = []
-    if block.opts.get("vary"):
-        names = [n.strip() for n in block.opts["vary"].split(",")]
-        header = next((l for l in expected if all(re.search(r"(?<!\S)" + re.escape(n) + r"(?!\S)", l) for n in names)), None)
-        if header is None:
-            raise DocError(f"{block.where}: vary: {block.opts['vary']}: no expected line has all these columns")
-        spans = column_spans(header, names)
-    got = [normalise(l, spans, masks) for l in actual.split("\n")]
+    vary = [n.strip() for n in block.opts["vary"].split(",")] if block.opts.get("vary") else []
+    near = block.opts["near"]
+    spans, near_spans = [], []
+    if vary or near:
+        header = header_with(block, expected, vary + [n for n, _ in near])
+        spans = column_spans(header, vary)
+        near_spans = column_spans(header, [n for n, _ in near])
+    tols = [t for _, t in near]
+    hidden = spans + near_spans
+    got = [(normalise(l, hidden, masks), figures_in(l, near_spans)) for l in actual.split("\n")]
     pos = 0
     for line in expected:
         if line.strip() == "...":
             continue
-        want = normalise(line, spans, masks)
-        while pos < len(got) and got[pos] != want:
+        want = normalise(line, hidden, masks)
+        want_figures = figures_in(line, near_spans)
+        while pos < len(got) and not (got[pos][0] == want and near_enough(want_figures, got[pos][1], tols)):
             pos += 1
         if pos == len(got):
             return line

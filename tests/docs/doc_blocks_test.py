@@ -83,6 +83,14 @@ the host took 1.5 s
 expect("a table whose varying column and host time are masked passes", TABLE, 0, "1 of 1 blocks passed")
 expect("a figure that moved fails, naming the line",
        TABLE.replace("21.0", "22.0"), 1, "hier               22.0")
+NEAR = TABLE.replace("vary: wall\n", "vary: wall\nnear: samples/s 0.5\n")
+expect("a near column within its tolerance passes", NEAR.replace("21.0", "21.4"), 0, "1 of 1 blocks passed")
+expect("a near column beyond its tolerance fails, naming the line",
+       NEAR.replace("21.0", "21.6"), 1, "hier               21.6")
+expect("near compares only its column: another figure that moved still fails",
+       NEAR.replace("vary: wall\n", ""), 1, "naive_ddp          10.5  99999.1")
+expect("near needs a tolerance", TABLE.replace("vary: wall\n", "near: samples/s\n"), 2,
+       "near: \"samples/s\": expected a column and a tolerance")
 expect("an unmarked command block is refused", "```sh\ntool run --steps 3\n```\n", 2,
        "README.md:1: a command block without a doctest marker")
 expect("a renamed flag in a run block fails (exit status)",
