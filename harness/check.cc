@@ -92,6 +92,7 @@ Tolerances resolve(const model::CheckTolerances& t, GateMode mode) {
   r.accuracy = t.accuracy.value_or(mode == GateMode::kAbsolute ? T::kAbsoluteAccuracy : T::kRatioAccuracy);
   r.timing = t.timing.value_or(T::kAbsoluteTiming);
   r.bytes = t.bytes.value_or(T::kAbsoluteBytes);
+  r.cross_cpu_accuracy = t.cross_cpu_accuracy.value_or(T::kCrossCpuAccuracy);
   return r;
 }
 
@@ -170,6 +171,9 @@ CheckResult check_report(const RunReport& cur, const RunReport& base, const Chec
     res.tolerances_from = "defaults";
   }
   res.tolerances = resolve(given, res.mode);
+  // Another CPU (or an unrecorded one) trains with other kernels: the accuracy moves, nothing else.
+  res.same_cpu = base.context.cpu && cur.context.cpu && *base.context.cpu == *cur.context.cpu;
+  if (!res.same_cpu) res.tolerances.accuracy = std::max(res.tolerances.accuracy, res.tolerances.cross_cpu_accuracy);
   const Tolerances& tol = res.tolerances;
 
   auto structural = [&](const std::string& strategy, const std::string& figure, std::string note) {
@@ -270,6 +274,22 @@ const char* verdict_word(Verdict v) {
   return "?";
 }
 
+/// Whose CPU each report ran on, and what that means for the accuracy's tolerance.
+std::string cpu_lines(const CheckResult& r, const RunReport& cur, const RunReport& base) {
+  auto cpu = [](const RunReport& rep) {
+    return rep.context.cpu ? model::describe_cpu(*rep.context.cpu)
+                           : std::string("not recorded (a report older than context.cpu)");
+  };
+  std::string out = fmt::format("  CPUs: baseline {}; current {}\n", cpu(base), cpu(cur));
+  if (r.same_cpu) return out + "  same CPU and kernels as the baseline: the same arithmetic\n";
+  return out + fmt::format("  {}, so final accuracy is gated within {:.4f} at least "
+                           "(check.cross_cpu_accuracy_tolerance)\n",
+                           base.context.cpu && cur.context.cpu
+                               ? "another CPU or other kernels than the baseline's: libtorch's arithmetic rounds differently"
+                               : "a CPU not recorded: the arithmetic may differ",
+                           r.tolerances.cross_cpu_accuracy);
+}
+
 std::string mode_line(const CheckResult& r) {
   const Tolerances& t = r.tolerances;
   if (r.mode == GateMode::kAbsolute)
@@ -299,7 +319,7 @@ std::string format_check_table(const CheckResult& r, const RunReport& cur, const
     out += fmt::format("  baseline since {} because: {}\n", base.baseline->updated_at, base.baseline->reason);
   out += fmt::format("  current:  git {}, scenario hash {}, {} on {}\n", cur.context.git_revision,
                      cur.scenario.hash.substr(0, 12), cur.context.started_at, cur.context.host);
-  out += mode_line(r) + "\n";
+  out += mode_line(r) + cpu_lines(r, cur, base) + "\n";
   out += fmt::format("{:<20} {:<17} {:>13} {:>13} {:>24}  {}\n", "strategy", "figure", "baseline", "current",
                      "allowed", "verdict");
   for (const auto& row : r.rows)

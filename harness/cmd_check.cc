@@ -20,7 +20,7 @@ struct CheckArgs {
   std::string reference = model::metrics::kDefaultBaseline;
   bool update = false;
   std::string reason;  ///< --update: why the baseline moves (recorded in it)
-  std::optional<double> throughput_tol, accuracy_tol, wan_tol, timing_tol, bytes_tol;  ///< overrides of scenario.check
+  std::optional<double> throughput_tol, accuracy_tol, wan_tol, timing_tol, bytes_tol, cross_cpu_tol;  ///< overrides of scenario.check
 };
 
 /// Writes `report` as the baseline `to`, with why and when (model::BaselineRecord), atomically
@@ -57,13 +57,14 @@ int run_check(const CheckArgs& a) {
     try {
       const model::RunReport base = model::load_report(a.baseline);
       CheckOptions opt{a.reference, std::nullopt};
-      if (a.throughput_tol || a.accuracy_tol || a.wan_tol || a.timing_tol || a.bytes_tol) {
+      if (a.throughput_tol || a.accuracy_tol || a.wan_tol || a.timing_tol || a.bytes_tol || a.cross_cpu_tol) {
         model::CheckTolerances t = base.scenario.check.value_or(model::CheckTolerances{});  // the rest: the baseline's
         if (a.throughput_tol) t.throughput_ratio = *a.throughput_tol;
         if (a.accuracy_tol) t.accuracy = *a.accuracy_tol;
         if (a.wan_tol) t.wan_bytes_ratio = *a.wan_tol;
         if (a.timing_tol) t.timing = *a.timing_tol;
         if (a.bytes_tol) t.bytes = *a.bytes_tol;
+        if (a.cross_cpu_tol) t.cross_cpu_accuracy = *a.cross_cpu_tol;
         opt.tolerances = t;
       }
       const CheckResult res = check_report(cur, base, opt);
@@ -127,6 +128,10 @@ void register_check_command(CLI::App& app) {
   cmd->add_option("--bytes-tolerance", args->bytes_tol,
                   "Relative tolerance of WAN payload bytes, absolute gating (overrides scenario.check; default 0.005)")
       ->check(CLI::Range(0.0, 10.0));
+  cmd->add_option("--cross-cpu-accuracy-tolerance", args->cross_cpu_tol,
+                  "The least absolute tolerance of final accuracy when the baseline ran on another CPU or kernels, or "
+                  "does not record its CPU (overrides scenario.check; default 0.01)")
+      ->check(CLI::Range(0.0, 1.0));
   cmd->add_flag("--update", args->update,
                 "Make this report the baseline (written to a temporary file, then renamed over it); needs --reason "
                 "and a report of geotb built from a clean commit");

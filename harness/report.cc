@@ -14,6 +14,7 @@
 #include "engine/model/calibrate.h"
 #include "engine/strategies/table.h"
 #include "harness/build_info.h"
+#include "harness/host_cpu.h"
 #include "model/metrics.h"
 
 namespace geotb::harness {
@@ -36,6 +37,7 @@ model::ReportContext report_context(const RunContext& ctx) {
   c.geotb_version = kVersion;
   c.host = host;
   c.hardware_threads = std::thread::hardware_concurrency();
+  c.cpu = host_cpu();
   c.started_at = ctx.started_at;
   c.argv = ctx.argv;
   c.libraries = {{"libtorch", engine::torch_version()},

@@ -1033,6 +1033,7 @@ void ScenarioReader::checkpoint_and_check() {
     sc.check.accuracy = optional_number("accuracy_tolerance", 1);
     sc.check.timing = optional_number("timing_tolerance", 10);
     sc.check.bytes = optional_number("bytes_tolerance", 10);
+    sc.check.cross_cpu_accuracy = optional_number("cross_cpu_accuracy_tolerance", 1);
     c.done();
   }
 }

@@ -411,6 +411,7 @@ void to_json(json& j, const CheckTolerances& t) {
   if (t.accuracy) j["accuracy_tolerance"] = *t.accuracy;
   if (t.timing) j["timing_tolerance"] = *t.timing;
   if (t.bytes) j["bytes_tolerance"] = *t.bytes;
+  if (t.cross_cpu_accuracy) j["cross_cpu_accuracy_tolerance"] = *t.cross_cpu_accuracy;
 }
 
 void from_json(const json& j, CheckTolerances& t) {
@@ -420,6 +421,7 @@ void from_json(const json& j, CheckTolerances& t) {
   t.accuracy = opt("accuracy_tolerance");
   t.timing = opt("timing_tolerance");
   t.bytes = opt("bytes_tolerance");
+  t.cross_cpu_accuracy = opt("cross_cpu_accuracy_tolerance");
 }
 
 void to_json(json& j, const BaselineRecord& b) {
@@ -484,6 +486,26 @@ void from_json(const json& j, DeviceContext& d) {
   d.torch = f::str(j, "torch");
 }
 
+void to_json(json& j, const CpuContext& c) {
+  j = {{"model", c.model}, {"features", c.features}, {"blas", c.blas}, {"onednn_isa", c.onednn_isa}};
+  if (!c.aten_cpu_capability.empty()) j["aten_cpu_capability"] = c.aten_cpu_capability;
+}
+
+void from_json(const json& j, CpuContext& c) {
+  c.model = f::str(j, "model");
+  c.features = f::str(j, "features");
+  c.blas = f::str(j, "blas");
+  c.onednn_isa = f::str(j, "onednn_isa");
+  c.aten_cpu_capability = f::has(j, "aten_cpu_capability") ? f::str(j, "aten_cpu_capability") : "";
+}
+
+std::string describe_cpu(const CpuContext& c) {
+  std::string kernels = c.blas.empty() ? "BLAS not OpenBLAS" : "OpenBLAS " + c.blas;
+  if (!c.onednn_isa.empty()) kernels += ", oneDNN " + c.onednn_isa;
+  if (!c.aten_cpu_capability.empty()) kernels += ", ATEN_CPU_CAPABILITY=" + c.aten_cpu_capability;
+  return fmt::format("{} ({})", c.model.empty() ? "an unnamed CPU" : c.model, kernels);
+}
+
 void to_json(json& j, const ReportContext& c) {
   j = {{"git_revision", c.git_revision},
        {"build_type", c.build_type},
@@ -513,6 +535,7 @@ void to_json(json& j, const ReportContext& c) {
     j["represented_model"] = *c.represented_model;
   }
   if (c.device) j["device"] = *c.device;
+  if (c.cpu) j["cpu"] = *c.cpu;
 }
 
 void from_json(const json& j, ReportContext& c) {
@@ -576,6 +599,8 @@ void from_json(const json& j, ReportContext& c) {
   }
   c.device.reset();
   if (f::has(j, "device")) f::get(j, "device", c.device.emplace());
+  c.cpu.reset();
+  if (f::has(j, "cpu")) f::get(j, "cpu", c.cpu.emplace());
 }
 
 std::string format_rate(double samples_per_s) {

@@ -283,7 +283,11 @@ struct CheckTolerances {
   // Absolute gating (a baseline on the virtual clock with a declared compute profile).
   std::optional<double> timing;  ///< relative, samples/s and exposed comm per step; absent: kAbsoluteTiming
   std::optional<double> bytes;   ///< relative, WAN payload bytes; absent: kAbsoluteBytes
+  /// Absolute, in accuracy units: the accuracy tolerance when the baseline's CPU arithmetic differs
+  /// from the run's or is unrecorded (CpuContext), if larger than `accuracy`; absent: kCrossCpuAccuracy.
+  std::optional<double> cross_cpu_accuracy;
   static constexpr double kRatioAccuracy = 0.01;
+  static constexpr double kCrossCpuAccuracy = 0.01;
   static constexpr double kAbsoluteAccuracy = 0.0;
   static constexpr double kAbsoluteTiming = 0.005;
   static constexpr double kAbsoluteBytes = 0.005;
@@ -341,6 +345,23 @@ struct DeviceContext {
 void to_json(json& j, const DeviceContext& d);
 void from_json(const json& j, DeviceContext& d);
 
+/// The host's CPU and the CPU kernels its libraries picked for it. Two runs of one scenario whose
+/// CpuContexts are equal trained with the same arithmetic (the same instructions in the same
+/// order); between different ones a trained accuracy moves in the 4th decimal, because OpenBLAS
+/// (libtorch's GEMM) and ATen choose their vector kernels by CPU (docs/guide/gate.md "Across CPUs").
+struct CpuContext {
+  std::string model;      ///< /proc/cpuinfo "model name"
+  std::string features;   ///< the vector extensions present, of sse4_2 avx avx2 fma avx512f avx512bw avx512vl avx512dq
+  std::string blas;       ///< OpenBLAS's core for this CPU ("Zen", "Haswell", "SkylakeX"); "" if not OpenBLAS
+  std::string onednn_isa; ///< oneDNN's effective ISA ("avx2", "avx512_core", or its code "0x..."); "" if absent
+  std::string aten_cpu_capability;  ///< the ATEN_CPU_CAPABILITY environment variable, "" if unset
+  bool operator==(const CpuContext&) const = default;
+};
+void to_json(json& j, const CpuContext& c);
+void from_json(const json& j, CpuContext& c);
+/// "AMD EPYC 7B13 (OpenBLAS Zen, oneDNN avx2)", plus ", ATEN_CPU_CAPABILITY=..." when set.
+std::string describe_cpu(const CpuContext& c);
+
 /// The report's "context": where and how it ran.
 struct ReportContext {
   std::string git_revision = "unknown", build_type, geotb_version, host;
@@ -381,6 +402,8 @@ struct ReportContext {
   std::optional<RepresentedModel> represented_model;
   /// Where forward and backward ran when not on the CPU (workload.device); absent on the CPU.
   std::optional<DeviceContext> device;
+  /// The CPU the run's arithmetic ran on; absent in reports older than it.
+  std::optional<CpuContext> cpu;
   /// Whether a compute profile (common or per DC) produced the compute figures.
   bool profiled() const { return compute_profile.has_value() || !compute_profile_by_dc.empty(); }
   /// Whether a profile (common or of some DC) was derived from the hardware.

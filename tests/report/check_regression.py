@@ -8,6 +8,8 @@
   hier_ef_topk_int8's WAN bytes 1 % higher, naive_ddp's exposed comm 1 % higher, one exchange
   more, accuracy 0.002 lower, a missing strategy; a copy that claims a loose tolerance for itself
   still fails (tolerances come from the baseline);
+- a copy that ran on other CPU kernels (context.cpu.blas changed) passes with accuracy 0.002 lower
+  and fails with 0.02 lower (check.cross_cpu_accuracy_tolerance, 0.01), saying why;
 - a baseline whose clock is unrecorded is gated on ratios and says so: there naive_ddp 10 % slower
   passes and hier 20 % slower fails (default ratio tolerance 15 %);
 - a baseline made from a dirty tree fails; unreadable input and a baseline of another scenario
@@ -46,6 +48,7 @@ for b in baselines:
     assert not rep["context"]["git_revision"].endswith("-dirty"), f"{b.name}: a baseline must be of a clean commit"
     assert rep["context"]["clock"] == "virtual" and "compute_profile" in rep["context"], f"{b.name}: not absolute"
     assert rep["baseline"]["reason"], f"{b.name}: says why it is the baseline"
+    assert rep["context"].get("cpu", {}).get("model"), f"{b.name}: records the CPU it trained on (context.cpu)"
     p = check(b, b)
     assert p.returncode == 0, f"{b.name} must pass against itself"
     assert "absolute figures of every strategy" in p.stdout and "naive_ddp            samples/s" in p.stdout
@@ -97,6 +100,16 @@ with tempfile.TemporaryDirectory() as tmp:
     a = metrics(base, "naive_ddp")["final_test_accuracy"]
     fails("acc-0.002", lambda r: metrics(r, "naive_ddp").update(final_test_accuracy=a - 0.002),
           f"naive_ddp: final accuracy {a:.4f} -> {a - 0.002:.4f} (allowed >= {a:.4f})")
+
+    def other_cpu(drop):
+        def edit(r):
+            r["context"]["cpu"]["blas"] = "SkylakeX" if r["context"]["cpu"]["blas"] != "SkylakeX" else "Zen"
+            metrics(r, "naive_ddp").update(final_test_accuracy=a - drop)
+        return edit
+    p = check(crafted("other-cpu-0.002", other_cpu(0.002)), baseline)
+    assert p.returncode == 0, "another CPU's kernels: 0.002 lower is within the cross-CPU tolerance"
+    assert "another CPU or other kernels than the baseline's" in p.stdout and "gated within 0.0100 at least" in p.stdout
+    fails("other-cpu-0.02", other_cpu(0.02), f"naive_ddp: final accuracy {a:.4f} -> {a - 0.02:.4f} (allowed >= {a - 0.01:.4f})")
     fails("gone", lambda r: r.update(strategies=[s for s in r["strategies"] if s["name"] != "hier_ef_topk_int8"]),
           "hier_ef_topk_int8: present: in the baseline but missing from this run")
 

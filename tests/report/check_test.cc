@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "harness/check.h"
+#include "harness/host_cpu.h"
 #include "model/metrics.h"
 #include "model/report.h"
 #include "crafted_report.h"
@@ -352,6 +353,85 @@ TEST(CheckAbsolute, DirtyBaselineAndAnotherClockFail) {
   EXPECT_EQ(row(w, "-", "clock").verdict, Verdict::kFail);
   EXPECT_NE(row(w, "-", "clock").note.find("this run on wall without a compute profile"), std::string::npos)
       << row(w, "-", "clock").note;
+}
+
+TEST(CheckCpu, AnotherOrUnrecordedCpuGatesAccuracyWithinTheCrossCpuTolerance) {
+  // Same CPU record: identical to 4 decimals; 0.748 against 0.75 fails.
+  const RunReport lower = vedited("naive_ddp", [](json& m) { m["final_test_accuracy"] = 0.748; });
+  const CheckResult same = check_report(lower, vbaseline());
+  EXPECT_TRUE(same.same_cpu);
+  EXPECT_EQ(same.tolerances.accuracy, 0.0);
+  EXPECT_EQ(row(same, "naive_ddp", "final accuracy").verdict, Verdict::kFail);
+
+  // Another OpenBLAS core (the same CPU model): accuracy within 0.01, every other figure as tight.
+  json other = virtual_clock(report_json({{"naive_ddp", 100, 1024, 0.748}, {"hier", 400, 256, 0.75}}));
+  other["context"]["cpu"]["blas"] = "SkylakeX";
+  const RunReport other_cpu = parse_report(other, "other.json");
+  const CheckResult r = check_report(other_cpu, vbaseline());
+  EXPECT_FALSE(r.same_cpu);
+  EXPECT_EQ(r.tolerances.accuracy, 0.01);
+  EXPECT_TRUE(r.passed()) << format_check_table(r, other_cpu, vbaseline());
+  EXPECT_EQ(*row(r, "naive_ddp", "final accuracy").allowed_lo, 0.75 - 0.01);
+  const std::string table = format_check_table(r, other_cpu, vbaseline());
+  EXPECT_NE(table.find("CPUs: baseline Test CPU (OpenBLAS Haswell, oneDNN avx2); current Test CPU (OpenBLAS "
+                       "SkylakeX, oneDNN avx2)"),
+            std::string::npos)
+      << table;
+  EXPECT_NE(table.find("another CPU or other kernels than the baseline's"), std::string::npos) << table;
+  // Beyond 0.01 it fails; a timing regression still fails at 0.5 %.
+  other["strategies"][0]["metrics"]["final_test_accuracy"] = 0.7399;
+  EXPECT_EQ(row(check_report(parse_report(other, "o.json"), vbaseline()), "naive_ddp", "final accuracy").verdict,
+            Verdict::kFail);
+  other["strategies"][0]["metrics"]["final_test_accuracy"] = 0.75;
+  other["strategies"][1]["metrics"]["samples_per_s"] = 396.0;
+  EXPECT_EQ(row(check_report(parse_report(other, "o.json"), vbaseline()), "hier", "samples/s").verdict, Verdict::kFail);
+
+  // ATEN_CPU_CAPABILITY set differently is another arithmetic too.
+  json aten = virtual_clock(report_json({{"naive_ddp", 100, 1024, 0.75}, {"hier", 400, 256, 0.75}}));
+  aten["context"]["cpu"]["aten_cpu_capability"] = "default";
+  EXPECT_FALSE(check_report(parse_report(aten, "a.json"), vbaseline()).same_cpu);
+
+  // A baseline without a CPU record (older reports): the same floor, said so.
+  json old = virtual_clock(report_json({{"naive_ddp", 100, 1024, 0.75}, {"hier", 400, 256, 0.75}}));
+  old["context"].erase("cpu");
+  const RunReport old_base = parse_report(old, "old.json");
+  const CheckResult u = check_report(lower, old_base);
+  EXPECT_FALSE(u.same_cpu);
+  EXPECT_TRUE(u.passed());
+  EXPECT_NE(format_check_table(u, lower, old_base).find("baseline not recorded (a report older than context.cpu)"),
+            std::string::npos);
+
+  // The baseline's own cross_cpu_accuracy_tolerance; an explicit accuracy_tolerance above it wins.
+  json tol = {{"throughput_ratio_tolerance", 0.15}, {"wan_bytes_ratio_tolerance", 0.05},
+              {"cross_cpu_accuracy_tolerance", 0.001}};
+  const RunReport strict = vreport({{"naive_ddp", 100, 1024, 0.75}, {"hier", 400, 256, 0.75}}, tol);
+  EXPECT_EQ(check_report(other_cpu, strict).tolerances.accuracy, 0.001);
+  EXPECT_FALSE(check_report(other_cpu, strict).passed());
+  tol["accuracy_tolerance"] = 0.125;
+  EXPECT_EQ(check_report(other_cpu, vreport({{"naive_ddp", 100, 1024, 0.75}}, tol)).tolerances.accuracy, 0.125);
+}
+
+TEST(CheckCpu, CpuRecordRoundTripsAndReadsCpuinfo) {
+  model::CpuContext c{"AMD EPYC 7B13", "sse4_2 avx avx2 fma", "Zen", "avx2", "avx2"};
+  json j = c;
+  EXPECT_EQ(j.at("aten_cpu_capability"), "avx2");
+  EXPECT_EQ(j.get<model::CpuContext>(), c);
+  c.aten_cpu_capability.clear();
+  j = c;
+  EXPECT_FALSE(j.contains("aten_cpu_capability"));
+  EXPECT_EQ(model::describe_cpu(c), "AMD EPYC 7B13 (OpenBLAS Zen, oneDNN avx2)");
+
+  const std::string cpuinfo =
+      "processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: Intel(R) Xeon(R) Platinum 8481C CPU @ 2.70GHz\n"
+      "flags\t\t: fpu sse4_1 sse4_2 avx avx2 fma avx512f avx512dq avx512bw avx512vl avx512_bf16\n\n"
+      "processor\t: 1\nmodel name\t: Other\nflags\t\t: fpu\n";
+  const model::CpuContext x = parse_cpuinfo(cpuinfo);
+  EXPECT_EQ(x.model, "Intel(R) Xeon(R) Platinum 8481C CPU @ 2.70GHz");
+  EXPECT_EQ(x.features, "sse4_2 avx avx2 fma avx512f avx512bw avx512vl avx512dq");
+  EXPECT_EQ(parse_cpuinfo("").model, "");
+  EXPECT_EQ(onednn_isa_name(0x7), "avx2");
+  EXPECT_EQ(onednn_isa_name(0x27), "avx512_core");
+  EXPECT_EQ(onednn_isa_name(0xf), "0xf");  // avx512_mic in oneDNN 2, avx2_vnni in 3: not named
 }
 
 TEST(Check, DifferentScenarioOrBaselineWithoutReferenceIsAUsageError) {

@@ -62,7 +62,12 @@ inline json report_json(const std::vector<Strat>& strategies, json check = nullp
   return {{"schema", "geotb.report"},
           {"schema_version", 1},
           {"scenario", sc},
-          {"context", {{"git_revision", "abc"}, {"host", "test"}, {"started_at", "2026-01-01T00:00:00Z"}}},
+          {"context",
+           {{"git_revision", "abc"},
+            {"host", "test"},
+            {"started_at", "2026-01-01T00:00:00Z"},
+            // One CPU for every crafted report: the gate compares their accuracies as on one host.
+            {"cpu", {{"model", "Test CPU"}, {"features", "sse4_2 avx avx2 fma"}, {"blas", "Haswell"}, {"onednn_isa", "avx2"}}}}},
           {"strategies", st},
           {"comparison", {{"baseline", "naive_ddp"}, {"strategies", json::object()}}},
           {"failures", json::array()}};
