@@ -58,7 +58,11 @@ TEST(ReportModel, BaselineReadsTyped) {
   EXPECT_FALSE(r.scenario.check->timing.has_value());     // absent: the gate's 0.5 %
   EXPECT_FALSE(r.scenario.check->accuracy.has_value());   // absent: identical to 4 decimals
   ASSERT_TRUE(r.baseline.has_value());
-  EXPECT_NE(r.baseline->reason.find("absolute gating"), std::string::npos) << r.baseline->reason;
+  EXPECT_NE(r.baseline->reason.find("records context.cpu"), std::string::npos) << r.baseline->reason;
+  EXPECT_FALSE(r.scenario.check->cross_cpu_accuracy.has_value());  // absent: the gate's 0.01
+  ASSERT_TRUE(r.context.cpu.has_value());  // the CPU the baseline trained on (docs/guide/gate.md)
+  EXPECT_EQ(r.context.cpu->blas, "Zen");
+  EXPECT_EQ(r.context.cpu->onednn_isa, "avx2");
   EXPECT_EQ(r.context.clock, "virtual");
   ASSERT_TRUE(r.context.compute_profile.has_value());
   EXPECT_EQ(r.context.compute_profile->step_time_s, 0.012);
