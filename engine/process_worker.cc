@@ -166,9 +166,22 @@ RankReport run_process_worker(const ProcessWorkerConfig& cfg, const StrategyConf
     store_set(*store, addr_key(cfg.rank, faults.incarnation), bytes_of(my_addr));
     // Dead until the survivors reach the restart's boundary: as long as they take (the
     // coordinator ends the run at its deadline). Polling the store's counter, not timing anything.
+    // A full recovery's restart may never come (killed after the decision, or the run ended
+    // first): it gives up once every rank but the waiting ones has finished.
+    const bool may_give_up = agent && agent->full_recovery_restarts();
+    if (may_give_up) store_add(*store, key + "fr/waiting", 1);
     int64_t from = 0;
-    while ((from = store_add(*store, rejoin_key(cfg.rank, faults.incarnation), 0)) == 0)
+    while ((from = store_add(*store, rejoin_key(cfg.rank, faults.incarnation), 0)) == 0) {
+      if (may_give_up && store_add(*store, key + "end", 0) + store_add(*store, key + "fr/waiting", 0) == P) {
+        store_add(*store, key + "fr/waiting", -1);  // first: the sum stays P for the others waiting
+        if (store_add(*store, key + "end", 1) == P) store_set(*store, key + "end/done", {1});
+        if (cfg.serve_store && store_add(*store, key + "left", 1) == P - 1) store_set(*store, key + "left/done", {1});
+        std::printf("geotb worker: rank %d: no full recovery restarted it; the run ended without it\n", cfg.rank);
+        return *faults.predecessor;  // its part of the run: up to its kill
+      }
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    if (may_give_up) store_add(*store, key + "fr/waiting", -1);
     rejoin = decode_rejoin(sock.recv(static_cast<int>(from - 1), kRejoinTag));
     if (rejoin->words.size() != static_cast<size_t>(P) + 1 || rejoin->members.empty())
       throw RunError("rank " + std::to_string(cfg.rank) + ": the hand-over of rank " + std::to_string(from - 1) + " names " +
@@ -186,6 +199,14 @@ RankReport run_process_worker(const ProcessWorkerConfig& cfg, const StrategyConf
         [&](int r, int n, int coordinator) { store_add(*store, rejoin_key(r, n), coordinator + 1); }});
     if (rejoin) {
       agent->started(std::chrono::nanoseconds(faults.predecessor->faults->start_ns));
+      if (rejoin->state.entries.empty()) {
+        // A full recovery's restart: up restart_after after the decision (a replacement's start-up,
+        // declared by the scenario), whenever the boundary came.
+        const std::vector<uint8_t> d = store_get(*store, key + "fr/decided_ns");
+        clock.sleep_until(std::chrono::nanoseconds(std::stoll(std::string(d.begin(), d.end()))) +
+                          std::chrono::duration_cast<std::chrono::nanoseconds>(faults.plan.full_recovery.restart_after));
+        agent->restarted_up();
+      }
       agent->rejoined(*rejoin);
     }
     // Every watched pair connected now, so that heartbeats flow and a death is seen on it.
@@ -269,7 +290,23 @@ RankReport run_process_worker(const ProcessWorkerConfig& cfg, const StrategyConf
   if (cfg.rank == rep) hooks.progress = progress;
   hooks.faults = agent.get();
   if (resume) hooks.resume = &resume->ranks[static_cast<size_t>(cfg.rank)];
-  if (rejoin) {
+  std::optional<Checkpoint> from_checkpoint;
+  if (rejoin && rejoin->state.entries.empty()) {
+    // A full recovery's restart: its own state from the checkpoint the survivors went back to (the
+    // last complete one: none completes after a kill), its own shard where it left it there, in
+    // the survivors' tag epoch; only its time accounting is its predecessor's.
+    if (ckpt.dir.empty()) throw RunError("rank " + std::to_string(cfg.rank) + ": restarted by a full recovery without a checkpoint directory");
+    from_checkpoint = load_checkpoint(ckpt.dir + "/" + scfg.run_name(),
+                                      {.scenario_hash = ckpt.scenario_hash, .strategy = scfg.run_name(), .world = P}, {cfg.rank});
+    hooks.resume = &from_checkpoint->ranks[static_cast<size_t>(cfg.rank)];
+    hooks.tag_epoch = rejoin->tag_epoch;
+    hooks.start = [&] {
+      t_start = clock.now();
+      return t_start;
+    };
+    const RankReport& pr = *faults.predecessor;
+    hooks.after_resume = [&pr](WorkerEnv& e, BatchSampler&, WorkerRecord&) { e.times = pr.times; };
+  } else if (rejoin) {
     // From the group's state at the boundary, in its tag epoch, on its own shard; its own series,
     // times and exchange log (its predecessor's) kept. No start barrier: the others passed it.
     own_sampler(rejoin->state, shards[static_cast<size_t>(cfg.rank)], work.seed, cfg.rank, P, rejoin->steps);
@@ -288,15 +325,19 @@ RankReport run_process_worker(const ProcessWorkerConfig& cfg, const StrategyConf
     };
   }
   std::unique_ptr<CheckpointRequestFile> requests;
-  if (!ckpt.dir.empty() && !rejoin) {  // no checkpoints once a worker was dead (they cannot complete)
+  // No checkpoints once a worker was dead (they cannot complete), but after a full recovery's
+  // restarts, which heal every death before its boundary, the restarted ranks' too.
+  if (!ckpt.dir.empty() && (!rejoin || from_checkpoint)) {
     if (!ckpt.requests_file.empty()) requests = std::make_unique<CheckpointRequestFile>(ckpt.requests_file, P);
     // A checkpoint after a kill cannot complete (every rank writes its file of it, and the dead
     // will not): it is not written, as in the embedded mode. A kill at a step is known to every
     // rank alike; one at an instant once its death was declared here (a rank that has not heard
     // of it yet still writes its file, which stays without a manifest, as in the embedded mode).
     auto killed_before = [&](int steps) {
+      const std::optional<int> healed = agent ? agent->healed_at() : std::nullopt;
       for (const model::FaultEvent& e : faults.plan.events)
-        if (e.kind == model::FaultEvent::Kind::kKill && e.at_step && *e.at_step < steps) return true;
+        if (e.kind == model::FaultEvent::Kind::kKill && e.at_step && *e.at_step < steps && !(healed && *e.at_step < *healed))
+          return true;
       return agent && agent->saw_a_death();
     };
     hooks.checkpoint_due = [&, killed_before](int steps) {
@@ -310,9 +351,11 @@ RankReport run_process_worker(const ProcessWorkerConfig& cfg, const StrategyConf
       // This rank's WAN counters so far (the report's totals cover the whole run).
       StateBuffers with_wan = s;
       StateWriter w(with_wan, "mode.wan.");
-      w.u64("messages", net.wan_messages());
-      w.u64("payload_bytes", net.wan_payload_bytes());
-      w.u64("wire_bytes", net.wan_wire_bytes());
+      // (a full recovery's restarted rank: with its predecessor's, as its report counts them)
+      const model::WanSent before = faults.predecessor ? faults.predecessor->wan_sent : model::WanSent{};
+      w.u64("messages", before.messages + net.wan_messages());
+      w.u64("payload_bytes", before.payload_bytes + net.wan_payload_bytes());
+      w.u64("wire_bytes", before.wire_bytes + net.wan_wire_bytes());
       write_rank_checkpoint(step_dir, h, cfg.rank, with_wan);
       // The last rank to have written completes it (the store counts; nobody waits).
       if (store_add(*store, key + "ckpt/" + std::to_string(steps), 1) == P) {
@@ -321,8 +364,8 @@ RankReport run_process_worker(const ProcessWorkerConfig& cfg, const StrategyConf
       }
     };
   }
-  // Full recovery ("then": "survivors"): decided over the store (faults/process_agent.h); at the
-  // boundary every survivor reads its own file of the last complete checkpoint.
+  // Full recovery: decided over the store (faults/process_agent.h); at the boundary every survivor
+  // reads its own file of the last complete checkpoint (and with "restarts" so do the restarted).
   std::optional<Checkpoint> back;
   if (agent && agent->full_recovery_possible() && !rejoin) {
     if (ckpt.dir.empty())
@@ -400,6 +443,7 @@ RankReport run_process_worker(const ProcessWorkerConfig& cfg, const StrategyConf
     l.slow.insert(l.slow.end(), mine.slow.begin(), mine.slow.end());
     l.handed.insert(l.handed.end(), mine.handed.begin(), mine.handed.end());
     l.rejoined_at_s = mine.rejoined_at_s;
+    l.up_at_s = mine.up_at_s;
     l.heartbeats_sent += mine.heartbeats_sent;
     rr.faults = l;
   }

@@ -211,11 +211,14 @@ model::StrategyRun run_strategy_processes(const Scenario& sc, const engine::Stra
     bool restart = false;  // a restart follows (cleared once it is spawned again)
     bool stopped = false;
   };
+  // A full recovery with "restarts": every killed worker comes back (its process waits for the
+  // decision, and gives up if none names it).
+  const bool fr_restarts = sc.faults.full_recovery_reachable(P) && sc.faults.full_recovery.then == "restarts";
   std::vector<Victim> victims;
   for (size_t i = 0; i < sc.faults.events.size(); ++i) {
     const model::FaultEvent& e = sc.faults.events[i];
     if (e.kind != model::FaultEvent::Kind::kKill) continue;
-    Victim v{layout.rank_of(e.dc, e.worker), e.scope == "host"};
+    Victim v{layout.rank_of(e.dc, e.worker), e.scope == "host", fr_restarts};
     for (size_t k = i + 1; k < sc.faults.events.size(); ++k)
       if (sc.faults.events[k].kind == model::FaultEvent::Kind::kRestart && sc.faults.events[k].dc == e.dc &&
           sc.faults.events[k].worker == e.worker)

@@ -282,10 +282,14 @@ void to_json(json& j, const RankFaultLog& l) {
   }
   json handed = json::array();
   for (const auto& h : l.handed)
+  {
     handed.push_back({{"rank", h.rank}, {"step", h.step}, {"at_s", h.at_s}, {"group_size", h.group_size}});
+    if (h.from_checkpoint) handed.back()["from_checkpoint"] = true;
+  }
   j = {{"start_ns", l.start_ns},       {"killed_at_step", opt(l.killed_at_step)}, {"killed_at_s", opt(l.killed_at_s)},
        {"detections", l.detections}, {"resumed", resumed},                      {"heartbeats_sent", l.heartbeats_sent},
        {"slow", l.slow},             {"handed", handed},                        {"rejoined_at_s", opt(l.rejoined_at_s)}};
+  if (l.up_at_s) j["up_at_s"] = *l.up_at_s;
   if (l.rewound) {
     const RankFaultLog::Rewind& w = *l.rewound;
     j["rewound"] = {{"boundary_step", w.boundary_step}, {"checkpoint_step", w.checkpoint_step},
@@ -324,10 +328,13 @@ void from_json(const json& j, RankFaultLog& l) {
       x.step = static_cast<int>(f::count(h, "step"));
       x.at_s = f::nonneg(h, "at_s");
       x.group_size = static_cast<int>(f::count(h, "group_size"));
+      x.from_checkpoint = f::has(h, "from_checkpoint") && f::req(h, "from_checkpoint").get<bool>();
       l.handed.push_back(x);
     }
   l.rejoined_at_s.reset();
   if (f::has(j, "rejoined_at_s") && !f::req(j, "rejoined_at_s").is_null()) l.rejoined_at_s = f::nonneg(j, "rejoined_at_s");
+  l.up_at_s.reset();
+  if (f::has(j, "up_at_s")) l.up_at_s = f::nonneg(j, "up_at_s");
   l.rewound.reset();
   if (f::has(j, "rewound")) {
     const json& w = f::req(j, "rewound");
@@ -429,7 +436,7 @@ FaultsSection merge_fault_logs(const FaultPlan& plan, const RankLayout& layout, 
       x.worker = layout.local_of(h.rank);
       x.at_s = shift(r, h.at_s);
       x.step = h.step;
-      x.policy = "rejoin";
+      x.policy = h.from_checkpoint ? "full_recovery" : "rejoin";
       x.survivors = h.group_size;
       const size_t back = static_cast<size_t>(h.rank);
       if (back < logs.size() && logs[back].rejoined_at_s)
@@ -467,6 +474,17 @@ FaultsSection merge_fault_logs(const FaultPlan& plan, const RankLayout& layout, 
     f.survivors += 1;
   }
   if (s.full_recovery && decided) std::tie(s.full_recovery->decided_at_s, s.full_recovery->dead) = *decided;
+  // "then": "restarts": the workers its survivors handed the boundary to, and when the last was up.
+  if (s.full_recovery)
+    for (size_t r = 0; r < logs.size(); ++r)
+      for (const RankFaultLog::Handover& h : logs[r].handed) {
+        if (!h.from_checkpoint) continue;
+        FullRecoveryRecord& f = *s.full_recovery;
+        f.restarted += 1;
+        const size_t back = static_cast<size_t>(h.rank);
+        if (back < logs.size() && logs[back].up_at_s)
+          f.restarted_at_s = std::max(f.restarted_at_s.value_or(0.0), shift(back, *logs[back].up_at_s));
+      }
   return s;
 }
 

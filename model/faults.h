@@ -238,10 +238,15 @@ struct RankFaultLog {
     int step = 0;
     double at_s = 0;
     int group_size = 0;
+    /// A full recovery's restart: no state handed, the restarted read its own from the checkpoint.
+    bool from_checkpoint = false;
   };
   std::vector<Handover> handed;
   /// This rank is a restarted worker's process: when it had the state its coordinator handed it.
   std::optional<double> rejoined_at_s;
+  /// This rank is a full recovery's restarted worker: when its process was up (listening, its
+  /// address published, restart_after after the decision at the earliest).
+  std::optional<double> up_at_s;
   /// A full recovery as this rank saw it (faults.full_recovery): the boundary it went back at, the
   /// checkpoint it restored, when; on the rank whose report of deaths crossed the threshold, when
   /// that was and how many were dead then.

@@ -30,6 +30,7 @@ int ProcessFaultAgent::incarnation_at(int rank, int steps) const {
 }
 
 bool ProcessFaultAgent::restarted_after(int step) const {
+  if (full_recovery_restarts()) return true;  // every killed worker's process comes back (and may give up)
   for (const auto& [at, ranks] : restarts_.ranks_at)
     if (at > step && std::count(ranks.begin(), ranks.end(), cfg_.rank)) return true;
   return false;
@@ -105,6 +106,8 @@ void ProcessFaultAgent::at_reepoch(WorkerEnv& env, int steps, const StateBuffers
 }
 
 void ProcessFaultAgent::rejoined(const RejoinMessage& m) {
+  reborn_ = true;
+  if (full_recovery_restarts()) healed_at_ = m.steps;
   std::lock_guard<std::mutex> lk(mu_);
   handled_.clear();
   declared_.clear();
@@ -134,11 +137,16 @@ void ProcessFaultAgent::attach(SocketTransport& sock, std::chrono::milliseconds 
   // have its address taken over; keep the last messages to each for its successor.
   if (!cfg_.groups.world_group && cfg_.plan.kills_a_dc_leader())
     sock.expect_successors(cfg_.groups.other_dcs(cfg_.rank), kKeptForSuccessor);
-  // Restarted ranks come back as new processes at new addresses.
+  // Restarted ranks come back as new processes at new addresses: the timeline's, or with a full
+  // recovery's restarts any killed one.
   std::vector<int> back;
   for (const auto& [step, ranks] : restarts_.ranks_at)
     for (int r : ranks)
       if (r != cfg_.rank) back.push_back(r);
+  if (full_recovery_restarts())
+    for (const model::FaultEvent& e : cfg_.plan.events)
+      if (e.kind == model::FaultEvent::Kind::kKill)
+        if (const int r = cfg_.groups.layout.rank_of(e.dc, e.worker); r != cfg_.rank) back.push_back(r);
   if (!back.empty()) sock.expect_restarts(back);
 }
 
@@ -227,7 +235,9 @@ void ProcessFaultAgent::before_sync(WorkerEnv& env, int step) {
     clock_.sleep_until(clock_.now() + extra);
     env.times.compute_ns += static_cast<uint64_t>(extra.count());
   }
-  if (timeline_.kill_due(step, clock_.now() - t0_)) {
+  // A full recovery's restarted process replays steps from the checkpoint, its kill among them:
+  // that kill happened to its predecessor (a second kill of a restarted worker is refused).
+  if (!reborn_ && timeline_.kill_due(step, clock_.now() - t0_)) {
     killed(step);
     throw WorkerKilled("rank " + std::to_string(cfg_.rank) + " killed by the scenario's timeline at step " +
                        std::to_string(step));
@@ -323,30 +333,56 @@ bool ProcessFaultAgent::recover(WorkerEnv& env, int step, BatchSampler& sampler)
     log_.resumed.push_back({fresh_all, secs(clock_.now()), step, static_cast<int>(group.size()), rank == group.front(), took_over});
   }
   // Each group's coordinator counts its group's dead once (every death is in one group).
-  if (fr_store_ && rank == group.front()) count_deaths(fresh_all.size());
+  if (fr_store_ && rank == group.front()) count_deaths(fresh_all);
   return true;
 }
 
 bool ProcessFaultAgent::full_recovery_possible() const { return cfg_.plan.full_recovery_reachable(cfg_.groups.world()); }
 
+bool ProcessFaultAgent::full_recovery_restarts() const {
+  return full_recovery_possible() && cfg_.plan.full_recovery.then == "restarts";
+}
+
+void ProcessFaultAgent::restarted_up() {
+  std::lock_guard<std::mutex> lk(mu_);
+  log_.up_at_s = secs(clock_.now());
+}
+
 void ProcessFaultAgent::enable_full_recovery(std::shared_ptr<StoreHandle> store, std::string key) {
-  if (cfg_.plan.full_recovery.then != "survivors")
-    throw RunError("faults.full_recovery.then: \"" + cfg_.plan.full_recovery.then +
-                   "\": the process and dpdk modes carry on with the survivors only");
   fr_store_ = std::move(store);
   fr_key_ = std::move(key) + "fr/";
 }
 
-void ProcessFaultAgent::count_deaths(size_t fresh) {
+void ProcessFaultAgent::count_deaths(const std::vector<int>& fresh) {
   const int P = cfg_.groups.world();
   const int64_t c = cfg_.plan.full_recovery_count(P);
-  const auto n = static_cast<int64_t>(fresh);
+  const auto n = static_cast<int64_t>(fresh.size());
   const int64_t total = store_add(*fr_store_, fr_key_ + "dead", n);
+  const bool restarts = cfg_.plan.full_recovery.then == "restarts";
+  // Which deaths: filed under the total this addition reached, so that the decider can walk them back.
+  if (restarts)
+    store_set(*fr_store_, fr_key_ + "dead_at/" + std::to_string(total), encode_ints(std::vector<int64_t>(fresh.begin(), fresh.end())));
   if (total - n >= c || total < c) return;  // not the one that crosses it
-  const double decided_at = secs(clock_.now());
+  const Nanos decided_ns = clock_.now();
+  const double decided_at = secs(decided_ns);
   store_add(*fr_store_, fr_key_ + "decided", 1);  // the mark, before any boundary is read
   int64_t furthest = 0;
   for (int r = 0; r < P; ++r) furthest = std::max(furthest, store_add(*fr_store_, fr_key_ + "at/" + std::to_string(r), 0));
+  if (restarts) {
+    // The deaths counted up to the crossing: each addition's list is filed right after it (a get
+    // waits for it), and its length leads to the total before it.
+    std::vector<int64_t> back;
+    for (int64_t t = total; t > 0;) {
+      const std::vector<int64_t> dead = decode_ints(store_get(*fr_store_, fr_key_ + "dead_at/" + std::to_string(t)));
+      if (dead.empty()) throw RunError("full recovery: no deaths filed under the count " + std::to_string(t));
+      back.insert(back.end(), dead.begin(), dead.end());
+      t -= static_cast<int64_t>(dead.size());
+    }
+    std::sort(back.begin(), back.end());
+    store_set(*fr_store_, fr_key_ + "restart", encode_ints(back));
+    const std::string at = std::to_string(decided_ns.count());
+    store_set(*fr_store_, fr_key_ + "decided_ns", std::vector<uint8_t>(at.begin(), at.end()));
+  }
   const std::string b = std::to_string(furthest + 1);
   store_set(*fr_store_, fr_key_ + "boundary", std::vector<uint8_t>(b.begin(), b.end()));
   std::lock_guard<std::mutex> lk(mu_);
@@ -364,12 +400,15 @@ bool ProcessFaultAgent::rewind_due(int steps) {
     if (store_add(*fr_store_, fr_key_ + "decided", 0) == 0) return false;
     const std::vector<uint8_t> b = store_get(*fr_store_, fr_key_ + "boundary");  // set right after the mark
     boundary_ = std::stoi(std::string(b.begin(), b.end()));
+    if (full_recovery_restarts())  // set before the boundary
+      for (int64_t r : decode_ints(store_get(*fr_store_, fr_key_ + "restart"))) fr_restarted_.push_back(static_cast<int>(r));
   }
   if (steps < *boundary_) return false;
   if (steps > *boundary_)
     throw RunError("rank " + std::to_string(cfg_.rank) + ": at step boundary " + std::to_string(steps) +
                    ", past the full recovery's boundary " + std::to_string(*boundary_));
   rewound_ = true;
+  if (full_recovery_restarts()) healed_at_ = *boundary_;
   return true;
 }
 
@@ -381,16 +420,78 @@ void ProcessFaultAgent::rewinding(int steps, int checkpoint_step, Nanos checkpoi
   log_.rewound->checkpoint_at_s = std::chrono::duration<double>(checkpoint_at).count();
 }
 
-void ProcessFaultAgent::before_rewind(WorkerEnv&, BatchSampler& sampler) {
+void ProcessFaultAgent::regrow(WorkerEnv& env) {
+  const FaultGroups& g = cfg_.groups;
+  const std::set<int> restarted(fr_restarted_.begin(), fr_restarted_.end());
+  // Every rank: the restarted processes at their new addresses (each published it once it was up).
+  for (int r : fr_restarted_) {
+    if (r == cfg_.rank) continue;
+    const SocketEndpoint at = io_.address_of(r, 1);
+    endpoints_[static_cast<size_t>(r)] = at;
+    sock_->revive(r, at);
+  }
+  // Everyone walks its own shard again (the checkpoint's positions), and a later death splits those.
+  shards_ = cfg_.shards;
+  const std::vector<int> mine = g.group_of(cfg_.rank, {});
+  std::vector<int> back, group, ring;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    for (int r : fr_restarted_)
+      if (handled_.count(r) && std::find(mine.begin(), mine.end(), r) != mine.end()) back.push_back(r);
+    for (int r : back) {
+      handled_.erase(r);
+      declared_.erase(r);
+      recovering_.erase(r);
+      for (auto& [member, dead] : recovering_) dead.erase(r);
+    }
+    refresh_interrupt();
+    group = g.group_of(cfg_.rank, handled_);
+    ring = ring_with(env.ring, back, handled_, g.world());
+  }
+  if (back.empty()) return;  // no death in this group: nothing changes here
+  env.ring = ring;
+  const int boundary = *boundary_;
+  const std::string name = "full-recovery-" + std::to_string(boundary);
+  for (int r : back) {
+    if (rejoin_coordinator(r, g.layout, group, restarted) != cfg_.rank) continue;
+    RejoinMessage m;
+    m.tag_epoch = 1;  // the loop's epoch after this rewind (no timeline restarts beside a full recovery)
+    m.steps = boundary;
+    m.members = group;
+    m.ring = ring;
+    m.words.push_back(name);
+    for (const SocketEndpoint& e : endpoints_) m.words.push_back(e.host + ":" + std::to_string(e.port));
+    // No state: it reads its own from the checkpoint.
+    io_.announce(r, 1, cfg_.rank);
+    sock_->send(r, kRejoinTag, encode_rejoin(m));
+    std::lock_guard<std::mutex> lk(mu_);
+    log_.handed.push_back({r, boundary, secs(clock_.now()), static_cast<int>(group.size()), true});
+  }
+  const std::vector<int> watched = g.watched_by(cfg_.rank);
+  for (int r : back)
+    if (std::find(watched.begin(), watched.end(), r) != watched.end() && !sock_->await_streams(r, peer_timeout_))
+      throw PeerDeadError("rank " + std::to_string(cfg_.rank) + ": streams to restarted rank " + std::to_string(r) +
+                          " not open within " + std::to_string(peer_timeout_.count()) + " ms");
+  if (regroup_) regroup(env, group, name);
+}
+
+void ProcessFaultAgent::before_rewind(WorkerEnv& env, BatchSampler& sampler) {
+  if (full_recovery_restarts()) regrow(env);
   // The checkpoint's sampler position is a position in this rank's own shard.
   if (cfg_.plan.shard != "redistribute" || epoch_ == 0) return;
   sampler = BatchSampler(cfg_.shards[static_cast<size_t>(cfg_.rank)], cfg_.seed, static_cast<uint64_t>(cfg_.rank));
 }
 
-void ProcessFaultAgent::after_rewind(WorkerEnv&, BatchSampler& sampler, uint64_t) {
+void ProcessFaultAgent::after_rewind(WorkerEnv&, BatchSampler& sampler, uint64_t tag_epoch) {
   {
     std::lock_guard<std::mutex> lk(mu_);
     if (log_.rewound) log_.rewound->at_s = secs(clock_.now());
+  }
+  if (full_recovery_restarts()) {
+    if (tag_epoch != 1)
+      throw RunError("rank " + std::to_string(cfg_.rank) + ": full recovery in tag epoch " + std::to_string(tag_epoch) +
+                     ", but its restarted ranks were told 1");
+    return;  // every worker on its own shard, where the checkpoint left it
   }
   // A shard grown by the dead workers' data (recover) is walked afresh, on a stream of its own.
   if (cfg_.plan.shard != "redistribute" || epoch_ == 0) return;

@@ -62,9 +62,21 @@
 //    survivor trains on to that boundary, goes back to the last complete checkpoint there, and
 //    carries on in its shrunk group, the dead workers' data split as after a shrink: the
 //    embedded mode's decisions and weights, whatever boundary the wall clock picked.
-// Not in these modes yet (the scenario says so): full recovery with "then": "restarts", a restart
-// after a kill of scope host (its frozen process is not reaped before the end), a second kill of
-// a restarted worker.
+//  * full recovery, "then": "restarts": every killed worker's process is spawned again as soon as
+//    it is reaped (as for a timeline restart) and waits. Each coordinator also files the deaths it
+//    counted under the count its addition reached (fr/dead_at/<total>); the deciding one walks
+//    those back from its own total to 0, so that it knows exactly the deaths counted up to the
+//    crossing, and publishes them (fr/restart) before the boundary. At the boundary every
+//    survivor goes back to the checkpoint as above, revives the restarted ranks in its transport,
+//    and its group grows back to full; each restarted rank's coordinator (rejoin.h) hands it the
+//    grown group, the Gloo prefix and the addresses, without state: the restarted rank reads its
+//    own file of the same checkpoint. Everyone walks its own shard again, in tag epoch 1, so from
+//    the checkpoint on the run is the fault-free run's, bit for bit. A restarted process is up
+//    restart_after after the decision (it waits for that on the wall clock before it joins); one
+//    that no decision names (killed after it, or the run ended first) gives up once every other
+//    rank has finished (the end count plus the waiting ones make the world).
+// Not in these modes yet (the scenario says so): a restart after a kill of scope host (its frozen
+// process is not reaped before the end), a second kill of a restarted worker.
 #pragma once
 
 #include <chrono>
@@ -163,6 +175,13 @@ class ProcessFaultAgent final : public FaultHooks {
   model::RankFaultLog log() const;
   /// Whether this run's kills can cross faults.full_recovery.above_fraction.
   bool full_recovery_possible() const;
+  /// Whether they can, and the dead are then restarted ("then": "restarts").
+  bool full_recovery_restarts() const;
+  /// A full recovery's restarted process: it is up now (its log's up_at_s).
+  void restarted_up();
+  /// With "restarts", once this rank went back (or came back) at the boundary: the boundary.
+  /// Every death before it is healed there (checkpoints after it can complete again).
+  std::optional<int> healed_at() const { return healed_at_; }
   /// Full recovery over the run's store, its keys under `key` (the run's prefix); before start().
   void enable_full_recovery(std::shared_ptr<StoreHandle> store, std::string key);
   /// At step boundary `steps` (steps done, before any checkpoint of it is restored): whether every
@@ -204,7 +223,11 @@ class ProcessFaultAgent final : public FaultHooks {
   void killed(int step);  // the log's kill record
   // Full recovery: a group coordinator's count of the deaths its group agreed on; the one that
   // crosses the threshold decides (marks it, reads every boundary, sets the one to go back at).
-  void count_deaths(size_t fresh);
+  void count_deaths(const std::vector<int>& fresh);
+  // "then": "restarts", on a survivor at the boundary (before the strategy is made again): the
+  // restarted ranks revived in the transport, this rank's group grown back to full, each
+  // restarted rank told where it starts by its coordinator.
+  void regrow(WorkerEnv& env);
   bool await_declaration();  // a death declared here and not yet recovered from (bounded wait)
   void refresh_interrupt();  // under mu_: receives from members recovering from what is not handled here
   // The Gloo group rebuilt as `group` (this rank in it) under the store prefix `name`; the old
@@ -243,7 +266,10 @@ class ProcessFaultAgent final : public FaultHooks {
   std::string fr_key_;
   int published_ = 0;
   std::optional<int> boundary_;
+  std::vector<int> fr_restarted_;  // "then": "restarts": the deaths the decision restarts, ascending
   bool rewound_ = false;
+  bool reborn_ = false;
+  std::optional<int> healed_at_;  // a restarted process (rejoined): its predecessor's kill does not fire again
 };
 
 }  // namespace geotb::engine

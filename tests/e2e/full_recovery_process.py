@@ -12,7 +12,10 @@ boundary - 20 (the boundary is the wall clock's in the process mode: at or after
 within the run); only the checkpoints up to the kill were completed; the live replicas are
 identical; and the final weights are the embedded mode's bit for bit (same SHA-256: the rewound
 survivors computed the same thing, whichever boundary they went back at). Then a variant with
-the shards dropped (faults.shard "drop") gives the embedded mode's weights too. About 60 s."""
+the shards dropped (faults.shard "drop") gives the embedded mode's weights too. Then "then":
+"restarts" (restart_after 1 s): the three dead restarted, each with a restart record of policy
+full_recovery, up at least 1 s after the decision, all 8 replicas identical, and the weights the
+embedded mode's and the fault-free run's (no kills, the same checkpoints). About 90 s."""
 import json
 import sys
 import tempfile
@@ -28,23 +31,40 @@ for e in scenario["timeline"]:
     e["at_step"] = 25
 
 
-def run(mode: str, out: Path, shard: str) -> dict:
+def run(mode: str, out: Path, shard: str, then: str) -> dict:
     out.mkdir(parents=True)
     sc = json.loads(json.dumps(scenario))
     sc["faults"]["shard"] = shard
+    sc["faults"]["full_recovery"] = {"above_fraction": 0.25, "then": then}
+    if then == "restarts":
+        sc["faults"]["full_recovery"]["restart_after"] = "1s"
     sc["checkpoint"] = {"every_steps": 10, "dir": str(out / "ckpt")}
     _, rep, _ = run_and_report(geotb, source_root, sc, str(out), "--net", mode, timeout=400)
     assert rep["failures"] == [], (mode, rep["failures"])
     by = {s["name"]: s for s in rep["strategies"]}
     for name in by:  # complete checkpoints: only those before the kill
         done = sorted(int(p.parent.name.split("-")[1]) for p in (out / "ckpt" / name).glob("step-*/manifest"))
-        assert done == [10, 20], (mode, name, done)
+        # With the survivors only those before the kill; restarts heal the run, whose checkpoints go on.
+        assert done == ([10, 20] if then == "survivors" else [10, 20, 30, 40, 50]), (mode, name, then, done)
     return by
 
 
-for shard, names in (("redistribute", ("naive_ddp", "hier_ef_topk_int8")), ("drop", ("naive_ddp",))):
+def fault_free_weights(out: Path) -> dict:
+    """The embedded run without the kills, with the same checkpoints: what "restarts" must end at."""
+    out.mkdir(parents=True)
+    sc = json.loads(json.dumps(scenario))
+    sc["timeline"] = []
+    sc["checkpoint"] = {"every_steps": 10, "dir": str(out / "ckpt")}
+    _, rep, _ = run_and_report(geotb, source_root, sc, str(out), "--net", "embedded", timeout=400)
+    return {s["name"]: s["final_weights_sha256"] for s in rep["strategies"]}
+
+
+for shard, then, names in (("redistribute", "survivors", ("naive_ddp", "hier_ef_topk_int8")),
+                           ("drop", "survivors", ("naive_ddp",)),
+                           ("redistribute", "restarts", ("naive_ddp", "hier_ef_topk_int8"))):
     with tempfile.TemporaryDirectory() as tmp:
-        runs = {mode: run(mode, Path(tmp) / mode, shard) for mode in ("process", "embedded")}
+        runs = {mode: run(mode, Path(tmp) / mode, shard, then) for mode in ("process", "embedded")}
+        fault_free = fault_free_weights(Path(tmp) / "fault-free") if then == "restarts" else {}
     for name in names:
         seen = {}
         for mode, by in runs.items():
@@ -55,14 +75,24 @@ for shard, names in (("redistribute", ("naive_ddp", "hier_ef_topk_int8")), ("dro
             fr = f["full_recovery"]
             assert fr is not None, (mode, name, f)
             assert (fr["dead"], fr["workers"], fr["checkpoint_step"], fr["survivors"], fr["then"]) == \
-                (3, 8, 20, 5, "survivors"), (mode, name, fr)
+                (3, 8, 20, 5, then), (mode, name, fr)
+            if then == "restarts":
+                # The three dead restarted, each told by one survivor, up 1 s after the decision.
+                assert fr["restarted"] == 3 and fr["restarted_at_s"] >= fr["decided_at_s"] + 1.0 - 1e-9, (mode, name, fr)
+                back = sorted((e["rank"], e["policy"]) for e in f["events"] if e["event"] == "restart")
+                assert back == [(1, "full_recovery"), (2, "full_recovery"), (6, "full_recovery")], (mode, name, back)
             assert 25 <= fr["boundary_step"] < 60 and fr["steps_redone"] == fr["boundary_step"] - 20, (mode, name, fr)
             assert fr["decided_at_s"] <= fr["rewound_at_s"], (mode, name, fr)
             assert m["replica_max_abs_diff"] == 0.0, (mode, name, m["replica_max_abs_diff"])
             assert f["false_detections"] == 0, (mode, name, f["detections"])
             seen[mode] = (s["final_weights_sha256"], m["final_test_accuracy"])
-            print(f"{name}, shard {shard}, --net {mode}: 3 of 8 dead at step 25, decided at {fr['decided_at_s']:.3f} s, "
+            restarted = (f", {fr['restarted']} restarted, the last up at {fr['restarted_at_s']:.3f} s"
+                         if then == "restarts" else "")
+            print(f"{name}, shard {shard}, then {then}, --net {mode}: 3 of 8 dead at step 25, decided at {fr['decided_at_s']:.3f} s, "
                   f"back at boundary {fr['boundary_step']} to the checkpoint after 20 steps ({fr['steps_redone']} "
-                  f"redone), {fr['survivors']} survivors, accuracy {m['final_test_accuracy']:.4f}, weights "
+                  f"redone), {fr['survivors']} survivors{restarted}, accuracy {m['final_test_accuracy']:.4f}, weights "
                   f"{s['final_weights_sha256'][:16]}")
-        assert seen["process"] == seen["embedded"], (name, shard, seen)
+        assert seen["process"] == seen["embedded"], (name, shard, then, seen)
+        if then == "restarts":  # from the checkpoint on, the fault-free run
+            assert seen["process"][0] == fault_free[name], (name, seen, fault_free)
+            print(f"{name}, restarts: the fault-free run's weights too ({fault_free[name][:16]})")

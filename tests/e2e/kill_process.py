@@ -244,13 +244,14 @@ with tempfile.TemporaryDirectory() as tmp:
         s["timeline"][0]["kill"]["scope"] = "host"
         s["timeline"].append({"at_step": 60, "restart": {"dc": "west", "worker": 1}})
 
-    def full_recovery_restarts(s):
+    def full_recovery_restarts_frozen(s):
+        s["timeline"][0]["kill"]["scope"] = "host"
         s["timeline"].append({"at_step": 40, "kill": {"dc": "east", "worker": 1}})
         s["faults"]["full_recovery"] = {"above_fraction": 0.25, "then": "restarts"}
         s["checkpoint"] = {"every_steps": 10, "dir": str(Path(tmp) / "ckpt")}
 
     for edit, field in [(frozen_then_restarted, "timeline[0].kill.scope"),
-                        (full_recovery_restarts, "faults.full_recovery.then")]:
+                        (full_recovery_restarts_frozen, "timeline[0].kill.scope")]:
         bad = json.loads(json.dumps(scenario))
         edit(bad)
         path = Path(tmp) / "bad.json"

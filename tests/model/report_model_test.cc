@@ -807,6 +807,55 @@ TEST(FaultLogs, AFullRecoveryIsEverySurvivorsRewindAndTheDecidingRanksCount) {
   EXPECT_FALSE(merge_fault_logs(plan, RankLayout::uniform(2, 4), logs, 0).full_recovery.has_value());
 }
 
+TEST(FaultLogs, AFullRecoverysRestartsAreTheHandOversFromTheCheckpoint) {
+  // "then": "restarts" on real processes: the survivors went back at 27 to the checkpoint after
+  // 20 steps; ranks 3 and 4 handed the boundary to the restarted 1, 2 (DC 0) and 6 (DC 1); the
+  // restarted were up at their up_at_s (their own clocks) and had the word at rejoined_at_s.
+  FaultPlan plan;
+  plan.full_recovery.above_fraction = 0.25;
+  plan.full_recovery.then = "restarts";
+  std::vector<RankFaultLog> logs(8);
+  for (int r = 0; r < 8; ++r) logs[static_cast<size_t>(r)].start_ns = 1'000'000'000 + 1'000'000 * r;
+  for (int r : {1, 2, 6}) {
+    logs[static_cast<size_t>(r)].killed_at_step = 25;
+    logs[static_cast<size_t>(r)].killed_at_s = 1.0;
+    logs[static_cast<size_t>(r)].up_at_s = 2.25 + 0.25 * r;  // rank 6's is the last: 3.75 + 6 ms
+    logs[static_cast<size_t>(r)].rejoined_at_s = 4.0;
+  }
+  for (int r : {0, 3, 4, 5, 7}) logs[static_cast<size_t>(r)].rewound = RankFaultLog::Rewind{27, 20, 0.8, 1.5, {}, 0};
+  logs[4].rewound->decided_at_s = 1.25;
+  logs[4].rewound->dead = 3;
+  logs[0].handed = {{1, 27, 1.5, 4, true}, {2, 27, 1.5, 4, true}};
+  logs[4].handed = {{6, 27, 1.5, 4, true}};
+  const FaultsSection s = merge_fault_logs(plan, RankLayout::uniform(2, 4), logs, 0);
+  ASSERT_TRUE(s.full_recovery);
+  const FullRecoveryRecord& f = *s.full_recovery;
+  EXPECT_EQ(std::make_tuple(f.then, f.dead, f.survivors, f.restarted), std::make_tuple(std::string("restarts"), 3, 5, 3));
+  ASSERT_TRUE(f.restarted_at_s);
+  EXPECT_NEAR(*f.restarted_at_s, 3.75 + 0.006, 1e-12);
+  std::vector<std::pair<int, std::string>> back;
+  for (const FaultRecord& e : s.events)
+    if (e.event == "restart") {
+      back.emplace_back(e.rank, e.policy);
+      EXPECT_EQ(e.step, 27);
+      EXPECT_EQ(e.survivors, 4);
+    }
+  EXPECT_EQ(back, (std::vector<std::pair<int, std::string>>{{1, "full_recovery"}, {2, "full_recovery"}, {6, "full_recovery"}}));
+  // The record validates as a report section (restarted <= dead), and the rank files carry the
+  // hand-over's flag and up_at_s.
+  EXPECT_NO_THROW(json(f).get<FullRecoveryRecord>());
+  RankReport rr;
+  rr.faults = logs[0];
+  EXPECT_TRUE(json::parse(json(rr).dump()).get<RankReport>().faults->handed.at(0).from_checkpoint);
+  rr.faults = logs[6];
+  EXPECT_DOUBLE_EQ(*json::parse(json(rr).dump()).get<RankReport>().faults->up_at_s, 3.75);
+  // A timeline restart's hand-over stays a "rejoin" and counts for no full recovery.
+  logs[4].handed[0].from_checkpoint = false;
+  const FaultsSection t = merge_fault_logs(plan, RankLayout::uniform(2, 4), logs, 0);
+  EXPECT_EQ(t.full_recovery->restarted, 2);
+  EXPECT_EQ(std::count_if(t.events.begin(), t.events.end(), [](const FaultRecord& e) { return e.policy == "rejoin"; }), 1);
+}
+
 TEST(ReportModel, ExchangeRoundTripsWrittenOnlyWhenRecorded) {
   ExchangeRecord e{3, 7687770, 0.3, 0.0765, 0.03};
   const json j = e;
