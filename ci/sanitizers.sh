@@ -80,7 +80,7 @@ run_asan() {
   #   kill_process     108 s uninstrumented (12 process-mode runs); its code paths run here in
   #                    kill_tiny (kills, restarts, shrink), process_loopback (the process mode, a
   #                    killed worker) and engine_unit_tests (NodeFaults, rejoin);
-  #   full_recovery_process  34 s uninstrumented (6 runs of 8 processes); the process agent's
+  #   full_recovery_process  58 s uninstrumented (9 runs of 8 processes); the process agent's
   #                    shrink runs here in process_loopback, its full recovery only uninstrumented;
   #   compare_chromium's browser is not instrumented, but geotb compare is: it runs.
   meson test -C build-asan --no-rebuild --print-errorlogs --num-processes 1 --timeout-multiplier 3 \

@@ -400,8 +400,12 @@ bool ProcessFaultAgent::rewind_due(int steps) {
     if (store_add(*fr_store_, fr_key_ + "decided", 0) == 0) return false;
     const std::vector<uint8_t> b = store_get(*fr_store_, fr_key_ + "boundary");  // set right after the mark
     boundary_ = std::stoi(std::string(b.begin(), b.end()));
-    if (full_recovery_restarts())  // set before the boundary
+    if (full_recovery_restarts()) {  // both set before the boundary
       for (int64_t r : decode_ints(store_get(*fr_store_, fr_key_ + "restart"))) fr_restarted_.push_back(static_cast<int>(r));
+      const std::vector<uint8_t> d = store_get(*fr_store_, fr_key_ + "decided_ns");
+      fr_up_at_ = Nanos(std::stoll(std::string(d.begin(), d.end()))) +
+                  std::chrono::duration_cast<Nanos>(cfg_.plan.full_recovery.restart_after);
+    }
   }
   if (steps < *boundary_) return false;
   if (steps > *boundary_)
@@ -448,7 +452,10 @@ void ProcessFaultAgent::regrow(WorkerEnv& env) {
     group = g.group_of(cfg_.rank, handled_);
     ring = ring_with(env.ring, back, handled_, g.world());
   }
-  if (back.empty()) return;  // no death in this group: nothing changes here
+  // The restarted are up restart_after after the decision: every rank waits for that instant here
+  // (a group without deaths too, whose leader would otherwise wait for another DC's in a receive).
+  auto until_up = [&] { clock_.sleep_until(fr_up_at_); };
+  if (back.empty()) return until_up();  // no death in this group: nothing else changes here
   env.ring = ring;
   const int boundary = *boundary_;
   const std::string name = "full-recovery-" + std::to_string(boundary);
@@ -472,6 +479,7 @@ void ProcessFaultAgent::regrow(WorkerEnv& env) {
     if (std::find(watched.begin(), watched.end(), r) != watched.end() && !sock_->await_streams(r, peer_timeout_))
       throw PeerDeadError("rank " + std::to_string(cfg_.rank) + ": streams to restarted rank " + std::to_string(r) +
                           " not open within " + std::to_string(peer_timeout_.count()) + " ms");
+  until_up();
   if (regroup_) regroup(env, group, name);
 }
 

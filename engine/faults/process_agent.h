@@ -72,7 +72,9 @@
 //    grown group, the Gloo prefix and the addresses, without state: the restarted rank reads its
 //    own file of the same checkpoint. Everyone walks its own shard again, in tag epoch 1, so from
 //    the checkpoint on the run is the fault-free run's, bit for bit. A restarted process is up
-//    restart_after after the decision (it waits for that on the wall clock before it joins); one
+//    restart_after after the decision: every rank waits for that instant at the boundary (a
+//    group would wait for it in its first collective with it, another DC's leader in its
+//    exchange, on receive timeouts shorter than a replacement's start-up); one
 //    that no decision names (killed after it, or the run ended first) gives up once every other
 //    rank has finished (the end count plus the waiting ones make the world).
 // Not in these modes yet (the scenario says so): a restart after a kill of scope host (its frozen
@@ -267,6 +269,7 @@ class ProcessFaultAgent final : public FaultHooks {
   int published_ = 0;
   std::optional<int> boundary_;
   std::vector<int> fr_restarted_;  // "then": "restarts": the deaths the decision restarts, ascending
+  Nanos fr_up_at_{0};              // and when they are up: the decision + restart_after (host clock)
   bool rewound_ = false;
   bool reborn_ = false;
   std::optional<int> healed_at_;  // a restarted process (rejoined): its predecessor's kill does not fire again

@@ -12,7 +12,7 @@ connections end); in the process mode it also freezes the worker's whole host ("
 its peers declare it after timeout + confirmation of silence once a witness, its other site member,
 could not hear it either: how "witness", as the embedded heartbeats do). A kill then a restart (rank 4 back at step 60)
 ends with the restarted replica identical and the embedded mode's weights. Then the process mode
-refuses what it does not run yet (a restart of a frozen host, full recovery with restarts) with exit 2 naming
+refuses what it does not run yet (a restart of a frozen host, full recovery restarting a frozen host) with exit 2 naming
 the field; kills at an instant run (one that
 never comes holds nobody back); rank 0's kill (naive_ddp)
 runs with the store in a process of its own and rank 1 reporting, with the same weights as the
