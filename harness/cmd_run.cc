@@ -19,23 +19,16 @@
 #include "harness/data_plane_options.h"
 #include "engine/cluster.h"
 #include "engine/model/learner.h"
-#include "harness/process_run.h"
+#include "harness/modes/mode.h"
 #include "harness/progress.h"
 #include "harness/report.h"
 #include "harness/scenario.h"
 #include "model/memory_estimate.h"
 #include "model/metrics.h"
-#ifdef GEOTB_HAVE_NET
-#include "harness/dpdk_session.h"
-#endif
 
 namespace geotb::harness {
 
 namespace {
-
-/// Workers per data center from which `geotb run` notes that analytic LAN collectives exist
-/// (docs/guide/scale.md: about 0.8 ms of host time per worker-step at 32 per site with messages).
-constexpr int kLargeSite = 32;
 
 struct RunArgs {
   std::string scenario;
@@ -102,7 +95,7 @@ std::string device_check(const Scenario& sc) {
   const std::string& dev = sc.workload.model.device;
   if (auto e = engine::validate(sc.workload.model); !e.empty()) return e;
   if (dev == "cpu") return {};
-  if (sc.network != NetworkMode::kEmbedded)
+  if (!traits(sc.network).in_process)
     return fmt::format("device: \"{}\": the {} network mode trains on the CPU only (its workers read the scenario "
                        "themselves); run it embedded", dev, to_string(sc.network));
   if (sc.clock == engine::ClockMode::kVirtual && sc.compute.empty())
@@ -110,42 +103,6 @@ std::string device_check(const Scenario& sc) {
                        "or {{\"calibrated\": FILE}} from geotb calibrate): measured compute is thread CPU time, which "
                        "does not see the GPU's work; or run with --clock wall", dev);
   return engine::device_error(dev);
-}
-
-/// An embedded run is refused before anything starts when it would not fit in memory
-/// (model/memory_estimate.h): false, with the estimate and the limit on stderr. Large sites on
-/// Gloo's ring message by message get a note: the host time per worker-step grows with the workers
-/// per site (docs/guide/scale.md); analytic collectives compute them instead.
-bool embedded_run_fits(const RunArgs& a, const Scenario& sc, const model::RankLayout& layout,
-                       const engine::Datasets& data) {
-  const model::MemoryEstimate est = model::estimate_embedded_memory(
-      {.workers = layout.world(),
-       .workers_per_dc = layout.max_workers(),
-       .dc_pairs = static_cast<int>(sc.cluster.wan.size()),
-       .params = engine::param_count(sc.workload.model),
-       .examples = data.train.size + data.test.size,
-       .inputs = static_cast<uint64_t>(sc.workload.model.inputs),
-       .analytic_collectives = sc.clock == engine::ClockMode::kVirtual &&
-                               sc.cluster.lan_collectives == engine::ClusterSpec::LanCollectives::kAnalytic});
-  const uint64_t limit = a.memory_limit ? a.memory_limit : model::available_memory_bytes();
-  if (limit > 0 && est.bytes > limit) {
-    fmt::print(stderr,
-               "geotb: error: {}: this embedded run needs about {} of memory ({}), above the limit of {} ({}); "
-               "use fewer workers or a smaller workload.model\n",
-               a.scenario, model::format_mib(est.bytes), est.breakdown, model::format_mib(limit),
-               a.memory_limit ? "--memory-limit" : "MemAvailable in /proc/meminfo; --memory-limit sets another");
-    return false;
-  }
-  const int per_dc = layout.max_workers();
-  if (sc.clock == engine::ClockMode::kVirtual && per_dc >= kLargeSite &&
-      sc.cluster.lan_collectives == engine::ClusterSpec::LanCollectives::kMessages)
-    fmt::print(stderr,
-               "geotb: note: {} workers per data center on Gloo's ring message by message over the LAN ({} "
-               "messages per worker and allreduce): the host time per worker-step grows with them; \"lan\": "
-               "{{\"collectives\": \"analytic\"}} computes each intra-DC collective as one event with the same sums "
-               "(docs/guide/scale.md)\n",
-               per_dc, 4 * (per_dc - 1));
-  return true;
 }
 
 /// `geotb run`'s options applied to the scenario (--net, --clock, --device, --tcp-cc), then what
@@ -160,7 +117,7 @@ bool apply_run_options(const RunArgs& a, Scenario& sc) {
     }
     sc.network = *mode;  // the report says how it ran
     // The scenario's clock default follows the mode it runs in (virtual only exists embedded).
-    if (!sc.raw.contains("clock")) sc.clock = sc.network == NetworkMode::kEmbedded ? engine::ClockMode::kVirtual : engine::ClockMode::kWall;
+    if (!sc.raw.contains("clock")) sc.clock = traits(sc.network).in_process ? engine::ClockMode::kVirtual : engine::ClockMode::kWall;
   }
   if (!a.clock.empty()) {
     if (a.clock != "virtual" && a.clock != "wall") {
@@ -175,7 +132,7 @@ bool apply_run_options(const RunArgs& a, Scenario& sc) {
     fmt::print(stderr, "geotb: error: {}\n", a.device.empty() ? "workload." + e : "--" + e);
     return false;
   }
-  if (sc.network != NetworkMode::kEmbedded && sc.clock == engine::ClockMode::kVirtual) {
+  if (!traits(sc.network).in_process && sc.clock == engine::ClockMode::kVirtual) {
     fmt::print(stderr, "geotb: error: clock: \"virtual\": the {} network mode runs in wall time only (add --clock wall)\n",
                to_string(sc.network));
     return false;
@@ -199,7 +156,7 @@ bool apply_run_options(const RunArgs& a, Scenario& sc) {
     fmt::print(stderr, "geotb: error: --seeds: {}: must be in [1, 100]\n", a.seeds);
     return false;
   }
-  if (a.seeds > 1 && sc.network != NetworkMode::kEmbedded) {
+  if (a.seeds > 1 && !traits(sc.network).in_process) {
     fmt::print(stderr, "geotb: error: --seeds: {}: only the embedded network mode repeats a run with other seeds "
                        "(network is \"{}\")\n", a.seeds, to_string(sc.network));
     return false;
@@ -214,7 +171,7 @@ bool apply_run_options(const RunArgs& a, Scenario& sc) {
     sc.tcp_congestion_control = a.tcp_cc;
     sc.cluster.segments.cc = model_congestion_control(sc.tcp_congestion_control);
   }
-  if (sc.network == NetworkMode::kEmbedded && sc.tcp_congestion_control == "bbr")
+  if (traits(sc.network).in_process && sc.tcp_congestion_control == "bbr")
     fmt::print(stderr,
                "geotb: warning: tcp_congestion_control \"bbr\": the in-process WAN model does not model BBR's "
                "pacing (docs/guide/network-modes.md: measured 27 % more exposed communication for naive_ddp over "
@@ -246,15 +203,10 @@ int run(const RunArgs& a) {
     fmt::print(stderr, "geotb: error: {}\n", e.what());
     return 2;
   }
-  if (sc.network == NetworkMode::kDpdk) {
-#ifndef GEOTB_HAVE_NET
-    fmt::print(stderr, "geotb: error: network \"dpdk\": this geotb was built without DPDK (libdpdk-dev)\n");
+  const Mode& mode = mode_of(sc.network);
+  if (const std::string why = mode.unavailable(); !why.empty()) {
+    fmt::print(stderr, "geotb: error: {}\n", why);
     return 2;
-#endif
-    if (geteuid() != 0) {
-      fmt::print(stderr, "geotb: error: network \"dpdk\" creates network namespaces: run as root\n");
-      return 2;
-    }
   }
   std::vector<engine::StrategyConfig> chosen = sc.strategies;
   if (!a.strategies.empty()) {
@@ -329,9 +281,6 @@ int run(const RunArgs& a) {
     }
     fmt::print("geotb: resuming {} from {} (step {})\n", chosen[0].run_name(), resume->step_dir, resume->header.step);
   }
-  auto resumed_from = [&](model::StrategyRun& r) {
-    if (resume) r.resumed_from = model::ResumedFrom{resume->header.step, resume->step_dir};
-  };
 
   RunContext ctx;
   ctx.argv = a.argv;
@@ -382,155 +331,28 @@ int run(const RunArgs& a) {
       return 2;
     }
   }
-  if (sc.network == NetworkMode::kEmbedded && !embedded_run_fits(a, sc, layout, data)) return 2;
+  ModeRun run{.sc = sc, .scenario_path = a.scenario, .chosen = chosen, .data = data, .ctx = ctx};
+  run.samples_per_step = static_cast<size_t>(sc.workload.step_samples()) * static_cast<size_t>(workers);
+  run.seeds = a.seeds;
+  run.memory_limit = a.memory_limit;
+  if (!a.worker_timeout.empty()) run.worker_timeout = worker_timeout;
+  run.deadline = deadline;
+  run.checkpoint_dir = checkpoint_dir;
+  run.checkpoint_dir_option = a.checkpoint_dir;
+  run.resume = resume ? &*resume : nullptr;
+  run.checkpoint_requests = &g_checkpoint_requests;
+  run.net_prefix = a.net_prefix;
+  run.rt_priority = a.rt_priority;
+  run.pin = !a.no_pin;
+  run.shield = !a.no_shield;
+  if (!mode.admit(run)) return 2;
   fmt::print("geotb: scenario {} ({}), {} data centers {} workers, {} steps of {} per worker, {} train / {} test examples\n",
              sc.name, sc.hash.substr(0, 12), sc.cluster.dcs.size(),
              layout.uniform() ? fmt::format("x {}", layout.workers(0)) : "of " + layout.describe(), sc.workload.steps,
              sc.workload.batch_per_worker, data.train.size, data.test.size);
-
-  std::vector<model::StrategyRun> results;
-  std::vector<model::Failure> failures;
-  const size_t samples_per_step = static_cast<size_t>(sc.workload.step_samples()) * static_cast<size_t>(workers);
-  if (sc.network == NetworkMode::kEmbedded) {
-    for (const auto& c : chosen) {
-      // Seed sc.seed is the strategy's run in the report (series, exchanges, the CI gate's
-      // figures); with --seeds N, seeds sc.seed + 1 ... add their figures to its "seeds".
-      model::StrategyRun first;
-      std::vector<model::SeedResult> seeds;
-      bool ok = true;
-      for (int i = 0; i < a.seeds && ok; ++i) {
-        engine::WorkloadSpec work = sc.workload;
-        work.seed = sc.seed + static_cast<uint64_t>(i);
-        Progress prog(stdout, a.seeds > 1 ? fmt::format("{} seed {}", c.run_name(), work.seed) : c.run_name(),
-                      samples_per_step);
-        engine::RunOptions opt;
-        opt.clock = sc.clock;
-        opt.compute = sc.compute;
-        opt.faults = sc.faults;
-        if (!a.worker_timeout.empty()) opt.transport_timeout = opt.gloo_timeout = worker_timeout;
-        opt.represent_scale = sc.represented ? sc.represented->scale() : 1.0;
-        opt.represented_params = sc.represented ? sc.represented->params : 0;
-        opt.represented_tensors = sc.represented_tensors;
-        opt.represented_shapes = sc.represented_shapes;
-        opt.progress = [&prog](int done, int total, double t) { prog.update(done, total, t); };
-        opt.checkpoint.dir = checkpoint_dir;
-        opt.checkpoint.every_steps = sc.checkpoint.every_steps;
-        opt.checkpoint.requests = &g_checkpoint_requests;
-        opt.checkpoint.scenario_hash = sc.checkpoint.training_hash;
-        opt.checkpoint.resume = resume ? &*resume : nullptr;
-        opt.checkpoint.written = [](int step, const std::string& dir) {
-          fmt::print("\ngeotb: checkpoint after step {}: {}\n", step, dir);
-        };
-        try {
-          model::StrategyRun r = engine::run_strategy(sc.cluster, work, c, data, opt);
-          r.name = c.run_name();
-          resumed_from(r);
-          if (sc.target_accuracy)
-            r.metrics.time_to_accuracy = model::metrics::time_to_accuracy(r, *sc.target_accuracy);
-          prog.finish(fmt::format("done: {:.0f} samples/s, test accuracy {:.4f}, wall {:.1f} s",
-                                  r.metrics.samples_per_s, r.metrics.final_test_accuracy, r.metrics.wall_s));
-          if (a.seeds > 1) seeds.push_back(model::metrics::seed_result(r, work.seed));
-          if (i == 0) first = std::move(r);
-        } catch (const std::exception& e) {
-          prog.finish(fmt::format("FAILED: {}", e.what()));
-          failures.push_back({c.run_name(), a.seeds > 1 ? fmt::format("seed {}: {}", work.seed, e.what()) : e.what()});
-          ok = false;
-        }
-      }
-      if (!ok) continue;
-      first.seeds = std::move(seeds);
-      results.push_back(std::move(first));
-    }
-  } else {
-    // One process per rank. Ctrl-C / SIGTERM: workers killed, network torn down, exit 130.
-    SignalFlag sig;
-    const std::string work_dir =
-        (std::filesystem::temp_directory_path() / fmt::format("geotb-run-{}-{}", sc.name, getpid())).string();
-    ProcessRunOptions po;
-    po.scenario_path = a.scenario;
-    po.worker_timeout = worker_timeout;
-    po.deadline = deadline;
-    po.interrupted = &sig.flag();
-    po.checkpoint_dir = a.checkpoint_dir;
-    po.resume = resume ? resume->step_dir : "";
-    po.checkpoint_requests = &g_checkpoint_requests;
-    try {
-#ifdef GEOTB_HAVE_NET
-      std::optional<DpdkSession> net;
-      if (sc.network == NetworkMode::kDpdk) {
-        DpdkSessionOptions dopt;
-        dopt.prefix = a.net_prefix;
-        dopt.rt_priority = a.rt_priority;
-        dopt.pin = !a.no_pin;
-        dopt.shield = !a.no_shield;
-        dopt.log_dir = work_dir;
-        dopt.tcp_congestion_control = sc.tcp_congestion_control;
-        fmt::print("geotb: network namespaces {}-* and the DPDK emulator (logs in {})\n", a.net_prefix, work_dir);
-        net.emplace(sc, dopt);
-        ctx.dc_tcp_congestion_control = net->tcp_congestion_control();
-        fmt::print("geotb: TCP congestion control in the DC namespaces: {} (scenario: {})\n",
-                   ctx.dc_tcp_congestion_control, sc.tcp_congestion_control);
-        po.dcs = net->placements();
-      }
-#endif
-      if (sc.network == NetworkMode::kProcess)
-        for (size_t d = 0; d < sc.cluster.dcs.size(); ++d) po.dcs.push_back({"", "127.0.0.1", "", ""});
-      for (const auto& c : chosen) {
-        Progress prog(stdout, c.run_name(), samples_per_step);
-        po.progress = [&prog](int done, int total, double t) { prog.update(done, total, t); };
-        po.work_dir = work_dir + "/" + c.run_name();
-        try {
-#ifdef GEOTB_HAVE_NET
-          if (net) {
-            net->start_emulator(c.name);
-            po.timeline_pid = net->emulator_pid();
-          }
-#endif
-          model::StrategyRun r = run_strategy_processes(sc, c, po);
-          r.name = c.run_name();
-          resumed_from(r);
-#ifdef GEOTB_HAVE_NET
-          if (net) {
-            const EmulatorStats es = net->stop_emulator();
-            if (es.ok) {
-              r.metrics.wan_wire_bytes = es.wan_wire_bytes;  // measured frames, not the estimate
-              r.dataplane = es.dataplane;
-              const model::DataPlaneSummary& d = es.dataplane;
-              fmt::print("geotb: data plane: {}; {} stalls > 1 ms ({:.1f} ms in all, longest iteration {:.1f} ms: {:.3f} % of "
-                         "{:.1f} s): {}\n",
-                         d.scheduling, d.stalls, d.stall_total_s * 1e3, d.max_iteration_s * 1e3,
-                         100 * model::metrics::stall_share(d), d.run_s, model::metrics::stalls_ok(d) ? "ok" : "over 1 %");
-            }
-            if (es.ok && !sc.cluster.timeline.empty())
-              fmt::print("geotb: emulator: timeline started {:.2f} s after the data plane (the first step), {} of {} "
-                         "scheduled link changes applied\n",
-                         es.timeline_origin_s, es.changes_applied, 2 * sc.cluster.timeline.size());
-          }
-#endif
-          results.push_back(std::move(r));
-          const model::StrategyMetrics& m = results.back().metrics;
-          prog.finish(fmt::format("done: {:.0f} samples/s, test accuracy {:.4f}, wall {:.1f} s", m.samples_per_s,
-                                  m.final_test_accuracy, m.wall_s));
-        } catch (const Interrupted&) {
-          throw;
-        } catch (const std::exception& e) {
-#ifdef GEOTB_HAVE_NET
-          if (net) net->stop_emulator();
-#endif
-          prog.finish(fmt::format("FAILED: {}", e.what()));
-          failures.push_back({c.run_name(), e.what()});
-        }
-      }
-    } catch (const Interrupted& e) {
-      fmt::print(stderr, "\ngeotb: {}: workers killed, network torn down; no report written (worker logs: {})\n", e.what(),
-                 work_dir);
-      return 130;
-    } catch (const std::exception& e) {
-      fmt::print(stderr, "geotb: error: {}\n", e.what());
-      return 1;
-    }
-    if (failures.empty()) std::filesystem::remove_all(work_dir);
-  }
+  if (const int rc = mode.run(run); rc != 0) return rc;
+  std::vector<model::StrategyRun> results = std::move(run.results);
+  std::vector<model::Failure> failures = std::move(run.failures);
   const bool failed = !failures.empty();
   const model::RunReport rep = make_report(sc, std::move(results), std::move(failures), ctx);
   std::string path;

@@ -57,7 +57,7 @@ namespace {
 
 /// Which clock produced the time figures, and the compute profile it charged, if any.
 void record_clock(const Scenario& sc, model::ReportContext& c) {
-  const bool virt = sc.network == NetworkMode::kEmbedded && sc.clock == engine::ClockMode::kVirtual;
+  const bool virt = traits(sc.network).in_process && sc.clock == engine::ClockMode::kVirtual;
   c.clock = virt ? "virtual" : "wall";
   if (virt && sc.cluster.lan_collectives == engine::ClusterSpec::LanCollectives::kAnalytic) c.lan_collectives = "analytic";
   if (sc.represented) c.represented_model = sc.represented;

@@ -345,21 +345,6 @@ static model::RepresentedModel read_represented(const json& j, const std::string
   return r;
 }
 
-const char* to_string(NetworkMode m) {
-  switch (m) {
-    case NetworkMode::kEmbedded: return "embedded";
-    case NetworkMode::kProcess: return "process";
-    case NetworkMode::kDpdk: return "dpdk";
-  }
-  return "?";
-}
-
-std::optional<NetworkMode> parse_network_mode(std::string_view name) {
-  for (NetworkMode m : {NetworkMode::kEmbedded, NetworkMode::kProcess, NetworkMode::kDpdk})
-    if (name == to_string(m)) return m;
-  return std::nullopt;
-}
-
 namespace {
 
 // parse_scenario's state while it reads one scenario, section by section (each method reads the
@@ -842,10 +827,11 @@ void ScenarioReader::network_and_clock() {
          "the DPDK emulator)");
   sc.network = *mode;
 
-  const std::string default_clock = sc.network == NetworkMode::kEmbedded ? "virtual" : "wall";
+  const bool in_process = traits(sc.network).in_process;
+  const std::string default_clock = in_process ? "virtual" : "wall";
   const std::string clock = get_string(root, "clock", &default_clock);
   if (clock == "virtual") {
-    if (sc.network != NetworkMode::kEmbedded)
+    if (!in_process)
       fail("clock", json(clock),
            fmt::format("the {} network mode runs in wall time only (\"virtual\" is for \"embedded\")",
                        to_string(sc.network)));
@@ -1278,7 +1264,7 @@ void check_faults_for_mode(const Scenario& sc) {
         paths.push_back(fmt::format("timeline[{}]", i));
     }
   const bool virt = sc.clock == engine::ClockMode::kVirtual;
-  if (sc.network == NetworkMode::kEmbedded) {
+  if (traits(sc.network).in_process) {
     if (!virt)
       fail(paths.empty() ? "faults" : paths[0], json("embedded/wall"),
            "node faults in the embedded mode run on the virtual clock only (the process and dpdk modes run them "
@@ -1319,7 +1305,7 @@ void check_faults_for_mode(const Scenario& sc) {
 
 void check_sites_for_mode(const Scenario& sc) {
   const size_t m = sc.cluster.dcs.size();
-  if (sc.network != NetworkMode::kEmbedded && m > kMaxProcessDatacenters)
+  if (m > traits(sc.network).max_datacenters)
     fail("datacenters", json(m),
          fmt::format("the {} mode holds 1 to {} data centers (one network namespace and subnet each); the embedded "
                      "mode holds up to {}",
@@ -1328,7 +1314,7 @@ void check_sites_for_mode(const Scenario& sc) {
 
 void check_strategies_for_mode(const Scenario& sc, const std::vector<std::string>* only) {
   // What the strategies that run in the embedded mode on the virtual clock only are refused with.
-  const bool virtual_embedded = sc.network == NetworkMode::kEmbedded && sc.clock == engine::ClockMode::kVirtual;
+  const bool virtual_embedded = traits(sc.network).in_process && sc.clock == engine::ClockMode::kVirtual;
   const std::string virtual_only = fmt::format("runs in the embedded mode on the virtual clock only (here: the {} mode, {} clock)",
                                                to_string(sc.network),
                                                sc.clock == engine::ClockMode::kVirtual ? "virtual" : "wall");
@@ -1345,7 +1331,7 @@ void check_strategies_for_mode(const Scenario& sc, const std::vector<std::string
     // process holds every worker (the ground truth) and the fault agent implements it.
     if ((st.fault_policy.empty() ? sc.faults.policy : st.fault_policy) == "estimate" && sc.faults.active()) {
       const std::string pfield = st.fault_policy.empty() ? "faults.policy" : fmt::format("strategies[{}].faults.policy", i);
-      if (sc.network != NetworkMode::kEmbedded)
+      if (!traits(sc.network).in_process)
         fail(pfield, json("estimate"),
              fmt::format("runs in the embedded mode only (here: the {} mode): the process modes' fault agent "
                          "implements shrink; give this entry \"faults\": {{\"policy\": \"shrink\"}} or run it embedded",
@@ -1374,7 +1360,7 @@ void check_lan_collectives(const Scenario& sc) {
   if (sc.cluster.lan_collectives != engine::ClusterSpec::LanCollectives::kAnalytic) return;
   const std::string field = "lan.collectives";
   const json v("analytic");
-  if (sc.network != NetworkMode::kEmbedded || sc.clock != engine::ClockMode::kVirtual)
+  if (!traits(sc.network).in_process || sc.clock != engine::ClockMode::kVirtual)
     fail(field, v, fmt::format("analytic collectives time the virtual clock's embedded mode only (this scenario: "
                                "network \"{}\", clock \"{}\")",
                                to_string(sc.network), sc.clock == engine::ClockMode::kVirtual ? "virtual" : "wall"));
@@ -1392,7 +1378,7 @@ void check_represented_for_mode(const Scenario& sc) {
   if (!sc.represented || sc.represented->scale() == 1.0) return;
   const std::string field = "workload.represents";
   const json name(sc.represented->name);
-  if (sc.network != NetworkMode::kEmbedded)
+  if (!traits(sc.network).in_process)
     fail(field, name,
          fmt::format("a represented model runs in the embedded mode only (the {} mode sends real bytes: the trained "
                      "model's)",

@@ -18,6 +18,7 @@
 #include "model/represented.h"
 #include "engine/errors.h"
 #include "engine/strategy.h"
+#include "harness/network_mode.h"
 
 namespace geotb::harness {
 
@@ -26,18 +27,6 @@ class ScenarioError : public engine::ConfigError {
  public:
   using engine::ConfigError::ConfigError;
 };
-
-/// How a run's ranks run and talk (scenario "network", `geotb run --net`;
-/// docs/guide/network-modes.md).
-enum class NetworkMode {
-  kEmbedded,  ///< threads in one process over the in-process WAN model (virtual or wall clock)
-  kProcess,   ///< one OS process per rank on loopback (wall clock)
-  kDpdk,      ///< one process per rank in per-DC namespaces behind the DPDK emulator (root)
-};
-/// "embedded", "process" or "dpdk": the scenario's and the report's spelling.
-const char* to_string(NetworkMode m);
-/// The mode `name` spells, or nothing.
-std::optional<NetworkMode> parse_network_mode(std::string_view name);
 
 struct Scenario {
   int schema = 1;
@@ -108,10 +97,8 @@ emu::CcAlgorithm model_congestion_control(const std::string& v);
 /// mode and clock (sc.network, sc.clock: `geotb run --net/--clock` may change them after parsing):
 /// the embedded mode on the virtual clock; the process and dpdk modes kills at a step only.
 void check_faults_for_mode(const Scenario& sc);
-/// Data centers per scenario: up to kMaxDatacenters in the embedded mode, kMaxProcessDatacenters in
-/// the process and dpdk modes. Throws ScenarioError naming `datacenters`.
-inline constexpr size_t kMaxDatacenters = 64;
-inline constexpr size_t kMaxProcessDatacenters = 16;
+/// Throws ScenarioError naming `datacenters` when the mode holds fewer data centers
+/// (ModeTraits::max_datacenters).
 void check_sites_for_mode(const Scenario& sc);
 /// Throws ScenarioError naming the field unless the scenario's represented model (if it differs
 /// from the trained one) runs in its mode: embedded, virtual clock, a compute profile, and no
