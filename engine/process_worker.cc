@@ -104,6 +104,31 @@ SocketTransportConfig transport_config(const ProcessWorkerConfig& cfg, const mod
   return tc;
 }
 
+/// A restarted rank's wait for the rank that hands it over (announced under `announce_key` as
+/// rank + 1): that rank, or nothing if it gave up. Dead until the survivors reach the restart's
+/// boundary, as long as they take (the coordinator ends the run at its deadline); polling the
+/// store's counter every 20 ms, not timing anything. A full recovery's restart (`may_give_up`)
+/// may never come (killed after the decision, or the run ended first): it gives up once every
+/// rank but the waiting ones has finished, and arrives at the end barrier and leaves as its
+/// killed predecessor would have.
+std::optional<int> await_handover(StoreHandle& store, const std::string& key, const std::string& announce_key,
+                                  const ProcessWorkerConfig& cfg, bool may_give_up) {
+  const int P = cfg.world;
+  if (may_give_up) store_add(store, key + "fr/waiting", 1);
+  int64_t from = 0;
+  while ((from = store_add(store, announce_key, 0)) == 0) {
+    if (may_give_up && store_add(store, key + "end", 0) + store_add(store, key + "fr/waiting", 0) == P) {
+      store_add(store, key + "fr/waiting", -1);  // first: the sum stays P for the others waiting
+      if (store_add(store, key + "end", 1) == P) store_set(store, key + "end/done", {1});
+      if (cfg.serve_store && store_add(store, key + "left", 1) == P - 1) store_set(store, key + "left/done", {1});
+      return std::nullopt;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (may_give_up) store_add(store, key + "fr/waiting", -1);
+  return static_cast<int>(from - 1);
+}
+
 }  // namespace
 
 RankReport run_process_worker(const ProcessWorkerConfig& cfg, const StrategyConfig& scfg, const WorkloadSpec& work,
@@ -164,27 +189,15 @@ RankReport run_process_worker(const ProcessWorkerConfig& cfg, const StrategyConf
     for (int r = 0; r < P; ++r) peers.push_back(parse_endpoint(string_of(store_get(*store, addr_key(r, 0))), r));
   } else {
     store_set(*store, addr_key(cfg.rank, faults.incarnation), bytes_of(my_addr));
-    // Dead until the survivors reach the restart's boundary: as long as they take (the
-    // coordinator ends the run at its deadline). Polling the store's counter, not timing anything.
-    // A full recovery's restart may never come (killed after the decision, or the run ended
-    // first): it gives up once every rank but the waiting ones has finished.
-    const bool may_give_up = agent && agent->full_recovery_restarts();
-    if (may_give_up) store_add(*store, key + "fr/waiting", 1);
-    int64_t from = 0;
-    while ((from = store_add(*store, rejoin_key(cfg.rank, faults.incarnation), 0)) == 0) {
-      if (may_give_up && store_add(*store, key + "end", 0) + store_add(*store, key + "fr/waiting", 0) == P) {
-        store_add(*store, key + "fr/waiting", -1);  // first: the sum stays P for the others waiting
-        if (store_add(*store, key + "end", 1) == P) store_set(*store, key + "end/done", {1});
-        if (cfg.serve_store && store_add(*store, key + "left", 1) == P - 1) store_set(*store, key + "left/done", {1});
-        std::printf("geotb worker: rank %d: no full recovery restarted it; the run ended without it\n", cfg.rank);
-        return *faults.predecessor;  // its part of the run: up to its kill
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    const std::optional<int> from = await_handover(*store, key, rejoin_key(cfg.rank, faults.incarnation), cfg,
+                                                   agent && agent->full_recovery_restarts());
+    if (!from) {
+      std::printf("geotb worker: rank %d: no full recovery restarted it; the run ended without it\n", cfg.rank);
+      return *faults.predecessor;  // its part of the run: up to its kill
     }
-    if (may_give_up) store_add(*store, key + "fr/waiting", -1);
-    rejoin = decode_rejoin(sock.recv(static_cast<int>(from - 1), kRejoinTag));
+    rejoin = decode_rejoin(sock.recv(*from, kRejoinTag));
     if (rejoin->words.size() != static_cast<size_t>(P) + 1 || rejoin->members.empty())
-      throw RunError("rank " + std::to_string(cfg.rank) + ": the hand-over of rank " + std::to_string(from - 1) + " names " +
+      throw RunError("rank " + std::to_string(cfg.rank) + ": the hand-over of rank " + std::to_string(*from) + " names " +
                      std::to_string(rejoin->words.size()) + " words (expected the Gloo prefix and " + std::to_string(P) +
                      " addresses)");
     for (int r = 0; r < P; ++r)
