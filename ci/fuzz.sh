@@ -65,7 +65,7 @@ LIB=(common/units.cc common/atomic_file.cc
      model/report.cc model/asynchrony.cc model/faults.cc model/exec_report.cc model/rank_report.cc model/metrics.cc
      model/report_error.cc model/json_fields.cc model/json_file.cc model/hardware.cc model/represented.cc
      engine/checkpoint/file.cc engine/checkpoint/state.cc
-     harness/scenario.cc harness/link_trace.cc engine/strategies/table.cc engine/strategies/descriptor.cc
+     harness/network_mode.cc harness/scenario.cc harness/link_trace.cc engine/strategies/table.cc engine/strategies/descriptor.cc
      engine/strategies/adaptive_k.cc engine/strategies/async_ef_topk_int8.cc engine/strategies/drift_control.cc engine/data/global_batch.cc
      engine/strategies/dc_exchange.cc engine/strategies/ddp_buckets.cc engine/strategies/diloco.cc
      engine/strategies/hier_ef_topk_int8.cc engine/strategies/lan_ddp.cc engine/strategies/local_sgd.cc

@@ -180,7 +180,11 @@ RankReport run_process_worker(const ProcessWorkerConfig& cfg, const StrategyConf
   std::fflush(stdout);
   // Restarts: incarnation n of a rank publishes under addr/<rank>/<n>, learns from the store which
   // rank hands it over (rejoin/<rank>/<n>, rank + 1) and waits for that rank's message.
-  auto addr_key = [&](int r, int n) { return key + "addr/" + std::to_string(r) + (n ? "/" + std::to_string(n) : ""); };
+  auto addr_key = [&](int r, int n) {
+    std::string k = key + "addr/" + std::to_string(r);
+    if (n) k += "/" + std::to_string(n);  // (one expression of it set off GCC 12's -Wrestrict, a false positive)
+    return k;
+  };
   auto rejoin_key = [&](int r, int n) { return key + "rejoin/" + std::to_string(r) + "/" + std::to_string(n); };
   std::vector<SocketEndpoint> peers;
   std::optional<RejoinMessage> rejoin;

@@ -331,7 +331,7 @@ int run(const RunArgs& a) {
       return 2;
     }
   }
-  ModeRun run{.sc = sc, .scenario_path = a.scenario, .chosen = chosen, .data = data, .ctx = ctx};
+  ModeRun run(sc, a.scenario, chosen, data, ctx);
   run.samples_per_step = static_cast<size_t>(sc.workload.step_samples()) * static_cast<size_t>(workers);
   run.seeds = a.seeds;
   run.memory_limit = a.memory_limit;

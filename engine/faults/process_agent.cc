@@ -47,14 +47,15 @@ std::optional<uint64_t> ProcessFaultAgent::reepoch_due(WorkerEnv&, int steps) {
   return it->second;
 }
 
-void ProcessFaultAgent::at_reepoch(WorkerEnv& env, int steps, const StateBuffers& state) {
+std::vector<int> ProcessFaultAgent::grow_back(WorkerEnv& env, const std::vector<int>& back_all,
+                                              const std::function<int(int)>& incarnation, RejoinMessage m,
+                                              bool from_checkpoint) {
   const FaultGroups& g = cfg_.groups;
-  const std::vector<int>& back_all = restarts_.ranks_at.at(steps);
   const std::set<int> restarted(back_all.begin(), back_all.end());
   // Every rank: the restarted processes at their new addresses (each published it once it was up).
   for (int r : back_all) {
     if (r == cfg_.rank) continue;
-    const SocketEndpoint at = io_.address_of(r, incarnation_at(r, steps));
+    const SocketEndpoint at = io_.address_of(r, incarnation(r));
     endpoints_[static_cast<size_t>(r)] = at;
     sock_->revive(r, at);
   }
@@ -76,25 +77,19 @@ void ProcessFaultAgent::at_reepoch(WorkerEnv& env, int steps, const StateBuffers
     group = g.group_of(cfg_.rank, handled_);
     ring = ring_with(env.ring, back, handled_, g.world());
   }
-  if (back.empty()) return;  // another group's restart: nothing changes here
+  if (back.empty()) return {};  // another group's restart: nothing changes here
   env.ring = ring;
   // The coordinator of each restarted rank tells it where it starts: the grown group meets in
-  // Gloo under `name`, which the restarted rank can join only once it has this message.
-  const std::string name = "rejoin-" + std::to_string(steps);
+  // Gloo under the message's first word, which the restarted rank can join only once it has it.
+  m.members = group;
+  m.ring = ring;
+  for (const SocketEndpoint& e : endpoints_) m.words.push_back(e.host + ":" + std::to_string(e.port));
   for (int r : back) {
     if (rejoin_coordinator(r, g.layout, group, restarted) != cfg_.rank) continue;
-    RejoinMessage m;
-    m.tag_epoch = restarts_.epoch_at.at(steps);
-    m.steps = steps;
-    m.members = group;
-    m.ring = ring;
-    m.words.push_back(name);
-    for (const SocketEndpoint& e : endpoints_) m.words.push_back(e.host + ":" + std::to_string(e.port));
-    m.state = state;
-    io_.announce(r, incarnation_at(r, steps), cfg_.rank);
+    io_.announce(r, incarnation(r), cfg_.rank);
     sock_->send(r, kRejoinTag, encode_rejoin(m));
     std::lock_guard<std::mutex> lk(mu_);
-    log_.handed.push_back({r, steps, secs(clock_.now()), static_cast<int>(group.size())});
+    log_.handed.push_back({r, m.steps, secs(clock_.now()), static_cast<int>(group.size()), from_checkpoint});
   }
   // Heartbeats again on the watched pairs, so that a second death is seen.
   const std::vector<int> watched = g.watched_by(cfg_.rank);
@@ -102,7 +97,19 @@ void ProcessFaultAgent::at_reepoch(WorkerEnv& env, int steps, const StateBuffers
     if (std::find(watched.begin(), watched.end(), r) != watched.end() && !sock_->await_streams(r, peer_timeout_))
       throw PeerDeadError("rank " + std::to_string(cfg_.rank) + ": streams to restarted rank " + std::to_string(r) +
                           " not open within " + std::to_string(peer_timeout_.count()) + " ms");
-  if (regroup_) regroup(env, group, name);
+  return group;
+}
+
+void ProcessFaultAgent::at_reepoch(WorkerEnv& env, int steps, const StateBuffers& state) {
+  RejoinMessage m;
+  m.tag_epoch = restarts_.epoch_at.at(steps);
+  m.steps = steps;
+  const std::string name = "rejoin-" + std::to_string(steps);
+  m.words.push_back(name);
+  m.state = state;
+  const std::vector<int> group = grow_back(
+      env, restarts_.ranks_at.at(steps), [&](int r) { return incarnation_at(r, steps); }, std::move(m), false);
+  if (!group.empty() && regroup_) regroup(env, group, name);
 }
 
 void ProcessFaultAgent::rejoined(const RejoinMessage& m) {
@@ -425,62 +432,19 @@ void ProcessFaultAgent::rewinding(int steps, int checkpoint_step, Nanos checkpoi
 }
 
 void ProcessFaultAgent::regrow(WorkerEnv& env) {
-  const FaultGroups& g = cfg_.groups;
-  const std::set<int> restarted(fr_restarted_.begin(), fr_restarted_.end());
-  // Every rank: the restarted processes at their new addresses (each published it once it was up).
-  for (int r : fr_restarted_) {
-    if (r == cfg_.rank) continue;
-    const SocketEndpoint at = io_.address_of(r, 1);
-    endpoints_[static_cast<size_t>(r)] = at;
-    sock_->revive(r, at);
-  }
   // Everyone walks its own shard again (the checkpoint's positions), and a later death splits those.
   shards_ = cfg_.shards;
-  const std::vector<int> mine = g.group_of(cfg_.rank, {});
-  std::vector<int> back, group, ring;
-  {
-    std::lock_guard<std::mutex> lk(mu_);
-    for (int r : fr_restarted_)
-      if (handled_.count(r) && std::find(mine.begin(), mine.end(), r) != mine.end()) back.push_back(r);
-    for (int r : back) {
-      handled_.erase(r);
-      declared_.erase(r);
-      recovering_.erase(r);
-      for (auto& [member, dead] : recovering_) dead.erase(r);
-    }
-    refresh_interrupt();
-    group = g.group_of(cfg_.rank, handled_);
-    ring = ring_with(env.ring, back, handled_, g.world());
-  }
+  RejoinMessage m;
+  m.tag_epoch = 1;  // the loop's epoch after this rewind (no timeline restarts beside a full recovery)
+  m.steps = *boundary_;
+  const std::string name = "full-recovery-" + std::to_string(*boundary_);
+  m.words.push_back(name);
+  // No state: the restarted rank reads its own from the checkpoint.
+  const std::vector<int> group = grow_back(env, fr_restarted_, [](int) { return 1; }, std::move(m), true);
   // The restarted are up restart_after after the decision: every rank waits for that instant here
   // (a group without deaths too, whose leader would otherwise wait for another DC's in a receive).
-  auto until_up = [&] { clock_.sleep_until(fr_up_at_); };
-  if (back.empty()) return until_up();  // no death in this group: nothing else changes here
-  env.ring = ring;
-  const int boundary = *boundary_;
-  const std::string name = "full-recovery-" + std::to_string(boundary);
-  for (int r : back) {
-    if (rejoin_coordinator(r, g.layout, group, restarted) != cfg_.rank) continue;
-    RejoinMessage m;
-    m.tag_epoch = 1;  // the loop's epoch after this rewind (no timeline restarts beside a full recovery)
-    m.steps = boundary;
-    m.members = group;
-    m.ring = ring;
-    m.words.push_back(name);
-    for (const SocketEndpoint& e : endpoints_) m.words.push_back(e.host + ":" + std::to_string(e.port));
-    // No state: it reads its own from the checkpoint.
-    io_.announce(r, 1, cfg_.rank);
-    sock_->send(r, kRejoinTag, encode_rejoin(m));
-    std::lock_guard<std::mutex> lk(mu_);
-    log_.handed.push_back({r, boundary, secs(clock_.now()), static_cast<int>(group.size()), true});
-  }
-  const std::vector<int> watched = g.watched_by(cfg_.rank);
-  for (int r : back)
-    if (std::find(watched.begin(), watched.end(), r) != watched.end() && !sock_->await_streams(r, peer_timeout_))
-      throw PeerDeadError("rank " + std::to_string(cfg_.rank) + ": streams to restarted rank " + std::to_string(r) +
-                          " not open within " + std::to_string(peer_timeout_.count()) + " ms");
-  until_up();
-  if (regroup_) regroup(env, group, name);
+  clock_.sleep_until(fr_up_at_);
+  if (!group.empty() && regroup_) regroup(env, group, name);
 }
 
 void ProcessFaultAgent::before_rewind(WorkerEnv& env, BatchSampler& sampler) {

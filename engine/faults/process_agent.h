@@ -226,9 +226,16 @@ class ProcessFaultAgent final : public FaultHooks {
   // Full recovery: a group coordinator's count of the deaths its group agreed on; the one that
   // crosses the threshold decides (marks it, reads every boundary, sets the one to go back at).
   void count_deaths(const std::vector<int>& fresh);
-  // "then": "restarts", on a survivor at the boundary (before the strategy is made again): the
-  // restarted ranks revived in the transport, this rank's group grown back to full, each
-  // restarted rank told where it starts by its coordinator.
+  // Restarts (the timeline's, or a full recovery's): every rank revives `back_all` (incarnation
+  // `incarnation(r)` each) in its transport; this rank's group takes back those of its members it
+  // had recovered from (ring, heartbeats), and the coordinator here of each (rejoin.h) sends it `m`
+  // (its first word the Gloo prefix; the group, the ring and every address filled in here). The
+  // grown group, or empty when this rank's group took nobody back.
+  std::vector<int> grow_back(WorkerEnv& env, const std::vector<int>& back_all, const std::function<int(int)>& incarnation,
+                             RejoinMessage m, bool from_checkpoint);
+  // "then": "restarts", on a survivor at the boundary (before the strategy is made again): its
+  // group grown back to full, the restarted told where they start (no state), then the wait for
+  // the instant they are up.
   void regrow(WorkerEnv& env);
   bool await_declaration();  // a death declared here and not yet recovered from (bounded wait)
   void refresh_interrupt();  // under mu_: receives from members recovering from what is not handled here

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/checkpoint/file.h"
@@ -21,6 +22,10 @@ namespace geotb::harness {
 
 /// What `geotb run` hands a mode (its options and what it loaded), and what it gets back.
 struct ModeRun {
+  ModeRun(const Scenario& s, std::string path, std::vector<engine::StrategyConfig> strategies,
+          const engine::Datasets& d, RunContext& c)
+      : sc(s), scenario_path(std::move(path)), chosen(std::move(strategies)), data(d), ctx(c) {}
+
   const Scenario& sc;                  ///< with `geotb run`'s overrides applied
   std::string scenario_path;           ///< as given (the process modes' workers read it)
   std::vector<engine::StrategyConfig> chosen;
