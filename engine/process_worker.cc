@@ -182,7 +182,7 @@ RankReport run_process_worker(const ProcessWorkerConfig& cfg, const StrategyConf
   // rank hands it over (rejoin/<rank>/<n>, rank + 1) and waits for that rank's message.
   auto addr_key = [&](int r, int n) {
     std::string k = key + "addr/" + std::to_string(r);
-    if (n) k += "/" + std::to_string(n);  // (one expression of it set off GCC 12's -Wrestrict, a false positive)
+    if (n) k += '/' + std::to_string(n);  // ("/" + ... set off GCC 12's -Wrestrict, a false positive)
     return k;
   };
   auto rejoin_key = [&](int r, int n) { return key + "rejoin/" + std::to_string(r) + "/" + std::to_string(n); };
