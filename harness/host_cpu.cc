@@ -42,7 +42,10 @@ model::CpuContext parse_cpuinfo(const std::string& cpuinfo) {
       std::istringstream words(value);
       for (std::string w; words >> w;) flags.insert(w);
       for (const char* f : kVectorFlags)
-        if (flags.count(f)) c.features += (c.features.empty() ? "" : " ") + std::string(f);
+        if (flags.count(f)) {
+          if (!c.features.empty()) c.features += ' ';
+          c.features += f;
+        }
     }
   }
   return c;

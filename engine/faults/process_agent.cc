@@ -321,7 +321,7 @@ bool ProcessFaultAgent::recover(WorkerEnv& env, int step, BatchSampler& sampler)
   env.ring = ring_without(env.ring, dead);
   if (regroup_) {
     std::string name = "shrink";
-    for (int d : dead) name += "-" + std::to_string(d);
+    for (int d : dead) name += '-' + std::to_string(d);
     regroup(env, group, name);
   }
   // Per-DC groups whose leader died: the lowest survivor leads the DC now and takes over the dead
