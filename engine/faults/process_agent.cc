@@ -340,7 +340,7 @@ bool ProcessFaultAgent::recover(WorkerEnv& env, int step, BatchSampler& sampler)
     log_.resumed.push_back({fresh_all, secs(clock_.now()), step, static_cast<int>(group.size()), rank == group.front(), took_over});
   }
   // Each group's coordinator counts its group's dead once (every death is in one group).
-  if (fr_store_ && rank == group.front()) count_deaths(fresh_all);
+  if (board_ && rank == group.front()) count_deaths(fresh_all);
   return true;
 }
 
@@ -356,70 +356,30 @@ void ProcessFaultAgent::restarted_up() {
 }
 
 void ProcessFaultAgent::enable_full_recovery(std::shared_ptr<StoreHandle> store, std::string key) {
-  fr_store_ = std::move(store);
-  fr_key_ = std::move(key) + "fr/";
+  const int P = cfg_.groups.world();
+  board_.emplace(std::move(store), std::move(key) + "fr/", P, cfg_.plan.full_recovery_count(P),
+                 cfg_.plan.full_recovery.then == "restarts",
+                 std::chrono::duration_cast<Nanos>(cfg_.plan.full_recovery.restart_after));
 }
 
 void ProcessFaultAgent::count_deaths(const std::vector<int>& fresh) {
-  const int P = cfg_.groups.world();
-  const int64_t c = cfg_.plan.full_recovery_count(P);
-  const auto n = static_cast<int64_t>(fresh.size());
-  const int64_t total = store_add(*fr_store_, fr_key_ + "dead", n);
-  const bool restarts = cfg_.plan.full_recovery.then == "restarts";
-  // Which deaths: filed under the total this addition reached, so that the decider can walk them back.
-  if (restarts)
-    store_set(*fr_store_, fr_key_ + "dead_at/" + std::to_string(total), encode_ints(std::vector<int64_t>(fresh.begin(), fresh.end())));
-  if (total - n >= c || total < c) return;  // not the one that crosses it
-  const Nanos decided_ns = clock_.now();
-  const double decided_at = secs(decided_ns);
-  store_add(*fr_store_, fr_key_ + "decided", 1);  // the mark, before any boundary is read
-  int64_t furthest = 0;
-  for (int r = 0; r < P; ++r) furthest = std::max(furthest, store_add(*fr_store_, fr_key_ + "at/" + std::to_string(r), 0));
-  if (restarts) {
-    // The deaths counted up to the crossing: each addition's list is filed right after it (a get
-    // waits for it), and its length leads to the total before it.
-    std::vector<int64_t> back;
-    for (int64_t t = total; t > 0;) {
-      const std::vector<int64_t> dead = decode_ints(store_get(*fr_store_, fr_key_ + "dead_at/" + std::to_string(t)));
-      if (dead.empty()) throw RunError("full recovery: no deaths filed under the count " + std::to_string(t));
-      back.insert(back.end(), dead.begin(), dead.end());
-      t -= static_cast<int64_t>(dead.size());
-    }
-    std::sort(back.begin(), back.end());
-    store_set(*fr_store_, fr_key_ + "restart", encode_ints(back));
-    const std::string at = std::to_string(decided_ns.count());
-    store_set(*fr_store_, fr_key_ + "decided_ns", std::vector<uint8_t>(at.begin(), at.end()));
-  }
-  const std::string b = std::to_string(furthest + 1);
-  store_set(*fr_store_, fr_key_ + "boundary", std::vector<uint8_t>(b.begin(), b.end()));
+  const std::optional<FullRecoveryBoard::Decided> d = board_->count(fresh, clock_);
+  if (!d) return;
   std::lock_guard<std::mutex> lk(mu_);
   log_.rewound = model::RankFaultLog::Rewind{};
-  log_.rewound->decided_at_s = decided_at;
-  log_.rewound->dead = static_cast<int>(total);
+  log_.rewound->decided_at_s = secs(d->at);
+  log_.rewound->dead = static_cast<int>(d->dead);
 }
 
 bool ProcessFaultAgent::rewind_due(int steps) {
-  if (!fr_store_ || rewound_) return false;
-  if (!boundary_) {
-    // Where this rank is, then whether it was decided (in this order: see the file's comment).
-    store_add(*fr_store_, fr_key_ + "at/" + std::to_string(cfg_.rank), steps - published_);
-    published_ = steps;
-    if (store_add(*fr_store_, fr_key_ + "decided", 0) == 0) return false;
-    const std::vector<uint8_t> b = store_get(*fr_store_, fr_key_ + "boundary");  // set right after the mark
-    boundary_ = std::stoi(std::string(b.begin(), b.end()));
-    if (full_recovery_restarts()) {  // both set before the boundary
-      for (int64_t r : decode_ints(store_get(*fr_store_, fr_key_ + "restart"))) fr_restarted_.push_back(static_cast<int>(r));
-      const std::vector<uint8_t> d = store_get(*fr_store_, fr_key_ + "decided_ns");
-      fr_up_at_ = Nanos(std::stoll(std::string(d.begin(), d.end()))) +
-                  std::chrono::duration_cast<Nanos>(cfg_.plan.full_recovery.restart_after);
-    }
-  }
-  if (steps < *boundary_) return false;
-  if (steps > *boundary_)
+  if (!board_ || rewound_) return false;
+  const std::optional<int> boundary = board_->boundary(cfg_.rank, steps);
+  if (!boundary || steps < *boundary) return false;
+  if (steps > *boundary)
     throw RunError("rank " + std::to_string(cfg_.rank) + ": at step boundary " + std::to_string(steps) +
-                   ", past the full recovery's boundary " + std::to_string(*boundary_));
+                   ", past the full recovery's boundary " + std::to_string(*boundary));
   rewound_ = true;
-  if (full_recovery_restarts()) healed_at_ = *boundary_;
+  if (full_recovery_restarts()) healed_at_ = *boundary;
   return true;
 }
 
@@ -436,14 +396,14 @@ void ProcessFaultAgent::regrow(WorkerEnv& env) {
   shards_ = cfg_.shards;
   RejoinMessage m;
   m.tag_epoch = 1;  // the loop's epoch after this rewind (no timeline restarts beside a full recovery)
-  m.steps = *boundary_;
-  const std::string name = "full-recovery-" + std::to_string(*boundary_);
+  m.steps = *healed_at_;
+  const std::string name = "full-recovery-" + std::to_string(*healed_at_);
   m.words.push_back(name);
   // No state: the restarted rank reads its own from the checkpoint.
-  const std::vector<int> group = grow_back(env, fr_restarted_, [](int) { return 1; }, std::move(m), true);
+  const std::vector<int> group = grow_back(env, board_->restarted(), [](int) { return 1; }, std::move(m), true);
   // The restarted are up restart_after after the decision: every rank waits for that instant here
   // (a group without deaths too, whose leader would otherwise wait for another DC's in a receive).
-  clock_.sleep_until(fr_up_at_);
+  clock_.sleep_until(board_->up_at());
   if (!group.empty() && regroup_) regroup(env, group, name);
 }
 

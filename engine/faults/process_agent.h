@@ -52,7 +52,8 @@
 //    prefix and every rank's address (RejoinMessage); the group then meets again in Gloo under
 //    that prefix, the restarted rank with it. The restarted rank walks its own shard afresh and
 //    keeps its own series, times and exchange log (its predecessor's rank file).
-//  * full recovery, "then": "survivors" (faults.full_recovery): each group's coordinator, once its
+//  * full recovery, "then": "survivors" (faults.full_recovery; the decision over the store is
+//    FullRecoveryBoard's, full_recovery_board.h): each group's coordinator, once its
 //    group agreed on its dead, adds them to a count in the run's store; the one whose addition
 //    crosses the threshold (more than above_fraction of the workers) decides. Every rank that may
 //    take part publishes its step boundary in the store before it looks for a decision there; the
@@ -94,6 +95,7 @@
 #include "common/clock.h"
 #include "engine/collectives/intra_dc.h"
 #include "engine/collectives/store.h"
+#include "engine/faults/full_recovery_board.h"
 #include "engine/faults/rejoin.h"
 #include "engine/faults/shrink.h"
 #include "engine/faults/timeline.h"
@@ -269,14 +271,9 @@ class ProcessFaultAgent final : public FaultHooks {
   RankFaultTimeline timeline_;  // its slow events and kills (timeline.h, shared with the embedded agent)
   double factor_ = 1;          // the compute factor now
   uint64_t compute_at_begin_ = 0;  // env.times.compute_ns when this step's compute began
-  // Full recovery (the main thread's only): the store, its keys, the boundary published last, the
-  // decided boundary once known, whether this rank went back already (once per run).
-  std::shared_ptr<StoreHandle> fr_store_;
-  std::string fr_key_;
-  int published_ = 0;
-  std::optional<int> boundary_;
-  std::vector<int> fr_restarted_;  // "then": "restarts": the deaths the decision restarts, ascending
-  Nanos fr_up_at_{0};              // and when they are up: the decision + restart_after (host clock)
+  // Full recovery (the main thread's only): its decision over the store, whether this rank went
+  // back already (once per run).
+  std::optional<FullRecoveryBoard> board_;
   bool rewound_ = false;
   bool reborn_ = false;
   std::optional<int> healed_at_;  // a restarted process (rejoined): its predecessor's kill does not fire again
