@@ -217,12 +217,10 @@ RankReport run_process_worker(const ProcessWorkerConfig& cfg, const StrategyConf
     if (rejoin) {
       agent->started(std::chrono::nanoseconds(faults.predecessor->faults->start_ns));
       if (rejoin->state.entries.empty()) {
-        // A full recovery's restart: up restart_after after the decision (a replacement's start-up,
-        // declared by the scenario), whenever the boundary came.
-        const std::vector<uint8_t> d = store_get(*store, key + "fr/decided_ns");
-        clock.sleep_until(std::chrono::nanoseconds(std::stoll(std::string(d.begin(), d.end()))) +
-                          std::chrono::duration_cast<std::chrono::nanoseconds>(faults.plan.full_recovery.restart_after));
-        agent->restarted_up();
+        // A full recovery's restart: it reads the decision over the same store as the survivors
+        // (and counts later deaths there as they do), and is up when they wait for it.
+        agent->enable_full_recovery(store, key);
+        agent->await_restarted_up();
       }
       agent->rejoined(*rejoin);
     }

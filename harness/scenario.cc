@@ -1309,7 +1309,7 @@ void check_sites_for_mode(const Scenario& sc) {
     fail("datacenters", json(m),
          fmt::format("the {} mode holds 1 to {} data centers (one network namespace and subnet each); the embedded "
                      "mode holds up to {}",
-                     to_string(sc.network), kMaxProcessDatacenters, kMaxDatacenters));
+                     to_string(sc.network), traits(sc.network).max_datacenters, kMaxDatacenters));
 }
 
 void check_strategies_for_mode(const Scenario& sc, const std::vector<std::string>* only) {

@@ -57,11 +57,14 @@ std::optional<int> FullRecoveryBoard::boundary(int rank, int steps) {
   published_ = steps;
   if (store_add(*store_, key_ + "decided", 0) == 0) return std::nullopt;
   boundary_ = std::stoi(string_of(store_get(*store_, key_ + "boundary")));  // set right after the mark
-  if (restarts_) {  // both set before the boundary
+  if (restarts_)  // set before the boundary
     for (int64_t r : decode_ints(store_get(*store_, key_ + "restart"))) restarted_.push_back(static_cast<int>(r));
-    up_at_ = Nanos(std::stoll(string_of(store_get(*store_, key_ + "decided_ns")))) + restart_after_;
-  }
   return boundary_;
+}
+
+FullRecoveryBoard::Nanos FullRecoveryBoard::up_at() {
+  if (!up_at_) up_at_ = Nanos(std::stoll(string_of(store_get(*store_, key_ + "decided_ns")))) + restart_after_;
+  return *up_at_;
 }
 
 }  // namespace geotb::engine

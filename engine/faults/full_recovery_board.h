@@ -46,10 +46,12 @@ class FullRecoveryBoard {
   /// At step boundary `steps` of rank `rank`: publishes where it is until a decision is known;
   /// the decided boundary, once there is one.
   std::optional<int> boundary(int rank, int steps);
-  /// Once boundary() returned one, with "restarts": the workers restarted (ascending) and the
-  /// instant they are up (the decision + restart_after, the host's monotonic clock).
+  /// Once boundary() returned one, with "restarts": the workers restarted (ascending).
   const std::vector<int>& restarted() const { return restarted_; }
-  Nanos up_at() const { return up_at_; }
+  /// With "restarts", once decided (a survivor past boundary(), or a restarted rank handed its
+  /// group): the instant the restarted are up, the decision + restart_after on the host's
+  /// monotonic clock (read from the store the first time).
+  Nanos up_at();
 
  private:
   std::shared_ptr<StoreHandle> store_;
@@ -61,7 +63,7 @@ class FullRecoveryBoard {
   int published_ = 0;
   std::optional<int> boundary_;
   std::vector<int> restarted_;
-  Nanos up_at_{0};
+  std::optional<Nanos> up_at_;
 };
 
 }  // namespace geotb::engine

@@ -350,7 +350,8 @@ bool ProcessFaultAgent::full_recovery_restarts() const {
   return full_recovery_possible() && cfg_.plan.full_recovery.then == "restarts";
 }
 
-void ProcessFaultAgent::restarted_up() {
+void ProcessFaultAgent::await_restarted_up() {
+  clock_.sleep_until(board_->up_at());
   std::lock_guard<std::mutex> lk(mu_);
   log_.up_at_s = secs(clock_.now());
 }
