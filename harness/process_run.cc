@@ -213,7 +213,7 @@ model::StrategyRun run_strategy_processes(const Scenario& sc, const engine::Stra
   };
   // A full recovery with "restarts": every killed worker comes back (its process waits for the
   // decision, and gives up if none names it).
-  const bool fr_restarts = sc.faults.full_recovery_reachable(P) && sc.faults.full_recovery.then == "restarts";
+  const bool fr_restarts = sc.faults.full_recovery_restarts(P);
   std::vector<Victim> victims;
   for (size_t i = 0; i < sc.faults.events.size(); ++i) {
     const model::FaultEvent& e = sc.faults.events[i];

@@ -1295,7 +1295,7 @@ void check_faults_for_mode(const Scenario& sc) {
       restarted.insert(who);
     }
   }
-  if (full_recovery_reachable(sc) && sc.faults.full_recovery.then == "restarts")
+  if (sc.faults.full_recovery_restarts(total_workers(sc)))
     for (size_t i = 0; i < sc.faults.events.size() && i < paths.size(); ++i)
       if (sc.faults.events[i].kind == model::FaultEvent::Kind::kKill && sc.faults.events[i].scope == "host")
         fail(paths[i] + ".kill.scope", json("host"),

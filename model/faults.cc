@@ -52,6 +52,10 @@ int FaultPlan::full_recovery_count(int workers) const {
 
 bool FaultPlan::full_recovery_reachable(int workers) const { return kills() > full_recovery.above_fraction * workers; }
 
+bool FaultPlan::full_recovery_restarts(int workers) const {
+  return full_recovery_reachable(workers) && full_recovery.then == "restarts";
+}
+
 void to_json(json& j, const Detection& d) {
   j = {{"observer", d.observer}, {"peer", d.peer}, {"at_s", d.at_s}, {"last_heard_s", d.last_heard_s},
        {"suspected_s", d.suspected_s}};

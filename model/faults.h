@@ -105,6 +105,9 @@ struct FaultPlan {
   int full_recovery_count(int workers) const;
   /// Whether the timeline's kills can cross it (kills() >= full_recovery_count(workers)).
   bool full_recovery_reachable(int workers) const;
+  /// Whether it can, and the dead are then restarted ("then": "restarts"): every killed worker's
+  /// process comes back in the process modes.
+  bool full_recovery_restarts(int workers) const;
   bool active() const { return heartbeats || !events.empty(); }
   bool has_kills() const;
   /// Whether a kill event names a DC's worker 0 (its leader under the per-DC strategies).

@@ -347,7 +347,7 @@ bool ProcessFaultAgent::recover(WorkerEnv& env, int step, BatchSampler& sampler)
 bool ProcessFaultAgent::full_recovery_possible() const { return cfg_.plan.full_recovery_reachable(cfg_.groups.world()); }
 
 bool ProcessFaultAgent::full_recovery_restarts() const {
-  return full_recovery_possible() && cfg_.plan.full_recovery.then == "restarts";
+  return cfg_.plan.full_recovery_restarts(cfg_.groups.world());
 }
 
 void ProcessFaultAgent::await_restarted_up() {

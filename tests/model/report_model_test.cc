@@ -745,6 +745,10 @@ TEST(FaultPlan, FullRecoveryNeedsMoreThanTheFractionDead) {
   EXPECT_FALSE(plan.full_recovery_reachable(8));
   EXPECT_EQ(plan.full_recovery_count(7), 2);   // 2 > 1.75
   EXPECT_TRUE(plan.full_recovery_reachable(7));
+  EXPECT_FALSE(plan.full_recovery_restarts(7));  // "survivors", the default
+  plan.full_recovery.then = "restarts";
+  EXPECT_TRUE(plan.full_recovery_restarts(7));
+  EXPECT_FALSE(plan.full_recovery_restarts(8));  // not reachable
   plan.full_recovery.above_fraction = 1;       // off: never more than all
   EXPECT_EQ(plan.full_recovery_count(2), 3);
   EXPECT_FALSE(plan.full_recovery_reachable(2));

@@ -168,7 +168,7 @@ TEST(Check, TolerancesComeFromTheBaselineNotFromTheReportUnderTest) {
 TEST(Check, CommandLineTolerancesOverride) {
   auto halved = report({{"naive_ddp", 100, 1024, 0.75}, {"hier", 200, 256, 0.75}}, kTol);
   CheckOptions opt;
-  opt.tolerances = CheckTolerances{.throughput_ratio = 0.5, .wan_bytes_ratio = 0.5, .accuracy = 0.125, .timing = {}, .bytes = {}};
+  opt.tolerances = CheckTolerances{.throughput_ratio = 0.5, .wan_bytes_ratio = 0.5, .accuracy = 0.125, .timing = {}, .bytes = {}, .cross_cpu_accuracy = {}};
   const CheckResult r = check_report(halved, baseline(), opt);
   EXPECT_TRUE(r.passed());  // 2 >= 4 * 0.5
   EXPECT_EQ(r.tolerances_from, "command line");
