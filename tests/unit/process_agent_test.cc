@@ -1,0 +1,373 @@
+// ProcessFaultAgent (engine/faults/process_agent.h) in one process: four ranks on threads, each
+// with its real SocketTransport over loopback and its agent wired to it as process_worker.cc wires
+// them (on_peer_failed, the "recovering" notices, attach, full recovery over a store). The
+// scenario's kill fires in the victim's before_sync; from then on the survivors' transports hear
+// nothing from it (SocketTransportConfig::deaf_to, a host gone silent), so they declare it after
+// timeout + confirmation of silence. Checked exactly: the kill's record, the detection's times
+// against the silence the transport measured, which receive fails how (the dead peer's own, or
+// one interrupted by a member's notice), the agreement, the ring, each survivor's inherited shard
+// and sampler stream, the resume records, and the full recovery's decision and boundary; and a
+// DC leader's death: its survivor takes over its address and gets what was sent to it.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <barrier>
+#include <memory>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/clock.h"
+#include "engine/collectives/store.h"
+#include "engine/data/fashion_mnist.h"
+#include "engine/faults/process_agent.h"
+#include "engine/faults/shrink.h"
+#include "engine/transport/socket/socket_transport.h"
+#include "engine/transport/transport.h"
+#include "engine/worker_loop.h"
+
+namespace geotb::engine {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr int kWorld = 4;
+constexpr int kVictim = 3;
+constexpr int kKillStep = 2;
+constexpr uint64_t kSeed = 7;
+constexpr uint64_t kStepTag = 7;  // the test's stand-in for a step's synchronisation
+
+model::FaultPlan plan_with_a_host_kill(int dc, int worker) {
+  model::FaultPlan p;
+  p.heartbeats = true;
+  p.heartbeat.interval = 50ms;
+  p.heartbeat.timeout = 200ms;
+  p.heartbeat.confirmation = 100ms;  // peer_timeout 300 ms
+  p.heartbeat.witnesses = 0;         // the observer's own silence decides: how "silence"
+  p.shard = "redistribute";
+  p.full_recovery.above_fraction = 0.2;  // 1 dead of 4 is more than 0.8: the first death decides
+  model::FaultEvent kill;
+  kill.kind = model::FaultEvent::Kind::kKill;
+  kill.dc = dc;
+  kill.worker = worker;
+  kill.at_step = kKillStep;
+  kill.scope = "host";
+  p.events.push_back(kill);
+  return p;
+}
+
+std::vector<std::vector<uint32_t>> shards() {
+  std::vector<std::vector<uint32_t>> s(kWorld);
+  for (uint32_t r = 0; r < kWorld; ++r)
+    for (uint32_t i = 0; i < 25; ++i) s[r].push_back(100 * r + i);
+  return s;
+}
+
+/// Every rank's agent and transport, wired as process_worker.cc wires them; the survivors'
+/// transports hear nothing from `victim` once `victim_dead` is set (a host gone silent).
+struct Ranks {
+  std::vector<std::unique_ptr<ProcessFaultAgent>> agents;
+  std::vector<std::unique_ptr<SocketTransport>> socks;
+  std::vector<SocketEndpoint> peers;
+
+  Ranks(const model::FaultPlan& plan, const FaultGroups& groups, const std::vector<std::vector<uint32_t>>& all_shards,
+        const emu::Clock& clock, std::atomic<bool>& victim_dead, int victim) {
+    const int world = groups.world();
+    for (int r = 0; r < world; ++r)
+      agents.push_back(std::make_unique<ProcessFaultAgent>(ProcessFaultConfig{plan, groups, r, all_shards, kSeed}, clock));
+    for (int r = 0; r < world; ++r) {
+      ProcessFaultAgent* agent = agents[static_cast<size_t>(r)].get();
+      SocketTransportConfig tc;
+      tc.rank = r;
+      tc.world = world;
+      tc.listen_host = "127.0.0.1";
+      tc.streams = 1;
+      tc.heartbeat = 50ms;
+      tc.peer_timeout = 300ms;  // timeout + confirmation, as process_worker.cc derives it
+      tc.recv_timeout = 5s;  // a receive the test expects returns at once; a broken one fails fast
+      tc.connect_timeout = 20s;
+      tc.on_peer_failed = [agent](int peer, const std::string& why, std::optional<std::chrono::milliseconds> silent,
+                                  const std::string& how) { agent->peer_failed(peer, why, silent, how); };
+      tc.notice_tag = ProcessFaultAgent::kRecoveringTag;
+      tc.on_notice = [agent](int peer, std::vector<uint8_t> bytes) { agent->peer_notice(peer, bytes); };
+      if (r != victim) tc.deaf_to = [&victim_dead, victim](int p) { return p == victim && victim_dead.load(); };
+      socks.push_back(std::make_unique<SocketTransport>(tc));
+    }
+    for (int r = 0; r < world; ++r) peers.push_back({"127.0.0.1", socks[static_cast<size_t>(r)]->port()});
+  }
+
+  /// Rank r's part before the start line: full recovery enabled (when `store`), the transport
+  /// started and attached, every watched pair connected.
+  void connect(int r, const FaultGroups& groups, std::shared_ptr<StoreHandle> store) {
+    ProcessFaultAgent& agent = *agents[static_cast<size_t>(r)];
+    SocketTransport& sock = *socks[static_cast<size_t>(r)];
+    if (store) agent.enable_full_recovery(std::move(store), "t/");
+    sock.start(peers);
+    agent.attach(sock, 300ms);
+    agent.set_endpoints(peers, RestartIo{});
+    for (int p : groups.watched_by(r))
+      if (!sock.await_streams(p, 20s)) throw std::runtime_error("streams to " + std::to_string(p) + " not open");
+  }
+};
+
+/// What one survivor saw, read after every thread joined.
+struct Seen {
+  std::string failed_with;  // the step's receive: "dead" (PeerDeadError) or "interrupted" (PeerDeclaredDead)
+  bool recovered = false;
+  std::vector<int> ring;
+  std::vector<std::vector<uint32_t>> batches;  // the sampler after recover
+  bool rewinds_at_3 = false;
+  model::RankFaultLog log;
+  std::string error;
+};
+
+TEST(ProcessFaultAgent, ASilentHostIsDeclaredTheGroupShrinksAroundItAndFullRecoveryIsDecided) {
+  const model::FaultPlan plan = plan_with_a_host_kill(0, kVictim);
+  const FaultGroups groups{model::RankLayout(std::vector<int>{kWorld}), false};  // one DC: its group
+  const auto all_shards = shards();
+  const emu::SteadyClock clock;
+  auto store = make_inprocess_store();
+  std::atomic<bool> victim_dead{false};
+
+  Ranks ranks(plan, groups, all_shards, clock, victim_dead, kVictim);
+  auto& agents = ranks.agents;
+  auto& socks = ranks.socks;
+
+  std::barrier start_line(kWorld);
+  std::atomic<bool> survivors_done{false};
+  std::vector<Seen> seen(kWorld);
+  std::optional<int> victim_killed_at;
+  std::vector<std::thread> threads;
+  for (int r = 0; r < kWorld; ++r) {
+    threads.emplace_back([&, r] {
+      const size_t i = static_cast<size_t>(r);
+      ProcessFaultAgent& agent = *agents[i];
+      SocketTransport& sock = *socks[i];
+      Seen& me = seen[i];
+      try {
+        ranks.connect(r, groups, store);
+        AgentGuardedTransport guarded(sock, &agent);
+        WorkerEnv env;
+        env.rank = r;
+        env.world = kWorld;
+        env.layout = groups.layout;
+        env.dc_leaders = {0};
+        env.ring = {0, 1, 2, 3};
+        env.net = &guarded;
+        env.clock = &clock;
+        BatchSampler sampler(all_shards[i], kSeed, static_cast<uint64_t>(r));
+        start_line.arrive_and_wait();
+        agent.started(clock.now());
+        for (int step = 0; step < kKillStep; ++step) {
+          EXPECT_FALSE(agent.rewind_due(step));
+          agent.step_begins(env, step);
+          agent.before_sync(env, step);
+        }
+        EXPECT_FALSE(agent.rewind_due(kKillStep));
+        agent.step_begins(env, kKillStep);
+        if (r == kVictim) {
+          // Well after every rank's start, so that its last heartbeat heard is after each one's
+          // start too (a detection's last_heard_s is clamped to the start).
+          clock.sleep_until(clock.now() + 200ms);
+          EXPECT_THROW(agent.before_sync(env, kKillStep), WorkerKilled);
+          victim_killed_at = agent.log().killed_at_step;
+          victim_dead = true;  // a host gone silent: its sockets stay open, nothing it sends is heard
+          while (!survivors_done) std::this_thread::sleep_for(10ms);
+          return;
+        }
+        agent.before_sync(env, kKillStep);
+        // The step's synchronisation: ranks 1 and 2 wait for the victim itself; rank 0 (the
+        // group's coordinator) for rank 1, which the victim's death does not fail on its own.
+        try {
+          (void)guarded.recv(r == 0 ? 1 : kVictim, kStepTag);
+          me.failed_with = "returned";
+        } catch (const PeerDeclaredDead&) {
+          me.failed_with = "interrupted";
+        } catch (const PeerDeadError&) {
+          me.failed_with = "dead";
+        }
+        me.recovered = agent.recover(env, kKillStep, sampler);
+        me.ring = env.ring;
+        std::vector<uint32_t> batch;
+        for (int b = 0; b < 5; ++b) {
+          sampler.next(4, batch);
+          me.batches.push_back(batch);
+        }
+        me.rewinds_at_3 = agent.rewind_due(kKillStep + 1);
+        agent.done(env);
+        me.log = agent.log();
+      } catch (const std::exception& e) {
+        me.error = e.what();
+      }
+    });
+  }
+  for (int r = 0; r < kWorld; ++r)
+    if (r != kVictim) threads[static_cast<size_t>(r)].join();
+  survivors_done = true;
+  threads[kVictim].join();
+
+  EXPECT_EQ(victim_killed_at, kKillStep);
+  EXPECT_TRUE(agents[kVictim]->was_killed());
+  const std::set<int> dead{kVictim};
+  for (int r = 0; r < kWorld; ++r) {
+    if (r == kVictim) continue;
+    SCOPED_TRACE("rank " + std::to_string(r));
+    const Seen& me = seen[static_cast<size_t>(r)];
+    ASSERT_EQ(me.error, "");
+    // Ranks 1, 2: the receive from the dead peer failed on its own; rank 0's, from a live member,
+    // was interrupted by that member's notice that it recovers from rank 3.
+    EXPECT_EQ(me.failed_with, r == 0 ? "interrupted" : "dead");
+    EXPECT_TRUE(me.recovered);
+    EXPECT_EQ(me.ring, (std::vector<int>{0, 1, 2}));
+    EXPECT_TRUE(agents[static_cast<size_t>(r)]->recovered_from(kVictim));
+    EXPECT_TRUE(agents[static_cast<size_t>(r)]->saw_a_death());
+    // Its shard grown by its share of the victim's, walked on the first recovery's stream.
+    BatchSampler expected(inherit_shards(groups, r, all_shards[static_cast<size_t>(r)], all_shards, dead, {kVictim}),
+                          kSeed, redistributed_stream(r, kWorld, 1));
+    std::vector<uint32_t> batch;
+    for (const auto& got : me.batches) {
+      expected.next(4, batch);
+      EXPECT_EQ(got, batch);
+    }
+    // One detection: the victim, by silence, declared once the 300 ms the transport measured
+    // without a frame had passed; suspected 200 ms (the timeout) after it was last heard.
+    ASSERT_EQ(me.log.detections.size(), 1u);
+    const model::Detection& d = me.log.detections[0];
+    EXPECT_EQ(d.observer, r);
+    EXPECT_EQ(d.peer, kVictim);
+    EXPECT_EQ(d.how, "silence");
+    EXPECT_GT(d.last_heard_s, 0.1);
+    EXPECT_GE(d.at_s - d.last_heard_s, 0.300 - 1e-9);
+    EXPECT_NEAR(d.suspected_s, d.last_heard_s + 0.200, 1e-9);
+    // One resume at the kill's step, in the group of 3 that rank 0 coordinates.
+    ASSERT_EQ(me.log.resumed.size(), 1u);
+    const model::RankFaultLog::Resume& res = me.log.resumed[0];
+    EXPECT_EQ(res.peers, (std::vector<int>{kVictim}));
+    EXPECT_EQ(res.step, kKillStep);
+    EXPECT_EQ(res.group_size, 3);
+    EXPECT_EQ(res.coordinator, r == 0);
+    EXPECT_FALSE(res.took_over);
+    EXPECT_GE(res.at_s, d.at_s);
+    // Full recovery: rank 0's count (the coordinator's) crossed the threshold and decided; every
+    // survivor had published boundary 2, so all go back at 3.
+    EXPECT_TRUE(me.rewinds_at_3);
+    ASSERT_EQ(me.log.rewound.has_value(), r == 0);
+    if (r == 0) {
+      EXPECT_EQ(me.log.rewound->dead, 1);
+      ASSERT_TRUE(me.log.rewound->decided_at_s);
+      EXPECT_GE(*me.log.rewound->decided_at_s, d.at_s);
+    }
+  }
+}
+
+TEST(ProcessFaultAgent, ADeadDcLeadersSurvivorTakesOverItsAddressAndGetsWhatWasSentToIt) {
+  // Two DCs of two, per-DC groups; DC 0's leader (rank 0) is killed at step 2. Rank 1, its group's
+  // survivor, declares it, leads DC 0 and takes over its address. Rank 2, DC 1's leader, watches
+  // rank 0 too: it records the death and does not recover. What rank 2 had sent rank 0 at step 1
+  // (kept for a successor, kKeptForSuccessor) reaches rank 1.
+  model::FaultPlan plan = plan_with_a_host_kill(0, 0);
+  plan.full_recovery.above_fraction = 1;  // off
+  const FaultGroups groups{model::RankLayout(std::vector<int>{2, 2}), false};
+  const auto all_shards = shards();
+  const emu::SteadyClock clock;
+  std::atomic<bool> victim_dead{false};
+  Ranks ranks(plan, groups, all_shards, clock, victim_dead, 0);
+  constexpr uint64_t kRoundTag = 9;
+
+  std::barrier start_line(kWorld);
+  std::atomic<bool> rank1_done{false};
+  std::vector<Seen> seen(kWorld);
+  std::vector<int> leaders_after;
+  std::vector<uint8_t> round_at_successor;
+  std::vector<std::thread> threads;
+  for (int r = 0; r < kWorld; ++r) {
+    threads.emplace_back([&, r] {
+      const size_t i = static_cast<size_t>(r);
+      ProcessFaultAgent& agent = *ranks.agents[i];
+      SocketTransport& sock = *ranks.socks[i];
+      Seen& me = seen[i];
+      try {
+        ranks.connect(r, groups, nullptr);
+        AgentGuardedTransport guarded(sock, &agent);
+        WorkerEnv env;
+        env.rank = r;
+        env.world = kWorld;
+        env.num_dcs = 2;
+        env.layout = groups.layout;
+        env.dc_leaders = {0, 2};
+        env.ring = {0, 1, 2, 3};
+        env.net = &guarded;
+        env.clock = &clock;
+        BatchSampler sampler(all_shards[i], kSeed, static_cast<uint64_t>(r));
+        start_line.arrive_and_wait();
+        agent.started(clock.now());
+        for (int step = 0; step <= kKillStep; ++step) {
+          agent.step_begins(env, step);
+          if (step == 1 && r == 2) guarded.send(0, kRoundTag, {42});  // DC 1's round to DC 0's leader
+          if (step == kKillStep && r == 0) {
+            clock.sleep_until(clock.now() + 200ms);
+            EXPECT_THROW(agent.before_sync(env, step), WorkerKilled);
+            victim_dead = true;
+            while (!rank1_done) std::this_thread::sleep_for(10ms);
+            return;
+          }
+          agent.before_sync(env, step);
+        }
+        if (r == 1) {
+          try {
+            (void)guarded.recv(0, kStepTag);
+          } catch (const PeerDeadError&) {
+            me.failed_with = "dead";
+          }
+          me.recovered = agent.recover(env, kKillStep, sampler);
+          me.ring = env.ring;
+          leaders_after = env.dc_leaders;
+          round_at_successor = sock.recv(2, kRoundTag);  // addressed to rank 0, sent again to its successor
+          rank1_done = true;
+        } else if (r == 2) {
+          // DC 1's leader: records rank 0's death (its detection), recovers nothing.
+          const auto until = clock.now() + 10s;
+          while (agent.log().detections.empty() && clock.now() < until) std::this_thread::sleep_for(10ms);
+          while (!rank1_done && clock.now() < until) std::this_thread::sleep_for(10ms);
+        } else {
+          while (!rank1_done) std::this_thread::sleep_for(10ms);
+        }
+        agent.done(env);
+        me.log = agent.log();
+      } catch (const std::exception& e) {
+        me.error = e.what();
+        rank1_done = true;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+
+  for (int r = 1; r < kWorld; ++r) EXPECT_EQ(seen[static_cast<size_t>(r)].error, "") << "rank " << r;
+  EXPECT_EQ(ranks.agents[0]->log().killed_at_step, kKillStep);
+  const Seen& successor = seen[1];
+  EXPECT_EQ(successor.failed_with, "dead");
+  EXPECT_TRUE(successor.recovered);
+  EXPECT_EQ(successor.ring, (std::vector<int>{1, 2, 3}));
+  EXPECT_EQ(leaders_after, (std::vector<int>{1, 2}));
+  EXPECT_EQ(round_at_successor, (std::vector<uint8_t>{42}));
+  ASSERT_EQ(successor.log.resumed.size(), 1u);
+  EXPECT_EQ(successor.log.resumed[0].peers, (std::vector<int>{0}));
+  EXPECT_EQ(successor.log.resumed[0].group_size, 1);
+  EXPECT_TRUE(successor.log.resumed[0].coordinator);
+  EXPECT_EQ(successor.log.resumed[0].took_over, 0);
+  // DC 1's leader: one detection of rank 0, no recovery; rank 3 watches only its own group.
+  ASSERT_EQ(seen[2].log.detections.size(), 1u);
+  EXPECT_EQ(seen[2].log.detections[0].peer, 0);
+  EXPECT_EQ(seen[2].log.detections[0].how, "silence");
+  EXPECT_TRUE(seen[2].log.resumed.empty());
+  EXPECT_FALSE(ranks.agents[2]->recovered_from(0));
+  EXPECT_TRUE(seen[3].log.detections.empty());
+  EXPECT_TRUE(seen[3].log.resumed.empty());
+  // The reporting rank is the lowest the timeline never kills.
+  EXPECT_TRUE(ranks.agents[1]->record_all());
+  EXPECT_FALSE(ranks.agents[2]->record_all());
+}
+
+}  // namespace
+}  // namespace geotb::engine
