@@ -27,19 +27,21 @@ namespace geotb::emu {
 
 namespace ctx = boost::context;
 
+// libstdc++'s per-thread exception state (cxxabi's __cxa_eh_globals, opaque in <cxxabi.h>): the
+// stack of exceptions being handled and the count of those thrown and not yet caught. Outside the
+// anonymous namespace: FiberCarrier::Fiber, which has linkage, holds one (GCC's -Wsubobject-linkage
+// in a unity build, where this file is included).
+struct EhGlobals {
+  void* caught = nullptr;
+  unsigned int uncaught = 0;
+};
+
 namespace {
 
 std::vector<FiberLocal>& registry() {
   static std::vector<FiberLocal> r;
   return r;
 }
-
-// libstdc++'s per-thread exception state (cxxabi's __cxa_eh_globals, opaque in <cxxabi.h>): the
-// stack of exceptions being handled and the count of those thrown and not yet caught.
-struct EhGlobals {
-  void* caught = nullptr;
-  unsigned int uncaught = 0;
-};
 
 void swap_eh(EhGlobals& saved) {
   auto* g = reinterpret_cast<EhGlobals*>(abi::__cxa_get_globals());

@@ -15,8 +15,14 @@ survivors computed the same thing, whichever boundary they went back at). Then a
 the shards dropped (faults.shard "drop") gives the embedded mode's weights too. Then "then":
 "restarts" (restart_after 1 s): the three dead restarted, each with a restart record of policy
 full_recovery, up at least 1 s after the decision, all 8 replicas identical, and the weights the
-embedded mode's and the fault-free run's (no kills, the same checkpoints). About 90 s."""
+embedded mode's and the fault-free run's (no kills, the same checkpoints). About 90 s.
+
+Arguments: geotb, the source root, then optionally the mode (process, the default, or dpdk: the
+same ranks in namespaces, their traffic through the emulator; root) and which variants to run
+(all, the default, or restarts: the dpdk suite runs only that one, the others' paths being the
+process mode's)."""
 import json
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -24,6 +30,13 @@ from pathlib import Path
 from tiny_run import run_and_report
 
 geotb, source_root = sys.argv[1], Path(sys.argv[2])
+net = sys.argv[3] if len(sys.argv) > 3 else "process"
+variants = sys.argv[4] if len(sys.argv) > 4 else "all"
+assert net in ("process", "dpdk") and variants in ("all", "restarts"), sys.argv
+if net == "dpdk" and os.geteuid() != 0:
+    print("needs root (network namespaces): skipped")
+    sys.exit(77)
+net_args = ["--net-prefix", f"gfr{os.getpid() & 0xfffff:x}"] if net == "dpdk" else []
 scenario = json.loads((source_root / "scenarios/kill-2x4-full-recovery.json").read_text())
 scenario["workload"].update(steps=60, eval_points=6)
 scenario.pop("clock")  # each mode's default: virtual embedded, wall in the process mode
@@ -39,7 +52,8 @@ def run(mode: str, out: Path, shard: str, then: str) -> dict:
     if then == "restarts":
         sc["faults"]["full_recovery"]["restart_after"] = "1s"
     sc["checkpoint"] = {"every_steps": 10, "dir": str(out / "ckpt")}
-    _, rep, _ = run_and_report(geotb, source_root, sc, str(out), "--net", mode, timeout=400)
+    _, rep, _ = run_and_report(geotb, source_root, sc, str(out), "--net", mode,
+                               *(net_args if mode == "dpdk" else []), timeout=400)
     assert rep["failures"] == [], (mode, rep["failures"])
     by = {s["name"]: s for s in rep["strategies"]}
     for name in by:  # complete checkpoints: only those before the kill
@@ -59,11 +73,12 @@ def fault_free_weights(out: Path) -> dict:
     return {s["name"]: s["final_weights_sha256"] for s in rep["strategies"]}
 
 
-for shard, then, names in (("redistribute", "survivors", ("naive_ddp", "hier_ef_topk_int8")),
-                           ("drop", "survivors", ("naive_ddp",)),
-                           ("redistribute", "restarts", ("naive_ddp", "hier_ef_topk_int8"))):
+cases = (("redistribute", "survivors", ("naive_ddp", "hier_ef_topk_int8")),
+         ("drop", "survivors", ("naive_ddp",)),
+         ("redistribute", "restarts", ("naive_ddp", "hier_ef_topk_int8")))
+for shard, then, names in cases if variants == "all" else cases[2:]:
     with tempfile.TemporaryDirectory() as tmp:
-        runs = {mode: run(mode, Path(tmp) / mode, shard, then) for mode in ("process", "embedded")}
+        runs = {mode: run(mode, Path(tmp) / mode, shard, then) for mode in (net, "embedded")}
         fault_free = fault_free_weights(Path(tmp) / "fault-free") if then == "restarts" else {}
     for name in names:
         seen = {}
@@ -92,7 +107,7 @@ for shard, then, names in (("redistribute", "survivors", ("naive_ddp", "hier_ef_
                   f"back at boundary {fr['boundary_step']} to the checkpoint after 20 steps ({fr['steps_redone']} "
                   f"redone), {fr['survivors']} survivors{restarted}, accuracy {m['final_test_accuracy']:.4f}, weights "
                   f"{s['final_weights_sha256'][:16]}")
-        assert seen["process"] == seen["embedded"], (name, shard, then, seen)
+        assert seen[net] == seen["embedded"], (name, shard, then, seen)
         if then == "restarts":  # from the checkpoint on, the fault-free run
-            assert seen["process"][0] == fault_free[name], (name, seen, fault_free)
+            assert seen[net][0] == fault_free[name], (name, seen, fault_free)
             print(f"{name}, restarts: the fault-free run's weights too ({fault_free[name][:16]})")

@@ -515,7 +515,9 @@ TEST(MessageLinkBothWays, ABulkTheOtherWaySlowsTheAckClock) {
     p.run();
     ASSERT_EQ(p.a_done.size(), 1u);
     EXPECT_EQ(p.a_done[0].deliver_at, bulk ? alone + 999 * kSeg - kDelay : alone) << bulk;
-    if (bulk) EXPECT_EQ(p.b_done.at(0).deliver_at, 1000 * kSeg + kDelay);
+    if (bulk) {
+      EXPECT_EQ(p.b_done.at(0).deliver_at, 1000 * kSeg + kDelay);
+    }
   }
 }
 
@@ -534,7 +536,9 @@ TEST(MessageLinkBothWays, TwoSimultaneousMessagesEachWaitForTheOthersAcks) {
     p.run();
     ASSERT_EQ(p.a_done.size(), 1u);
     EXPECT_EQ(p.a_done[0].deliver_at, both ? 11 * kSeg + 10 * kAck : 11 * kSeg) << both;
-    if (both) EXPECT_EQ(p.b_done.at(0).deliver_at, 11 * kSeg + 10 * kAck);
+    if (both) {
+      EXPECT_EQ(p.b_done.at(0).deliver_at, 11 * kSeg + 10 * kAck);
+    }
   }
 }
 

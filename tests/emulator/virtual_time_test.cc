@@ -342,7 +342,9 @@ TEST_P(VirtualTimeFabric, BothDirectionsSimulatedTogether) {
       }
     });
     EXPECT_EQ(at1, both ? 11 * seg + 10 * ack : 11 * seg) << both;
-    if (both) EXPECT_EQ(at0, 11 * seg + 10 * ack);
+    if (both) {
+      EXPECT_EQ(at0, 11 * seg + 10 * ack);
+    }
   }
 }
 

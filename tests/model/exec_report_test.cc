@@ -18,7 +18,10 @@ ExecReport crafted() {
   r.scenario.name = "dpdk-2x2";
   r.scenario.network = "dpdk";
   r.scenario.datacenters = {{"east", 1}, {"west", 1}};
-  r.scenario.workload = {"mlp", "fashion-mnist", 32, 3, std::nullopt, std::nullopt};
+  r.scenario.workload.model = "mlp";
+  r.scenario.workload.dataset = "fashion-mnist";
+  r.scenario.workload.batch_per_worker = 32;
+  r.scenario.workload.steps = 3;
   r.context.started_at = "2026-11-30T18:00:00Z";
   r.command = {"python3", "job.py", "--x"};
   r.ranks_per_dc = 1;

@@ -148,7 +148,7 @@ TEST(Hardware, CatalogFormulaAndCounts) {
   EXPECT_EQ(find_gpu("h800"), nullptr);
   for (const GpuSpec& g : gpu_catalog()) EXPECT_FALSE(g.source.empty()) << g.name;
   // 6 * 1e9 * 1000 / (1e15 * 0.5) = 0.012 s on a crafted GPU with round figures.
-  const GpuSpec round{"round", "Round", 1e15, 4.8e12, "test"};
+  const GpuSpec round{"round", "Round", 1e15, 4.8e12, "test", 0, ""};
   const ComputeDerivation d = derive_compute(round, 0.5, 1e9, 1000);
   EXPECT_DOUBLE_EQ(d.step_time_s, 0.012);
   EXPECT_DOUBLE_EQ(d.reduce_ns_per_element, 0.0025);        // 12 B / 4.8 TB/s
@@ -627,8 +627,8 @@ TEST(FaultLogs, MergedOntoTheOriginsClockWithFirstDetectionRecoveryAndFalseOnes)
   logs[5].detections = {det(5, 4, 2.0, "connection")};  // 2.005
   logs[3].detections = {det(3, 4, 2.0015, "connection")};  // 2.0045: the first
   logs[1].detections = {det(1, 2, 5.0, "silence")};  // rank 2 was never killed: a false detection
-  logs[3].resumed = {{{4}, 2.1, 30, 2, true}};    // 2.103
-  logs[5].resumed = {{{4}, 2.2, 30, 2, false}};   // 2.205: the last survivor
+  logs[3].resumed = {{{4}, 2.1, 30, 2, true, std::nullopt}};    // 2.103
+  logs[5].resumed = {{{4}, 2.2, 30, 2, false, std::nullopt}};   // 2.205: the last survivor
   const FaultsSection s = merge_fault_logs(plan, RankLayout::uniform(2, 3), logs, 0);
   EXPECT_DOUBLE_EQ(s.heartbeat_interval_s, 0.2);
   EXPECT_DOUBLE_EQ(s.heartbeat_timeout_s, 0.5);
@@ -706,7 +706,7 @@ TEST(FaultLogs, ARestartIsItsCoordinatorsHandOverRecoveredWhenTheRankHadTheState
   logs[4].killed_at_s = 2.0;
   logs[4].rejoined_at_s = 6.25;  // 6.254 on rank 0's clock
   logs[3].handed = {{4, 60, 6.0, 3}};  // 6.003
-  logs[3].resumed = {{{4}, 2.1, 30, 2, true}};
+  logs[3].resumed = {{{4}, 2.1, 30, 2, true, std::nullopt}};
   const FaultsSection s = merge_fault_logs(plan, RankLayout::uniform(2, 3), logs, 0);
   ASSERT_EQ(s.events.size(), 2u);
   EXPECT_EQ(s.events[0].event, "kill");

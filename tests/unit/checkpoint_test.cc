@@ -191,7 +191,9 @@ TEST(Checkpoint, EveryStrategyBufferMattersToTheResumedRun) {
     std::vector<std::string> names;
     for (const auto& e : c.ranks[0].entries)
       if (e.name.starts_with("strategy.")) names.push_back(e.name);
-    if (s.name == "naive_ddp" || s.name == "lan") EXPECT_TRUE(names.empty());
+    if (s.name == "naive_ddp" || s.name == "lan") {
+      EXPECT_TRUE(names.empty());
+    }
     for (const std::string& name : names) {
       SCOPED_TRACE(name);
       if (s.name == "hierarchical" && name == "strategy.residual") {

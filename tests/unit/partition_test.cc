@@ -84,8 +84,9 @@ TEST(Partition, DirichletAssignsEveryExampleOnceWithMinSizeAndIsSeeded) {
     const auto a = make_partition(labels, 10, dirichlet(0.1, level), U(4, 2), 11);
     ASSERT_EQ(a.size(), 8u);
     EXPECT_EQ(assigned_once(a, labels.size()), labels.size());  // FedML's procedure drops none
-    if (level == PartitionSpec::Level::kWorker)
+    if (level == PartitionSpec::Level::kWorker) {
       for (const auto& p : a) EXPECT_GE(p.size(), 10u);
+    }
     EXPECT_EQ(make_partition(labels, 10, dirichlet(0.1, level), U(4, 2), 11), a);
     EXPECT_NE(make_partition(labels, 10, dirichlet(0.1, level), U(4, 2), 12), a);
   }
