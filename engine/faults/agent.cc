@@ -5,6 +5,7 @@
 #include <string>
 
 #include "engine/collectives/transport_group.h"
+#include "engine/faults/recovery.h"
 #include "engine/faults/rejoin.h"
 #include "engine/faults/shrink.h"
 #include "engine/faults/timeline.h"
@@ -14,7 +15,7 @@
 namespace geotb::engine {
 
 
-class FaultRuntime::Agent final : public FaultHooks {
+class FaultRuntime::Agent final : public FaultHooks, private RecoveryPort {
  public:
   Agent(FaultRuntime& rt, int rank) : rt_(rt), rank_(rank), dc_(rt.layout_.dc_of(rank)) {
     // The other DCs' leaders a DC leader watches: their deaths are recorded; their DCs recover
@@ -55,65 +56,54 @@ class FaultRuntime::Agent final : public FaultHooks {
   }
 
   bool recover(WorkerEnv& env, int step, BatchSampler& sampler) override {
+    const RecoveryRules rules{&rt_.groups_, rank_, rt_.plan_.shard == "redistribute", rt_.seed_};
+    return recover_from_deaths(*this, rules, env, step, sampler, epoch_);
+  }
+
+  // RecoveryPort: the fabric's alarm says a death is pending; the heartbeat monitor's
+  // declarations are the deaths; the in-process group shrinks before the agreement.
+  bool death_pending(WorkerEnv& env, int step) override {
     if (!rt_.fabric_.alarmed(rank_)) return false;
-    std::vector<int> fresh_all;
-    for (;;) {
-      try {
-        if (!shrink(env, step, fresh_all)) return false;
-        break;
-      } catch (const PeerDeclaredDead&) {
-        // Another member died during the agreement (several kills at once, detected one after
-        // the other): shrink again without it, in a new epoch.
-        if (!rt_.fabric_.alarmed(rank_)) throw;
-      }
-    }
-    redistribute(fresh_all, sampler);
-    rt_.on_resumed(fresh_all, rank_, rt_.sched_.now(rt_.sched_.current()),
-                   static_cast<int>(rt_.group_of(rank_, handled_).size()), rank_ == rt_.group_of(rank_, handled_).front());
+    if (rt_.fenced(rank_)) die(env, step, "fenced: declared dead by a peer");
     return true;
   }
 
-  // One membership change: the group without every peer declared dead so far, and the survivors'
-  // agreement on it. Appends the newly dead to `fresh_all`; false if nobody new is dead.
-  bool shrink(WorkerEnv& env, int step, std::vector<int>& fresh_all) {
-    if (rt_.fenced(rank_)) die(env, step, "fenced: declared dead by a peer");
-    const std::vector<int> fresh = fresh_deaths(rt_.groups_, rank_, monitor_->declared_clearing_alarm(), handled_);
-    if (fresh.empty()) return false;
-    std::set<int> dead = handled_;
-    dead.insert(fresh.begin(), fresh.end());
-    handled_ = dead;
-    fresh_all.insert(fresh_all.end(), fresh.begin(), fresh.end());
-    const std::vector<int> group = rt_.group_of(rank_, dead);
-    const int index = static_cast<int>(std::find(group.begin(), group.end(), rank_) - group.begin());
+  Fresh take_fresh() override {
+    Fresh f;
+    f.fresh = fresh_deaths(rt_.groups_, rank_, monitor_->declared_clearing_alarm(), handled_);
+    handled_.insert(f.fresh.begin(), f.fresh.end());
+    f.dead = handled_;
+    return f;
+  }
 
-    // Rebuild: the ring of every live rank (naive_ddp), the intra-DC group without the dead.
-    env.ring = ring_without(env.ring, dead);
+  void before_agreement(WorkerEnv& env, const std::vector<int>& group, const std::set<int>&) override {
+    const int index = static_cast<int>(std::find(group.begin(), group.end(), rank_) - group.begin());
     if (env.intra) {
       intra_ = shrink_transport_group(*env.intra, *env.net, group, index);
       env.intra = intra_.get();
     }
     if (GradientEstimator* e = rt_.estimator(rank_)) e->set_group(group);
-
-    // Agreement on the step in flight and on who is dead: the group's lowest rank collects and answers.
-    agree_on_group(*env.net, rank_, group, step, dead);
-    ++epoch_;  // membership changes agreed (the redistributed samplers' streams)
-    // Per-DC groups whose leader died: the lowest survivor leads the DC and takes over its address.
-    if (const std::optional<int> was = take_over_dead_leader(*env.net, rt_.groups_, rank_, env.dc_leaders, dead, group)) {
-      std::lock_guard<std::mutex> lk(rt_.mu_);
-      if (auto it = rt_.killed_.find(*was); it != rt_.killed_.end()) rt_.records_[it->second.record].new_leader = rank_;
-    }
-    return true;
   }
 
-  // The dead workers' data: dropped, or split among their DC's survivors.
-  void redistribute(const std::vector<int>& fresh, BatchSampler& sampler) {
-    const std::set<int>& dead = handled_;
-    if (rt_.plan_.shard == "redistribute") {
-      const std::vector<uint32_t> shard =
-          inherit_shards(rt_.groups_, rank_, rt_.shards_[static_cast<size_t>(rank_)], rt_.shards_, dead, fresh);
-      rt_.shards_[static_cast<size_t>(rank_)] = shard;
-      sampler = BatchSampler(shard, rt_.seed_, redistributed_stream(rank_, rt_.P_, epoch_));
+  // Another member died during the agreement (several kills at once, detected one after the
+  // other): shrink again without it, in a new epoch.
+  bool agreement_failed(const TransportError& e) override { return dynamic_cast<const PeerDeclaredDead*>(&e) != nullptr; }
+
+  void after_agreement(WorkerEnv&, const std::vector<int>&, const std::set<int>&) override {}
+
+  std::vector<uint32_t> inherit(const std::set<int>& dead, const std::vector<int>& fresh) override {
+    std::vector<uint32_t> shard =
+        inherit_shards(rt_.groups_, rank_, rt_.shards_[static_cast<size_t>(rank_)], rt_.shards_, dead, fresh);
+    rt_.shards_[static_cast<size_t>(rank_)] = shard;
+    return shard;
+  }
+
+  void resumed(const std::vector<int>& fresh, int, const std::vector<int>& group, std::optional<int> took_over) override {
+    if (took_over) {
+      std::lock_guard<std::mutex> lk(rt_.mu_);
+      if (auto it = rt_.killed_.find(*took_over); it != rt_.killed_.end()) rt_.records_[it->second.record].new_leader = rank_;
     }
+    rt_.on_resumed(fresh, rank_, rt_.sched_.now(rt_.sched_.current()), static_cast<int>(group.size()), rank_ == group.front());
   }
 
   // Whenever heartbeats run: a false detection can fence rank 0 without any kill in the timeline,

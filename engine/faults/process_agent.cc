@@ -259,89 +259,80 @@ void ProcessFaultAgent::killed(int step) {
 }
 
 bool ProcessFaultAgent::recover(WorkerEnv& env, int step, BatchSampler& sampler) {
-  const int rank = cfg_.rank;
-  const FaultGroups& g = cfg_.groups;
-  std::vector<int> fresh_all;
-  std::set<int> dead;
-  std::vector<int> group;
-  for (;;) {
-    if (!await_declaration()) {
-      if (fresh_all.empty()) return false;  // nobody died: the failure is the run's
-      throw RunError("rank " + std::to_string(rank) + ": shrink interrupted, but no further death was declared here");
-    }
-    std::vector<int> fresh;
-    {
-      std::lock_guard<std::mutex> lk(mu_);
-      fresh = fresh_deaths(g, rank, declared_, handled_);
-      handled_.insert(fresh.begin(), fresh.end());
-      dead = handled_;
-      refresh_interrupt();  // notices about what is handled now no longer interrupt anything
-    }
-    fresh_all.insert(fresh_all.end(), fresh.begin(), fresh.end());
-    group = g.group_of(rank, dead);
-    // The old Gloo group goes now, before the agreement: a member blocked in a collective on this
-    // rank cannot be interrupted (e.g. the group's lowest rank, the agreement's coordinator,
-    // waiting in the ring for a chunk this rank will not send now that it failed on the dead);
-    // on this rank's closed connections it fails and comes here too, instead of at Gloo's
-    // timeout. A member still finishing the step before is not harmed: this rank finished that
-    // step, so nothing of theirs is unread on its connection to them, and its close delivers
-    // what it sent them first.
-    if (group_) {
-      env.intra = nullptr;
-      group_.reset();
-    }
-    // Tell the group: a member blocked on this rank stops waiting for it and recovers too.
-    const std::vector<uint8_t> notice = encode_ints(std::vector<int64_t>(dead.begin(), dead.end()));
-    for (int m : group) {
-      if (m == rank) continue;
-      try {
-        sock_->send(m, kRecoveringTag, notice);
-      } catch (const PeerDeadError&) {
-        // That member died too (several killed at one step) and is not declared here yet: the
-        // agreement below fails on it, and its declaration follows.
-      }
-    }
+  const RecoveryRules rules{&cfg_.groups, cfg_.rank, cfg_.plan.shard == "redistribute", cfg_.seed};
+  return recover_from_deaths(*this, rules, env, step, sampler, epoch_);
+}
+
+bool ProcessFaultAgent::death_pending(WorkerEnv&, int) { return await_declaration(); }
+
+RecoveryPort::Fresh ProcessFaultAgent::take_fresh() {
+  std::lock_guard<std::mutex> lk(mu_);
+  Fresh f;
+  f.fresh = fresh_deaths(cfg_.groups, cfg_.rank, declared_, handled_);
+  handled_.insert(f.fresh.begin(), f.fresh.end());
+  f.dead = handled_;
+  refresh_interrupt();  // notices about what is handled now no longer interrupt anything
+  return f;
+}
+
+void ProcessFaultAgent::before_agreement(WorkerEnv& env, const std::vector<int>& group, const std::set<int>& dead) {
+  // The old Gloo group goes now, before the agreement: a member blocked in a collective on this
+  // rank cannot be interrupted (e.g. the group's lowest rank, the agreement's coordinator,
+  // waiting in the ring for a chunk this rank will not send now that it failed on the dead);
+  // on this rank's closed connections it fails and comes here too, instead of at Gloo's
+  // timeout. A member still finishing the step before is not harmed: this rank finished that
+  // step, so nothing of theirs is unread on its connection to them, and its close delivers
+  // what it sent them first.
+  if (group_) {
+    env.intra = nullptr;
+    group_.reset();
+  }
+  // Tell the group: a member blocked on this rank stops waiting for it and recovers too.
+  const std::vector<uint8_t> notice = encode_ints(std::vector<int64_t>(dead.begin(), dead.end()));
+  for (int m : group) {
+    if (m == cfg_.rank) continue;
     try {
-      agree_on_group(*env.net, rank, group, step, dead);
-      break;
-    } catch (const PeerDeclaredDead&) {
-      // A member announced another death during the agreement: agree again without it too.
+      sock_->send(m, kRecoveringTag, notice);
     } catch (const PeerDeadError&) {
-      // A member died before its declaration reached here (several killed at one step): its
-      // connection ended under the agreement's receive. Its declaration follows: agree again
-      // without it too.
+      // That member died too (several killed at one step) and is not declared here yet: the
+      // agreement fails on it, and its declaration follows.
     }
   }
-  // Deaths found one after another (several killed at one step, declared a few ms apart) are one
-  // recovery, in rank order whatever the order they were declared in: the shards they leave are
-  // split as the embedded mode splits those of deaths declared together.
-  std::sort(fresh_all.begin(), fresh_all.end());
-  ++epoch_;
-  // Rebuild: the ring of every live rank, the Gloo group without the dead (a new rendezvous).
-  env.ring = ring_without(env.ring, dead);
-  if (regroup_) {
-    std::string name = "shrink";
-    for (int d : dead) name += '-' + std::to_string(d);
-    regroup(env, group, name);
-  }
-  // Per-DC groups whose leader died: the lowest survivor leads the DC now and takes over the dead
-  // leader's address, so that the other DCs' exchange reaches it unchanged.
-  const std::optional<int> took_over = take_over_dead_leader(*env.net, g, rank, env.dc_leaders, dead, group);
-  // The dead workers' data: dropped, or split among their DC's survivors (every survivor's new
-  // shard computed here alike, so that a later death hands on what its rank had inherited).
-  if (cfg_.plan.shard == "redistribute") {
-    const std::vector<std::vector<uint32_t>> before = shards_;
-    for (int h = 0; h < g.world(); ++h)
-      if (!dead.count(h)) shards_[static_cast<size_t>(h)] = inherit_shards(g, h, before[static_cast<size_t>(h)], before, dead, fresh_all);
-    sampler = BatchSampler(shards_[static_cast<size_t>(rank)], cfg_.seed, redistributed_stream(rank, g.world(), epoch_));
-  }
+}
+
+bool ProcessFaultAgent::agreement_failed(const TransportError& e) {
+  // A member announced another death during the agreement (PeerDeclaredDead), or died before its
+  // declaration reached here (several killed at one step: its connection ended under the
+  // agreement's receive, PeerDeadError). Its declaration follows: agree again without it too.
+  return dynamic_cast<const PeerDeclaredDead*>(&e) || dynamic_cast<const PeerDeadError*>(&e);
+}
+
+void ProcessFaultAgent::after_agreement(WorkerEnv& env, const std::vector<int>& group, const std::set<int>& dead) {
+  // The Gloo group without the dead (a new rendezvous).
+  if (!regroup_) return;
+  std::string name = "shrink";
+  for (int d : dead) name += '-' + std::to_string(d);
+  regroup(env, group, name);
+}
+
+std::vector<uint32_t> ProcessFaultAgent::inherit(const std::set<int>& dead, const std::vector<int>& fresh) {
+  // Every survivor's new shard computed here alike, so that a later death hands on what its rank
+  // had inherited.
+  const FaultGroups& g = cfg_.groups;
+  const std::vector<std::vector<uint32_t>> before = shards_;
+  for (int h = 0; h < g.world(); ++h)
+    if (!dead.count(h)) shards_[static_cast<size_t>(h)] = inherit_shards(g, h, before[static_cast<size_t>(h)], before, dead, fresh);
+  return shards_[static_cast<size_t>(cfg_.rank)];
+}
+
+void ProcessFaultAgent::resumed(const std::vector<int>& fresh, int step, const std::vector<int>& group,
+                                std::optional<int> took_over) {
   {
     std::lock_guard<std::mutex> lk(mu_);
-    log_.resumed.push_back({fresh_all, secs(clock_.now()), step, static_cast<int>(group.size()), rank == group.front(), took_over});
+    log_.resumed.push_back({fresh, secs(clock_.now()), step, static_cast<int>(group.size()), cfg_.rank == group.front(), took_over});
   }
   // Each group's coordinator counts its group's dead once (every death is in one group).
-  if (board_ && rank == group.front()) count_deaths(fresh_all);
-  return true;
+  if (board_ && cfg_.rank == group.front()) count_deaths(fresh);
 }
 
 bool ProcessFaultAgent::full_recovery_possible() const { return cfg_.plan.full_recovery_reachable(cfg_.groups.world()); }

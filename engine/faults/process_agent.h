@@ -96,6 +96,7 @@
 #include "engine/collectives/intra_dc.h"
 #include "engine/collectives/store.h"
 #include "engine/faults/full_recovery_board.h"
+#include "engine/faults/recovery.h"
 #include "engine/faults/rejoin.h"
 #include "engine/faults/shrink.h"
 #include "engine/faults/timeline.h"
@@ -143,7 +144,7 @@ struct RestartIo {
   std::function<void(int rank, int n, int coordinator)> announce;
 };
 
-class ProcessFaultAgent final : public FaultHooks {
+class ProcessFaultAgent final : public FaultHooks, private RecoveryPort {
  public:
   using Nanos = std::chrono::nanoseconds;
   /// The intra-DC group rebuilt with `members` (global ranks, ascending), this rank at `index`,
@@ -227,6 +228,17 @@ class ProcessFaultAgent final : public FaultHooks {
   bool saw_a_death() const;
 
  private:
+  // RecoveryPort (recovery.h): a declaration waited for; the Gloo group dropped and the members
+  // told before the agreement, rebuilt after it; every survivor's shard computed alike; the resume
+  // in the rank's log, and the group coordinator's count for full recovery.
+  bool death_pending(WorkerEnv& env, int step) override;
+  Fresh take_fresh() override;
+  void before_agreement(WorkerEnv& env, const std::vector<int>& group, const std::set<int>& dead) override;
+  bool agreement_failed(const TransportError& e) override;
+  void after_agreement(WorkerEnv& env, const std::vector<int>& group, const std::set<int>& dead) override;
+  std::vector<uint32_t> inherit(const std::set<int>& dead, const std::vector<int>& fresh) override;
+  void resumed(const std::vector<int>& fresh, int step, const std::vector<int>& group, std::optional<int> took_over) override;
+
   void killed(int step);  // the log's kill record
   // Full recovery: a group coordinator's count of the deaths its group agreed on; the one that
   // crosses the threshold decides (marks it, reads every boundary, sets the one to go back at).

@@ -111,6 +111,20 @@ struct Ranks {
   }
 };
 
+/// Rank r's worker as the agent sees it: every rank in the ring, each DC's local rank 0 leading.
+WorkerEnv env_for(const FaultGroups& g, int r, Transport& net, const emu::Clock& clock) {
+  WorkerEnv env;
+  env.rank = r;
+  env.world = g.world();
+  env.num_dcs = g.layout.dcs();
+  env.layout = g.layout;
+  env.dc_leaders = g.layout.leaders();
+  for (int x = 0; x < g.world(); ++x) env.ring.push_back(x);
+  env.net = &net;
+  env.clock = &clock;
+  return env;
+}
+
 /// What one survivor saw, read after every thread joined.
 struct Seen {
   std::string failed_with;  // the step's receive: "dead" (PeerDeadError) or "interrupted" (PeerDeclaredDead)
@@ -122,6 +136,35 @@ struct Seen {
   std::string error;
 };
 
+/// Every rank on its own thread: connected (Ranks::connect), its worker (env_for) and sampler
+/// made, then at a common start line, started; then `body(r, agent, transport, env, sampler,
+/// seen[r])`. An exception is seen[r].error, and `on_error` runs (to release ranks waiting on it).
+template <class Body, class OnError>
+std::vector<std::thread> run_ranks(Ranks& ranks, const FaultGroups& groups, std::shared_ptr<StoreHandle> store,
+                                   const std::vector<std::vector<uint32_t>>& all_shards, const emu::Clock& clock,
+                                   std::barrier<>& start_line, std::vector<Seen>& seen, Body body, OnError on_error) {
+  std::vector<std::thread> threads;
+  for (int r = 0; r < groups.world(); ++r) {
+    threads.emplace_back([&, store, body, on_error, r] {
+      const size_t i = static_cast<size_t>(r);
+      ProcessFaultAgent& agent = *ranks.agents[i];
+      try {
+        ranks.connect(r, groups, store);
+        AgentGuardedTransport guarded(*ranks.socks[i], &agent);
+        WorkerEnv env = env_for(groups, r, guarded, clock);
+        BatchSampler sampler(all_shards[i], kSeed, static_cast<uint64_t>(r));
+        start_line.arrive_and_wait();
+        agent.started(clock.now());
+        body(r, agent, guarded, env, sampler, seen[i]);
+      } catch (const std::exception& e) {
+        seen[i].error = e.what();
+        on_error();
+      }
+    });
+  }
+  return threads;
+}
+
 TEST(ProcessFaultAgent, ASilentHostIsDeclaredTheGroupShrinksAroundItAndFullRecoveryIsDecided) {
   const model::FaultPlan plan = plan_with_a_host_kill(0, kVictim);
   const FaultGroups groups{model::RankLayout(std::vector<int>{kWorld}), false};  // one DC: its group
@@ -132,76 +175,52 @@ TEST(ProcessFaultAgent, ASilentHostIsDeclaredTheGroupShrinksAroundItAndFullRecov
 
   Ranks ranks(plan, groups, all_shards, clock, victim_dead, kVictim);
   auto& agents = ranks.agents;
-  auto& socks = ranks.socks;
 
   std::barrier start_line(kWorld);
   std::atomic<bool> survivors_done{false};
   std::vector<Seen> seen(kWorld);
   std::optional<int> victim_killed_at;
-  std::vector<std::thread> threads;
-  for (int r = 0; r < kWorld; ++r) {
-    threads.emplace_back([&, r] {
-      const size_t i = static_cast<size_t>(r);
-      ProcessFaultAgent& agent = *agents[i];
-      SocketTransport& sock = *socks[i];
-      Seen& me = seen[i];
-      try {
-        ranks.connect(r, groups, store);
-        AgentGuardedTransport guarded(sock, &agent);
-        WorkerEnv env;
-        env.rank = r;
-        env.world = kWorld;
-        env.layout = groups.layout;
-        env.dc_leaders = {0};
-        env.ring = {0, 1, 2, 3};
-        env.net = &guarded;
-        env.clock = &clock;
-        BatchSampler sampler(all_shards[i], kSeed, static_cast<uint64_t>(r));
-        start_line.arrive_and_wait();
-        agent.started(clock.now());
-        for (int step = 0; step < kKillStep; ++step) {
-          EXPECT_FALSE(agent.rewind_due(step));
-          agent.step_begins(env, step);
-          agent.before_sync(env, step);
-        }
-        EXPECT_FALSE(agent.rewind_due(kKillStep));
-        agent.step_begins(env, kKillStep);
-        if (r == kVictim) {
-          // Well after every rank's start, so that its last heartbeat heard is after each one's
-          // start too (a detection's last_heard_s is clamped to the start).
-          clock.sleep_until(clock.now() + 200ms);
-          EXPECT_THROW(agent.before_sync(env, kKillStep), WorkerKilled);
-          victim_killed_at = agent.log().killed_at_step;
-          victim_dead = true;  // a host gone silent: its sockets stay open, nothing it sends is heard
-          while (!survivors_done) std::this_thread::sleep_for(10ms);
-          return;
-        }
-        agent.before_sync(env, kKillStep);
-        // The step's synchronisation: ranks 1 and 2 wait for the victim itself; rank 0 (the
-        // group's coordinator) for rank 1, which the victim's death does not fail on its own.
-        try {
-          (void)guarded.recv(r == 0 ? 1 : kVictim, kStepTag);
-          me.failed_with = "returned";
-        } catch (const PeerDeclaredDead&) {
-          me.failed_with = "interrupted";
-        } catch (const PeerDeadError&) {
-          me.failed_with = "dead";
-        }
-        me.recovered = agent.recover(env, kKillStep, sampler);
-        me.ring = env.ring;
-        std::vector<uint32_t> batch;
-        for (int b = 0; b < 5; ++b) {
-          sampler.next(4, batch);
-          me.batches.push_back(batch);
-        }
-        me.rewinds_at_3 = agent.rewind_due(kKillStep + 1);
-        agent.done(env);
-        me.log = agent.log();
-      } catch (const std::exception& e) {
-        me.error = e.what();
+  std::vector<std::thread> threads = run_ranks(ranks, groups, store, all_shards, clock, start_line, seen,
+      [&](int r, ProcessFaultAgent& agent, AgentGuardedTransport& guarded, WorkerEnv& env, BatchSampler& sampler, Seen& me) {
+      for (int step = 0; step < kKillStep; ++step) {
+        EXPECT_FALSE(agent.rewind_due(step));
+        agent.step_begins(env, step);
+        agent.before_sync(env, step);
       }
-    });
-  }
+      EXPECT_FALSE(agent.rewind_due(kKillStep));
+      agent.step_begins(env, kKillStep);
+      if (r == kVictim) {
+        // Well after every rank's start, so that its last heartbeat heard is after each one's
+        // start too (a detection's last_heard_s is clamped to the start).
+        clock.sleep_until(clock.now() + 200ms);
+        EXPECT_THROW(agent.before_sync(env, kKillStep), WorkerKilled);
+        victim_killed_at = agent.log().killed_at_step;
+        victim_dead = true;  // a host gone silent: its sockets stay open, nothing it sends is heard
+        while (!survivors_done) std::this_thread::sleep_for(10ms);
+        return;
+      }
+      agent.before_sync(env, kKillStep);
+      // The step's synchronisation: ranks 1 and 2 wait for the victim itself; rank 0 (the
+      // group's coordinator) for rank 1, which the victim's death does not fail on its own.
+      try {
+        (void)guarded.recv(r == 0 ? 1 : kVictim, kStepTag);
+        me.failed_with = "returned";
+      } catch (const PeerDeclaredDead&) {
+        me.failed_with = "interrupted";
+      } catch (const PeerDeadError&) {
+        me.failed_with = "dead";
+      }
+      me.recovered = agent.recover(env, kKillStep, sampler);
+      me.ring = env.ring;
+      std::vector<uint32_t> batch;
+      for (int b = 0; b < 5; ++b) {
+        sampler.next(4, batch);
+        me.batches.push_back(batch);
+      }
+      me.rewinds_at_3 = agent.rewind_due(kKillStep + 1);
+      agent.done(env);
+      me.log = agent.log();
+      }, [] {});
   for (int r = 0; r < kWorld; ++r)
     if (r != kVictim) threads[static_cast<size_t>(r)].join();
   survivors_done = true;
@@ -280,67 +299,42 @@ TEST(ProcessFaultAgent, ADeadDcLeadersSurvivorTakesOverItsAddressAndGetsWhatWasS
   std::vector<Seen> seen(kWorld);
   std::vector<int> leaders_after;
   std::vector<uint8_t> round_at_successor;
-  std::vector<std::thread> threads;
-  for (int r = 0; r < kWorld; ++r) {
-    threads.emplace_back([&, r] {
-      const size_t i = static_cast<size_t>(r);
-      ProcessFaultAgent& agent = *ranks.agents[i];
-      SocketTransport& sock = *ranks.socks[i];
-      Seen& me = seen[i];
-      try {
-        ranks.connect(r, groups, nullptr);
-        AgentGuardedTransport guarded(sock, &agent);
-        WorkerEnv env;
-        env.rank = r;
-        env.world = kWorld;
-        env.num_dcs = 2;
-        env.layout = groups.layout;
-        env.dc_leaders = {0, 2};
-        env.ring = {0, 1, 2, 3};
-        env.net = &guarded;
-        env.clock = &clock;
-        BatchSampler sampler(all_shards[i], kSeed, static_cast<uint64_t>(r));
-        start_line.arrive_and_wait();
-        agent.started(clock.now());
-        for (int step = 0; step <= kKillStep; ++step) {
-          agent.step_begins(env, step);
-          if (step == 1 && r == 2) guarded.send(0, kRoundTag, {42});  // DC 1's round to DC 0's leader
-          if (step == kKillStep && r == 0) {
-            clock.sleep_until(clock.now() + 200ms);
-            EXPECT_THROW(agent.before_sync(env, step), WorkerKilled);
-            victim_dead = true;
-            while (!rank1_done) std::this_thread::sleep_for(10ms);
-            return;
-          }
-          agent.before_sync(env, step);
-        }
-        if (r == 1) {
-          try {
-            (void)guarded.recv(0, kStepTag);
-          } catch (const PeerDeadError&) {
-            me.failed_with = "dead";
-          }
-          me.recovered = agent.recover(env, kKillStep, sampler);
-          me.ring = env.ring;
-          leaders_after = env.dc_leaders;
-          round_at_successor = sock.recv(2, kRoundTag);  // addressed to rank 0, sent again to its successor
-          rank1_done = true;
-        } else if (r == 2) {
-          // DC 1's leader: records rank 0's death (its detection), recovers nothing.
-          const auto until = clock.now() + 10s;
-          while (agent.log().detections.empty() && clock.now() < until) std::this_thread::sleep_for(10ms);
-          while (!rank1_done && clock.now() < until) std::this_thread::sleep_for(10ms);
-        } else {
+  std::vector<std::thread> threads = run_ranks(ranks, groups, nullptr, all_shards, clock, start_line, seen,
+      [&](int r, ProcessFaultAgent& agent, AgentGuardedTransport& guarded, WorkerEnv& env, BatchSampler& sampler, Seen& me) {
+      for (int step = 0; step <= kKillStep; ++step) {
+        agent.step_begins(env, step);
+        if (step == 1 && r == 2) guarded.send(0, kRoundTag, {42});  // DC 1's round to DC 0's leader
+        if (step == kKillStep && r == 0) {
+          clock.sleep_until(clock.now() + 200ms);
+          EXPECT_THROW(agent.before_sync(env, step), WorkerKilled);
+          victim_dead = true;
           while (!rank1_done) std::this_thread::sleep_for(10ms);
+          return;
         }
-        agent.done(env);
-        me.log = agent.log();
-      } catch (const std::exception& e) {
-        me.error = e.what();
-        rank1_done = true;
+        agent.before_sync(env, step);
       }
-    });
-  }
+      if (r == 1) {
+        try {
+          (void)guarded.recv(0, kStepTag);
+        } catch (const PeerDeadError&) {
+          me.failed_with = "dead";
+        }
+        me.recovered = agent.recover(env, kKillStep, sampler);
+        me.ring = env.ring;
+        leaders_after = env.dc_leaders;
+        round_at_successor = ranks.socks[1]->recv(2, kRoundTag);  // addressed to rank 0, sent again to its successor
+        rank1_done = true;
+      } else if (r == 2) {
+        // DC 1's leader: records rank 0's death (its detection), recovers nothing.
+        const auto until = clock.now() + 10s;
+        while (agent.log().detections.empty() && clock.now() < until) std::this_thread::sleep_for(10ms);
+        while (!rank1_done && clock.now() < until) std::this_thread::sleep_for(10ms);
+      } else {
+        while (!rank1_done) std::this_thread::sleep_for(10ms);
+      }
+      agent.done(env);
+      me.log = agent.log();
+      }, [&] { rank1_done = true; });
   for (auto& t : threads) t.join();
 
   for (int r = 1; r < kWorld; ++r) EXPECT_EQ(seen[static_cast<size_t>(r)].error, "") << "rank " << r;
