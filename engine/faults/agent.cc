@@ -56,9 +56,10 @@ class FaultRuntime::Agent final : public FaultHooks, private RecoveryPort {
   }
 
   bool recover(WorkerEnv& env, int step, BatchSampler& sampler) override {
-    const RecoveryRules rules{&rt_.groups_, rank_, rt_.plan_.shard == "redistribute", rt_.seed_};
-    return recover_from_deaths(*this, rules, env, step, sampler, epoch_);
+    return recover_from_deaths(*this, rules(), env, step, sampler, epoch_);
   }
+
+  RecoveryRules rules() const { return {&rt_.groups_, rank_, rt_.plan_.shard == "redistribute", rt_.seed_}; }
 
   // RecoveryPort: the fabric's alarm says a death is pending; the heartbeat monitor's
   // declarations are the deaths; the in-process group shrinks before the agreement.
@@ -111,8 +112,7 @@ class FaultRuntime::Agent final : public FaultHooks, private RecoveryPort {
   bool record_all() const override { return rt_.plan_.active(); }
 
   void before_rewind(WorkerEnv&, BatchSampler& sampler) override {
-    if (rt_.plan_.shard != "redistribute" || epoch_ == 0) return;
-    sampler = BatchSampler(rt_.own_shards_[static_cast<size_t>(rank_)], rt_.seed_, static_cast<uint64_t>(rank_));
+    sampler_before_rewind(rules(), rt_.own_shards_[static_cast<size_t>(rank_)], epoch_, sampler);
   }
 
   void after_rewind(WorkerEnv& env, BatchSampler& sampler, uint64_t tag_epoch) override {
@@ -122,10 +122,7 @@ class FaultRuntime::Agent final : public FaultHooks, private RecoveryPort {
       regrow(env, tag_epoch);
       return;
     }
-    // The checkpoint's sampler walks this rank's own shard; a shard grown by the dead workers'
-    // data (recover) is walked afresh, on a stream of its own.
-    if (rt_.plan_.shard != "redistribute" || epoch_ == 0) return;
-    sampler = BatchSampler(rt_.shards_[static_cast<size_t>(rank_)], rt_.seed_, rewound_stream(rank_, rt_.P_, epoch_));
+    sampler_after_rewind(rules(), rt_.shards_[static_cast<size_t>(rank_)], epoch_, sampler);
   }
 
   void done(WorkerEnv&) override { monitor_->stop(); }

@@ -258,9 +258,12 @@ void ProcessFaultAgent::killed(int step) {
   live_ = false;
 }
 
+RecoveryRules ProcessFaultAgent::rules() const {
+  return {&cfg_.groups, cfg_.rank, cfg_.plan.shard == "redistribute", cfg_.seed};
+}
+
 bool ProcessFaultAgent::recover(WorkerEnv& env, int step, BatchSampler& sampler) {
-  const RecoveryRules rules{&cfg_.groups, cfg_.rank, cfg_.plan.shard == "redistribute", cfg_.seed};
-  return recover_from_deaths(*this, rules, env, step, sampler, epoch_);
+  return recover_from_deaths(*this, rules(), env, step, sampler, epoch_);
 }
 
 bool ProcessFaultAgent::death_pending(WorkerEnv&, int) { return await_declaration(); }
@@ -401,9 +404,7 @@ void ProcessFaultAgent::regrow(WorkerEnv& env) {
 
 void ProcessFaultAgent::before_rewind(WorkerEnv& env, BatchSampler& sampler) {
   if (full_recovery_restarts()) regrow(env);
-  // The checkpoint's sampler position is a position in this rank's own shard.
-  if (cfg_.plan.shard != "redistribute" || epoch_ == 0) return;
-  sampler = BatchSampler(cfg_.shards[static_cast<size_t>(cfg_.rank)], cfg_.seed, static_cast<uint64_t>(cfg_.rank));
+  sampler_before_rewind(rules(), cfg_.shards[static_cast<size_t>(cfg_.rank)], epoch_, sampler);
 }
 
 void ProcessFaultAgent::after_rewind(WorkerEnv&, BatchSampler& sampler, uint64_t tag_epoch) {
@@ -417,9 +418,7 @@ void ProcessFaultAgent::after_rewind(WorkerEnv&, BatchSampler& sampler, uint64_t
                      ", but its restarted ranks were told 1");
     return;  // every worker on its own shard, where the checkpoint left it
   }
-  // A shard grown by the dead workers' data (recover) is walked afresh, on a stream of its own.
-  if (cfg_.plan.shard != "redistribute" || epoch_ == 0) return;
-  sampler = BatchSampler(shards_[static_cast<size_t>(cfg_.rank)], cfg_.seed, rewound_stream(cfg_.rank, cfg_.groups.world(), epoch_));
+  sampler_after_rewind(rules(), shards_[static_cast<size_t>(cfg_.rank)], epoch_, sampler);
 }
 
 bool ProcessFaultAgent::close_allowed() {

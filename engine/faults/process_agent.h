@@ -239,6 +239,7 @@ class ProcessFaultAgent final : public FaultHooks, private RecoveryPort {
   std::vector<uint32_t> inherit(const std::set<int>& dead, const std::vector<int>& fresh) override;
   void resumed(const std::vector<int>& fresh, int step, const std::vector<int>& group, std::optional<int> took_over) override;
 
+  RecoveryRules rules() const;  // the plan's, for recovery.h
   void killed(int step);  // the log's kill record
   // Full recovery: a group coordinator's count of the deaths its group agreed on; the one that
   // crosses the threshold decides (marks it, reads every boundary, sets the one to go back at).

@@ -56,4 +56,16 @@ bool recover_from_deaths(RecoveryPort& port, const RecoveryRules& rules, WorkerE
   return true;
 }
 
+void sampler_before_rewind(const RecoveryRules& rules, const std::vector<uint32_t>& own_shard, int epoch,
+                           BatchSampler& sampler) {
+  if (!rules.redistribute || epoch == 0) return;
+  sampler = BatchSampler(own_shard, rules.seed, static_cast<uint64_t>(rules.rank));
+}
+
+void sampler_after_rewind(const RecoveryRules& rules, const std::vector<uint32_t>& shard_now, int epoch,
+                          BatchSampler& sampler) {
+  if (!rules.redistribute || epoch == 0) return;
+  sampler = BatchSampler(shard_now, rules.seed, rewound_stream(rules.rank, rules.groups->world(), epoch));
+}
+
 }  // namespace geotb::engine

@@ -76,4 +76,14 @@ struct RecoveryRules {
 bool recover_from_deaths(RecoveryPort& port, const RecoveryRules& rules, WorkerEnv& env, int step,
                          BatchSampler& sampler, int& epoch);
 
+/// A full recovery's rewind, before the checkpoint's state is restored: the sampler position it
+/// holds is one in this rank's own shard (`own_shard`), so a sampler that `recover` had grown
+/// (redistribute, `epoch` > 0) walks that shard again, on the rank's first stream.
+void sampler_before_rewind(const RecoveryRules& rules, const std::vector<uint32_t>& own_shard, int epoch,
+                           BatchSampler& sampler);
+/// After it (the survivors carry on without the dead): a shard grown by the dead workers' data
+/// (`shard_now`) is walked afresh, on a stream of its own (rewound_stream).
+void sampler_after_rewind(const RecoveryRules& rules, const std::vector<uint32_t>& shard_now, int epoch,
+                          BatchSampler& sampler);
+
 }  // namespace geotb::engine

@@ -234,5 +234,26 @@ TEST(RecoverFromDeaths, AnAgreementErrorThatIsNoDeathPropagates) {
   EXPECT_EQ(port.calls, (std::vector<std::string>{"pending", "fresh", "before", "failed"}));
 }
 
+TEST(RecoverFromDeaths, AFullRecoverysRewindWalksTheOwnShardThenTheGrownOneOnItsOwnStream) {
+  const FaultGroups g{model::RankLayout(std::vector<int>{4}), false};
+  const std::vector<uint32_t> own{1, 2, 3, 4}, grown{1, 2, 3, 4, 9, 10};
+  const RecoveryRules redistribute{&g, 2, true, 11}, drop{&g, 2, false, 11};
+  BatchSampler s(grown, 11, redistributed_stream(2, 4, 1));
+  sampler_before_rewind(redistribute, own, 1, s);  // the checkpoint's position is in `own`
+  BatchSampler first(own, 11, 2);
+  EXPECT_EQ(batches(s, 4), batches(first, 4));
+  sampler_after_rewind(redistribute, grown, 1, s);
+  BatchSampler rewound(grown, 11, rewound_stream(2, 4, 1));
+  EXPECT_EQ(batches(s, 4), batches(rewound, 4));
+  EXPECT_NE(rewound_stream(2, 4, 1), redistributed_stream(2, 4, 1));
+  // Nothing grown (no membership change yet, or the shards dropped): the sampler stays.
+  for (const auto& [rules, epoch] : {std::pair{redistribute, 0}, std::pair{drop, 1}}) {
+    BatchSampler t(own, 11, 2), same(own, 11, 2);
+    sampler_before_rewind(rules, grown, epoch, t);
+    sampler_after_rewind(rules, grown, epoch, t);
+    EXPECT_EQ(batches(t, 4), batches(same, 4));
+  }
+}
+
 }  // namespace
 }  // namespace geotb::engine
