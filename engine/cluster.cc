@@ -408,14 +408,8 @@ model::StrategyRun run_strategy(const ClusterSpec& cluster, const WorkloadSpec& 
           if (faults && faults->checkpoint_cannot_complete(r, steps)) return;
           if (r != 0) return ckpt_writer->write(r, steps, s);
           // Rank 0 keeps the fabric's WAN totals (counters, not weights: as of its checkpoint instant).
-          StateBuffers with_wan = s;
-          StateWriter w(with_wan, "mode.wan.");
           const emu::TrafficStats t = fabric.wan_total();
-          w.u64("messages", t.messages);
-          w.u64("payload_bytes", t.payload_bytes);
-          w.u64("wire_bytes", t.wire_bytes);
-          w.u64("retransmissions", t.retransmissions);
-          ckpt_writer->write(r, steps, with_wan);
+          ckpt_writer->write(r, steps, with_wan_counters(s, {t.messages, t.payload_bytes, t.wire_bytes, t.retransmissions}));
         };
       }
       if (faults) hooks.faults = &faults->hooks(r);
@@ -466,24 +460,15 @@ model::StrategyRun run_strategy(const ClusterSpec& cluster, const WorkloadSpec& 
           rejoin(restart_ckpt->ranks[static_cast<size_t>(r)]);
           // Like a survivor's rewind: the time accounting and exchange log keep what its first
           // life cost (checkpoint/worker_state.h rewind_worker).
-          hooks.after_resume = [spent, logged](WorkerEnv& e, BatchSampler&, WorkerRecord&) {
-            e.times = spent;
-            e.exchanges = logged;
-          };
+          hooks.after_resume = keep_first_life({spent, logged, std::nullopt});
           continue;
         }
         // Its own data: the group's state but for the sampler, which walks its shard afresh.
         own_sampler(j->state, shards[static_cast<size_t>(r)], work.seed, r, P, j->steps);
         rejoin(j->state);
         hooks.checkpoint_due = nullptr;  // no checkpoints once a worker was dead (they cannot complete)
-        const std::vector<double> own_loss = rec.loss, own_ends = rec.step_end_s;
-        const int killed_at = j->killed_at_step, back_at = j->steps;
-        hooks.after_resume = [spent, logged, own_loss, own_ends, killed_at, back_at](WorkerEnv& e, BatchSampler&,
-                                                                                      WorkerRecord& w) {
-          e.times = spent;
-          e.exchanges = logged;
-          keep_own_series(w, own_loss, own_ends, killed_at, back_at);
-        };
+        hooks.after_resume =
+            keep_first_life({spent, logged, FirstLife::Series{rec.loss, rec.step_end_s, j->killed_at_step, j->steps}});
       }
     } catch (const WorkerKilled&) {
       killed = true;  // stopped dead by a fault event: no error of the run
@@ -565,12 +550,11 @@ model::StrategyRun run_strategy(const ClusterSpec& cluster, const WorkloadSpec& 
   }
   // The fabric's own WAN accounting (it also counts retransmissions).
   emu::TrafficStats wan = fabric.wan_total();
-  if (resume && resume->ranks[0].find("mode.wan.messages")) {  // the part before the checkpoint
-    StateReader rd(resume->ranks[0], "mode.wan.");
-    wan.messages += rd.u64("messages");
-    wan.payload_bytes += rd.u64("payload_bytes");
-    wan.wire_bytes += rd.u64("wire_bytes");
-    wan.retransmissions += rd.u64("retransmissions");
+  if (const std::optional<WanCounters> before = resume ? wan_counters_of(resume->ranks[0]) : std::nullopt) {
+    wan.messages += before->messages;  // the part before the checkpoint
+    wan.payload_bytes += before->payload_bytes;
+    wan.wire_bytes += before->wire_bytes;
+    wan.retransmissions += before->retransmissions.value_or(0);
   }
   res.metrics.wan_messages = wan.messages;
   res.metrics.wan_payload_bytes = wan.payload_bytes;

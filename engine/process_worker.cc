@@ -319,8 +319,9 @@ RankReport run_process_worker(const ProcessWorkerConfig& cfg, const StrategyConf
       t_start = clock.now();
       return t_start;
     };
-    const RankReport& pr = *faults.predecessor;
-    hooks.after_resume = [&pr](WorkerEnv& e, BatchSampler&, WorkerRecord&) { e.times = pr.times; };
+    // Its first life's times and exchange log (a full recovery never restarts a DC leader, whose
+    // log it is: empty here), as in the embedded mode.
+    hooks.after_resume = keep_first_life({faults.predecessor->times, faults.predecessor->exchanges, std::nullopt});
   } else if (rejoin) {
     // From the group's state at the boundary, in its tag epoch, on its own shard; its own series,
     // times and exchange log (its predecessor's) kept. No start barrier: the others passed it.
@@ -332,12 +333,8 @@ RankReport run_process_worker(const ProcessWorkerConfig& cfg, const StrategyConf
       return t_start;
     };
     const RankReport& pr = *faults.predecessor;
-    const int killed_at = *pr.faults->killed_at_step, back_at = rejoin->steps;
-    hooks.after_resume = [&pr, killed_at, back_at](WorkerEnv& e, BatchSampler&, WorkerRecord& w) {
-      e.times = pr.times;
-      e.exchanges = pr.exchanges;
-      keep_own_series(w, pr.loss, pr.step_end_s, killed_at, back_at);
-    };
+    hooks.after_resume =
+        keep_first_life({pr.times, pr.exchanges, FirstLife::Series{pr.loss, pr.step_end_s, *pr.faults->killed_at_step, rejoin->steps}});
   }
   std::unique_ptr<CheckpointRequestFile> requests;
   // No checkpoints once a worker was dead (they cannot complete), but after a full recovery's
@@ -363,15 +360,13 @@ RankReport run_process_worker(const ProcessWorkerConfig& cfg, const StrategyConf
     hooks.checkpoint_write = [&](int steps, const StateBuffers& s) {
       const CheckpointHeader h{.scenario_hash = ckpt.scenario_hash, .strategy = scfg.run_name(), .world = P, .step = steps};
       const std::string step_dir = checkpoint_step_dir(ckpt.dir, scfg.run_name(), steps);
-      // This rank's WAN counters so far (the report's totals cover the whole run).
-      StateBuffers with_wan = s;
-      StateWriter w(with_wan, "mode.wan.");
-      // (a full recovery's restarted rank: with its predecessor's, as its report counts them)
+      // This rank's WAN counters so far (the report's totals cover the whole run); a full
+      // recovery's restarted rank's with its predecessor's, as its report counts them.
       const model::WanSent before = faults.predecessor ? faults.predecessor->wan_sent : model::WanSent{};
-      w.u64("messages", before.messages + net.wan_messages());
-      w.u64("payload_bytes", before.payload_bytes + net.wan_payload_bytes());
-      w.u64("wire_bytes", before.wire_bytes + net.wan_wire_bytes());
-      write_rank_checkpoint(step_dir, h, cfg.rank, with_wan);
+      write_rank_checkpoint(step_dir, h, cfg.rank,
+                            with_wan_counters(s, {before.messages + net.wan_messages(),
+                                                  before.payload_bytes + net.wan_payload_bytes(),
+                                                  before.wire_bytes + net.wan_wire_bytes(), std::nullopt}));
       // The last rank to have written completes it (the store counts; nobody waits).
       if (store_add(*store, key + "ckpt/" + std::to_string(steps), 1) == P) {
         complete_checkpoint(ckpt.dir, h);
@@ -479,11 +474,10 @@ RankReport run_process_worker(const ProcessWorkerConfig& cfg, const StrategyConf
     std::memcpy(x0.data(), blob.data(), blob.size());
     rr.replica_max_abs_diff = max_abs_diff(x, x0.data(), n);
   }
-  if (resume && hooks.resume->find("mode.wan.messages")) {  // the part before the checkpoint
-    StateReader rd(*hooks.resume, "mode.wan.");
-    rr.wan_sent.messages += rd.u64("messages");
-    rr.wan_sent.payload_bytes += rd.u64("payload_bytes");
-    rr.wan_sent.wire_bytes += rd.u64("wire_bytes");
+  if (const std::optional<WanCounters> before = resume ? wan_counters_of(*hooks.resume) : std::nullopt) {
+    rr.wan_sent.messages += before->messages;  // the part before the checkpoint
+    rr.wan_sent.payload_bytes += before->payload_bytes;
+    rr.wan_sent.wire_bytes += before->wire_bytes;
   }
   rr.refused_connections = sock.stats().incoming_refused;
   if (cfg.rank == rep) {

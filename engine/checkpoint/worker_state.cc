@@ -147,4 +147,25 @@ ResumePoint restore_worker_state(const StateBuffers& in, WorkerEnv& env, Strateg
   return p;
 }
 
+StateBuffers with_wan_counters(const StateBuffers& state, const WanCounters& c) {
+  StateBuffers out = state;
+  StateWriter w(out, "mode.wan.");
+  w.u64("messages", c.messages);
+  w.u64("payload_bytes", c.payload_bytes);
+  w.u64("wire_bytes", c.wire_bytes);
+  if (c.retransmissions) w.u64("retransmissions", *c.retransmissions);
+  return out;
+}
+
+std::optional<WanCounters> wan_counters_of(const StateBuffers& state) {
+  if (!state.find("mode.wan.messages")) return std::nullopt;
+  StateReader rd(state, "mode.wan.");
+  WanCounters c;
+  c.messages = rd.u64("messages");
+  c.payload_bytes = rd.u64("payload_bytes");
+  c.wire_bytes = rd.u64("wire_bytes");
+  if (state.find("mode.wan.retransmissions")) c.retransmissions = rd.u64("retransmissions");
+  return c;
+}
+
 }  // namespace geotb::engine

@@ -16,6 +16,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 
 #include "engine/checkpoint/state.h"
 #include "engine/data/fashion_mnist.h"
@@ -53,5 +54,18 @@ ResumePoint rewind_worker(const StateBuffers& state, WorkerEnv& env, std::unique
 
 /// The state's step and elapsed time, without restoring anything. Throws StateError.
 ResumePoint resume_point(const StateBuffers& in);
+
+/// What the run had sent over the WAN by a checkpoint, in its state as "mode.wan.*" (the embedded
+/// mode: the fabric's totals, on rank 0's file; the process modes: each rank's own, without
+/// retransmissions, which only the fabric counts), so that a resumed run's report covers it all.
+struct WanCounters {
+  uint64_t messages = 0, payload_bytes = 0, wire_bytes = 0;
+  std::optional<uint64_t> retransmissions;
+};
+/// `state` with `c` added.
+StateBuffers with_wan_counters(const StateBuffers& state, const WanCounters& c);
+/// The counters `state` holds, or nothing if it holds none (a checkpoint of a rank that did not
+/// write them). Throws StateError on a malformed buffer.
+std::optional<WanCounters> wan_counters_of(const StateBuffers& state);
 
 }  // namespace geotb::engine

@@ -147,4 +147,13 @@ void keep_own_series(WorkerRecord& w, const std::vector<double>& own_loss, const
     w.step_end_s[static_cast<size_t>(i)] = i < static_cast<int>(own_ends.size()) ? own_ends[static_cast<size_t>(i)] : 0;
 }
 
+std::function<void(WorkerEnv&, BatchSampler&, WorkerRecord&)> keep_first_life(FirstLife life) {
+  return [life = std::move(life)](WorkerEnv& e, BatchSampler&, WorkerRecord& w) {
+    e.times = life.times;
+    e.exchanges = life.exchanges;
+    if (life.series)
+      keep_own_series(w, life.series->loss, life.series->step_end_s, life.series->killed_at, life.series->back_at);
+  };
+}
+
 }  // namespace geotb::engine

@@ -6,6 +6,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <limits>
 #include <map>
 #include <set>
@@ -13,6 +15,7 @@
 #include <vector>
 
 #include "engine/checkpoint/state.h"
+#include "engine/strategy.h"
 #include "engine/transport/tags.h"
 #include "model/faults.h"
 #include "model/rank_layout.h"
@@ -20,6 +23,7 @@
 namespace geotb::engine {
 
 struct WorkerRecord;
+class BatchSampler;
 
 /// The tag of the hand-over message: outside every range a Transport user takes, beside the
 /// heartbeats' (heartbeat.h) and the recovering notices' (process_agent.h).
@@ -70,5 +74,23 @@ void own_sampler(StateBuffers& state, const std::vector<uint32_t>& shard, uint64
 /// boundary. Applied to the record the handed state restored.
 void keep_own_series(WorkerRecord& w, const std::vector<double>& own_loss, const std::vector<double>& own_ends,
                      int killed_at, int back_at);
+
+/// What a restarted worker keeps of its first life (its predecessor's, in the process modes).
+struct FirstLife {
+  WorkerTimes times;                      ///< the time accounting up to its kill
+  std::vector<ExchangeRecord> exchanges;  ///< the exchange log up to its kill
+  /// Back from another worker's state (a timeline restart): its own series are kept
+  /// (keep_own_series) with these. Back from its own checkpoint (a full recovery's restart): the
+  /// checkpoint's series are its own already.
+  struct Series {
+    std::vector<double> loss, step_end_s;
+    int killed_at = 0, back_at = 0;
+  };
+  std::optional<Series> series;
+};
+/// The restarted worker's WorkerLoopHooks::after_resume, in every mode: once the state it came
+/// back from is restored, its times and exchange log are its first life's, and its series too
+/// when `life.series` says so.
+std::function<void(WorkerEnv&, BatchSampler&, WorkerRecord&)> keep_first_life(FirstLife life);
 
 }  // namespace geotb::engine

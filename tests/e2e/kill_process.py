@@ -226,7 +226,10 @@ with tempfile.TemporaryDirectory() as tmp:
     rep = json.loads(next(Path(tmp).glob("kill-dpdk-2x3-2*.json")).read_text())
     for s in rep["strategies"]:
         kills = [e for e in s["faults"]["events"] if e["event"] == "kill"]
-        assert len(kills) == 1 and kills[0]["rank"] == 4 and kills[0]["at_s"] >= 0.19, (s["name"], kills)
+        # at_s is on the reporting rank's clock, the kill's 200 ms on the victim's own: the ranks
+        # leave the store's start barrier apart (10.5 ms apart measured on 2026-12-05 with a CI
+        # run beside it, which failed the 0.19 bound this had), hence 0.15.
+        assert len(kills) == 1 and kills[0]["rank"] == 4 and kills[0]["at_s"] >= 0.15, (s["name"], kills)
         assert s["faults"]["false_detections"] == 0 and s["metrics"]["replica_max_abs_diff"] == 0.0, s["name"]
         # Checkpoints every 20 steps: complete ones only up to the kill. naive_ddp's world group all
         # declare the death, so none is even begun after it (before 2026-12-03 every later one was

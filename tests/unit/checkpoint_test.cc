@@ -15,6 +15,7 @@
 
 #include "engine/checkpoint/file.h"
 #include "engine/checkpoint/schedule.h"
+#include "engine/checkpoint/worker_state.h"
 #include "engine/cluster.h"
 #include "tests/unit/engine_fixtures.h"
 
@@ -142,6 +143,24 @@ std::vector<int> k_sequence(const geotb::model::StrategyRun& r) {
 // Every strategy that runs embedded: checkpoints after 6, 12, 18 and 24 steps leave the run
 // bit-identical to one without any; resuming from step 12 (hier: mid-round, round 10 in flight
 // with overlap) and from step 24 ends bit-identical too, with the same series and exchanges.
+TEST(Checkpoint, TheModesWanCountersRoundTripAndAreAbsentWhenNotWritten) {
+  StateBuffers s;
+  StateWriter(s, "params.").u64("x", 1);
+  EXPECT_FALSE(wan_counters_of(s));  // a rank file without them
+  const StateBuffers fabric = with_wan_counters(s, {11, 2200, 2300, 4});
+  const std::optional<WanCounters> a = wan_counters_of(fabric);
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->messages, 11u);
+  EXPECT_EQ(a->payload_bytes, 2200u);
+  EXPECT_EQ(a->wire_bytes, 2300u);
+  EXPECT_EQ(a->retransmissions, 4u);
+  const std::optional<WanCounters> b = wan_counters_of(with_wan_counters(s, {5, 6, 7, std::nullopt}));
+  ASSERT_TRUE(b);
+  EXPECT_EQ(b->wire_bytes, 7u);
+  EXPECT_FALSE(b->retransmissions);  // the process modes do not count them
+  EXPECT_TRUE(fabric.find("params.x"));  // the worker's own buffers kept
+}
+
 TEST(Checkpoint, ResumedRunsEndBitIdenticalForEveryStrategy) {
   for (const StrategyConfig& s : embedded_strategies()) {
     SCOPED_TRACE(label(s));
