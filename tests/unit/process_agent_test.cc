@@ -6,8 +6,9 @@
 // timeout + confirmation of silence. Checked exactly: the kill's record, the detection's times
 // against the silence the transport measured, which receive fails how (the dead peer's own, or
 // one interrupted by a member's notice), the agreement, the ring, each survivor's inherited shard
-// and sampler stream, the resume records, and the full recovery's decision and boundary; and a
-// DC leader's death: its survivor takes over its address and gets what was sent to it.
+// and sampler stream, the resume records, and the full recovery's decision and boundary; a DC
+// leader's death: its survivor takes over its address and gets what was sent to it; and a
+// timeline restart: the new incarnation revived at its new address, handed its group, heard again.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -21,7 +22,9 @@
 #include "common/clock.h"
 #include "engine/collectives/store.h"
 #include "engine/data/fashion_mnist.h"
+#include "engine/checkpoint/state.h"
 #include "engine/faults/process_agent.h"
+#include "engine/faults/rejoin.h"
 #include "engine/faults/shrink.h"
 #include "engine/transport/socket/socket_transport.h"
 #include "engine/transport/transport.h"
@@ -64,6 +67,25 @@ std::vector<std::vector<uint32_t>> shards() {
   return s;
 }
 
+/// Rank r's transport as process_worker.cc configures it for node faults (heartbeats every 50 ms,
+/// a peer silent for 300 ms failed), its callbacks into `agent`.
+SocketTransportConfig transport_config(int r, int world, ProcessFaultAgent& agent) {
+  SocketTransportConfig tc;
+  tc.rank = r;
+  tc.world = world;
+  tc.listen_host = "127.0.0.1";
+  tc.streams = 1;
+  tc.heartbeat = 50ms;
+  tc.peer_timeout = 300ms;  // timeout + confirmation, as process_worker.cc derives it
+  tc.recv_timeout = 5s;  // a receive the test expects returns at once; a broken one fails fast
+  tc.connect_timeout = 20s;
+  tc.on_peer_failed = [&agent](int peer, const std::string& why, std::optional<std::chrono::milliseconds> silent,
+                               const std::string& how) { agent.peer_failed(peer, why, silent, how); };
+  tc.notice_tag = ProcessFaultAgent::kRecoveringTag;
+  tc.on_notice = [&agent](int peer, std::vector<uint8_t> bytes) { agent.peer_notice(peer, bytes); };
+  return tc;
+}
+
 /// Every rank's agent and transport, wired as process_worker.cc wires them; the survivors'
 /// transports hear nothing from `victim` once `victim_dead` is set (a host gone silent).
 struct Ranks {
@@ -77,20 +99,7 @@ struct Ranks {
     for (int r = 0; r < world; ++r)
       agents.push_back(std::make_unique<ProcessFaultAgent>(ProcessFaultConfig{plan, groups, r, all_shards, kSeed}, clock));
     for (int r = 0; r < world; ++r) {
-      ProcessFaultAgent* agent = agents[static_cast<size_t>(r)].get();
-      SocketTransportConfig tc;
-      tc.rank = r;
-      tc.world = world;
-      tc.listen_host = "127.0.0.1";
-      tc.streams = 1;
-      tc.heartbeat = 50ms;
-      tc.peer_timeout = 300ms;  // timeout + confirmation, as process_worker.cc derives it
-      tc.recv_timeout = 5s;  // a receive the test expects returns at once; a broken one fails fast
-      tc.connect_timeout = 20s;
-      tc.on_peer_failed = [agent](int peer, const std::string& why, std::optional<std::chrono::milliseconds> silent,
-                                  const std::string& how) { agent->peer_failed(peer, why, silent, how); };
-      tc.notice_tag = ProcessFaultAgent::kRecoveringTag;
-      tc.on_notice = [agent](int peer, std::vector<uint8_t> bytes) { agent->peer_notice(peer, bytes); };
+      SocketTransportConfig tc = transport_config(r, world, *agents[static_cast<size_t>(r)]);
       if (r != victim) tc.deaf_to = [&victim_dead, victim](int p) { return p == victim && victim_dead.load(); };
       socks.push_back(std::make_unique<SocketTransport>(tc));
     }
@@ -99,13 +108,13 @@ struct Ranks {
 
   /// Rank r's part before the start line: full recovery enabled (when `store`), the transport
   /// started and attached, every watched pair connected.
-  void connect(int r, const FaultGroups& groups, std::shared_ptr<StoreHandle> store) {
+  void connect(int r, const FaultGroups& groups, std::shared_ptr<StoreHandle> store, RestartIo io = {}) {
     ProcessFaultAgent& agent = *agents[static_cast<size_t>(r)];
     SocketTransport& sock = *socks[static_cast<size_t>(r)];
     if (store) agent.enable_full_recovery(std::move(store), "t/");
     sock.start(peers);
     agent.attach(sock, 300ms);
-    agent.set_endpoints(peers, RestartIo{});
+    agent.set_endpoints(peers, std::move(io));
     for (int p : groups.watched_by(r))
       if (!sock.await_streams(p, 20s)) throw std::runtime_error("streams to " + std::to_string(p) + " not open");
   }
@@ -139,17 +148,19 @@ struct Seen {
 /// Every rank on its own thread: connected (Ranks::connect), its worker (env_for) and sampler
 /// made, then at a common start line, started; then `body(r, agent, transport, env, sampler,
 /// seen[r])`. An exception is seen[r].error, and `on_error` runs (to release ranks waiting on it).
+/// `io`: how restarted ranks' addresses are found and their coordinators announced.
 template <class Body, class OnError>
 std::vector<std::thread> run_ranks(Ranks& ranks, const FaultGroups& groups, std::shared_ptr<StoreHandle> store,
                                    const std::vector<std::vector<uint32_t>>& all_shards, const emu::Clock& clock,
-                                   std::barrier<>& start_line, std::vector<Seen>& seen, Body body, OnError on_error) {
+                                   std::barrier<>& start_line, std::vector<Seen>& seen, Body body, OnError on_error,
+                                   const RestartIo& io = {}) {
   std::vector<std::thread> threads;
   for (int r = 0; r < groups.world(); ++r) {
-    threads.emplace_back([&, store, body, on_error, r] {
+    threads.emplace_back([&, store, body, on_error, io, r] {
       const size_t i = static_cast<size_t>(r);
       ProcessFaultAgent& agent = *ranks.agents[i];
       try {
-        ranks.connect(r, groups, store);
+        ranks.connect(r, groups, store, io);
         AgentGuardedTransport guarded(*ranks.socks[i], &agent);
         WorkerEnv env = env_for(groups, r, guarded, clock);
         BatchSampler sampler(all_shards[i], kSeed, static_cast<uint64_t>(r));
@@ -361,6 +372,157 @@ TEST(ProcessFaultAgent, ADeadDcLeadersSurvivorTakesOverItsAddressAndGetsWhatWasS
   // The reporting rank is the lowest the timeline never kills.
   EXPECT_TRUE(ranks.agents[1]->record_all());
   EXPECT_FALSE(ranks.agents[2]->record_all());
+}
+
+TEST(ProcessFaultAgent, ARestartedRankIsRevivedAtItsNewAddressAndHandedItsGroup) {
+  // One DC of 4; rank 3 killed at step 2 (silent), the survivors shrink; restarted at step 4 as a
+  // new incarnation at a new port. At boundary 4 every survivor revives it at the address it
+  // published (addr/3/1, over a store as process_worker.cc's RestartIo), its group takes it back,
+  // and rank 0, its coordinator, announces itself (rejoin/3/1) and hands it the grown group, the
+  // ring, the Gloo prefix, every address and the state. Then both directions work and nobody
+  // declares it again.
+  model::FaultPlan plan = plan_with_a_host_kill(0, kVictim);
+  plan.full_recovery.above_fraction = 1;  // off
+  model::FaultEvent back;
+  back.kind = model::FaultEvent::Kind::kRestart;
+  back.dc = 0;
+  back.worker = kVictim;
+  back.at_step = 4;
+  plan.events.push_back(back);
+  plan.shard = "drop";
+  const FaultGroups groups{model::RankLayout(std::vector<int>{kWorld}), false};
+  const auto all_shards = shards();
+  const emu::SteadyClock clock;
+  auto store = make_inprocess_store();
+  std::atomic<bool> victim_dead{false};
+  Ranks ranks(plan, groups, all_shards, clock, victim_dead, kVictim);
+  auto as_bytes = [](const std::string& t) { return std::vector<uint8_t>(t.begin(), t.end()); };
+  RestartIo io{[&](int r, int n) {
+                 const std::vector<uint8_t> b = store_get(*store, "addr/" + std::to_string(r) + "/" + std::to_string(n));
+                 const std::string a(b.begin(), b.end());
+                 return SocketEndpoint{a.substr(0, a.rfind(':')), static_cast<uint16_t>(std::stoi(a.substr(a.rfind(':') + 1)))};
+               },
+               [&](int r, int n, int coordinator) {
+                 store_add(*store, "rejoin/" + std::to_string(r) + "/" + std::to_string(n), coordinator + 1);
+               }};
+  constexpr uint64_t kHelloTag = 11;
+  StateBuffers state;
+  StateWriter(state, "params.").u64("x", 42);
+
+  std::barrier start_line(kWorld);
+  std::atomic<int> recovered{0};
+  std::atomic<bool> hello_read{false};
+  std::vector<Seen> seen(kWorld);
+  std::optional<RejoinMessage> handed;
+  model::RankFaultLog reborn_log;
+  std::vector<std::vector<int>> rings(kWorld);
+  std::vector<uint8_t> hello;
+  std::vector<std::thread> threads = run_ranks(ranks, groups, nullptr, all_shards, clock, start_line, seen,
+      [&](int r, ProcessFaultAgent& agent, AgentGuardedTransport& guarded, WorkerEnv& env, BatchSampler& sampler, Seen& me) {
+        for (int step = 0; step < kKillStep; ++step) {
+          agent.step_begins(env, step);
+          agent.before_sync(env, step);
+        }
+        agent.step_begins(env, kKillStep);
+        if (r == kVictim) {
+          clock.sleep_until(clock.now() + 200ms);
+          EXPECT_THROW(agent.before_sync(env, kKillStep), WorkerKilled);
+          victim_dead = true;
+          EXPECT_TRUE(agent.restarted_after(kKillStep));
+          // Its process is gone once the survivors recovered; a new one starts at a new port.
+          while (recovered < kWorld - 1) std::this_thread::sleep_for(10ms);
+          ranks.socks[kVictim].reset();
+          victim_dead = false;
+          ProcessFaultAgent reborn(ProcessFaultConfig{plan, groups, kVictim, all_shards, kSeed}, clock);
+          SocketTransport sock(transport_config(kVictim, kWorld, reborn));
+          store_set(*store, "addr/3/1", as_bytes("127.0.0.1:" + std::to_string(sock.port())));
+          int64_t from = 0;
+          for (const auto until = clock.now() + 10s; (from = store_add(*store, "rejoin/3/1", 0)) == 0;) {
+            if (clock.now() > until) throw std::runtime_error("no coordinator announced itself in 10 s");
+            std::this_thread::sleep_for(10ms);
+          }
+          RejoinMessage m = decode_rejoin(sock.recv(static_cast<int>(from - 1), kRejoinTag));
+          std::vector<SocketEndpoint> peers;
+          for (int p = 0; p < kWorld; ++p) {
+            const std::string& a = m.words.at(static_cast<size_t>(p) + 1);
+            peers.push_back({"127.0.0.1", static_cast<uint16_t>(std::stoi(a.substr(a.rfind(':') + 1)))});
+          }
+          sock.start(peers);
+          reborn.attach(sock, 300ms);
+          reborn.set_endpoints(peers, io);
+          reborn.started(clock.now());
+          reborn.rejoined(m);
+          for (int p : groups.watched_by(kVictim))
+            if (!sock.await_streams(p, 20s)) throw std::runtime_error("streams to " + std::to_string(p) + " not open");
+          sock.send(1, kHelloTag, as_bytes("back"));
+          handed = std::move(m);
+          while (!hello_read) std::this_thread::sleep_for(10ms);
+          clock.sleep_until(clock.now() + 500ms);  // heartbeats both ways: nobody declares anybody
+          reborn.done(env);
+          reborn_log = reborn.log();
+          return;
+        }
+        agent.before_sync(env, kKillStep);
+        try {
+          (void)guarded.recv(kVictim, kStepTag);
+        } catch (const PeerDeadError&) {
+          me.failed_with = "dead";
+        }
+        me.recovered = agent.recover(env, kKillStep, sampler);
+        ++recovered;
+        for (int step = kKillStep + 1; step <= 4; ++step) {
+          if (const std::optional<uint64_t> epoch = agent.reepoch_due(env, step)) {
+            EXPECT_EQ(*epoch, 1u);
+            EXPECT_EQ(step, 4);
+            agent.at_reepoch(env, step, state);
+          }
+        }
+        rings[static_cast<size_t>(r)] = env.ring;
+        if (r == 1) {
+          hello = guarded.recv(kVictim, kHelloTag);
+          hello_read = true;
+        }
+        while (!hello_read) std::this_thread::sleep_for(10ms);
+        clock.sleep_until(clock.now() + 500ms);
+        agent.done(env);
+        me.log = agent.log();
+      },
+      [&] {
+        hello_read = true;
+        recovered = kWorld;
+      },
+      io);
+  for (auto& t : threads) t.join();
+
+  for (int r = 0; r < kWorld; ++r) EXPECT_EQ(seen[static_cast<size_t>(r)].error, "") << "rank " << r;
+  ASSERT_TRUE(handed);
+  EXPECT_EQ(handed->tag_epoch, 1u);
+  EXPECT_EQ(handed->steps, 4);
+  EXPECT_EQ(handed->members, (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(handed->ring, (std::vector<int>{0, 1, 2, 3}));
+  ASSERT_EQ(handed->words.size(), 5u);
+  EXPECT_EQ(handed->words[0], "rejoin-4");
+  ASSERT_TRUE(handed->state.find("params.x"));
+  EXPECT_EQ(StateReader(handed->state, "params.").u64("x"), 42u);
+  EXPECT_EQ(hello, as_bytes("back"));
+  for (int r = 0; r < kVictim; ++r) {
+    SCOPED_TRACE("rank " + std::to_string(r));
+    const Seen& me = seen[static_cast<size_t>(r)];
+    EXPECT_EQ(me.failed_with, "dead");
+    EXPECT_TRUE(me.recovered);
+    EXPECT_EQ(rings[static_cast<size_t>(r)], (std::vector<int>{0, 1, 2, 3}));
+    EXPECT_FALSE(ranks.agents[static_cast<size_t>(r)]->recovered_from(kVictim));
+    ASSERT_EQ(me.log.detections.size(), 1u);  // the kill's; the new incarnation is heard
+    ASSERT_EQ(me.log.handed.size(), r == 0 ? 1u : 0u);
+    if (r == 0) {
+      EXPECT_EQ(me.log.handed[0].rank, kVictim);
+      EXPECT_EQ(me.log.handed[0].step, 4);
+      EXPECT_EQ(me.log.handed[0].group_size, 4);
+      EXPECT_FALSE(me.log.handed[0].from_checkpoint);
+    }
+  }
+  EXPECT_TRUE(reborn_log.detections.empty());
+  EXPECT_TRUE(reborn_log.rejoined_at_s);
 }
 
 }  // namespace
