@@ -73,9 +73,9 @@ run_asan() {
     tests/report/report_unit_tests tests/model/model_unit_tests tests/common/common_unit_tests \
     tests/emulator/virtual_time_tests tests/emulator/emulator_unit_tests tests/transport/transport_unit_tests \
     tests/transport/socket_peer_main tests/kernels/kernels_unit_tests tests/report/write_crafted_report
-  # The unit and e2e suites by name (the timing suite's wall-clock bounds do not hold under ASan),
-  # at 3x the timeouts (ASan + UBSan at -O1 run the training 2-3x slower). Every unit and e2e test
-  # runs except:
+  # These unit and e2e tests by name (the timing suite's wall-clock bounds do not hold under ASan),
+  # at 3x the timeouts (ASan + UBSan at -O1 run the training 2-3x slower). The others of those
+  # suites run uninstrumented only (docs/dev/testing.md lists them), among them:
   #   require_all      Python on crafted logs: no project code to instrument;
   #   kill_process     108 s uninstrumented (12 process-mode runs); its code paths run here in
   #                    kill_tiny (kills, restarts, shrink), process_loopback (the process mode, a
