@@ -54,9 +54,6 @@ uint64_t fnv1a64(const void* p, size_t n) {
   return h;
 }
 
-std::vector<uint8_t> bytes_of(const std::string& s) { return {s.begin(), s.end()}; }
-std::string string_of(const std::vector<uint8_t>& b) { return {b.begin(), b.end()}; }
-
 SocketEndpoint parse_endpoint(const std::string& s, int rank) {
   const auto colon = s.rfind(':');
   if (colon == std::string::npos || colon == 0 || colon + 1 >= s.size())

@@ -43,4 +43,8 @@ int64_t store_add(StoreHandle& s, const std::string& key, int64_t delta);
 /// Returns when `members` callers have called it with the same key (one use per key).
 void store_barrier(StoreHandle& s, const std::string& key, int members);
 
+/// A value kept as text (an address, a decimal count or instant), and read back.
+inline std::vector<uint8_t> bytes_of(const std::string& s) { return {s.begin(), s.end()}; }
+inline std::string string_of(const std::vector<uint8_t>& b) { return {b.begin(), b.end()}; }
+
 }  // namespace geotb::engine

@@ -7,13 +7,6 @@
 
 namespace geotb::engine {
 
-namespace {
-
-std::vector<uint8_t> bytes_of(const std::string& s) { return std::vector<uint8_t>(s.begin(), s.end()); }
-std::string string_of(const std::vector<uint8_t>& b) { return std::string(b.begin(), b.end()); }
-
-}  // namespace
-
 FullRecoveryBoard::FullRecoveryBoard(std::shared_ptr<StoreHandle> store, std::string key, int world, int64_t threshold,
                                      bool restarts, Nanos restart_after)
     : store_(std::move(store)),

@@ -396,10 +396,8 @@ TEST(ProcessFaultAgent, ARestartedRankIsRevivedAtItsNewAddressAndHandedItsGroup)
   auto store = make_inprocess_store();
   std::atomic<bool> victim_dead{false};
   Ranks ranks(plan, groups, all_shards, clock, victim_dead, kVictim);
-  auto as_bytes = [](const std::string& t) { return std::vector<uint8_t>(t.begin(), t.end()); };
   RestartIo io{[&](int r, int n) {
-                 const std::vector<uint8_t> b = store_get(*store, "addr/" + std::to_string(r) + "/" + std::to_string(n));
-                 const std::string a(b.begin(), b.end());
+                 const std::string a = string_of(store_get(*store, "addr/" + std::to_string(r) + "/" + std::to_string(n)));
                  return SocketEndpoint{a.substr(0, a.rfind(':')), static_cast<uint16_t>(std::stoi(a.substr(a.rfind(':') + 1)))};
                },
                [&](int r, int n, int coordinator) {
@@ -435,7 +433,7 @@ TEST(ProcessFaultAgent, ARestartedRankIsRevivedAtItsNewAddressAndHandedItsGroup)
           victim_dead = false;
           ProcessFaultAgent reborn(ProcessFaultConfig{plan, groups, kVictim, all_shards, kSeed}, clock);
           SocketTransport sock(transport_config(kVictim, kWorld, reborn));
-          store_set(*store, "addr/3/1", as_bytes("127.0.0.1:" + std::to_string(sock.port())));
+          store_set(*store, "addr/3/1", bytes_of("127.0.0.1:" + std::to_string(sock.port())));
           int64_t from = 0;
           for (const auto until = clock.now() + 10s; (from = store_add(*store, "rejoin/3/1", 0)) == 0;) {
             if (clock.now() > until) throw std::runtime_error("no coordinator announced itself in 10 s");
@@ -454,7 +452,7 @@ TEST(ProcessFaultAgent, ARestartedRankIsRevivedAtItsNewAddressAndHandedItsGroup)
           reborn.rejoined(m);
           for (int p : groups.watched_by(kVictim))
             if (!sock.await_streams(p, 20s)) throw std::runtime_error("streams to " + std::to_string(p) + " not open");
-          sock.send(1, kHelloTag, as_bytes("back"));
+          sock.send(1, kHelloTag, bytes_of("back"));
           handed = std::move(m);
           while (!hello_read) std::this_thread::sleep_for(10ms);
           clock.sleep_until(clock.now() + 500ms);  // heartbeats both ways: nobody declares anybody
@@ -504,7 +502,7 @@ TEST(ProcessFaultAgent, ARestartedRankIsRevivedAtItsNewAddressAndHandedItsGroup)
   EXPECT_EQ(handed->words[0], "rejoin-4");
   ASSERT_TRUE(handed->state.find("params.x"));
   EXPECT_EQ(StateReader(handed->state, "params.").u64("x"), 42u);
-  EXPECT_EQ(hello, as_bytes("back"));
+  EXPECT_EQ(hello, bytes_of("back"));
   for (int r = 0; r < kVictim; ++r) {
     SCOPED_TRACE("rank " + std::to_string(r));
     const Seen& me = seen[static_cast<size_t>(r)];
