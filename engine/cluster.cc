@@ -1,7 +1,6 @@
 #include "engine/cluster.h"
 
 #include <algorithm>
-#include <barrier>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -23,6 +22,8 @@
 #include "engine/model/torch_rng.h"
 #include "engine/strategies/table.h"
 #include "engine/transport/emulated.h"
+#include "engine/hosts/inproc_host.h"
+#include "engine/rank_host.h"
 #include "engine/worker_loop.h"
 
 namespace geotb::engine {
@@ -146,6 +147,39 @@ std::unique_ptr<FaultRuntime> make_faults(const RunOptions& opt, const StrategyC
   return faults;
 }
 
+/// A worker's compute charged to its actor on the virtual clock: as `profile` declares it (a
+/// represented model `scale` times the trained one), or measured (null profile); times the
+/// worker's slow factor under node faults.
+void install_compute_charge(emu::VirtualScheduler& sched, FaultRuntime* faults, int r, const ComputeProfile* profile,
+                            double scale) {
+  auto scaled = [faults, r](std::chrono::nanoseconds d) {
+    return faults ? std::chrono::nanoseconds(std::llround(static_cast<double>(d.count()) * faults->compute_factor(r))) : d;
+  };
+  if (profile)
+    set_thread_compute_charge([s = &sched, profile = *profile, scaled, scale](Work w, uint64_t n) {
+      s->charge(s->current(), scaled(represented_cost(profile, scale, w, n)));
+    });
+  else
+    set_thread_measured_charge([s = &sched, scaled](std::chrono::nanoseconds d) { s->charge(s->current(), scaled(d)); });
+}
+
+/// Rank r's intra-DC group on the virtual clock (its DC's members, or every rank with `one_group`):
+/// the message model's, over the fabric, or the analytic one of `hub` with its reductions charged
+/// by `profile`.
+std::unique_ptr<IntraDc> make_virtual_group(const model::RankLayout& layout, bool one_group, int r, Transport& net,
+                                            const std::shared_ptr<AnalyticHub>& hub, const ComputeProfile* profile,
+                                            double scale) {
+  std::vector<int> members;
+  for (int m = 0; m < layout.world(); ++m)
+    if (one_group || layout.dc_of(m) == layout.dc_of(r)) members.push_back(m);
+  const int pos = static_cast<int>(std::find(members.begin(), members.end(), r) - members.begin());
+  if (hub)
+    return make_analytic_group(hub, pos, [profile = *profile, scale](uint64_t e) {
+      return represented_cost(profile, scale, Work::kReduce, e);
+    });
+  return make_transport_group(net, members, pos);
+}
+
 }  // namespace
 
 model::StrategyRun run_strategy(const ClusterSpec& cluster, const WorkloadSpec& work, const StrategyConfig& scfg,
@@ -157,7 +191,9 @@ model::StrategyRun run_strategy(const ClusterSpec& cluster, const WorkloadSpec& 
   const StrategyInfo& info = find_strategy(scfg.name).needs;
   refuse_what_cannot_run(scfg, info, opt, M);
   const bool virt = opt.clock == ClockMode::kVirtual;
-  auto compute_profile = [&](int dc) { return opt.compute[opt.compute.size() == 1 ? 0 : static_cast<size_t>(dc)]; };
+  auto compute_profile = [&](int dc) -> const ComputeProfile& {
+    return opt.compute[opt.compute.size() == 1 ? 0 : static_cast<size_t>(dc)];
+  };
   const emu::FabricConfig fc = fabric_config(cluster, layout, virt && info.co_located, work.seed);
   emu::SteadyClock steady;
   std::unique_ptr<emu::VirtualScheduler> sched;
@@ -239,240 +275,65 @@ model::StrategyRun run_strategy(const ClusterSpec& cluster, const WorkloadSpec& 
   if (resume && (static_cast<int>(resume->ranks.size()) != P || resume->header.strategy != scfg.run_name()))
     throw RunError(scfg.name + ": the checkpoint " + resume->step_dir + " is of " + resume->header.strategy + " with " +
                    std::to_string(resume->ranks.size()) + " ranks, this run " + std::to_string(P));
-  // The timeline continues from rank 0's instant at the checkpoint.
-  const std::chrono::nanoseconds resumed_at = resume ? resume_point(resume->ranks[0]).elapsed : std::chrono::nanoseconds{0};
   // Full recovery goes back to a checkpoint: a run whose kills can call for it must take them.
-  const bool full_recovery = faults && faults->full_recovery_possible();
-  if (full_recovery && !opt.checkpoint.writes())
+  if (faults && faults->full_recovery_possible() && !opt.checkpoint.writes())
     throw RunError(scfg.name + ": " + std::to_string(opt.faults.kills()) + " kills of " + std::to_string(P) +
                    " workers can cross faults.full_recovery.above_fraction (" +
                    std::to_string(opt.faults.full_recovery.above_fraction) +
                    "), and full recovery goes back to the last checkpoint: give the run a checkpoint directory and "
                    "checkpoint.every_steps");
-  std::optional<CheckpointSchedule> ckpt_schedule;
-  std::optional<CheckpointWriter> ckpt_writer;
-  if (opt.checkpoint.writes()) {
-    ckpt_schedule.emplace(P, opt.checkpoint.every_steps, opt.checkpoint.requests,
-                          resume ? resume->header.step : 0);
-    ckpt_writer.emplace(opt.checkpoint, scfg.run_name(), P);
-  }
-
-  // Full recovery: the checkpoint every rank goes back to at a boundary, the first to get there
-  // reads it (the last complete one then) and the others take the same.
-  std::mutex rewind_mu;
-  std::vector<std::pair<int, std::shared_ptr<const Checkpoint>>> rewinds;  // (boundary, checkpoint)
-  auto rewind_to = [&](int steps) {
-    std::lock_guard<std::mutex> lk(rewind_mu);
-    for (const auto& [b, c] : rewinds)
-      if (b == steps) return c;
-    auto c = std::make_shared<const Checkpoint>(load_checkpoint(
-        opt.checkpoint.dir + "/" + scfg.run_name(),
-        {.scenario_hash = opt.checkpoint.scenario_hash, .strategy = scfg.run_name(), .world = P}));
-    rewinds.emplace_back(steps, c);
-    ckpt_writer->forget_after(c->header.step);
-    return c;
-  };
+  // The lines, checkpoints and rewinds every rank shares (hosts/inproc_host.h). The scenario's
+  // timeline counts from the first step (a resumed run's from its checkpoint's instant).
+  std::chrono::nanoseconds resumed_at{0};
+  InprocRun run({.world = P,
+                 .clock = &clock,
+                 .sched = sched.get(),
+                 .fabric = &fabric,
+                 .faults = faults.get(),
+                 .checkpoint = &opt.checkpoint,
+                 .run_name = scfg.run_name(),
+                 .resume = resume,
+                 .at_start = [&](std::chrono::nanoseconds origin) {
+                   *quorum_origin = origin - resumed_at;
+                   for (const model::ScheduledChange& tc : cluster.timeline) {
+                     emu::LinkChange c = tc.change;
+                     c.at = origin - resumed_at + tc.change.at;
+                     fabric.schedule(tc.a, tc.b, c, true);
+                   }
+                 }});
+  resumed_at = run.resumed_at();
 
   std::vector<WorkerRecord> records(static_cast<size_t>(P));
-  std::chrono::nanoseconds t_start{0}, t_end{0};
-
   std::mutex err_mu;
   std::string first_error;
   std::string closed_error;  // "woken by another rank's failure": reported only if nothing else is
-  // The scenario's timeline counts from the first step.
-  auto schedule_timeline = [&](std::chrono::nanoseconds origin) {
-    *quorum_origin = origin - resumed_at;
-    for (const model::ScheduledChange& tc : cluster.timeline) {
-      emu::LinkChange c = tc.change;
-      c.at = origin - resumed_at + tc.change.at;
-      fabric.schedule(tc.a, tc.b, c, true);
-    }
-  };
-  auto on_start = [&]() noexcept {
-    t_start = clock.now();
-    schedule_timeline(t_start);
-  };
-  auto on_end = [&]() noexcept { t_end = clock.now(); };
-  std::barrier start_line(P, on_start);
-  std::barrier finish_line(P, on_end);
-  // Virtual time: the same two rendezvous, released at the latest arrival's virtual instant.
-  struct VirtualLine {
-    int arrived = 0;
-    std::chrono::nanoseconds latest{0};
-    std::optional<std::chrono::nanoseconds> released;
-  } vstart, vfinish;
-  auto virtual_line = [&](VirtualLine& line, const char* what, std::chrono::nanoseconds& instant, bool start) {
-    const auto me = sched->current();
-    const auto now = sched->now(me);
-    sched->update([&] {
-      line.latest = std::max(line.latest, now);
-      if (++line.arrived < P) return;
-      line.released = line.latest;
-      instant = line.latest;
-      if (start) schedule_timeline(instant);
-    });
-    try {
-      sched->wait(me, [&] { return line.released; }, std::nullopt, what);
-    } catch (const emu::SchedulerAborted& e) {
-      throw TransportClosed(std::string(what) + ": " + e.what());
-    } catch (const emu::DeadlockError& e) {
-      throw TransportError(e.what());
-    }
-  };
-
-  // A killed worker leaves the finish line's count (it never arrives).
-  auto virtual_line_drop = [&](VirtualLine& line, std::chrono::nanoseconds& instant) {
-    sched->update([&] {
-      if (++line.arrived < P) return;
-      line.released = line.latest;
-      instant = line.latest;
-    });
-  };
 
   auto worker = [&](int r) {
     WorkerEnv& env = envs[static_cast<size_t>(r)];
-    bool started = false;
+    std::unique_ptr<IntraDc> intra;
+    InprocRankHost host(run, r, *nets[static_cast<size_t>(r)], intra);
     if (virt) {
       sched->bind(actor[static_cast<size_t>(r)]);
-      // A slow worker (node faults) is charged its compute times its factor.
-      auto scaled = [f = faults.get(), r](std::chrono::nanoseconds d) {
-        return f ? std::chrono::nanoseconds(std::llround(static_cast<double>(d.count()) * f->compute_factor(r))) : d;
-      };
-      if (!opt.compute.empty())
-        set_thread_compute_charge(
-            [s = sched.get(), profile = compute_profile(env.dc), scaled, k = opt.represent_scale](Work w, uint64_t n) {
-              s->charge(s->current(), scaled(represented_cost(profile, k, w, n)));
-            });
-      else
-        set_thread_measured_charge(
-            [s = sched.get(), scaled](std::chrono::nanoseconds d) { s->charge(s->current(), scaled(d)); });
+      install_compute_charge(*sched, faults.get(), r, opt.compute.empty() ? nullptr : &compute_profile(env.dc),
+                             opt.represent_scale);
     }
-    bool killed = false;
     try {
       set_compute_threads(1);
-      std::unique_ptr<IntraDc> intra;
-      if (info.needs_intra_dc && virt) {
-        std::vector<int> members;
-        for (int m = 0; m < P; ++m)
-          if (info.one_group || layout.dc_of(m) == env.dc) members.push_back(m);
-        const auto pos = std::find(members.begin(), members.end(), r) - members.begin();
-        if (analytic)
-          intra = make_analytic_group(analytic_hubs.at(info.one_group ? 0 : env.dc), static_cast<int>(pos),
-                                      [profile = compute_profile(env.dc), k = opt.represent_scale](uint64_t e) {
-                                        return represented_cost(profile, k, Work::kReduce, e);
-                                      });
-        else
-          intra = make_transport_group(*nets[static_cast<size_t>(r)], members, static_cast<int>(pos));
-        env.intra = intra.get();
-      } else if (info.needs_intra_dc) {
-        GlooOptions go;
-        go.timeout = opt.gloo_timeout;
-        intra = info.one_group ? make_gloo_group(store, scfg.name + "/all", r, P, go)
-                               : make_gloo_group(store, scfg.name + "/dc" + std::to_string(env.dc), env.local_rank,
-                                                 layout.workers(env.dc), go);
+      if (info.needs_intra_dc) {
+        intra = virt ? make_virtual_group(layout, info.one_group, r, *nets[static_cast<size_t>(r)],
+                                          analytic ? analytic_hubs.at(info.one_group ? 0 : env.dc) : nullptr,
+                                          opt.compute.empty() ? nullptr : &compute_profile(env.dc), opt.represent_scale)
+                     : make_gloo_group(store,
+                                       info.one_group ? scfg.name + "/all" : scfg.name + "/dc" + std::to_string(env.dc),
+                                       info.one_group ? r : env.local_rank,
+                                       info.one_group ? P : layout.workers(env.dc), GlooOptions{.timeout = opt.gloo_timeout});
         env.intra = intra.get();
       }
-      WorkerLoopHooks hooks;
-      hooks.start = [&] {
-        if (virt) {
-          virtual_line(vstart, "start barrier", t_start, true);
-        } else {
-          start_line.arrive_and_wait();
-        }
-        started = true;
-        if (faults) faults->started(r, t_start);
-        return t_start;
-      };
-      hooks.finished = [&] {
-        if (virt)
-          virtual_line(vfinish, "finish barrier", t_end, false);
-        else
-          finish_line.arrive_and_wait();
-      };
-      if (r == 0) hooks.progress = opt.progress;
-      if (resume) hooks.resume = &resume->ranks[static_cast<size_t>(r)];
-      if (ckpt_writer) {
-        hooks.checkpoint_due = [&, r](int steps) { return ckpt_schedule->due(r, steps); };
-        if (opt.checkpoint.rewind_due || full_recovery)
-          hooks.rewind = [&, r](int steps) -> const StateBuffers* {
-            const bool due = opt.checkpoint.rewind_due ? opt.checkpoint.rewind_due(r, steps) : faults->rewind_due(r, steps);
-            if (!due) return nullptr;
-            const std::shared_ptr<const Checkpoint> c = rewind_to(steps);
-            if (faults)
-              faults->rewound(r, steps, c->header.step, resume_point(c->ranks[0]).elapsed, sched->now(sched->current()));
-            return &c->ranks[static_cast<size_t>(r)];
-          };
-        hooks.checkpoint_write = [&, r](int steps, const StateBuffers& s) {
-          // A worker died before this boundary: the checkpoint can never be complete (a rank that
-          // has not heard of the death yet still writes its file, which stays without a manifest).
-          if (faults && faults->checkpoint_cannot_complete(r, steps)) return;
-          if (r != 0) return ckpt_writer->write(r, steps, s);
-          // Rank 0 keeps the fabric's WAN totals (counters, not weights: as of its checkpoint instant).
-          const emu::TrafficStats t = fabric.wan_total();
-          ckpt_writer->write(r, steps, with_wan_counters(s, {t.messages, t.payload_bytes, t.wire_bytes, t.retransmissions}));
-        };
-      }
-      if (faults) hooks.faults = &faults->hooks(r);
-      WorkerRecord& rec = records[static_cast<size_t>(r)];
-      std::optional<FaultRuntime::Rejoin> j;  // the state it restarted from: alive for the loop's run
-      std::shared_ptr<const Checkpoint> restart_ckpt;
-      for (;;) {
-        try {
-          run_worker_loop(env, scfg, work, data.train, shards[static_cast<size_t>(r)], hooks, rec);
-          break;
-        } catch (const WorkerKilled&) {
-          if (!faults || !faults->will_restart(r)) throw;
-        }
-        // Killed, and restarted later: dead until its group hands it the group's model at the
-        // restart's boundary, then on from there with its own times, series and data.
-        const WorkerTimes spent = env.times;
-        const std::vector<ExchangeRecord> logged = env.exchanges;
-        // A full recovery may restart it ("then": "restarts"), or may never come: it leaves the
-        // finish line's count meanwhile, and gives up once every live worker has finished.
-        const bool by_recovery = faults->restarts_on_recovery() && faults->full_recovery_possible();
-        if (by_recovery) virtual_line_drop(vfinish, t_end);
-        j = faults->await_restart(env, [&] { return by_recovery && vfinish.released.has_value(); });
-        if (!j) {
-          killed = true;
-          break;
-        }
-        // Back in the group its coordinator described, in the tag epoch every rank moved to,
-        // resuming from `state`.
-        const auto rejoin = [&](const StateBuffers& state) {
-          env.ring = j->ring;
-          if (intra) {
-            const auto pos = std::find(j->members.begin(), j->members.end(), r) - j->members.begin();
-            intra = join_transport_group(*nets[static_cast<size_t>(r)], j->members, static_cast<int>(pos), j->group_tags);
-            env.intra = intra.get();
-          }
-          hooks.resume = &state;
-          // The loop counts time from t_start - resumed_at (its start minus the resumed state's elapsed).
-          const std::chrono::nanoseconds elapsed = resume_point(state).elapsed;
-          hooks.start = [&, elapsed] { return t_start - resumed_at + elapsed; };
-          hooks.tag_epoch = j->tag_epoch;
-          hooks.resume_from_other_site = j->other_site;
-        };
-        if (j->from_checkpoint) {
-          // A restarted process: its own state from the checkpoint the survivors went back to,
-          // in their grown groups; it counts at the finish line again.
-          sched->update([&] { --vfinish.arrived; });
-          restart_ckpt = rewind_to(j->steps);
-          rejoin(restart_ckpt->ranks[static_cast<size_t>(r)]);
-          // Like a survivor's rewind: the time accounting and exchange log keep what its first
-          // life cost (checkpoint/worker_state.h rewind_worker).
-          hooks.after_resume = keep_first_life({spent, logged, std::nullopt});
-          continue;
-        }
-        // Its own data: the group's state but for the sampler, which walks its shard afresh.
-        own_sampler(j->state, shards[static_cast<size_t>(r)], work.seed, r, P, j->steps);
-        rejoin(j->state);
-        hooks.checkpoint_due = nullptr;  // no checkpoints once a worker was dead (they cannot complete)
-        hooks.after_resume =
-            keep_first_life({spent, logged, FirstLife::Series{rec.loss, rec.step_end_s, j->killed_at_step, j->steps}});
-      }
+      const RankPlan plan{scfg, work, data.train, shards[static_cast<size_t>(r)], r == 0 ? opt.progress : nullptr,
+                          resume ? &resume->ranks[static_cast<size_t>(r)] : nullptr};
+      run_rank(host, plan, env, records[static_cast<size_t>(r)]);
     } catch (const WorkerKilled&) {
-      killed = true;  // stopped dead by a fault event: no error of the run
-      virtual_line_drop(vfinish, t_end);
+      host.killed();  // stopped dead by a fault event outside the loop: no error of the run
     } catch (const std::exception& e) {
       {
         std::lock_guard<std::mutex> lk(err_mu);
@@ -480,12 +341,8 @@ model::StrategyRun run_strategy(const ClusterSpec& cluster, const WorkloadSpec& 
         if (slot.empty()) slot = "rank " + std::to_string(r) + " (dc " + std::to_string(env.dc) + "): " + e.what();
       }
       fabric.close();  // wake every peer blocked on the network (virtual time: every waiting actor)
-      if (!virt) {
-        if (!started) start_line.arrive_and_drop();
-        finish_line.arrive_and_drop();
-      }
+      host.failed();
     }
-    (void)killed;
     if (virt) {
       set_thread_compute_charge({});
       set_thread_measured_charge({});
@@ -528,7 +385,7 @@ model::StrategyRun run_strategy(const ClusterSpec& cluster, const WorkloadSpec& 
       rr.replica_max_abs_diff = max_abs_diff(learners[static_cast<size_t>(r)]->params(), x0, n);
   }
   if (rep != 0) reports[0].step_end_s = reports[static_cast<size_t>(rep)].step_end_s;
-  reports[0].wall_s = std::chrono::duration<double>(t_end - t_start + resumed_at).count();
+  reports[0].wall_s = std::chrono::duration<double>(run.end_instant() - run.start_instant() + resumed_at).count();
   reports[0].accuracy_curve = accuracy_curve(*learners[static_cast<size_t>(rep)], records[static_cast<size_t>(rep)], work, P, data.test);
   reports[0].final_weights_sha256 = sha256_hex(x0, n * sizeof(float));
   model::StrategyRun res = merge_rank_reports(scfg.name, reports, work, M);
@@ -538,7 +395,7 @@ model::StrategyRun run_strategy(const ClusterSpec& cluster, const WorkloadSpec& 
     q.timeout_s = std::chrono::duration<double>(quorum->timeout()).count();
     for (const SiteQuorum::Decision& d : quorum->decisions())
       q.decisions.push_back({d.round, (d.round + 1) * scfg.K - 1, d.sites,
-                             std::max(0.0, std::chrono::duration<double>(d.at - t_start).count())});
+                             std::max(0.0, std::chrono::duration<double>(d.at - run.start_instant()).count())});
     res.quorum = q;
   }
   if (virt) {

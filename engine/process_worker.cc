@@ -17,6 +17,8 @@
 #include "engine/collectives/store.h"
 #include "engine/faults/process_agent.h"
 #include "engine/faults/rejoin.h"
+#include "engine/hosts/socket_host.h"
+#include "engine/rank_host.h"
 #include "engine/model/torch_rng.h"
 #include "engine/strategies/table.h"
 #include "engine/transport/counting.h"
@@ -124,6 +126,61 @@ std::optional<int> await_handover(StoreHandle& store, const std::string& key, co
   }
   if (may_give_up) store_add(store, key + "fr/waiting", -1);
   return static_cast<int>(from - 1);
+}
+
+/// A restarted rank's report: its predecessor's part of the run (`pr`, up to its kill) added.
+void add_predecessor(RankReport& rr, const RankReport& pr) {
+  rr.wan_sent.messages += pr.wan_sent.messages;
+  rr.wan_sent.payload_bytes += pr.wan_sent.payload_bytes;
+  rr.wan_sent.wire_bytes += pr.wan_sent.wire_bytes;
+  model::RankFaultLog l = *pr.faults;
+  const model::RankFaultLog& mine = *rr.faults;
+  l.detections.insert(l.detections.end(), mine.detections.begin(), mine.detections.end());
+  l.resumed.insert(l.resumed.end(), mine.resumed.begin(), mine.resumed.end());
+  l.slow.insert(l.slow.end(), mine.slow.begin(), mine.slow.end());
+  l.handed.insert(l.handed.end(), mine.handed.begin(), mine.handed.end());
+  l.rejoined_at_s = mine.rejoined_at_s;
+  l.up_at_s = mine.up_at_s;
+  l.heartbeats_sent += mine.heartbeats_sent;
+  rr.faults = l;
+}
+
+/// Replica identity: every rank compares itself with the reporting rank's (`rep`) final
+/// parameters `x` (n floats). The reporter publishes their hash and the parameters; a rank with
+/// the same hash is identical (FNV-1a 64 over the bytes: not adversarial input) and reads nothing
+/// more, so the check costs the WAN a few bytes unless the replicas differ. The largest difference
+/// (0: the reporter, or identical).
+double compare_with_reporter(StoreHandle& store, const std::string& key, int rank, int rep,
+                             const float* x, size_t n) {
+  const std::vector<uint8_t> my_hash = bytes_of(std::to_string(fnv1a64(x, n * sizeof(float))));
+  const std::string rep_key = std::to_string(rep);
+  if (rank == rep) {
+    std::vector<uint8_t> blob(n * sizeof(float));
+    std::memcpy(blob.data(), x, blob.size());
+    store_set(store, key + "params/" + rep_key, blob);
+    store_set(store, key + "params_hash/" + rep_key, my_hash);
+    return 0;
+  }
+  if (store_get(store, key + "params_hash/" + rep_key) == my_hash) return 0;
+  const std::vector<uint8_t> blob = store_get(store, key + "params/" + rep_key);
+  if (blob.size() != n * sizeof(float))
+    throw StoreError("rank " + rep_key + " published " + std::to_string(blob.size()) + " bytes of parameters, expected " +
+                     std::to_string(n * sizeof(float)));
+  std::vector<float> x0(n);
+  std::memcpy(x0.data(), blob.data(), blob.size());
+  return max_abs_diff(x, x0.data(), n);
+}
+
+/// Rank 0, when it serves the store, leaves last, once every other rank has read what it needs
+/// (the last one to leave says so). A store process of its own outlives every rank.
+void leave(StoreHandle& store, const std::string& key, const ProcessWorkerConfig& cfg) {
+  const int P = cfg.world;
+  if (!cfg.serve_store) return;
+  if (cfg.rank != 0) {
+    if (store_add(store, key + "left", 1) == P - 1) store_set(store, key + "left/done", {1});
+  } else if (P > 1) {
+    store_get(store, key + "left/done");
+  }
 }
 
 }  // namespace
@@ -282,113 +339,37 @@ RankReport run_process_worker(const ProcessWorkerConfig& cfg, const StrategyConf
     if (agent) agent->adopt_group(std::move(intra), regroup);
   }
 
-  std::chrono::nanoseconds t_start{0}, t_end{0};
-  WorkerLoopHooks hooks;
-  hooks.start = [&] {
-    store_barrier(*store, key + "start", P);
-    t_start = clock.now();
-    if (agent) agent->started(t_start);
-    if (cfg.rank == 0 && started) started();
-    return t_start;
-  };
-  hooks.finished = [&] {
-    // Training is over here: a peer that leaves after the barrier (a lossy WAN can turn its
-    // goodbye into a reset) is no death to recover from.
-    if (agent) agent->done(env);
-    store_barrier(*store, key + "end", P);  // a killed rank arrived at its kill point
-    t_end = clock.now();
-  };
-  const int rep = cfg.reporter;
-  if (cfg.rank == rep) hooks.progress = progress;
-  hooks.faults = agent.get();
-  if (resume) hooks.resume = &resume->ranks[static_cast<size_t>(cfg.rank)];
-  std::optional<Checkpoint> from_checkpoint;
-  if (rejoin && rejoin->state.entries.empty()) {
-    // A full recovery's restart: its own state from the checkpoint the survivors went back to (the
-    // last complete one: none completes after a kill), its own shard where it left it there, in
-    // the survivors' tag epoch; only its time accounting is its predecessor's.
-    if (ckpt.dir.empty()) throw RunError("rank " + std::to_string(cfg.rank) + ": restarted by a full recovery without a checkpoint directory");
-    from_checkpoint = load_checkpoint(ckpt.dir + "/" + scfg.run_name(),
-                                      {.scenario_hash = ckpt.scenario_hash, .strategy = scfg.run_name(), .world = P}, {cfg.rank});
-    hooks.resume = &from_checkpoint->ranks[static_cast<size_t>(cfg.rank)];
-    hooks.tag_epoch = rejoin->tag_epoch;
-    hooks.start = [&] {
-      t_start = clock.now();
-      return t_start;
-    };
-    // Its first life's times and exchange log (a full recovery never restarts a DC leader, whose
-    // log it is: empty here), as in the embedded mode.
-    hooks.after_resume = keep_first_life({faults.predecessor->times, faults.predecessor->exchanges, std::nullopt});
-  } else if (rejoin) {
-    // From the group's state at the boundary, in its tag epoch, on its own shard; its own series,
-    // times and exchange log (its predecessor's) kept. No start barrier: the others passed it.
-    own_sampler(rejoin->state, shards[static_cast<size_t>(cfg.rank)], work.seed, cfg.rank, P, rejoin->steps);
-    hooks.resume = &rejoin->state;
-    hooks.tag_epoch = rejoin->tag_epoch;
-    hooks.start = [&] {
-      t_start = clock.now();
-      return t_start;
-    };
-    const RankReport& pr = *faults.predecessor;
-    hooks.after_resume =
-        keep_first_life({pr.times, pr.exchanges, FirstLife::Series{pr.loss, pr.step_end_s, *pr.faults->killed_at_step, rejoin->steps}});
-  }
-  std::unique_ptr<CheckpointRequestFile> requests;
-  // No checkpoints once a worker was dead (they cannot complete), but after a full recovery's
-  // restarts, which heal every death before its boundary, the restarted ranks' too.
-  if (!ckpt.dir.empty() && (!rejoin || from_checkpoint)) {
-    if (!ckpt.requests_file.empty()) requests = std::make_unique<CheckpointRequestFile>(ckpt.requests_file, P);
-    // A checkpoint after a kill cannot complete (every rank writes its file of it, and the dead
-    // will not): it is not written, as in the embedded mode. A kill at a step is known to every
-    // rank alike; one at an instant once its death was declared here (a rank that has not heard
-    // of it yet still writes its file, which stays without a manifest, as in the embedded mode).
-    auto killed_before = [&](int steps) {
-      const std::optional<int> healed = agent ? agent->healed_at() : std::nullopt;
-      for (const model::FaultEvent& e : faults.plan.events)
-        if (e.kind == model::FaultEvent::Kind::kKill && e.at_step && *e.at_step < steps && !(healed && *e.at_step < *healed))
-          return true;
-      return agent && agent->saw_a_death();
-    };
-    hooks.checkpoint_due = [&, killed_before](int steps) {
-      const bool due = requests ? requests->due(cfg.rank, steps, ckpt.every_steps)
-                                : ckpt.every_steps > 0 && steps % ckpt.every_steps == 0;
-      return due && !killed_before(steps);
-    };
-    hooks.checkpoint_write = [&](int steps, const StateBuffers& s) {
-      const CheckpointHeader h{.scenario_hash = ckpt.scenario_hash, .strategy = scfg.run_name(), .world = P, .step = steps};
-      const std::string step_dir = checkpoint_step_dir(ckpt.dir, scfg.run_name(), steps);
-      // This rank's WAN counters so far (the report's totals cover the whole run); a full
-      // recovery's restarted rank's with its predecessor's, as its report counts them.
-      const model::WanSent before = faults.predecessor ? faults.predecessor->wan_sent : model::WanSent{};
-      write_rank_checkpoint(step_dir, h, cfg.rank,
-                            with_wan_counters(s, {before.messages + net.wan_messages(),
-                                                  before.payload_bytes + net.wan_payload_bytes(),
-                                                  before.wire_bytes + net.wan_wire_bytes(), std::nullopt}));
-      // The last rank to have written completes it (the store counts; nobody waits).
-      if (store_add(*store, key + "ckpt/" + std::to_string(steps), 1) == P) {
-        complete_checkpoint(ckpt.dir, h);
-        if (ckpt.written) ckpt.written(steps, step_dir);
-      }
-    };
-  }
   // Full recovery: decided over the store (faults/process_agent.h); at the boundary every survivor
   // reads its own file of the last complete checkpoint (and with "restarts" so do the restarted).
-  std::optional<Checkpoint> back;
-  if (agent && agent->full_recovery_possible() && !rejoin) {
+  const bool full_recovery = agent && agent->full_recovery_possible() && !rejoin;
+  if (full_recovery) {
     if (ckpt.dir.empty())
       throw RunError(scfg.name + ": " + std::to_string(faults.plan.kills()) + " kills of " + std::to_string(P) +
                      " workers can cross faults.full_recovery.above_fraction, and full recovery goes back to the last "
                      "checkpoint: give the run a checkpoint directory");
     agent->enable_full_recovery(store, key);
-    hooks.rewind = [&](int steps) -> const StateBuffers* {
-      if (!agent->rewind_due(steps)) return nullptr;
-      back = load_checkpoint(ckpt.dir + "/" + scfg.run_name(),
-                             {.scenario_hash = ckpt.scenario_hash, .strategy = scfg.run_name(), .world = P}, {cfg.rank});
-      const StateBuffers& mine = back->ranks[static_cast<size_t>(cfg.rank)];
-      agent->rewinding(steps, back->header.step, resume_point(mine).elapsed);
-      return &mine;
-    };
   }
+  SocketRankHost host({.rank = cfg.rank,
+                       .world = P,
+                       .store = store,
+                       .key = key,
+                       .serve_store = cfg.serve_store,
+                       .clock = &clock,
+                       .sock = &sock,
+                       .peer_timeout = tc.peer_timeout,
+                       .net = &net,
+                       .agent = agent.get(),
+                       .env = &env,
+                       .ckpt = &ckpt,
+                       .run_name = scfg.run_name(),
+                       .predecessor = faults.predecessor ? &*faults.predecessor : nullptr,
+                       .started = started,
+                       .timeline_restart = rejoin && !rejoin->state.entries.empty(),
+                       .full_recovery = full_recovery});
+  const int rep = cfg.reporter;
+  const RankPlan plan{scfg, work, data.train, shards[static_cast<size_t>(cfg.rank)],
+                      cfg.rank == rep ? progress : nullptr,
+                      resume ? &resume->ranks[static_cast<size_t>(cfg.rank)] : nullptr};
   WorkerRecord rec;
   // What this rank measured (so far, for a killed rank).
   auto measured = [&](RankReport& rr) {
@@ -406,23 +387,14 @@ RankReport run_process_worker(const ProcessWorkerConfig& cfg, const StrategyConf
     if (agent) rr.faults = agent->log();
   };
   try {
-    run_worker_loop(env, scfg, work, data.train, shards[static_cast<size_t>(cfg.rank)], hooks, rec);
-  } catch (const WorkerKilled& k) {
-    // Stopped dead before the step's synchronisation: no goodbye to anyone (the transport is not
-    // closed), the report so far handed out, then frozen until the coordinator's SIGKILL.
-    (void)k;
-    sock.drain(tc.peer_timeout);  // what it sent before its death arrives (as in the embedded fabric)
-    // It counts as arrived at the end barrier and as left: the live ranks wait for nobody dead,
-    // whether the timeline's kills fired or not (a kill at an instant past the end does not).
-    // A rank whose restart follows comes back to arrive and leave as its new process.
-    if (!agent->restarted_after(*agent->log().killed_at_step)) {
-      if (store_add(*store, key + "end", 1) == P) store_set(*store, key + "end/done", {1});
-      if (cfg.serve_store && store_add(*store, key + "left", 1) == P - 1) store_set(*store, key + "left/done", {1});
+    const RankEnd end = run_rank(host, plan, env, rec, rejoin ? std::optional(host.rejoin_from(*rejoin)) : std::nullopt);
+    if (end == RankEnd::kKilled) {
+      // Its report so far handed out, then frozen until the coordinator's SIGKILL.
+      RankReport rr;
+      measured(rr);
+      if (faults.killed) faults.killed(rr);
+      for (;;) raise(SIGSTOP);
     }
-    RankReport rr;
-    measured(rr);
-    if (faults.killed) faults.killed(rr);
-    for (;;) raise(SIGSTOP);
   } catch (...) {
     sock.clear_interrupt();
     net.close();  // peers blocked on this rank learn it now, not at their timeout
@@ -438,60 +410,23 @@ RankReport run_process_worker(const ProcessWorkerConfig& cfg, const StrategyConf
   // replicas differ.
   RankReport rr;
   measured(rr);
-  if (faults.predecessor) {  // a restarted rank: its predecessor's part of the run before its own
-    const RankReport& pr = *faults.predecessor;
-    rr.wan_sent.messages += pr.wan_sent.messages;
-    rr.wan_sent.payload_bytes += pr.wan_sent.payload_bytes;
-    rr.wan_sent.wire_bytes += pr.wan_sent.wire_bytes;
-    model::RankFaultLog l = *pr.faults;
-    const model::RankFaultLog& mine = *rr.faults;
-    l.detections.insert(l.detections.end(), mine.detections.begin(), mine.detections.end());
-    l.resumed.insert(l.resumed.end(), mine.resumed.begin(), mine.resumed.end());
-    l.slow.insert(l.slow.end(), mine.slow.begin(), mine.slow.end());
-    l.handed.insert(l.handed.end(), mine.handed.begin(), mine.handed.end());
-    l.rejoined_at_s = mine.rejoined_at_s;
-    l.up_at_s = mine.up_at_s;
-    l.heartbeats_sent += mine.heartbeats_sent;
-    rr.faults = l;
-  }
+  if (faults.predecessor) add_predecessor(rr, *faults.predecessor);  // a restarted rank: its part before
   const float* x = learner->params();
-  const std::vector<uint8_t> my_hash = bytes_of(std::to_string(fnv1a64(x, n * sizeof(float))));
-  const std::string rep_key = std::to_string(rep);
-  if (cfg.rank == rep) {
-    std::vector<uint8_t> blob(n * sizeof(float));
-    std::memcpy(blob.data(), x, blob.size());
-    store_set(*store, key + "params/" + rep_key, blob);
-    store_set(*store, key + "params_hash/" + rep_key, my_hash);
-  } else if (store_get(*store, key + "params_hash/" + rep_key) != my_hash) {
-    const std::vector<uint8_t> blob = store_get(*store, key + "params/" + rep_key);
-    if (blob.size() != n * sizeof(float))
-      throw StoreError("rank " + rep_key + " published " + std::to_string(blob.size()) +
-                       " bytes of parameters, expected " + std::to_string(n * sizeof(float)));
-    std::vector<float> x0(n);
-    std::memcpy(x0.data(), blob.data(), blob.size());
-    rr.replica_max_abs_diff = max_abs_diff(x, x0.data(), n);
-  }
-  if (const std::optional<WanCounters> before = resume ? wan_counters_of(*hooks.resume) : std::nullopt) {
-    rr.wan_sent.messages += before->messages;  // the part before the checkpoint
+  rr.replica_max_abs_diff = compare_with_reporter(*store, key, cfg.rank, rep, x, n);
+  // The part before the checkpoint this run resumed from (its own file of it).
+  if (const std::optional<WanCounters> before = plan.resume ? wan_counters_of(*plan.resume) : std::nullopt) {
+    rr.wan_sent.messages += before->messages;
     rr.wan_sent.payload_bytes += before->payload_bytes;
     rr.wan_sent.wire_bytes += before->wire_bytes;
   }
   rr.refused_connections = sock.stats().incoming_refused;
   if (cfg.rank == rep) {
-    rr.wall_s = std::chrono::duration<double>(t_end - t_start).count() +
-                (resume ? std::chrono::duration<double>(resume_point(*hooks.resume).elapsed).count() : 0.0);
+    rr.wall_s = std::chrono::duration<double>(host.end_instant() - host.start_instant()).count() +
+                (plan.resume ? std::chrono::duration<double>(resume_point(*plan.resume).elapsed).count() : 0.0);
     rr.accuracy_curve = accuracy_curve(*learner, rec, work, P, data.test);
     rr.final_weights_sha256 = sha256_hex(x, n * sizeof(float));
   }
-  // Rank 0, when it serves the store, leaves last, once every other rank has read what it needs
-  // (the last one to leave says so). A store process of its own outlives every rank.
-  if (cfg.serve_store) {
-    if (cfg.rank != 0) {
-      if (store_add(*store, key + "left", 1) == P - 1) store_set(*store, key + "left/done", {1});
-    } else if (P > 1) {
-      store_get(*store, key + "left/done");
-    }
-  }
+  leave(*store, key, cfg);
   return rr;
 }
 

@@ -1,6 +1,6 @@
-// The training loop of one worker, shared by both ways of running a cluster: the embedded mode
-// (cluster.cc: every rank a thread of one process) and the process mode (process_worker.cc: every
-// rank its own OS process). Sampler, batch assembly, forward/backward, strategy->step, the loss of
+// The training loop of one worker, shared by every way of running a cluster: run_rank
+// (rank_host.h) calls it with the hooks its mode's RankHost gives, in the embedded mode (every rank
+// a thread of one process) and in the process and dpdk modes (every rank its own OS process). Sampler, batch assembly, forward/backward, strategy->step, the loss of
 // every step, rank 0's step-end times and parameter snapshots, strategy->finish: the same code in
 // both modes, so a strategy cannot behave differently depending on how it was launched.
 // No libtorch here.
@@ -79,6 +79,11 @@ class FaultHooks {
   virtual void after_rewind(WorkerEnv& env, BatchSampler& sampler, uint64_t tag_epoch) = 0;
   /// After hooks.finished: stop the heartbeats.
   virtual void done(WorkerEnv& env) = 0;
+  /// Whether this rank's file of the checkpoint after `steps` steps is not to be taken: a worker
+  /// died before it and will not be back to write its own (every rank writes its file of a
+  /// checkpoint, so it could never complete), or a full recovery was decided and this rank has not
+  /// gone back yet (what it wrote now would be abandoned).
+  virtual bool checkpoint_cannot_complete(int steps) const = 0;
 };
 
 /// Thrown by FaultHooks::before_sync on the worker a kill event stops: not a failure.
@@ -111,7 +116,7 @@ struct WorkerLoopHooks {
   /// back to now (checkpoint/worker_state.h rewind_worker), or null to go on. Every rank of the
   /// run must answer alike for the same steps. Empty: never.
   std::function<const StateBuffers*(int)> rewind;
-  /// Node faults (embedded mode, virtual clock); null without.
+  /// Node faults (the rank's fault agent); null without.
   FaultHooks* faults = nullptr;
   /// The tag epoch the strategy starts in (transport/tag_epoch.h): 0, or a restarted worker's.
   uint64_t tag_epoch = 0;

@@ -127,6 +127,8 @@ class FaultRuntime::Agent final : public FaultHooks, private RecoveryPort {
 
   void done(WorkerEnv&) override { monitor_->stop(); }
 
+  bool checkpoint_cannot_complete(int steps) const override { return rt_.checkpoint_cannot_complete(rank_, steps); }
+
   std::optional<uint64_t> reepoch_due(WorkerEnv&, int steps) override {
     auto it = rt_.restart_epoch_.find(steps);
     if (it == rt_.restart_epoch_.end()) return std::nullopt;

@@ -458,6 +458,13 @@ bool ProcessFaultAgent::saw_a_death() const {
   return !declared_.empty() || !handled_.empty();
 }
 
+bool ProcessFaultAgent::checkpoint_cannot_complete(int steps) const {
+  for (const model::FaultEvent& e : cfg_.plan.events)
+    if (e.kind == model::FaultEvent::Kind::kKill && e.at_step && *e.at_step < steps && !(healed_at_ && *e.at_step < *healed_at_))
+      return true;
+  return saw_a_death();
+}
+
 void ProcessFaultAgent::done(WorkerEnv&) {
   std::lock_guard<std::mutex> lk(mu_);
   live_ = false;

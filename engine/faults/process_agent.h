@@ -214,6 +214,10 @@ class ProcessFaultAgent final : public FaultHooks, private RecoveryPort {
   /// fail from now on are not declared (a lossy link can turn a leaving peer's goodbye into a
   /// reset). Idempotent.
   void done(WorkerEnv& env) override;
+  /// A kill at a step before `steps` (known to every rank alike) that no full recovery's restart
+  /// healed, or any death declared here (a kill at an instant: a rank that has not heard of it
+  /// yet still writes its file, which stays without a manifest, as in the embedded mode).
+  bool checkpoint_cannot_complete(int steps) const override;
   /// Whether a collective's abort (Transport::close after a failure) may close the transport: not
   /// while a declared death is being recovered from, nor when one comes within peer_timeout plus
   /// one interval (a Gloo collective can fail on a dead member before the transport has declared
