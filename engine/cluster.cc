@@ -320,21 +320,26 @@ model::StrategyRun run_strategy(const ClusterSpec& cluster, const WorkloadSpec& 
     try {
       set_compute_threads(1);
       if (info.needs_intra_dc) {
+        GlooOptions go;  // the wall clock's real Gloo group
+        go.timeout = opt.gloo_timeout;
         intra = virt ? make_virtual_group(layout, info.one_group, r, *nets[static_cast<size_t>(r)],
                                           analytic ? analytic_hubs.at(info.one_group ? 0 : env.dc) : nullptr,
                                           opt.compute.empty() ? nullptr : &compute_profile(env.dc), opt.represent_scale)
                      : make_gloo_group(store,
                                        info.one_group ? scfg.name + "/all" : scfg.name + "/dc" + std::to_string(env.dc),
                                        info.one_group ? r : env.local_rank,
-                                       info.one_group ? P : layout.workers(env.dc), GlooOptions{.timeout = opt.gloo_timeout});
+                                       info.one_group ? P : layout.workers(env.dc), go);
         env.intra = intra.get();
       }
       const RankPlan plan{scfg, work, data.train, shards[static_cast<size_t>(r)], r == 0 ? opt.progress : nullptr,
                           resume ? &resume->ranks[static_cast<size_t>(r)] : nullptr};
       run_rank(host, plan, env, records[static_cast<size_t>(r)]);
+      intra.reset();  // while this thread is still its actor
     } catch (const WorkerKilled&) {
+      intra.reset();
       host.killed();  // stopped dead by a fault event outside the loop: no error of the run
     } catch (const std::exception& e) {
+      intra.reset();
       {
         std::lock_guard<std::mutex> lk(err_mu);
         std::string& slot = dynamic_cast<const TransportClosed*>(&e) ? closed_error : first_error;

@@ -386,19 +386,22 @@ RankReport run_process_worker(const ProcessWorkerConfig& cfg, const StrategyConf
     rr.wan_sent.wire_bytes = net.wan_wire_bytes();
     if (agent) rr.faults = agent->log();
   };
+  // A restarted process: the state it was handed, or its own file of the checkpoint.
+  std::optional<RankRejoin> back = rejoin ? std::optional(host.rejoin_from(*rejoin)) : std::nullopt;
+  RankEnd end = RankEnd::kFinished;
   try {
-    const RankEnd end = run_rank(host, plan, env, rec, rejoin ? std::optional(host.rejoin_from(*rejoin)) : std::nullopt);
-    if (end == RankEnd::kKilled) {
-      // Its report so far handed out, then frozen until the coordinator's SIGKILL.
-      RankReport rr;
-      measured(rr);
-      if (faults.killed) faults.killed(rr);
-      for (;;) raise(SIGSTOP);
-    }
+    end = run_rank(host, plan, env, rec, std::move(back));
   } catch (...) {
     sock.clear_interrupt();
     net.close();  // peers blocked on this rank learn it now, not at their timeout
     throw;
+  }
+  if (end == RankEnd::kKilled) {
+    // Its report so far handed out, then frozen until the coordinator's SIGKILL.
+    RankReport rr;
+    measured(rr);
+    if (faults.killed) faults.killed(rr);
+    for (;;) raise(SIGSTOP);
   }
   // Every rank passed the end barrier after finish(): every message sent has been received.
   net.close();
