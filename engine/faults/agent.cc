@@ -141,29 +141,30 @@ class FaultRuntime::Agent final : public FaultHooks, private RecoveryPort {
     const std::set<int> no_site;
     const std::set<int>& sites = whole == rt_.sites_back_at_.end() ? no_site : whole->second;
     for (int dc : sites) restart_site(env, steps, dc, state, now);
-    for (int r : rt_.restarts_at_.at(steps)) {
-      if (sites.count(rt_.layout_.dc_of(r))) continue;  // its whole site's: restart_site
-      const std::vector<int> mine = rt_.group_of(rank_, {});
-      if (std::find(mine.begin(), mine.end(), r) == mine.end() || r == rank_) continue;  // not my group's
-      if (!handled_.count(r)) continue;  // never declared dead here: nothing to undo (it cannot happen: the kill is before)
-      // The group with it again: the ring, the intra-DC group (continuing its tags), heartbeats.
-      const uint64_t group_tags = env.intra ? transport_group_tags_used(*env.intra) : 0;
-      handled_.erase(r);
-      const std::vector<int> group = rt_.group_of(rank_, handled_);
-      const int index = static_cast<int>(std::find(group.begin(), group.end(), rank_) - group.begin());
-      const std::vector<int> ring = ring_with(env.ring, {r});
-      env.ring = ring;
-      if (env.intra) {
-        intra_ = shrink_transport_group(*env.intra, *env.net, group, index);
-        env.intra = intra_.get();
-      }
-      if (GradientEstimator* e = rt_.estimator(rank_)) e->set_group(group);
+    // The others restarted here (not with their whole site): this rank's group takes back those of
+    // its members it had recovered from, all at once (grow_group), its intra-DC group continuing
+    // its tags; heartbeats again; each one's coordinator hands it the group's state.
+    std::vector<int> back_all;
+    for (int r : rt_.restarts_at_.at(steps))
+      if (!sites.count(rt_.layout_.dc_of(r))) back_all.push_back(r);
+    const uint64_t group_tags = env.intra ? transport_group_tags_used(*env.intra) : 0;
+    const GrownGroup g = grow_group(rt_.groups_, rank_, back_all, handled_, env.ring);
+    if (g.back.empty()) return;  // another group's restart: nothing changes here
+    env.ring = g.ring;
+    if (env.intra) {
+      const int index = static_cast<int>(std::find(g.group.begin(), g.group.end(), rank_) - g.group.begin());
+      intra_ = shrink_transport_group(*env.intra, *env.net, g.group, index);
+      env.intra = intra_.get();
+    }
+    if (GradientEstimator* e = rt_.estimator(rank_)) e->set_group(g.group);
+    for (int r : g.back) {
       monitor_->revive_peer(r, now);
       rt_.fabric_.revive_endpoint(r);
-      // The group's coordinator hands it the state (the DC's model, over the LAN).
-      if (rank_ != coordinator_for(r, group, {r})) continue;
-      hand_over(env, r, {rt_.restart_epoch_.at(steps), group_tags, steps, group, ring}, state, now, "rejoin", false);
     }
+    const std::set<int> restarted(back_all.begin(), back_all.end());
+    for (int r : g.back)
+      if (rank_ == coordinator_for(r, g.group, restarted))
+        hand_over(env, r, {rt_.restart_epoch_.at(steps), group_tags, steps, g.group, g.ring}, state, now, "rejoin", false);
   }
 
   /// A site restarted whole at boundary `steps` (every worker of `dc` was killed at one step:

@@ -59,24 +59,22 @@ std::vector<int> ProcessFaultAgent::grow_back(WorkerEnv& env, const std::vector<
     endpoints_[static_cast<size_t>(r)] = at;
     sock_->revive(r, at);
   }
-  // This rank's group takes back those of its members it had recovered from.
-  const std::vector<int> mine = g.group_of(cfg_.rank, {});
-  std::vector<int> back, group, ring;
+  // This rank's group takes back those of its members it had recovered from, all at once.
+  GrownGroup grown;
   {
     std::lock_guard<std::mutex> lk(mu_);
-    for (int r : back_all)
-      if (r != cfg_.rank && handled_.count(r) && std::find(mine.begin(), mine.end(), r) != mine.end()) back.push_back(r);
-    for (int r : back) {
-      handled_.erase(r);
+    grown = grow_group(g, cfg_.rank, back_all, handled_, env.ring);
+    for (int r : grown.back) {
       declared_.erase(r);
       recovering_.erase(r);
       // The members' notices about its death are over too: they must not interrupt anything now.
       for (auto& [member, dead] : recovering_) dead.erase(r);
     }
     refresh_interrupt();
-    group = g.group_of(cfg_.rank, handled_);
-    ring = ring_with(env.ring, back, handled_, g.world());
   }
+  const std::vector<int>& back = grown.back;
+  const std::vector<int>& group = grown.group;
+  const std::vector<int>& ring = grown.ring;
   if (back.empty()) return {};  // another group's restart: nothing changes here
   env.ring = ring;
   // The coordinator of each restarted rank tells it where it starts: the grown group meets in

@@ -116,6 +116,19 @@ std::vector<int> ring_with(const std::vector<int>& ring, const std::vector<int>&
   return grown;
 }
 
+GrownGroup grow_group(const FaultGroups& groups, int rank, const std::vector<int>& back_all, std::set<int>& handled,
+                      const std::vector<int>& ring) {
+  const std::vector<int> mine = groups.group_of(rank, {});
+  GrownGroup g;
+  for (int r : mine)
+    if (r != rank && handled.count(r) && std::find(back_all.begin(), back_all.end(), r) != back_all.end())
+      g.back.push_back(r);
+  for (int r : g.back) handled.erase(r);
+  g.group = groups.group_of(rank, handled);
+  g.ring = ring_with(ring, g.back, handled, groups.world());
+  return g;
+}
+
 int rejoin_coordinator(int r, const model::RankLayout& layout, const std::vector<int>& group, const std::set<int>& excluded) {
   for (int m : group)
     if (!excluded.count(m) && layout.dc_of(m) == layout.dc_of(r)) return m;

@@ -24,6 +24,7 @@ namespace geotb::engine {
 
 struct WorkerRecord;
 class BatchSampler;
+struct FaultGroups;
 
 /// The tag of the hand-over message: outside every range a Transport user takes, beside the
 /// heartbeats' (heartbeat.h) and the recovering notices' (process_agent.h).
@@ -58,6 +59,19 @@ RestartSchedule restart_schedule(const model::FaultPlan& plan, const model::Rank
 /// `ring` grown by the ranks of `back`, in rank order, without those in `dead` (ranks [0, world)).
 std::vector<int> ring_with(const std::vector<int>& ring, const std::vector<int>& back, const std::set<int>& dead,
                            int world);
+
+/// A restart's boundary on one rank, every mode alike: the restarted workers taken back at once.
+struct GrownGroup {
+  std::vector<int> back;   ///< this rank's group members among the restarted it had recovered from, ascending
+  std::vector<int> group;  ///< its group with them again (without the others still dead), ascending
+  std::vector<int> ring;   ///< `ring` with them again, in rank order
+};
+/// Of `back_all` (every worker restarted at the boundary), the members of `rank`'s group that it had
+/// recovered from (in `handled`; they are erased from it), and the grown group and ring. All are
+/// taken back together, so that each restarted worker's coordinator hands it the same group the
+/// others build (nothing changes when `back` is empty: another group's restart).
+GrownGroup grow_group(const FaultGroups& groups, int rank, const std::vector<int>& back_all, std::set<int>& handled,
+                      const std::vector<int>& ring);
 
 /// The member of `group` that tells restarted worker `r` where to start: the lowest one in r's
 /// data center not in `excluded` (r itself, the others restarted at the same boundary), else the

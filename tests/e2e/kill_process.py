@@ -11,7 +11,8 @@ same thing) and the live replicas identical. The real mode kills the process (it
 connections end); in the process mode it also freezes the worker's whole host ("scope": "host":
 its peers declare it after timeout + confirmation of silence once a witness, its other site member,
 could not hear it either: how "witness", as the embedded heartbeats do). A kill then a restart (rank 4 back at step 60)
-ends with the restarted replica identical and the embedded mode's weights. Then the process mode
+ends with the restarted replica identical and the embedded mode's weights; so do two workers of one
+group restarted at one boundary (ranks 4 and 5, back together at step 60). Then the process mode
 refuses what it does not run yet (a restart of a frozen host, full recovery restarting a frozen host) with exit 2 naming
 the field; kills at an instant run (one that
 never comes holds nobody back); rank 0's kill (naive_ddp)
@@ -191,6 +192,44 @@ with tempfile.TemporaryDirectory() as tmp:
         assert seen[real] == seen["embedded"], (name, seen)
 if real == "dpdk":
     sys.exit(0)  # what follows is the same in both real modes
+
+# Two workers of one group restarted at one boundary (west's workers 1 and 2, ranks 4 and 5, killed
+# at step 30, both back at step 60): every survivor of their group takes both back at once, and
+# each one's coordinator hands it the group with both (faults/rejoin.h grow_group). Both modes end
+# with both restarted replicas identical and the same weights.
+with tempfile.TemporaryDirectory() as tmp:
+    both = {}
+    for mode in ("process", "embedded"):
+        out = Path(tmp) / mode
+        out.mkdir(parents=True)
+        sc = json.loads((source_root / "scenarios/kill-dpdk-2x3-restart.json").read_text())
+        sc["timeline"] = [{"at_step": 30, "kill": {"dc": "west", "worker": 1}},
+                          {"at_step": 30, "kill": {"dc": "west", "worker": 2}},
+                          {"at_step": 60, "restart": {"dc": "west", "worker": 1}},
+                          {"at_step": 60, "restart": {"dc": "west", "worker": 2}}]
+        sc["faults"]["full_recovery"] = {"above_fraction": 1}  # 2 of 6: shrink, not full recovery
+        path = out / "kill-dpdk-2x3-restart.json"
+        path.write_text(json.dumps(sc))
+        proc = subprocess.run([geotb, "run", str(path), "--net", mode, "--out", str(out)], capture_output=True,
+                              text=True, timeout=400)
+        print(proc.stdout)
+        print(proc.stderr, file=sys.stderr)
+        assert proc.returncode == 0, f"two restarts --net {mode}: exit {proc.returncode}"
+        rep = json.loads(next(out.glob("kill-dpdk-2x3-restart-2*.json")).read_text())
+        jsonschema.validate(rep, schema, cls=jsonschema.Draft202012Validator)
+        both[mode] = {x["name"]: x for x in rep["strategies"]}
+    for name, group in (("naive_ddp", 6), ("hier_ef_topk_int8", 3)):
+        seen = {}
+        for mode, by in both.items():
+            s = by[name]
+            restarts = sorted((e["rank"], e["step"], e["policy"], e["survivors"])
+                              for e in s["faults"]["events"] if e["event"] == "restart")
+            assert restarts == [(4, 60, "rejoin", group), (5, 60, "rejoin", group)], (mode, name, restarts)
+            assert s["metrics"]["replica_max_abs_diff"] == 0.0, (mode, name, s["metrics"]["replica_max_abs_diff"])
+            seen[mode] = (s["final_weights_sha256"], s["metrics"]["final_test_accuracy"])
+            print(f"{name}, ranks 4 and 5 killed at 30 and restarted together at 60, --net {mode}: group of {group}, "
+                  f"replica diff 0, accuracy {seen[mode][1]:.4f}, weights {seen[mode][0][:16]}")
+        assert seen["process"] == seen["embedded"], (name, seen)
 
 # Checkpoints every 20 steps with the kill at step 30: the one after 20 steps completes, the later
 # ones cannot (the dead would not write its file) and are not written; --resume from it replays

@@ -4,7 +4,8 @@ worker (east's worker 1, x4 for 10 steps) and heartbeats of 200 ms / 500 ms / 30
 naive_ddp, hier_ef_topk_int8 and lan: exit 0, the report validates against the schema and reads
 back; each strategy's faults section has the kill (detected within timeout + confirmation +
 interval, 1 step lost, by exactly the workers that watch it) and the slow span; the live replicas
-are identical; `geotb compare` draws the bands. Then a restart in a DC whose leader is killed (hier)
+are identical; `geotb compare` draws the bands. Two workers of naive_ddp's group killed at one step
+and restarted at one boundary come back together (replicas identical). Then a restart in a DC whose leader is killed (hier)
 and a naive_ddp_c10d run with a kill are refused with exit 2 naming the field. About 10 s."""
 import json
 import subprocess
@@ -50,6 +51,28 @@ with tempfile.TemporaryDirectory() as out:
         assert s["metrics"]["final_test_accuracy"] > 0.6, (name, s["metrics"]["final_test_accuracy"])
         print(f"{name}: kill detected after {k['detection_latency_s']:.3f} s (bound {bound}), recovery "
               f"{k['recovery_s']:.4f} s, survivors {k['survivors']}, accuracy {s['metrics']['final_test_accuracy']:.4f}")
+
+    # Two workers of one group (naive_ddp's: every rank) killed at one step and restarted at one
+    # boundary: its survivors take both back at once, and each one's coordinator hands it the
+    # group with both (faults/rejoin.h grow_group; taken back one by one, each was handed a group
+    # without the other and the run hung in their first collective).
+    two = json.loads(json.dumps(scenario))
+    two["name"] = "tiny-two-restarts"
+    two["timeline"] = [{"at_step": 20, "kill": {"dc": "west", "worker": 1}},
+                       {"at_step": 20, "kill": {"dc": "east", "worker": 1}},
+                       {"at_step": 30, "restart": {"dc": "west", "worker": 1}},
+                       {"at_step": 30, "restart": {"dc": "east", "worker": 1}}]
+    two["strategies"] = [{"name": "naive_ddp"}]
+    two["faults"]["full_recovery"] = {"above_fraction": 1}  # 2 of 4: shrink, not full recovery
+    (Path(out) / "two").mkdir()
+    _, rep2, _ = run_and_report(geotb, source_root, two, str(Path(out) / "two"))
+    s = rep2["strategies"][0]
+    restarts = sorted((e["rank"], e["step"], e["policy"], e["survivors"]) for e in s["faults"]["events"]
+                      if e["event"] == "restart")
+    assert restarts == [(1, 30, "rejoin", 4), (3, 30, "rejoin", 4)], restarts
+    assert s["metrics"]["replica_max_abs_diff"] == 0.0, s["metrics"]["replica_max_abs_diff"]
+    print(f"naive_ddp, ranks 1 and 3 restarted together at step 30: group of 4, replica diff 0, accuracy "
+          f"{s['metrics']['final_test_accuracy']:.4f}")
 
     sc_path = Path(out) / "tiny-kill-refused.json"
     # A restart in a DC whose leader is killed (hier: its successor leads the DC) is not built yet.
