@@ -153,21 +153,28 @@ with tempfile.TemporaryDirectory() as tmp:
 # hier's DC group, rank 3 too for naive_ddp's world group: the lowest of its DC) hands it the
 # group's state and it trains on. Its replica ends identical to the reporting rank's, and the
 # weights are the embedded mode's, bit for bit.
+def run_restart(mode: str, out: Path, edit=None) -> dict:
+    """scenarios/kill-dpdk-2x3-restart.json (kill-dpdk-2x3 + the restart), changed by `edit`, run
+    with --net `mode`: its strategies by name, the report validated."""
+    out.mkdir(parents=True)
+    sc = json.loads((source_root / "scenarios/kill-dpdk-2x3-restart.json").read_text())
+    if edit:
+        edit(sc)
+    path = out / "kill-dpdk-2x3-restart.json"
+    path.write_text(json.dumps(sc))
+    extra = ["--net-prefix", prefix] if mode == "dpdk" else []
+    proc = subprocess.run([geotb, "run", str(path), "--net", mode, "--out", str(out), *extra], capture_output=True,
+                          text=True, timeout=400)
+    print(proc.stdout)
+    print(proc.stderr, file=sys.stderr)
+    assert proc.returncode == 0, f"restart --net {mode}: exit {proc.returncode}"
+    rep = json.loads(next(out.glob("kill-dpdk-2x3-restart-2*.json")).read_text())
+    jsonschema.validate(rep, schema, cls=jsonschema.Draft202012Validator)
+    return {x["name"]: x for x in rep["strategies"]}
+
+
 with tempfile.TemporaryDirectory() as tmp:
-    back = {}
-    for mode in (real, "embedded"):
-        out = Path(tmp) / mode
-        out.mkdir(parents=True)
-        path = source_root / "scenarios/kill-dpdk-2x3-restart.json"  # kill-dpdk-2x3 + the restart
-        extra = ["--net-prefix", prefix] if mode == "dpdk" else []
-        proc = subprocess.run([geotb, "run", str(path), "--net", mode, "--out", str(out), *extra], capture_output=True,
-                              text=True, timeout=400)
-        print(proc.stdout)
-        print(proc.stderr, file=sys.stderr)
-        assert proc.returncode == 0, f"restart --net {mode}: exit {proc.returncode}"
-        rep = json.loads(next(out.glob("kill-dpdk-2x3-restart-2*.json")).read_text())
-        jsonschema.validate(rep, schema, cls=jsonschema.Draft202012Validator)
-        back[mode] = {x["name"]: x for x in rep["strategies"]}
+    back = {mode: run_restart(mode, Path(tmp) / mode) for mode in (real, "embedded")}
     for name, group in (("naive_ddp", 6), ("hier_ef_topk_int8", 3)):
         seen = {}
         for mode, by in back.items():
@@ -197,27 +204,16 @@ if real == "dpdk":
 # at step 30, both back at step 60): every survivor of their group takes both back at once, and
 # each one's coordinator hands it the group with both (faults/rejoin.h grow_group). Both modes end
 # with both restarted replicas identical and the same weights.
+def two_restarts(sc: dict) -> None:
+    sc["timeline"] = [{"at_step": 30, "kill": {"dc": "west", "worker": 1}},
+                      {"at_step": 30, "kill": {"dc": "west", "worker": 2}},
+                      {"at_step": 60, "restart": {"dc": "west", "worker": 1}},
+                      {"at_step": 60, "restart": {"dc": "west", "worker": 2}}]
+    sc["faults"]["full_recovery"] = {"above_fraction": 1}  # 2 of 6: shrink, not full recovery
+
+
 with tempfile.TemporaryDirectory() as tmp:
-    both = {}
-    for mode in ("process", "embedded"):
-        out = Path(tmp) / mode
-        out.mkdir(parents=True)
-        sc = json.loads((source_root / "scenarios/kill-dpdk-2x3-restart.json").read_text())
-        sc["timeline"] = [{"at_step": 30, "kill": {"dc": "west", "worker": 1}},
-                          {"at_step": 30, "kill": {"dc": "west", "worker": 2}},
-                          {"at_step": 60, "restart": {"dc": "west", "worker": 1}},
-                          {"at_step": 60, "restart": {"dc": "west", "worker": 2}}]
-        sc["faults"]["full_recovery"] = {"above_fraction": 1}  # 2 of 6: shrink, not full recovery
-        path = out / "kill-dpdk-2x3-restart.json"
-        path.write_text(json.dumps(sc))
-        proc = subprocess.run([geotb, "run", str(path), "--net", mode, "--out", str(out)], capture_output=True,
-                              text=True, timeout=400)
-        print(proc.stdout)
-        print(proc.stderr, file=sys.stderr)
-        assert proc.returncode == 0, f"two restarts --net {mode}: exit {proc.returncode}"
-        rep = json.loads(next(out.glob("kill-dpdk-2x3-restart-2*.json")).read_text())
-        jsonschema.validate(rep, schema, cls=jsonschema.Draft202012Validator)
-        both[mode] = {x["name"]: x for x in rep["strategies"]}
+    both = {mode: run_restart(mode, Path(tmp) / mode, two_restarts) for mode in ("process", "embedded")}
     for name, group in (("naive_ddp", 6), ("hier_ef_topk_int8", 3)):
         seen = {}
         for mode, by in both.items():
