@@ -284,7 +284,6 @@ model::StrategyRun run_strategy(const ClusterSpec& cluster, const WorkloadSpec& 
                    "checkpoint.every_steps");
   // The lines, checkpoints and rewinds every rank shares (hosts/inproc_host.h). The scenario's
   // timeline counts from the first step (a resumed run's from its checkpoint's instant).
-  std::chrono::nanoseconds resumed_at{0};
   InprocRun run({.world = P,
                  .clock = &clock,
                  .sched = sched.get(),
@@ -294,14 +293,13 @@ model::StrategyRun run_strategy(const ClusterSpec& cluster, const WorkloadSpec& 
                  .run_name = scfg.run_name(),
                  .resume = resume,
                  .at_start = [&](std::chrono::nanoseconds origin) {
-                   *quorum_origin = origin - resumed_at;
+                   *quorum_origin = origin;
                    for (const model::ScheduledChange& tc : cluster.timeline) {
                      emu::LinkChange c = tc.change;
-                     c.at = origin - resumed_at + tc.change.at;
+                     c.at = origin + tc.change.at;
                      fabric.schedule(tc.a, tc.b, c, true);
                    }
                  }});
-  resumed_at = run.resumed_at();
 
   std::vector<WorkerRecord> records(static_cast<size_t>(P));
   std::mutex err_mu;
@@ -312,10 +310,10 @@ model::StrategyRun run_strategy(const ClusterSpec& cluster, const WorkloadSpec& 
     WorkerEnv& env = envs[static_cast<size_t>(r)];
     std::unique_ptr<IntraDc> intra;
     InprocRankHost host(run, r, *nets[static_cast<size_t>(r)], intra);
+    const ComputeProfile* profile = opt.compute.empty() ? nullptr : &compute_profile(env.dc);  // null: measured
     if (virt) {
       sched->bind(actor[static_cast<size_t>(r)]);
-      install_compute_charge(*sched, faults.get(), r, opt.compute.empty() ? nullptr : &compute_profile(env.dc),
-                             opt.represent_scale);
+      install_compute_charge(*sched, faults.get(), r, profile, opt.represent_scale);
     }
     try {
       set_compute_threads(1);
@@ -323,8 +321,8 @@ model::StrategyRun run_strategy(const ClusterSpec& cluster, const WorkloadSpec& 
         GlooOptions go;  // the wall clock's real Gloo group
         go.timeout = opt.gloo_timeout;
         intra = virt ? make_virtual_group(layout, info.one_group, r, *nets[static_cast<size_t>(r)],
-                                          analytic ? analytic_hubs.at(info.one_group ? 0 : env.dc) : nullptr,
-                                          opt.compute.empty() ? nullptr : &compute_profile(env.dc), opt.represent_scale)
+                                          analytic ? analytic_hubs.at(info.one_group ? 0 : env.dc) : nullptr, profile,
+                                          opt.represent_scale)
                      : make_gloo_group(store,
                                        info.one_group ? scfg.name + "/all" : scfg.name + "/dc" + std::to_string(env.dc),
                                        info.one_group ? r : env.local_rank,
@@ -390,7 +388,7 @@ model::StrategyRun run_strategy(const ClusterSpec& cluster, const WorkloadSpec& 
       rr.replica_max_abs_diff = max_abs_diff(learners[static_cast<size_t>(r)]->params(), x0, n);
   }
   if (rep != 0) reports[0].step_end_s = reports[static_cast<size_t>(rep)].step_end_s;
-  reports[0].wall_s = std::chrono::duration<double>(run.end_instant() - run.start_instant() + resumed_at).count();
+  reports[0].wall_s = std::chrono::duration<double>(run.end_instant() - run.start_instant() + run.resumed_at()).count();
   reports[0].accuracy_curve = accuracy_curve(*learners[static_cast<size_t>(rep)], records[static_cast<size_t>(rep)], work, P, data.test);
   reports[0].final_weights_sha256 = sha256_hex(x0, n * sizeof(float));
   model::StrategyRun res = merge_rank_reports(scfg.name, reports, work, M);

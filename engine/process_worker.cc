@@ -364,7 +364,6 @@ RankReport run_process_worker(const ProcessWorkerConfig& cfg, const StrategyConf
                        .run_name = scfg.run_name(),
                        .predecessor = faults.predecessor ? &*faults.predecessor : nullptr,
                        .started = started,
-                       .timeline_restart = rejoin && !rejoin->state.entries.empty(),
                        .full_recovery = full_recovery});
   const int rep = cfg.reporter;
   const RankPlan plan{scfg, work, data.train, shards[static_cast<size_t>(cfg.rank)],

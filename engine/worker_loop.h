@@ -1,8 +1,9 @@
 // The training loop of one worker, shared by every way of running a cluster: run_rank
 // (rank_host.h) calls it with the hooks its mode's RankHost gives, in the embedded mode (every rank
-// a thread of one process) and in the process and dpdk modes (every rank its own OS process). Sampler, batch assembly, forward/backward, strategy->step, the loss of
-// every step, rank 0's step-end times and parameter snapshots, strategy->finish: the same code in
-// both modes, so a strategy cannot behave differently depending on how it was launched.
+// a thread of one process) and in the process and dpdk modes (every rank its own OS process).
+// Sampler, batch assembly, forward/backward, strategy->step, the loss of every step, rank 0's
+// step-end times and parameter snapshots, strategy->finish: the same code in every mode, so a
+// strategy cannot behave differently depending on how it was launched.
 // No libtorch here.
 #pragma once
 

@@ -186,9 +186,6 @@ class ProcessFaultAgent final : public FaultHooks, private RecoveryPort {
   /// until it is up, restart_after after the decision (a replacement's declared start-up), and
   /// records that (its log's up_at_s).
   void await_restarted_up();
-  /// With "restarts", once this rank went back (or came back) at the boundary: the boundary.
-  /// Every death before it is healed there (checkpoints after it can complete again).
-  std::optional<int> healed_at() const { return healed_at_; }
   /// Full recovery over the run's store, its keys under `key` (the run's prefix): before start(),
   /// or on a full recovery's restarted rank once handed its group (await_restarted_up).
   void enable_full_recovery(std::shared_ptr<StoreHandle> store, std::string key);

@@ -26,7 +26,7 @@ InprocRun::InprocRun(Config c)
 void InprocRun::LineDone::operator()() noexcept {
   if (start) {
     run->t_start_ = run->c_.clock->now();
-    run->c_.at_start(run->t_start_);
+    run->c_.at_start(run->t_start_ - run->resumed_at_);
   } else {
     run->t_end_ = run->c_.clock->now();
   }
@@ -41,7 +41,7 @@ void InprocRun::virtual_line(VirtualLine& line, const char* what, std::chrono::n
     if (++line.arrived < c_.world) return;
     line.released = line.latest;
     instant = line.latest;
-    if (start) c_.at_start(instant);
+    if (start) c_.at_start(instant - resumed_at_);
   });
   try {
     sched.wait(me, [&] { return line.released; }, std::nullopt, what);

@@ -45,8 +45,8 @@ class InprocRun {
     const CheckpointOptions* checkpoint = nullptr;
     std::string run_name;             ///< the strategy's (checkpoint directories)
     const Checkpoint* resume = nullptr;  ///< the checkpoint the run continues from; null: from step 0
-    /// Called once with the start instant, before any rank passes the start line (the scenario's
-    /// timeline is scheduled from it).
+    /// Called once, before any rank passes the start line, with the run's time origin: the start
+    /// instant, less a resumed checkpoint's training time (the scenario's timeline counts from it).
     std::function<void(std::chrono::nanoseconds)> at_start;
   };
   explicit InprocRun(Config c);

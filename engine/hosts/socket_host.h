@@ -47,8 +47,6 @@ struct SocketRankHostConfig {
   const RankReport* predecessor = nullptr;
   /// Called on rank 0 once every rank passed the start line. May be empty.
   std::function<void()> started;
-  /// This rank restarted by a timeline restart (it takes no checkpoints: they could not complete).
-  bool timeline_restart = false;
   /// Full recovery may rewind this rank (its agent decides over the store).
   bool full_recovery = false;
 };
@@ -65,14 +63,13 @@ class SocketRankHost final : public RankHost {
   /// The start and finish instants on the rank's clock (a restarted rank: its own start).
   std::chrono::nanoseconds start_instant() const { return t_start_; }
   std::chrono::nanoseconds end_instant() const { return t_end_; }
-  /// The state the rank continued from after a full recovery's restart, or null.
-  const StateBuffers* restarted_from() const { return restart_ ? &restart_->ranks[static_cast<size_t>(c_.rank)] : nullptr; }
 
   std::chrono::nanoseconds start_line() override;
   std::chrono::nanoseconds restart_line(std::chrono::nanoseconds elapsed) override;
   void finish_line() override;
   FaultHooks* faults() override { return c_.agent; }
-  bool checkpoints() const override { return !c_.ckpt->dir.empty() && !c_.timeline_restart; }
+  /// (After a timeline restart run_rank takes none: they could not complete.)
+  bool checkpoints() const override { return !c_.ckpt->dir.empty(); }
   bool checkpoint_due(int steps) override;
   std::optional<WanCounters> checkpoint_wan_counters() override;
   void checkpoint_commit(int steps, const StateBuffers& state) override;
