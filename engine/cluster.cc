@@ -16,7 +16,7 @@
 #include "engine/collectives/analytic_group.h"
 #include "engine/collectives/transport_group.h"
 #include "common/units.h"
-#include "engine/faults/agent.h"
+#include "engine/faults/fault_runtime.h"
 #include "engine/faults/quorum.h"
 #include "engine/faults/rejoin.h"
 #include "engine/model/torch_rng.h"
@@ -125,7 +125,7 @@ std::vector<std::shared_ptr<AnalyticHub>> make_analytic_hubs(const ClusterSpec& 
   return analytic_hubs;
 }
 
-/// Node faults and heartbeats (faults/agent.h), with the strategy entry's own recovery policy if
+/// Node faults and heartbeats (faults/fault_runtime.h), with the strategy entry's own recovery policy if
 /// it names one; `sched`: the virtual clock's scheduler (they need it).
 std::unique_ptr<FaultRuntime> make_faults(const RunOptions& opt, const StrategyConfig& scfg, const StrategyInfo& info,
                                           const WorkloadSpec& work, const Datasets& data,

@@ -61,7 +61,7 @@ struct RunOptions {
   /// starts from the checkpoint's step with every rank's saved state; its timeline continues
   /// from the checkpoint's instant; its figures cover the whole run (the saved part included).
   CheckpointOptions checkpoint;
-  /// Node faults (timeline kill/slow, heartbeats; engine/faults/agent.h). kVirtual only.
+  /// Node faults (timeline kill/slow, heartbeats; engine/faults/fault_runtime.h). kVirtual only.
   model::FaultPlan faults;
   /// Represented / trained parameters (docs/guide/represented.md): every tensor message
   /// (Transport::send_data) occupies the network, and every per-element compute charge is taken,

@@ -15,7 +15,7 @@
 #include "engine/checkpoint/worker_state.h"
 #include "engine/collectives/intra_dc.h"
 #include "engine/collectives/store.h"
-#include "engine/faults/process_agent.h"
+#include "engine/faults/socket_port.h"
 #include "engine/faults/rejoin.h"
 #include "engine/hosts/socket_host.h"
 #include "engine/rank_host.h"
@@ -67,10 +67,11 @@ SocketEndpoint parse_endpoint(const std::string& s, int rank) {
 }
 
 /// The rank's socket transport: its address, the WAN's rate and RTT (striping), timeouts and the
-/// run's secret; with node faults (`agent`), the scenario's heartbeats (a peer silent for timeout +
-/// confirmation is dead), the agent's callbacks and the witnesses a silent peer is asked about.
+/// run's secret; with node faults (`port`, the fault agent's), the scenario's heartbeats (a peer
+/// silent for timeout + confirmation is dead), the port's callbacks and the witnesses a silent
+/// peer is asked about.
 SocketTransportConfig transport_config(const ProcessWorkerConfig& cfg, const model::FaultPlan& plan,
-                                       const FaultGroups& groups, ProcessFaultAgent* agent) {
+                                       const FaultGroups& groups, SocketFaultPort* port) {
   SocketTransportConfig tc;
   tc.rank = cfg.rank;
   tc.world = cfg.world;
@@ -81,12 +82,12 @@ SocketTransportConfig transport_config(const ProcessWorkerConfig& cfg, const mod
   tc.link_rtt_s = cfg.wan_rtt_s;
   tc.heartbeat = cfg.heartbeat;
   tc.peer_timeout = cfg.timeout;
-  if (agent) {
+  if (port) {
     auto ms = [](std::chrono::nanoseconds d) { return std::chrono::duration_cast<std::chrono::milliseconds>(d); };
     tc.heartbeat = ms(plan.heartbeat.interval);
     tc.peer_timeout = ms(plan.heartbeat.timeout + plan.heartbeat.confirmation);
-    tc.on_peer_failed = [agent](int peer, const std::string& why, std::optional<std::chrono::milliseconds> silent,
-                                const std::string& how) { agent->peer_failed(peer, why, silent, how); };
+    tc.on_peer_failed = [port](int peer, const std::string& why, std::optional<std::chrono::milliseconds> silent,
+                                const std::string& how) { port->peer_failed(peer, why, silent, how); };
     // A silent peer is asked about to its witnesses before it is failed (engine/faults/heartbeat.h).
     if (plan.heartbeat.witnesses > 0) {
       tc.witnesses = [groups, rank = cfg.rank, k = plan.heartbeat.witnesses](int peer) {
@@ -94,8 +95,8 @@ SocketTransportConfig transport_config(const ProcessWorkerConfig& cfg, const mod
       };
       tc.unreachable = ms(plan.heartbeat.unreachable);
     }
-    tc.notice_tag = ProcessFaultAgent::kRecoveringTag;
-    tc.on_notice = [agent](int peer, std::vector<uint8_t> bytes) { agent->peer_notice(peer, bytes); };
+    tc.notice_tag = SocketFaultPort::kRecoveringTag;
+    tc.on_notice = [port](int peer, std::vector<uint8_t> bytes) { port->peer_notice(peer, bytes); };
   }
   tc.recv_timeout = cfg.timeout;
   tc.secret = cfg.secret;
@@ -216,17 +217,21 @@ RankReport run_process_worker(const ProcessWorkerConfig& cfg, const StrategyConf
   const auto shards = make_partition(data.train, kFashionMnistClasses, work.partition, cfg.layout, work.seed);
 
   // Node faults: the scenario's heartbeats; a peer silent for timeout + confirmation is dead.
-  std::unique_ptr<ProcessFaultAgent> agent;
+  std::unique_ptr<ProcessFaultAgent> faulted;  // the fault agent over its port
+  SocketFaultPort* port = nullptr;
   const FaultGroups groups{cfg.layout, !info.needs_intra_dc || info.one_group};
   const bool restarted = faults.incarnation > 0;
   if (restarted && (!faults.plan.active() || !faults.predecessor || !faults.predecessor->faults ||
                     !faults.predecessor->faults->killed_at_step))
     throw std::invalid_argument("GEOTB_INCARNATION: " + std::to_string(faults.incarnation) +
                                 ": a restarted rank needs the timeline's restart and its predecessor's rank file with its kill");
-  if (faults.plan.active())
-    agent = std::make_unique<ProcessFaultAgent>(ProcessFaultConfig{faults.plan, groups, cfg.rank, shards, work.seed}, clock);
+  if (faults.plan.active()) {
+    faulted = std::make_unique<ProcessFaultAgent>(
+        FaultAgentConfig{faults.plan, groups, cfg.rank, std::make_shared<const decltype(shards)>(shards), work.seed}, clock);
+    port = &faulted->port;
+  }
   // Inter-rank messages over sockets: bind, publish host:port, learn everyone's, connect.
-  const SocketTransportConfig tc = transport_config(cfg, faults.plan, groups, agent.get());
+  const SocketTransportConfig tc = transport_config(cfg, faults.plan, groups, port);
   SocketTransport sock(tc);
   const std::string my_addr = cfg.bind_addr + ":" + std::to_string(sock.port());
   // In the rank's log: where its transport listens (what a peer, or a port scan, reaches).
@@ -248,7 +253,7 @@ RankReport run_process_worker(const ProcessWorkerConfig& cfg, const StrategyConf
   } else {
     store_set(*store, addr_key(cfg.rank, faults.incarnation), bytes_of(my_addr));
     const std::optional<int> from = await_handover(*store, key, rejoin_key(cfg.rank, faults.incarnation), cfg,
-                                                   agent && agent->full_recovery_restarts());
+                                                   port && port->full_recovery_restarts());
     if (!from) {
       std::printf("geotb worker: rank %d: no full recovery restarted it; the run ended without it\n", cfg.rank);
       return *faults.predecessor;  // its part of the run: up to its kill
@@ -263,24 +268,24 @@ RankReport run_process_worker(const ProcessWorkerConfig& cfg, const StrategyConf
                                     : parse_endpoint(rejoin->words[static_cast<size_t>(r) + 1], r));
   }
   sock.start(peers);
-  if (agent) {
-    agent->attach(sock, tc.peer_timeout);
-    agent->set_endpoints(peers, RestartIo{
+  if (port) {
+    port->attach(sock, tc.peer_timeout);
+    port->set_endpoints(peers, RestartIo{
         [&](int r, int n) { return parse_endpoint(string_of(store_get(*store, addr_key(r, n))), r); },
         [&](int r, int n, int coordinator) { store_add(*store, rejoin_key(r, n), coordinator + 1); }});
     if (rejoin) {
-      agent->started(std::chrono::nanoseconds(faults.predecessor->faults->start_ns));
+      port->started(std::chrono::nanoseconds(faults.predecessor->faults->start_ns));
       if (rejoin->state.entries.empty()) {
         // A full recovery's restart: it reads the decision over the same store as the survivors
         // (and counts later deaths there as they do), and is up when they wait for it.
-        agent->enable_full_recovery(store, key);
-        agent->await_restarted_up();
+        port->enable_full_recovery(store, key);
+        port->await_restarted_up();
       }
-      agent->rejoined(*rejoin);
+      faulted->agent.rejoined(rejoin->members, rejoin->steps, true);
     }
     // Every watched pair connected now, so that heartbeats flow and a death is seen on it.
     for (int p : groups.watched_by(cfg.rank))
-      if (!agent->recovered_from(p) && !sock.await_streams(p, cfg.timeout))
+      if (!port->recovered_from(p) && !sock.await_streams(p, cfg.timeout))
         throw PeerDeadError("rank " + std::to_string(cfg.rank) + ": streams to rank " + std::to_string(p) +
                             " not open within " + std::to_string(cfg.timeout.count()) + " ms");
   }
@@ -301,8 +306,8 @@ RankReport run_process_worker(const ProcessWorkerConfig& cfg, const StrategyConf
   if (rejoin) env.ring = rejoin->ring;
   env.learner = learner.get();
   env.opt = &opt;
-  AgentGuardedTransport guarded(net, agent.get());
-  env.net = agent ? static_cast<Transport*>(&guarded) : &net;
+  AgentGuardedTransport guarded(net, port);
+  env.net = port ? static_cast<Transport*>(&guarded) : &net;
   env.clock = &clock;
   env.wan_in = inbound_links(cfg.wan_links, env.dc, env.num_dcs);
   env.grad_tensors = tensor_sizes(work.model);
@@ -317,13 +322,13 @@ RankReport run_process_worker(const ProcessWorkerConfig& cfg, const StrategyConf
     // Node faults: a member that went silent (a frozen host) holds a Gloo collective until its
     // timeout, which cannot be interrupted; end it once its death must have been declared
     // (peer_timeout + one interval), so that the survivors recover then, not at cfg.timeout.
-    if (agent)
+    if (port)
       go.timeout = std::min(cfg.timeout, tc.peer_timeout + std::chrono::duration_cast<std::chrono::milliseconds>(
                                                                faults.plan.heartbeat.interval));
     const std::string base =
         info.one_group ? "all/" + scfg.run_name() : "dc" + std::to_string(cfg.dc) + "/" + scfg.run_name();
     // shrink and restarts rebuild it under a new prefix of the same store
-    ProcessFaultAgent::Regroup regroup = [store, base, go](const std::vector<int>& members, int index, const std::string& name) {
+    SocketFaultPort::Regroup regroup = [store, base, go](const std::vector<int>& members, int index, const std::string& name) {
       return make_gloo_group(store, base + "/" + name, index, static_cast<int>(members.size()), go);
     };
     if (rejoin) {  // the grown group its coordinator named
@@ -336,18 +341,18 @@ RankReport run_process_worker(const ProcessWorkerConfig& cfg, const StrategyConf
                              : make_gloo_group(store, base, cfg.local_rank, cfg.layout.workers(cfg.dc), go);
     }
     env.intra = intra.get();
-    if (agent) agent->adopt_group(std::move(intra), regroup);
+    if (port) port->adopt_group(std::move(intra), regroup);
   }
 
-  // Full recovery: decided over the store (faults/process_agent.h); at the boundary every survivor
+  // Full recovery: decided over the store (faults/socket_port.h); at the boundary every survivor
   // reads its own file of the last complete checkpoint (and with "restarts" so do the restarted).
-  const bool full_recovery = agent && agent->full_recovery_possible() && !rejoin;
+  const bool full_recovery = port && port->full_recovery_possible() && !rejoin;
   if (full_recovery) {
     if (ckpt.dir.empty())
       throw RunError(scfg.name + ": " + std::to_string(faults.plan.kills()) + " kills of " + std::to_string(P) +
                      " workers can cross faults.full_recovery.above_fraction, and full recovery goes back to the last "
                      "checkpoint: give the run a checkpoint directory");
-    agent->enable_full_recovery(store, key);
+    port->enable_full_recovery(store, key);
   }
   SocketRankHost host({.rank = cfg.rank,
                        .world = P,
@@ -358,7 +363,7 @@ RankReport run_process_worker(const ProcessWorkerConfig& cfg, const StrategyConf
                        .sock = &sock,
                        .peer_timeout = tc.peer_timeout,
                        .net = &net,
-                       .agent = agent.get(),
+                       .faults = faulted.get(),
                        .env = &env,
                        .ckpt = &ckpt,
                        .run_name = scfg.run_name(),
@@ -383,7 +388,7 @@ RankReport run_process_worker(const ProcessWorkerConfig& cfg, const StrategyConf
     rr.wan_sent.messages = net.wan_messages();
     rr.wan_sent.payload_bytes = net.wan_payload_bytes();
     rr.wan_sent.wire_bytes = net.wan_wire_bytes();
-    if (agent) rr.faults = agent->log();
+    if (port) rr.faults = port->log();
   };
   // A restarted process: the state it was handed, or its own file of the checkpoint.
   std::optional<RankRejoin> back = rejoin ? std::optional(host.rejoin_from(*rejoin)) : std::nullopt;

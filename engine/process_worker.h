@@ -61,7 +61,7 @@ struct ProcessCheckpointing {
   std::function<void(int, const std::string&)> written;
 };
 
-/// Node faults of a process-mode run (engine/faults/process_agent.h).
+/// Node faults of a process-mode run (engine/faults/socket_port.h).
 struct ProcessFaults {
   model::FaultPlan plan;  ///< inactive: none
   /// Called on the rank the timeline kills, at its kill point, with its report so far (its

@@ -66,7 +66,7 @@ model::StrategyRun merge_rank_reports(const std::string& strategy, const std::ve
   res.name = strategy;
   model::StrategyMetrics& m = res.metrics;
   // Samples whose gradient was computed: every rank's steps, less those a killed worker did not
-  // run (its loss is NaN there: node faults, engine/faults/agent.h).
+  // run (its loss is NaN there: node faults, engine/faults/fault_runtime.h).
   uint64_t rank_steps = 0;
   for (const auto& e : reports)
     for (double l : e.loss) rank_steps += std::isnan(l) ? 0 : 1;

@@ -1097,7 +1097,7 @@ void ScenarioReader::check_fault_events() {
   std::map<std::pair<int, int>, const model::FaultEvent*> dead;  // (dc, worker) -> its kill, while dead
   std::map<int, int> dead_in_dc;
   // A dead site (every worker of a DC killed): only a quorum of sites recovers from it, by dropping
-  // the site until it is restarted whole (engine/faults/agent.h).
+  // the site until it is restarted whole (engine/faults/fault_runtime.h).
   const bool all_quorum = !sc.strategies.empty() &&
                           std::all_of(sc.strategies.begin(), sc.strategies.end(), [](const auto& st) { return !st.quorum.empty(); });
   std::map<int, size_t> site_killed;                     // dc -> the kill that took its last worker, while dead
@@ -1271,7 +1271,7 @@ void check_faults_for_mode(const Scenario& sc) {
            "on the wall clock)");
     return;
   }
-  // The process and dpdk modes (engine/faults/process_agent.h): kills at a step, shrink.
+  // The process and dpdk modes (engine/faults/socket_port.h): kills at a step, shrink.
   // Restarts: the killed rank's process is reaped and spawned again; a frozen host's (scope
   // "host") is not reaped before the end, and a restarted process that is killed again is not
   // built yet.

@@ -1,7 +1,7 @@
 // Full recovery's decision on real processes (the process and dpdk modes), over the run's c10d
 // store: which deaths cross faults.full_recovery.above_fraction, who decides, where every
-// survivor goes back, and with "restarts" which workers come back and when. ProcessFaultAgent
-// (process_agent.h) drives it; each rank has one over the same keys.
+// survivor goes back, and with "restarts" which workers come back and when. SocketFaultPort
+// (socket_port.h) drives it; each rank has one over the same keys.
 //
 //  * Each group's coordinator, once its group agreed on its dead, adds them to the count `dead`
 //    (every death is in one group: counted once) and files them under the total its addition

@@ -20,7 +20,7 @@
 //  * A dead site (every worker killed: site_down) is separated from every other site as a site
 //    behind cut links is, `timeout` after its last worker died. Restarted (site_up), it is
 //    reachable again at once and takes part in the next round decided, with the model its
-//    restart handed it (faults/agent.h): no join and no state from the round.
+//    restart handed it (faults/fault_runtime.h): no join and no state from the round.
 // Used by hier_ef_topk_int8 and hierarchical with "quorum" (docs/guide/strategies.md "Quorum of
 // sites"): cluster.cc builds one per strategy run from the scenario's topology. No libtorch here.
 #pragma once

@@ -1,6 +1,7 @@
-// Policy shrink's recovery on one survivor, written once for every network mode: the fault
-// agents (agent.h embedded, process_agent.h process and dpdk) call recover_from_deaths from their
-// FaultHooks::recover and implement RecoveryPort, the part that differs between the modes.
+// Policy shrink's recovery on one survivor, written once for every network mode: the fault agent
+// (fault_agent.h) calls recover_from_deaths from its FaultHooks::recover and implements
+// RecoveryPort over its FaultPort, the part that differs between the modes (fault_runtime.h
+// embedded, socket_port.h process and dpdk).
 //
 //   loop:  a death pending here?            (port: the fabric's alarm / a declaration, waited for)
 //            no  -> false the first time (the failure is the run's), else RunError

@@ -1,8 +1,9 @@
 // A restarted worker's way back into its group (timeline `restart` at a step boundary), the part
 // both modes share: the message its group's coordinator sends it (where it starts, the state it
 // starts from), who that coordinator is, and what of the handed state stays its own (its data,
-// its series). The embedded agent (agent.h) hands it over the fabric, the process modes' agent
-// (process_agent.h) over the socket transport to the worker's new process. No libtorch here.
+// its series). The fault agent (fault_agent.h) hands it over its port: the embedded fabric
+// (fault_runtime.h), or the socket transport to the worker's new process (socket_port.h). No
+// libtorch here.
 #pragma once
 
 #include <cstdint>
@@ -27,7 +28,7 @@ class BatchSampler;
 struct FaultGroups;
 
 /// The tag of the hand-over message: outside every range a Transport user takes, beside the
-/// heartbeats' (heartbeat.h) and the recovering notices' (process_agent.h).
+/// heartbeats' (heartbeat.h) and the recovering notices' (socket_port.h).
 inline constexpr uint64_t kRejoinTag = reserved_tags::kRejoin;
 
 /// What the coordinator tells a restarted worker.

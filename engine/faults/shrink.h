@@ -1,8 +1,8 @@
 // Policy shrink's pieces that do not depend on how a mode runs its workers: who is in a rank's
 // group, the survivors' agreement on the step in flight and on who is dead, and the dead
-// workers' data for faults.shard "redistribute". The embedded mode's agent (agent.h, threads on
-// the virtual clock) and the process modes' (process_agent.h, one OS process per rank) both use
-// them, so a kill is decided alike in every mode. No libtorch here.
+// workers' data for faults.shard "redistribute". The fault agent (fault_agent.h) uses them in every
+// mode (embedded: threads on the virtual clock; process and dpdk: one OS process per rank), so a
+// kill is decided alike in every mode. No libtorch here.
 #pragma once
 
 #include <cstdint>

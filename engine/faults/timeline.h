@@ -1,8 +1,7 @@
-// The timeline's fault events of one rank, as both modes' fault agents execute them (agent.h in
-// the embedded mode, process_agent.h in the process and dpdk modes): when its slow events start
-// and end, and whether one of its kills is due. Written once here; each agent keeps its own
-// records (the embedded run's shared list, a process's own log) and its own compute factor. No
-// libtorch here.
+// The timeline's fault events of one rank, as the fault agent (fault_agent.h) executes them in
+// every mode: when its slow events start and end, and whether one of its kills is due. Where the
+// records go (the embedded run's shared list, a process's own log) and how the compute factor is
+// charged are its port's. No libtorch here.
 #pragma once
 
 #include <chrono>

@@ -5,7 +5,7 @@
 //  * checkpoints: the shared CheckpointSchedule; the rank files of one checkpoint are counted in
 //    memory (CheckpointWriter) and the last one completes it; rank 0's file keeps the fabric's WAN
 //    totals, the only WAN accounting of this mode;
-//  * full recovery: decided by the FaultRuntime (faults/agent.h); the first rank at the boundary
+//  * full recovery: decided by the FaultRuntime (faults/fault_runtime.h); the first rank at the boundary
 //    reads the last complete checkpoint and every other rank goes back to the same one;
 //  * a killed worker the timeline (or a full recovery) restarts waits in its own thread, holding
 //    nobody back, and comes back there; one that is not back leaves the finish line's count.
@@ -27,7 +27,7 @@
 #include "engine/checkpoint/file.h"
 #include "engine/checkpoint/schedule.h"
 #include "engine/collectives/intra_dc.h"
-#include "engine/faults/agent.h"
+#include "engine/faults/fault_runtime.h"
 #include "engine/rank_host.h"
 #include "engine/transport/transport.h"
 

@@ -41,7 +41,7 @@ RankRejoin SocketRankHost::rejoin_from(RejoinMessage& m) {
 std::chrono::nanoseconds SocketRankHost::start_line() {
   store_barrier(*c_.store, c_.key + "start", c_.world);
   t_start_ = c_.clock->now();
-  if (c_.agent) c_.agent->started(t_start_);
+  if (c_.faults) c_.faults->port.started(t_start_);
   if (c_.rank == 0 && c_.started) c_.started();
   return t_start_;
 }
@@ -54,7 +54,7 @@ std::chrono::nanoseconds SocketRankHost::restart_line(std::chrono::nanoseconds) 
 void SocketRankHost::finish_line() {
   // Training is over here: a peer that leaves after the barrier (a lossy WAN can turn its goodbye
   // into a reset) is no death to recover from.
-  if (c_.agent) c_.agent->done(*c_.env);
+  if (c_.faults) c_.faults->port.done(*c_.env);
   store_barrier(*c_.store, c_.key + "end", c_.world);  // a killed rank arrived at its kill point
   t_end_ = c_.clock->now();
 }
@@ -84,10 +84,10 @@ void SocketRankHost::checkpoint_commit(int steps, const StateBuffers& state) {
 }
 
 const StateBuffers* SocketRankHost::rewind(int steps) {
-  if (!c_.agent->rewind_due(steps)) return nullptr;
+  if (!c_.faults->port.rewind_due(steps)) return nullptr;
   back_ = load_own("goes back to a checkpoint");
   const StateBuffers& mine = back_->ranks[static_cast<size_t>(c_.rank)];
-  c_.agent->rewinding(steps, back_->header.step, resume_point(mine).elapsed);
+  c_.faults->port.rewinding(steps, back_->header.step, resume_point(mine).elapsed);
   return &mine;
 }
 
@@ -98,7 +98,7 @@ std::optional<RankRejoin> SocketRankHost::after_kill(WorkerEnv&, const WorkerRec
   // It counts as arrived at the end barrier and as left: the live ranks wait for nobody dead,
   // whether the timeline's kills fired or not (a kill at an instant past the end does not). A
   // rank whose restart follows comes back to arrive and leave as its new process.
-  if (!c_.agent->restarted_after(*c_.agent->log().killed_at_step)) {
+  if (!c_.faults->port.restarted_after(*c_.faults->port.log().killed_at_step)) {
     const int P = c_.world;
     if (store_add(*c_.store, c_.key + "end", 1) == P) store_set(*c_.store, c_.key + "end/done", {1});
     if (c_.serve_store && store_add(*c_.store, c_.key + "left", 1) == P - 1) store_set(*c_.store, c_.key + "left/done", {1});

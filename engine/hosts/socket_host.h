@@ -3,7 +3,7 @@
 //  * checkpoints: the every_steps schedule or the coordinator's request file; every rank writes
 //    its own file with its own WAN counters (its killed predecessor's added), and the store counts
 //    the files: the last rank to write one completes the checkpoint, nobody waits;
-//  * full recovery: decided over the store (faults/process_agent.h, full_recovery_board.h); at the
+//  * full recovery: decided over the store (faults/socket_port.h, full_recovery_board.h); at the
 //    boundary every survivor reads its own file of the last complete checkpoint;
 //  * a killed rank is never back in this process: it counts as arrived at the finish line and as
 //    left (unless its restart follows, whose new process arrives and leaves for it), and stops.
@@ -21,7 +21,7 @@
 #include "engine/checkpoint/file.h"
 #include "engine/checkpoint/schedule.h"
 #include "engine/collectives/store.h"
-#include "engine/faults/process_agent.h"
+#include "engine/faults/socket_port.h"
 #include "engine/process_worker.h"
 #include "engine/rank_host.h"
 #include "engine/transport/counting.h"
@@ -39,7 +39,7 @@ struct SocketRankHostConfig {
   SocketTransport* sock = nullptr;
   std::chrono::milliseconds peer_timeout{0};  ///< the transport's: a killed rank's drain waits up to it
   CountingTransport* net = nullptr;  ///< the rank's WAN counters
-  ProcessFaultAgent* agent = nullptr;  ///< null without node faults
+  ProcessFaultAgent* faults = nullptr;  ///< null without node faults
   WorkerEnv* env = nullptr;
   const ProcessCheckpointing* ckpt = nullptr;
   std::string run_name;  ///< the strategy's (checkpoint directories)
@@ -67,7 +67,7 @@ class SocketRankHost final : public RankHost {
   std::chrono::nanoseconds start_line() override;
   std::chrono::nanoseconds restart_line(std::chrono::nanoseconds elapsed) override;
   void finish_line() override;
-  FaultHooks* faults() override { return c_.agent; }
+  FaultHooks* faults() override { return c_.faults ? &c_.faults->agent : nullptr; }
   /// (After a timeline restart run_rank takes none: they could not complete.)
   bool checkpoints() const override { return !c_.ckpt->dir.empty(); }
   bool checkpoint_due(int steps) override;

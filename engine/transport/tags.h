@@ -61,7 +61,7 @@ namespace reserved_tags {
 inline constexpr uint64_t kBase = uint64_t{1} << 63;
 inline constexpr uint64_t kHeartbeat = kBase + 1;   ///< heartbeats (faults/heartbeat.h)
 inline constexpr uint64_t kRejoin = kBase + 2;      ///< a restarted worker's hand-over (faults/rejoin.h)
-inline constexpr uint64_t kRecovering = kBase + 3;  ///< "recovering" notices (faults/process_agent.h)
+inline constexpr uint64_t kRecovering = kBase + 3;  ///< "recovering" notices (faults/socket_port.h)
 inline constexpr uint64_t kTakeover = kBase + 4;    ///< a DC leader's successor's notice (transport.h)
 inline constexpr uint64_t kWitness = kBase + 5;     ///< indirect probes between socket transports (socket_transport.h)
 inline constexpr uint64_t kSinglesEnd = kBase + 6;  ///< every single tag above is below it

@@ -128,7 +128,7 @@ TEST(SocketDeadPeer, PeerThatClosedIsReportedAndItsLastMessageStillArrives) {
   print_measured("closed peer -> PeerDeadError", seconds_since(t0), 2.0);
 }
 
-// Node faults (engine/faults/process_agent.h): the agent hears of a killed peer through
+// Node faults (engine/faults/socket_port.h): the agent hears of a killed peer through
 // on_peer_failed before a receive blocked on it wakes, and not of a peer that said goodbye.
 struct PeerFailures {
   std::mutex mu;

@@ -1,4 +1,4 @@
-// ProcessFaultAgent (engine/faults/process_agent.h) in one process: four ranks on threads, each
+// The process modes' fault agent (FaultAgent over SocketFaultPort, engine/faults/socket_port.h) in one process: four ranks on threads, each
 // with its real SocketTransport over loopback and its agent wired to it as process_worker.cc wires
 // them (on_peer_failed, the "recovering" notices, attach, full recovery over a store). The
 // scenario's kill fires in the victim's before_sync; from then on the survivors' transports hear
@@ -23,7 +23,7 @@
 #include "engine/collectives/store.h"
 #include "engine/data/fashion_mnist.h"
 #include "engine/checkpoint/state.h"
-#include "engine/faults/process_agent.h"
+#include "engine/faults/socket_port.h"
 #include "engine/faults/rejoin.h"
 #include "engine/faults/shrink.h"
 #include "engine/transport/socket/socket_transport.h"
@@ -60,6 +60,10 @@ model::FaultPlan plan_with_a_host_kill(int dc, int worker) {
   return p;
 }
 
+std::shared_ptr<const std::vector<std::vector<uint32_t>>> shared(const std::vector<std::vector<uint32_t>>& s) {
+  return std::make_shared<const std::vector<std::vector<uint32_t>>>(s);
+}
+
 std::vector<std::vector<uint32_t>> shards() {
   std::vector<std::vector<uint32_t>> s(kWorld);
   for (uint32_t r = 0; r < kWorld; ++r)
@@ -68,8 +72,8 @@ std::vector<std::vector<uint32_t>> shards() {
 }
 
 /// Rank r's transport as process_worker.cc configures it for node faults (heartbeats every 50 ms,
-/// a peer silent for 300 ms failed), its callbacks into `agent`.
-SocketTransportConfig transport_config(int r, int world, ProcessFaultAgent& agent) {
+/// a peer silent for 300 ms failed), its callbacks into `port`.
+SocketTransportConfig transport_config(int r, int world, SocketFaultPort& port) {
   SocketTransportConfig tc;
   tc.rank = r;
   tc.world = world;
@@ -79,10 +83,10 @@ SocketTransportConfig transport_config(int r, int world, ProcessFaultAgent& agen
   tc.peer_timeout = 300ms;  // timeout + confirmation, as process_worker.cc derives it
   tc.recv_timeout = 5s;  // a receive the test expects returns at once; a broken one fails fast
   tc.connect_timeout = 20s;
-  tc.on_peer_failed = [&agent](int peer, const std::string& why, std::optional<std::chrono::milliseconds> silent,
-                               const std::string& how) { agent.peer_failed(peer, why, silent, how); };
-  tc.notice_tag = ProcessFaultAgent::kRecoveringTag;
-  tc.on_notice = [&agent](int peer, std::vector<uint8_t> bytes) { agent.peer_notice(peer, bytes); };
+  tc.on_peer_failed = [&port](int peer, const std::string& why, std::optional<std::chrono::milliseconds> silent,
+                               const std::string& how) { port.peer_failed(peer, why, silent, how); };
+  tc.notice_tag = SocketFaultPort::kRecoveringTag;
+  tc.on_notice = [&port](int peer, std::vector<uint8_t> bytes) { port.peer_notice(peer, bytes); };
   return tc;
 }
 
@@ -97,9 +101,9 @@ struct Ranks {
         const emu::Clock& clock, std::atomic<bool>& victim_dead, int victim) {
     const int world = groups.world();
     for (int r = 0; r < world; ++r)
-      agents.push_back(std::make_unique<ProcessFaultAgent>(ProcessFaultConfig{plan, groups, r, all_shards, kSeed}, clock));
+      agents.push_back(std::make_unique<ProcessFaultAgent>(FaultAgentConfig{plan, groups, r, shared(all_shards), kSeed}, clock));
     for (int r = 0; r < world; ++r) {
-      SocketTransportConfig tc = transport_config(r, world, *agents[static_cast<size_t>(r)]);
+      SocketTransportConfig tc = transport_config(r, world, agents[static_cast<size_t>(r)]->port);
       if (r != victim) tc.deaf_to = [&victim_dead, victim](int p) { return p == victim && victim_dead.load(); };
       socks.push_back(std::make_unique<SocketTransport>(tc));
     }
@@ -109,12 +113,12 @@ struct Ranks {
   /// Rank r's part before the start line: full recovery enabled (when `store`), the transport
   /// started and attached, every watched pair connected.
   void connect(int r, const FaultGroups& groups, std::shared_ptr<StoreHandle> store, RestartIo io = {}) {
-    ProcessFaultAgent& agent = *agents[static_cast<size_t>(r)];
+    SocketFaultPort& port = agents[static_cast<size_t>(r)]->port;
     SocketTransport& sock = *socks[static_cast<size_t>(r)];
-    if (store) agent.enable_full_recovery(std::move(store), "t/");
+    if (store) port.enable_full_recovery(std::move(store), "t/");
     sock.start(peers);
-    agent.attach(sock, 300ms);
-    agent.set_endpoints(peers, std::move(io));
+    port.attach(sock, 300ms);
+    port.set_endpoints(peers, std::move(io));
     for (int p : groups.watched_by(r))
       if (!sock.await_streams(p, 20s)) throw std::runtime_error("streams to " + std::to_string(p) + " not open");
   }
@@ -146,7 +150,7 @@ struct Seen {
 };
 
 /// Every rank on its own thread: connected (Ranks::connect), its worker (env_for) and sampler
-/// made, then at a common start line, started; then `body(r, agent, transport, env, sampler,
+/// made, then at a common start line, started; then `body(r, faults, transport, env, sampler,
 /// seen[r])`. An exception is seen[r].error, and `on_error` runs (to release ranks waiting on it).
 /// `io`: how restarted ranks' addresses are found and their coordinators announced.
 template <class Body, class OnError>
@@ -158,15 +162,15 @@ std::vector<std::thread> run_ranks(Ranks& ranks, const FaultGroups& groups, std:
   for (int r = 0; r < groups.world(); ++r) {
     threads.emplace_back([&, store, body, on_error, io, r] {
       const size_t i = static_cast<size_t>(r);
-      ProcessFaultAgent& agent = *ranks.agents[i];
+      ProcessFaultAgent& pf = *ranks.agents[i];
       try {
         ranks.connect(r, groups, store, io);
-        AgentGuardedTransport guarded(*ranks.socks[i], &agent);
+        AgentGuardedTransport guarded(*ranks.socks[i], &pf.port);
         WorkerEnv env = env_for(groups, r, guarded, clock);
         BatchSampler sampler(all_shards[i], kSeed, static_cast<uint64_t>(r));
         start_line.arrive_and_wait();
-        agent.started(clock.now());
-        body(r, agent, guarded, env, sampler, seen[i]);
+        pf.port.started(clock.now());
+        body(r, pf, guarded, env, sampler, seen[i]);
       } catch (const std::exception& e) {
         seen[i].error = e.what();
         on_error();
@@ -192,25 +196,25 @@ TEST(ProcessFaultAgent, ASilentHostIsDeclaredTheGroupShrinksAroundItAndFullRecov
   std::vector<Seen> seen(kWorld);
   std::optional<int> victim_killed_at;
   std::vector<std::thread> threads = run_ranks(ranks, groups, store, all_shards, clock, start_line, seen,
-      [&](int r, ProcessFaultAgent& agent, AgentGuardedTransport& guarded, WorkerEnv& env, BatchSampler& sampler, Seen& me) {
+      [&](int r, ProcessFaultAgent& pf, AgentGuardedTransport& guarded, WorkerEnv& env, BatchSampler& sampler, Seen& me) {
       for (int step = 0; step < kKillStep; ++step) {
-        EXPECT_FALSE(agent.rewind_due(step));
-        agent.step_begins(env, step);
-        agent.before_sync(env, step);
+        EXPECT_FALSE(pf.port.rewind_due(step));
+        pf.agent.step_begins(env, step);
+        pf.agent.before_sync(env, step);
       }
-      EXPECT_FALSE(agent.rewind_due(kKillStep));
-      agent.step_begins(env, kKillStep);
+      EXPECT_FALSE(pf.port.rewind_due(kKillStep));
+      pf.agent.step_begins(env, kKillStep);
       if (r == kVictim) {
         // Well after every rank's start, so that its last heartbeat heard is after each one's
         // start too (a detection's last_heard_s is clamped to the start).
         clock.sleep_until(clock.now() + 200ms);
-        EXPECT_THROW(agent.before_sync(env, kKillStep), WorkerKilled);
-        victim_killed_at = agent.log().killed_at_step;
+        EXPECT_THROW(pf.agent.before_sync(env, kKillStep), WorkerKilled);
+        victim_killed_at = pf.port.log().killed_at_step;
         victim_dead = true;  // a host gone silent: its sockets stay open, nothing it sends is heard
         while (!survivors_done) std::this_thread::sleep_for(10ms);
         return;
       }
-      agent.before_sync(env, kKillStep);
+      pf.agent.before_sync(env, kKillStep);
       // The step's synchronisation: ranks 1 and 2 wait for the victim itself; rank 0 (the
       // group's coordinator) for rank 1, which the victim's death does not fail on its own.
       try {
@@ -221,16 +225,16 @@ TEST(ProcessFaultAgent, ASilentHostIsDeclaredTheGroupShrinksAroundItAndFullRecov
       } catch (const PeerDeadError&) {
         me.failed_with = "dead";
       }
-      me.recovered = agent.recover(env, kKillStep, sampler);
+      me.recovered = pf.agent.recover(env, kKillStep, sampler);
       me.ring = env.ring;
       std::vector<uint32_t> batch;
       for (int b = 0; b < 5; ++b) {
         sampler.next(4, batch);
         me.batches.push_back(batch);
       }
-      me.rewinds_at_3 = agent.rewind_due(kKillStep + 1);
-      agent.done(env);
-      me.log = agent.log();
+      me.rewinds_at_3 = pf.port.rewind_due(kKillStep + 1);
+      pf.agent.done(env);
+      me.log = pf.port.log();
       }, [] {});
   for (int r = 0; r < kWorld; ++r)
     if (r != kVictim) threads[static_cast<size_t>(r)].join();
@@ -238,7 +242,7 @@ TEST(ProcessFaultAgent, ASilentHostIsDeclaredTheGroupShrinksAroundItAndFullRecov
   threads[kVictim].join();
 
   EXPECT_EQ(victim_killed_at, kKillStep);
-  EXPECT_TRUE(agents[kVictim]->was_killed());
+  EXPECT_TRUE(agents[kVictim]->port.was_killed());
   const std::set<int> dead{kVictim};
   for (int r = 0; r < kWorld; ++r) {
     if (r == kVictim) continue;
@@ -250,8 +254,8 @@ TEST(ProcessFaultAgent, ASilentHostIsDeclaredTheGroupShrinksAroundItAndFullRecov
     EXPECT_EQ(me.failed_with, r == 0 ? "interrupted" : "dead");
     EXPECT_TRUE(me.recovered);
     EXPECT_EQ(me.ring, (std::vector<int>{0, 1, 2}));
-    EXPECT_TRUE(agents[static_cast<size_t>(r)]->recovered_from(kVictim));
-    EXPECT_TRUE(agents[static_cast<size_t>(r)]->saw_a_death());
+    EXPECT_TRUE(agents[static_cast<size_t>(r)]->port.recovered_from(kVictim));
+    EXPECT_TRUE(agents[static_cast<size_t>(r)]->port.saw_a_death());
     // Its shard grown by its share of the victim's, walked on the first recovery's stream.
     BatchSampler expected(inherit_shards(groups, r, all_shards[static_cast<size_t>(r)], all_shards, dead, {kVictim}),
                           kSeed, redistributed_stream(r, kWorld, 1));
@@ -311,18 +315,18 @@ TEST(ProcessFaultAgent, ADeadDcLeadersSurvivorTakesOverItsAddressAndGetsWhatWasS
   std::vector<int> leaders_after;
   std::vector<uint8_t> round_at_successor;
   std::vector<std::thread> threads = run_ranks(ranks, groups, nullptr, all_shards, clock, start_line, seen,
-      [&](int r, ProcessFaultAgent& agent, AgentGuardedTransport& guarded, WorkerEnv& env, BatchSampler& sampler, Seen& me) {
+      [&](int r, ProcessFaultAgent& pf, AgentGuardedTransport& guarded, WorkerEnv& env, BatchSampler& sampler, Seen& me) {
       for (int step = 0; step <= kKillStep; ++step) {
-        agent.step_begins(env, step);
+        pf.agent.step_begins(env, step);
         if (step == 1 && r == 2) guarded.send(0, kRoundTag, {42});  // DC 1's round to DC 0's leader
         if (step == kKillStep && r == 0) {
           clock.sleep_until(clock.now() + 200ms);
-          EXPECT_THROW(agent.before_sync(env, step), WorkerKilled);
+          EXPECT_THROW(pf.agent.before_sync(env, step), WorkerKilled);
           victim_dead = true;
           while (!rank1_done) std::this_thread::sleep_for(10ms);
           return;
         }
-        agent.before_sync(env, step);
+        pf.agent.before_sync(env, step);
       }
       if (r == 1) {
         try {
@@ -330,7 +334,7 @@ TEST(ProcessFaultAgent, ADeadDcLeadersSurvivorTakesOverItsAddressAndGetsWhatWasS
         } catch (const PeerDeadError&) {
           me.failed_with = "dead";
         }
-        me.recovered = agent.recover(env, kKillStep, sampler);
+        me.recovered = pf.agent.recover(env, kKillStep, sampler);
         me.ring = env.ring;
         leaders_after = env.dc_leaders;
         round_at_successor = ranks.socks[1]->recv(2, kRoundTag);  // addressed to rank 0, sent again to its successor
@@ -338,18 +342,18 @@ TEST(ProcessFaultAgent, ADeadDcLeadersSurvivorTakesOverItsAddressAndGetsWhatWasS
       } else if (r == 2) {
         // DC 1's leader: records rank 0's death (its detection), recovers nothing.
         const auto until = clock.now() + 10s;
-        while (agent.log().detections.empty() && clock.now() < until) std::this_thread::sleep_for(10ms);
+        while (pf.port.log().detections.empty() && clock.now() < until) std::this_thread::sleep_for(10ms);
         while (!rank1_done && clock.now() < until) std::this_thread::sleep_for(10ms);
       } else {
         while (!rank1_done) std::this_thread::sleep_for(10ms);
       }
-      agent.done(env);
-      me.log = agent.log();
+      pf.agent.done(env);
+      me.log = pf.port.log();
       }, [&] { rank1_done = true; });
   for (auto& t : threads) t.join();
 
   for (int r = 1; r < kWorld; ++r) EXPECT_EQ(seen[static_cast<size_t>(r)].error, "") << "rank " << r;
-  EXPECT_EQ(ranks.agents[0]->log().killed_at_step, kKillStep);
+  EXPECT_EQ(ranks.agents[0]->port.log().killed_at_step, kKillStep);
   const Seen& successor = seen[1];
   EXPECT_EQ(successor.failed_with, "dead");
   EXPECT_TRUE(successor.recovered);
@@ -366,12 +370,12 @@ TEST(ProcessFaultAgent, ADeadDcLeadersSurvivorTakesOverItsAddressAndGetsWhatWasS
   EXPECT_EQ(seen[2].log.detections[0].peer, 0);
   EXPECT_EQ(seen[2].log.detections[0].how, "silence");
   EXPECT_TRUE(seen[2].log.resumed.empty());
-  EXPECT_FALSE(ranks.agents[2]->recovered_from(0));
+  EXPECT_FALSE(ranks.agents[2]->port.recovered_from(0));
   EXPECT_TRUE(seen[3].log.detections.empty());
   EXPECT_TRUE(seen[3].log.resumed.empty());
   // The reporting rank is the lowest the timeline never kills.
-  EXPECT_TRUE(ranks.agents[1]->record_all());
-  EXPECT_FALSE(ranks.agents[2]->record_all());
+  EXPECT_TRUE(ranks.agents[1]->port.record_all());
+  EXPECT_FALSE(ranks.agents[2]->port.record_all());
 }
 
 TEST(ProcessFaultAgent, ARestartedRankIsRevivedAtItsNewAddressAndHandedItsGroup) {
@@ -416,23 +420,23 @@ TEST(ProcessFaultAgent, ARestartedRankIsRevivedAtItsNewAddressAndHandedItsGroup)
   std::vector<std::vector<int>> rings(kWorld);
   std::vector<uint8_t> hello;
   std::vector<std::thread> threads = run_ranks(ranks, groups, nullptr, all_shards, clock, start_line, seen,
-      [&](int r, ProcessFaultAgent& agent, AgentGuardedTransport& guarded, WorkerEnv& env, BatchSampler& sampler, Seen& me) {
+      [&](int r, ProcessFaultAgent& pf, AgentGuardedTransport& guarded, WorkerEnv& env, BatchSampler& sampler, Seen& me) {
         for (int step = 0; step < kKillStep; ++step) {
-          agent.step_begins(env, step);
-          agent.before_sync(env, step);
+          pf.agent.step_begins(env, step);
+          pf.agent.before_sync(env, step);
         }
-        agent.step_begins(env, kKillStep);
+        pf.agent.step_begins(env, kKillStep);
         if (r == kVictim) {
           clock.sleep_until(clock.now() + 200ms);
-          EXPECT_THROW(agent.before_sync(env, kKillStep), WorkerKilled);
+          EXPECT_THROW(pf.agent.before_sync(env, kKillStep), WorkerKilled);
           victim_dead = true;
-          EXPECT_TRUE(agent.restarted_after(kKillStep));
+          EXPECT_TRUE(pf.port.restarted_after(kKillStep));
           // Its process is gone once the survivors recovered; a new one starts at a new port.
           while (recovered < kWorld - 1) std::this_thread::sleep_for(10ms);
           ranks.socks[kVictim].reset();
           victim_dead = false;
-          ProcessFaultAgent reborn(ProcessFaultConfig{plan, groups, kVictim, all_shards, kSeed}, clock);
-          SocketTransport sock(transport_config(kVictim, kWorld, reborn));
+          ProcessFaultAgent reborn(FaultAgentConfig{plan, groups, kVictim, shared(all_shards), kSeed}, clock);
+          SocketTransport sock(transport_config(kVictim, kWorld, reborn.port));
           store_set(*store, "addr/3/1", bytes_of("127.0.0.1:" + std::to_string(sock.port())));
           int64_t from = 0;
           for (const auto until = clock.now() + 10s; (from = store_add(*store, "rejoin/3/1", 0)) == 0;) {
@@ -446,33 +450,33 @@ TEST(ProcessFaultAgent, ARestartedRankIsRevivedAtItsNewAddressAndHandedItsGroup)
             peers.push_back({"127.0.0.1", static_cast<uint16_t>(std::stoi(a.substr(a.rfind(':') + 1)))});
           }
           sock.start(peers);
-          reborn.attach(sock, 300ms);
-          reborn.set_endpoints(peers, io);
-          reborn.started(clock.now());
-          reborn.rejoined(m);
+          reborn.port.attach(sock, 300ms);
+          reborn.port.set_endpoints(peers, io);
+          reborn.port.started(clock.now());
+          reborn.agent.rejoined(m.members, m.steps, true);
           for (int p : groups.watched_by(kVictim))
             if (!sock.await_streams(p, 20s)) throw std::runtime_error("streams to " + std::to_string(p) + " not open");
           sock.send(1, kHelloTag, bytes_of("back"));
           handed = std::move(m);
           while (!hello_read) std::this_thread::sleep_for(10ms);
           clock.sleep_until(clock.now() + 500ms);  // heartbeats both ways: nobody declares anybody
-          reborn.done(env);
-          reborn_log = reborn.log();
+          reborn.agent.done(env);
+          reborn_log = reborn.port.log();
           return;
         }
-        agent.before_sync(env, kKillStep);
+        pf.agent.before_sync(env, kKillStep);
         try {
           (void)guarded.recv(kVictim, kStepTag);
         } catch (const PeerDeadError&) {
           me.failed_with = "dead";
         }
-        me.recovered = agent.recover(env, kKillStep, sampler);
+        me.recovered = pf.agent.recover(env, kKillStep, sampler);
         ++recovered;
         for (int step = kKillStep + 1; step <= 4; ++step) {
-          if (const std::optional<uint64_t> epoch = agent.reepoch_due(env, step)) {
+          if (const std::optional<uint64_t> epoch = pf.agent.reepoch_due(env, step)) {
             EXPECT_EQ(*epoch, 1u);
             EXPECT_EQ(step, 4);
-            agent.at_reepoch(env, step, state);
+            pf.agent.at_reepoch(env, step, state);
           }
         }
         rings[static_cast<size_t>(r)] = env.ring;
@@ -482,8 +486,8 @@ TEST(ProcessFaultAgent, ARestartedRankIsRevivedAtItsNewAddressAndHandedItsGroup)
         }
         while (!hello_read) std::this_thread::sleep_for(10ms);
         clock.sleep_until(clock.now() + 500ms);
-        agent.done(env);
-        me.log = agent.log();
+        pf.agent.done(env);
+        me.log = pf.port.log();
       },
       [&] {
         hello_read = true;
@@ -509,7 +513,7 @@ TEST(ProcessFaultAgent, ARestartedRankIsRevivedAtItsNewAddressAndHandedItsGroup)
     EXPECT_EQ(me.failed_with, "dead");
     EXPECT_TRUE(me.recovered);
     EXPECT_EQ(rings[static_cast<size_t>(r)], (std::vector<int>{0, 1, 2, 3}));
-    EXPECT_FALSE(ranks.agents[static_cast<size_t>(r)]->recovered_from(kVictim));
+    EXPECT_FALSE(ranks.agents[static_cast<size_t>(r)]->port.recovered_from(kVictim));
     ASSERT_EQ(me.log.detections.size(), 1u);  // the kill's; the new incarnation is heard
     ASSERT_EQ(me.log.handed.size(), r == 0 ? 1u : 0u);
     if (r == 0) {

@@ -192,7 +192,7 @@ class SocketTransport final : public Transport {
   bool flush(std::chrono::milliseconds timeout);
   /// flush(), then waits until the kernel holds nothing more for any open connection: every byte
   /// sent so far was acknowledged by the peer's kernel (SIOCOUTQ 0). A node fault's kill point
-  /// (engine/faults/process_agent.h) drains first, so that what the worker sent before its death
+  /// (engine/faults/socket_port.h) drains first, so that what the worker sent before its death
   /// arrives, as the embedded fabric delivers it. False on timeout.
   bool drain(std::chrono::milliseconds timeout);
   /// Opens the outgoing streams to `peer` now (instead of at the first send) and waits until all

@@ -1,6 +1,7 @@
-// Node faults in the process and dpdk modes (one OS process per rank, wall clock): the
-// scenario's kills executed on real processes, detection by the socket transport, and the
-// recovery policy `shrink` with the same decisions as the embedded mode (shrink.h).
+// Node faults in the process and dpdk modes (one OS process per rank, wall clock): the fault
+// agent (fault_agent.h, the same state machine as the embedded mode's) over SocketFaultPort, its
+// port here: the scenario's kills executed on real processes, detection by the socket transport,
+// and the recovery policy `shrink` with the same decisions as the embedded mode (shrink.h).
 //
 //  * kill {dc, worker} at_step s (or at t: its first step boundary at or after t of its own
 //    training time, on the wall clock): the worker computes step s's gradient, then stops dead before
@@ -95,6 +96,7 @@
 #include "common/clock.h"
 #include "engine/collectives/intra_dc.h"
 #include "engine/collectives/store.h"
+#include "engine/faults/fault_agent.h"
 #include "engine/faults/full_recovery_board.h"
 #include "engine/faults/recovery.h"
 #include "engine/faults/rejoin.h"
@@ -107,12 +109,12 @@
 
 namespace geotb::engine {
 
-class ProcessFaultAgent;
+class SocketFaultPort;
 
-/// The worker's transport as its strategy sees it: close() asks the agent first.
+/// The worker's transport as its strategy sees it: close() asks the port first.
 class AgentGuardedTransport final : public Transport {
  public:
-  AgentGuardedTransport(Transport& inner, ProcessFaultAgent* agent) : inner_(inner), agent_(agent) {}
+  AgentGuardedTransport(Transport& inner, SocketFaultPort* port) : inner_(inner), port_(port) {}
   int rank() const override { return inner_.rank(); }
   int size() const override { return inner_.size(); }
   /// To a rank the survivors dropped from their group: dropped, as the embedded fabric drops
@@ -125,15 +127,7 @@ class AgentGuardedTransport final : public Transport {
 
  private:
   Transport& inner_;
-  ProcessFaultAgent* agent_;
-};
-
-struct ProcessFaultConfig {
-  model::FaultPlan plan;
-  FaultGroups groups;
-  int rank = 0;
-  std::vector<std::vector<uint32_t>> shards;  ///< every rank's shard at the start (redistribute)
-  uint64_t seed = 0;                          ///< the run's (the redistributed samplers' streams)
+  SocketFaultPort* port_;
 };
 
 /// What restarts need from the run's store (process_worker.cc implements it).
@@ -144,14 +138,17 @@ struct RestartIo {
   std::function<void(int rank, int n, int coordinator)> announce;
 };
 
-class ProcessFaultAgent final : public FaultHooks, private RecoveryPort {
+/// The process and dpdk modes' FaultPort (fault_agent.h): detection by the socket transport's
+/// callbacks (any thread), the Gloo group rebuilt under new store prefixes, restarted processes
+/// revived at their new addresses, the rank's own log, the wall clock, full recovery over the
+/// store.
+class SocketFaultPort final : public FaultPort {
  public:
-  using Nanos = std::chrono::nanoseconds;
   /// The intra-DC group rebuilt with `members` (global ranks, ascending), this rank at `index`,
   /// joined under the store prefix `name` (every member calls it with the same arguments).
   using Regroup = std::function<std::unique_ptr<IntraDc>(const std::vector<int>& members, int index, const std::string& name)>;
 
-  ProcessFaultAgent(ProcessFaultConfig cfg, const emu::Clock& clock);
+  SocketFaultPort(const FaultAgentConfig& cfg, const emu::Clock& clock);
 
   /// The tag of the "recovering" notices (SocketTransportConfig::notice_tag).
   static constexpr uint64_t kRecoveringTag = reserved_tags::kRecovering;
@@ -162,16 +159,13 @@ class ProcessFaultAgent final : public FaultHooks, private RecoveryPort {
   void peer_notice(int peer, const std::vector<uint8_t>& bytes);
   /// The transport whose receives a declaration interrupts, and the peer timeout it was given.
   void attach(SocketTransport& sock, std::chrono::milliseconds peer_timeout);
-  /// The intra-DC group the agent now owns (destroyed and rebuilt on shrink) and how to rebuild it.
+  /// The intra-DC group the port now owns (destroyed and rebuilt on shrink) and how to rebuild it.
   void adopt_group(std::unique_ptr<IntraDc> group, Regroup regroup);
   /// Every rank's transport address now (the start's; restarts update it).
   void set_endpoints(std::vector<SocketEndpoint> endpoints, RestartIo io);
   /// At the start line, `t0` on the clock: detections count from then (a restarted rank: its
   /// predecessor's start).
   void started(Nanos t0);
-  /// A restarted rank, once its coordinator's message `m` arrived: its group and the dead in it
-  /// are the coordinator's view.
-  void rejoined(const RejoinMessage& m);
   /// Whether a restart of this rank follows its kill at `step` (its process comes back).
   bool restarted_after(int step) const;
   /// The incarnation of `rank` alive after boundary `steps` (0: its first process).
@@ -196,25 +190,6 @@ class ProcessFaultAgent final : public FaultHooks, private RecoveryPort {
   /// Going back at `steps` to the checkpoint after `checkpoint_step` steps, whose state was taken
   /// at `checkpoint_at` of training time (the report's record).
   void rewinding(int steps, int checkpoint_step, Nanos checkpoint_at);
-
-  void step_begins(WorkerEnv& env, int step) override;
-  void before_sync(WorkerEnv& env, int step) override;
-  bool recover(WorkerEnv& env, int step, BatchSampler& sampler) override;
-  /// The reporting rank records (rank 0 or, when the timeline kills rank 0, the lowest rank it
-  /// never kills; rank 0 records anyway).
-  bool record_all() const override { return cfg_.rank == cfg_.plan.first_never_killed(cfg_.groups.layout); }
-  std::optional<uint64_t> reepoch_due(WorkerEnv& env, int steps) override;
-  void at_reepoch(WorkerEnv& env, int steps, const StateBuffers& state) override;
-  void before_rewind(WorkerEnv& env, BatchSampler& sampler) override;
-  void after_rewind(WorkerEnv& env, BatchSampler& sampler, uint64_t tag_epoch) override;
-  /// Training is over on this rank (also called when it arrives at the end barrier): peers that
-  /// fail from now on are not declared (a lossy link can turn a leaving peer's goodbye into a
-  /// reset). Idempotent.
-  void done(WorkerEnv& env) override;
-  /// A kill at a step before `steps` (known to every rank alike) that no full recovery's restart
-  /// healed, or any death declared here (a kill at an instant: a rank that has not heard of it
-  /// yet still writes its file, which stays without a manifest, as in the embedded mode).
-  bool checkpoint_cannot_complete(int steps) const override;
   /// Whether a collective's abort (Transport::close after a failure) may close the transport: not
   /// while a declared death is being recovered from, nor when one comes within peer_timeout plus
   /// one interval (a Gloo collective can fail on a dead member before the transport has declared
@@ -228,48 +203,74 @@ class ProcessFaultAgent final : public FaultHooks, private RecoveryPort {
   /// from now on could not complete (the dead would not write its file).
   bool saw_a_death() const;
 
- private:
-  // RecoveryPort (recovery.h): a declaration waited for; the Gloo group dropped and the members
-  // told before the agreement, rebuilt after it; every survivor's shard computed alike; the resume
-  // in the rank's log, and the group coordinator's count for full recovery.
-  bool death_pending(WorkerEnv& env, int step) override;
-  Fresh take_fresh() override;
-  void before_agreement(WorkerEnv& env, const std::vector<int>& group, const std::set<int>& dead) override;
-  bool agreement_failed(const TransportError& e) override;
-  void after_agreement(WorkerEnv& env, const std::vector<int>& group, const std::set<int>& dead) override;
-  std::vector<uint32_t> inherit(const std::set<int>& dead, const std::vector<int>& fresh) override;
+  // FaultPort (fault_agent.h).
+  Nanos now() override { return clock_.now(); }
+  Nanos t0() override;
+  size_t record_slow(const model::FaultRecord& r) override;
+  void slow_ended(size_t record, double until_s) override;
+  void killed(int step, Nanos at) override;  // the log's kill record
+  /// The resume in the rank's log, and the group coordinator's count for full recovery.
   void resumed(const std::vector<int>& fresh, int step, const std::vector<int>& group, std::optional<int> took_over) override;
+  /// The reporting rank records (rank 0 or, when the timeline kills rank 0, the lowest rank it
+  /// never kills; rank 0 records anyway).
+  bool record_all() const override { return cfg_.rank == cfg_.plan.first_never_killed(cfg_.groups.layout); }
+  /// A kill at a step before `steps` (known to every rank alike) that no full recovery's restart
+  /// healed, or any death declared here (a kill at an instant: a rank that has not heard of it
+  /// yet still writes its file, which stays without a manifest, as in the embedded mode).
+  bool checkpoint_cannot_complete(int steps) const override;
+  void rewound() override;
+  void step_begins(WorkerEnv& env) override { compute_at_begin_ = env.times.compute_ns; }
+  void set_factor(double factor) override { factor_ = factor; }
+  /// A slow worker: after each step's compute it waits (factor - 1) times what that compute took.
+  void after_compute(WorkerEnv& env) override;
+  /// Training is over on this rank (also called when it arrives at the end barrier): peers that
+  /// fail from now on are not declared (a lossy link can turn a leaving peer's goodbye into a
+  /// reset). Idempotent.
+  void done(WorkerEnv& env) override;
+  bool fenced() const override { return false; }
+  /// A death declared here and not yet recovered from (a bounded wait for its declaration).
+  bool death_pending() override;
+  std::set<int> declared() override;
+  /// Receives from members recovering from what is not handled here are interrupted.
+  void handled(const std::set<int>& handled) override;
+  /// The Gloo group dropped and the members told "recovering".
+  void leave_group(WorkerEnv& env, const std::vector<int>& group, const std::set<int>& dead) override;
+  bool agreement_failed(const TransportError& e) override;
+  /// The Gloo group without the dead (a new rendezvous).
+  void join_group(WorkerEnv& env, const std::vector<int>& group, const std::set<int>& dead) override;
+  /// The grown Gloo group's store prefix as the message's first word.
+  RejoinMessage restart_message(WorkerEnv& env, int steps, uint64_t tag_epoch, bool full_recovery) override;
+  /// Every rank: the restarted processes at their new addresses (each published it once it was up).
+  void revive(const std::vector<int>& back_all, int steps, bool full_recovery) override;
+  void take_back(WorkerEnv& env, const GrownGroup& g, const RejoinMessage& m, bool full_recovery) override;
+  /// The message with every rank's address, after the announcement in the store.
+  void hand_over(WorkerEnv& env, int r, RejoinMessage m, const char* policy, bool from_checkpoint) override;
+  /// Heartbeats again on the watched pairs (so that a second death is seen); full recovery waits
+  /// for the instant the restarted are up (a group without deaths too, whose leader would
+  /// otherwise wait for another DC's in a receive); the Gloo group under the message's prefix.
+  void taken_back(WorkerEnv& env, const GrownGroup& g, const RejoinMessage& m, bool full_recovery) override;
+  std::set<int> restart_sites(WorkerEnv&, int, const StateBuffers&, const std::set<int>&) override { return {}; }
+  RecoveryRestart restarted_by_recovery() override;
+  void rejoined(const std::set<int>& handled, int steps) override;
 
-  RecoveryRules rules() const;  // the plan's, for recovery.h
-  void killed(int step);  // the log's kill record
+ private:
+  bool await_declaration();  // a death declared here and not yet recovered from (bounded wait)
   // Full recovery: a group coordinator's count of the deaths its group agreed on; the one that
   // crosses the threshold decides (marks it, reads every boundary, sets the one to go back at).
   void count_deaths(const std::vector<int>& fresh);
-  // Restarts (the timeline's, or a full recovery's): every rank revives `back_all` (incarnation
-  // `incarnation(r)` each) in its transport; this rank's group takes back those of its members it
-  // had recovered from (ring, heartbeats), and the coordinator here of each (rejoin.h) sends it `m`
-  // (its first word the Gloo prefix; the group, the ring and every address filled in here). The
-  // grown group, or empty when this rank's group took nobody back.
-  std::vector<int> grow_back(WorkerEnv& env, const std::vector<int>& back_all, const std::function<int(int)>& incarnation,
-                             RejoinMessage m, bool from_checkpoint);
-  // "then": "restarts", on a survivor at the boundary (before the strategy is made again): its
-  // group grown back to full, the restarted told where they start (no state), then the wait for
-  // the instant they are up.
-  void regrow(WorkerEnv& env);
-  bool await_declaration();  // a death declared here and not yet recovered from (bounded wait)
   void refresh_interrupt();  // under mu_: receives from members recovering from what is not handled here
   // The Gloo group rebuilt as `group` (this rank in it) under the store prefix `name`; the old
   // one destroyed first if it is still there.
   void regroup(WorkerEnv& env, const std::vector<int>& group, const std::string& name);
   double secs(Nanos t) const { return std::chrono::duration<double>(t - t0_).count(); }
+  int incarnation(int r, int steps, bool full_recovery) const { return full_recovery ? 1 : incarnation_at(r, steps); }
 
-  const ProcessFaultConfig cfg_;
+  const FaultAgentConfig cfg_;
   const emu::Clock& clock_;
   SocketTransport* sock_ = nullptr;
   std::chrono::milliseconds peer_timeout_{0};
   std::unique_ptr<IntraDc> group_;
   Regroup regroup_;
-  std::vector<std::vector<uint32_t>> shards_;  // every rank's shard now
   const RestartSchedule restarts_;  // as the embedded mode numbers them (rejoin.h)
   std::vector<SocketEndpoint> endpoints_;
   RestartIo io_;
@@ -280,20 +281,27 @@ class ProcessFaultAgent final : public FaultHooks, private RecoveryPort {
   Nanos t0_{0};
   std::set<int> declared_;  // watched peers declared dead
   std::set<int> foreign_declared_;  // other DCs' leaders declared dead (recorded only)
-  std::set<int> handled_;   // dead peers already recovered from
+  std::set<int> handled_;   // dead peers already recovered from (the agent's)
   std::map<int, std::set<int>> recovering_;  // member -> the deaths its latest notice said it recovers from
-  int epoch_ = 0;           // membership changes agreed
   model::RankFaultLog log_;
-  // slow events of this rank (by index in the plan): started, ended, its record in log_.slow
-  RankFaultTimeline timeline_;  // its slow events and kills (timeline.h, shared with the embedded agent)
   double factor_ = 1;          // the compute factor now
   uint64_t compute_at_begin_ = 0;  // env.times.compute_ns when this step's compute began
   // Full recovery (the main thread's only): its decision over the store, whether this rank went
   // back already (once per run).
   std::optional<FullRecoveryBoard> board_;
   bool rewound_ = false;
-  bool reborn_ = false;
-  std::optional<int> healed_at_;  // a restarted process (rejoined): its predecessor's kill does not fire again
+  std::optional<int> healed_at_;  // the boundary a full recovery's restart healed the kills before
+};
+
+/// The process modes' fault agent: the one FaultAgent (fault_agent.h) over a SocketFaultPort. Its
+/// restarted rejoin before the checkpoint's state is restored (their Gloo group must exist when the
+/// strategy is made again).
+struct ProcessFaultAgent {
+  ProcessFaultAgent(const FaultAgentConfig& cfg, const emu::Clock& clock) : port(cfg, clock), agent(cfg, port) {
+    agent.regrow_before_restore(true);
+  }
+  SocketFaultPort port;
+  FaultAgent agent;
 };
 
 }  // namespace geotb::engine

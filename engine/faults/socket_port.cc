@@ -1,4 +1,4 @@
-#include "engine/faults/process_agent.h"
+#include "engine/faults/socket_port.h"
 
 #include <algorithm>
 #include <cstring>
@@ -7,14 +7,10 @@
 
 namespace geotb::engine {
 
-ProcessFaultAgent::ProcessFaultAgent(ProcessFaultConfig cfg, const emu::Clock& clock)
-    : cfg_(std::move(cfg)),
-      clock_(clock),
-      shards_(cfg_.shards),
-      restarts_(restart_schedule(cfg_.plan, cfg_.groups.layout)),
-      timeline_(cfg_.plan, cfg_.groups.layout, cfg_.rank) {}
+SocketFaultPort::SocketFaultPort(const FaultAgentConfig& cfg, const emu::Clock& clock)
+    : cfg_(cfg), clock_(clock), restarts_(restart_schedule(cfg_.plan, cfg_.groups.layout)) {}
 
-void ProcessFaultAgent::regroup(WorkerEnv& env, const std::vector<int>& group, const std::string& name) {
+void SocketFaultPort::regroup(WorkerEnv& env, const std::vector<int>& group, const std::string& name) {
   env.intra = nullptr;
   group_.reset();
   const int index = static_cast<int>(std::find(group.begin(), group.end(), cfg_.rank) - group.begin());
@@ -22,120 +18,102 @@ void ProcessFaultAgent::regroup(WorkerEnv& env, const std::vector<int>& group, c
   env.intra = group_.get();
 }
 
-int ProcessFaultAgent::incarnation_at(int rank, int steps) const {
+int SocketFaultPort::incarnation_at(int rank, int steps) const {
   int n = 0;
   for (const auto& [step, ranks] : restarts_.ranks_at)
     if (step <= steps) n += static_cast<int>(std::count(ranks.begin(), ranks.end(), rank));
   return n;
 }
 
-bool ProcessFaultAgent::restarted_after(int step) const {
+bool SocketFaultPort::restarted_after(int step) const {
   if (full_recovery_restarts()) return true;  // every killed worker's process comes back (and may give up)
   for (const auto& [at, ranks] : restarts_.ranks_at)
     if (at > step && std::count(ranks.begin(), ranks.end(), cfg_.rank)) return true;
   return false;
 }
 
-void ProcessFaultAgent::set_endpoints(std::vector<SocketEndpoint> endpoints, RestartIo io) {
+void SocketFaultPort::set_endpoints(std::vector<SocketEndpoint> endpoints, RestartIo io) {
   endpoints_ = std::move(endpoints);
   io_ = std::move(io);
 }
 
-std::optional<uint64_t> ProcessFaultAgent::reepoch_due(WorkerEnv&, int steps) {
-  const auto it = restarts_.epoch_at.find(steps);
-  if (it == restarts_.epoch_at.end()) return std::nullopt;
-  return it->second;
+RejoinMessage SocketFaultPort::restart_message(WorkerEnv&, int steps, uint64_t tag_epoch, bool full_recovery) {
+  RejoinMessage m;
+  m.tag_epoch = tag_epoch;
+  m.steps = steps;
+  m.words.push_back((full_recovery ? "full-recovery-" : "rejoin-") + std::to_string(steps));
+  return m;
 }
 
-std::vector<int> ProcessFaultAgent::grow_back(WorkerEnv& env, const std::vector<int>& back_all,
-                                              const std::function<int(int)>& incarnation, RejoinMessage m,
-                                              bool from_checkpoint) {
-  const FaultGroups& g = cfg_.groups;
-  const std::set<int> restarted(back_all.begin(), back_all.end());
-  // Every rank: the restarted processes at their new addresses (each published it once it was up).
+void SocketFaultPort::revive(const std::vector<int>& back_all, int steps, bool full_recovery) {
   for (int r : back_all) {
     if (r == cfg_.rank) continue;
-    const SocketEndpoint at = io_.address_of(r, incarnation(r));
+    const SocketEndpoint at = io_.address_of(r, incarnation(r, steps, full_recovery));
     endpoints_[static_cast<size_t>(r)] = at;
     sock_->revive(r, at);
   }
-  // This rank's group takes back those of its members it had recovered from, all at once.
-  GrownGroup grown;
-  {
-    std::lock_guard<std::mutex> lk(mu_);
-    grown = grow_group(g, cfg_.rank, back_all, handled_, env.ring);
-    for (int r : grown.back) {
-      declared_.erase(r);
-      recovering_.erase(r);
-      // The members' notices about its death are over too: they must not interrupt anything now.
-      for (auto& [member, dead] : recovering_) dead.erase(r);
-    }
-    refresh_interrupt();
+}
+
+void SocketFaultPort::take_back(WorkerEnv&, const GrownGroup& g, const RejoinMessage&, bool) {
+  std::lock_guard<std::mutex> lk(mu_);
+  for (int r : g.back) {
+    handled_.erase(r);
+    declared_.erase(r);
+    recovering_.erase(r);
+    // The members' notices about its death are over too: they must not interrupt anything now.
+    for (auto& [member, dead] : recovering_) dead.erase(r);
   }
-  const std::vector<int>& back = grown.back;
-  const std::vector<int>& group = grown.group;
-  const std::vector<int>& ring = grown.ring;
-  if (back.empty()) return {};  // another group's restart: nothing changes here
-  env.ring = ring;
-  // The coordinator of each restarted rank tells it where it starts: the grown group meets in
-  // Gloo under the message's first word, which the restarted rank can join only once it has it.
-  m.members = group;
-  m.ring = ring;
+  refresh_interrupt();
+}
+
+void SocketFaultPort::hand_over(WorkerEnv&, int r, RejoinMessage m, const char*, bool from_checkpoint) {
+  // The grown group meets in Gloo under the message's first word, which the restarted rank can
+  // join only once it has it; then every rank's address.
+  m.words.resize(1);
   for (const SocketEndpoint& e : endpoints_) m.words.push_back(e.host + ":" + std::to_string(e.port));
-  for (int r : back) {
-    if (rejoin_coordinator(r, g.layout, group, restarted) != cfg_.rank) continue;
-    io_.announce(r, incarnation(r), cfg_.rank);
-    sock_->send(r, kRejoinTag, encode_rejoin(m));
-    std::lock_guard<std::mutex> lk(mu_);
-    log_.handed.push_back({r, m.steps, secs(clock_.now()), static_cast<int>(group.size()), from_checkpoint});
-  }
-  // Heartbeats again on the watched pairs, so that a second death is seen.
-  const std::vector<int> watched = g.watched_by(cfg_.rank);
-  for (int r : back)
+  io_.announce(r, incarnation(r, m.steps, from_checkpoint), cfg_.rank);
+  sock_->send(r, kRejoinTag, encode_rejoin(m));
+  std::lock_guard<std::mutex> lk(mu_);
+  log_.handed.push_back({r, m.steps, secs(clock_.now()), static_cast<int>(m.members.size()), from_checkpoint});
+}
+
+void SocketFaultPort::taken_back(WorkerEnv& env, const GrownGroup& g, const RejoinMessage& m, bool full_recovery) {
+  const std::vector<int> watched = cfg_.groups.watched_by(cfg_.rank);
+  for (int r : g.back)
     if (std::find(watched.begin(), watched.end(), r) != watched.end() && !sock_->await_streams(r, peer_timeout_))
       throw PeerDeadError("rank " + std::to_string(cfg_.rank) + ": streams to restarted rank " + std::to_string(r) +
                           " not open within " + std::to_string(peer_timeout_.count()) + " ms");
-  return group;
+  if (full_recovery) clock_.sleep_until(board_->up_at());
+  if (!g.back.empty() && regroup_) regroup(env, g.group, m.words.at(0));
 }
 
-void ProcessFaultAgent::at_reepoch(WorkerEnv& env, int steps, const StateBuffers& state) {
-  RejoinMessage m;
-  m.tag_epoch = restarts_.epoch_at.at(steps);
-  m.steps = steps;
-  const std::string name = "rejoin-" + std::to_string(steps);
-  m.words.push_back(name);
-  m.state = state;
-  const std::vector<int> group = grow_back(
-      env, restarts_.ranks_at.at(steps), [&](int r) { return incarnation_at(r, steps); }, std::move(m), false);
-  if (!group.empty() && regroup_) regroup(env, group, name);
-}
+FaultPort::RecoveryRestart SocketFaultPort::restarted_by_recovery() { return {board_->restarted(), *healed_at_}; }
 
-void ProcessFaultAgent::rejoined(const RejoinMessage& m) {
-  reborn_ = true;
-  if (full_recovery_restarts()) healed_at_ = m.steps;
+void SocketFaultPort::rejoined(const std::set<int>& handled, int steps) {
+  if (full_recovery_restarts()) healed_at_ = steps;
   std::lock_guard<std::mutex> lk(mu_);
-  handled_.clear();
-  declared_.clear();
-  for (int x : cfg_.groups.group_of(cfg_.rank, {}))
-    if (std::find(m.members.begin(), m.members.end(), x) == m.members.end()) handled_.insert(x), declared_.insert(x);
+  handled_ = handled;
+  declared_ = handled;
   log_.rejoined_at_s = secs(clock_.now());
 }
 
-void ProcessFaultAgent::step_begins(WorkerEnv& env, int step) {
-  const Nanos now = clock_.now();
-  compute_at_begin_ = env.times.compute_ns;
+FaultPort::Nanos SocketFaultPort::t0() {
   std::lock_guard<std::mutex> lk(mu_);
-  const std::optional<double> factor = timeline_.step_begins(
-      step, now - t0_, secs(now),
-      [&](const model::FaultRecord& r) {
-        log_.slow.push_back(r);
-        return log_.slow.size() - 1;
-      },
-      [&](size_t record, double until_s) { log_.slow[record].until_s = until_s; });
-  if (factor) factor_ = *factor;
+  return t0_;
 }
 
-void ProcessFaultAgent::attach(SocketTransport& sock, std::chrono::milliseconds peer_timeout) {
+size_t SocketFaultPort::record_slow(const model::FaultRecord& r) {
+  std::lock_guard<std::mutex> lk(mu_);
+  log_.slow.push_back(r);
+  return log_.slow.size() - 1;
+}
+
+void SocketFaultPort::slow_ended(size_t record, double until_s) {
+  std::lock_guard<std::mutex> lk(mu_);
+  log_.slow[record].until_s = until_s;
+}
+
+void SocketFaultPort::attach(SocketTransport& sock, std::chrono::milliseconds peer_timeout) {
   sock_ = &sock;
   peer_timeout_ = peer_timeout;
   // A DC leader's kill with per-DC groups: any rank of another DC may come to lead it, die, and
@@ -155,19 +133,19 @@ void ProcessFaultAgent::attach(SocketTransport& sock, std::chrono::milliseconds 
   if (!back.empty()) sock.expect_restarts(back);
 }
 
-void ProcessFaultAgent::adopt_group(std::unique_ptr<IntraDc> group, Regroup regroup) {
+void SocketFaultPort::adopt_group(std::unique_ptr<IntraDc> group, Regroup regroup) {
   group_ = std::move(group);
   regroup_ = std::move(regroup);
 }
 
-void ProcessFaultAgent::started(Nanos t0) {
+void SocketFaultPort::started(Nanos t0) {
   std::lock_guard<std::mutex> lk(mu_);
   t0_ = t0;
   log_.start_ns = t0.count();
   live_ = true;
 }
 
-void ProcessFaultAgent::peer_failed(int peer, const std::string&, std::optional<std::chrono::milliseconds> silent_for,
+void SocketFaultPort::peer_failed(int peer, const std::string&, std::optional<std::chrono::milliseconds> silent_for,
                                     const std::string& how) {
   const bool silent = silent_for.has_value();
   const std::vector<int> watched = cfg_.groups.watched_by(cfg_.rank);
@@ -200,7 +178,7 @@ void ProcessFaultAgent::peer_failed(int peer, const std::string&, std::optional<
   declared_cv_.notify_all();
 }
 
-void ProcessFaultAgent::peer_notice(int peer, const std::vector<uint8_t>& bytes) {
+void SocketFaultPort::peer_notice(int peer, const std::vector<uint8_t>& bytes) {
   std::set<int> dead;
   for (int64_t d : decode_ints(bytes)) dead.insert(static_cast<int>(d));
   std::lock_guard<std::mutex> lk(mu_);
@@ -209,7 +187,7 @@ void ProcessFaultAgent::peer_notice(int peer, const std::vector<uint8_t>& bytes)
   refresh_interrupt();
 }
 
-void ProcessFaultAgent::refresh_interrupt() {
+void SocketFaultPort::refresh_interrupt() {
   std::vector<int> from;
   for (const auto& [p, dead] : recovering_)
     if (!std::includes(handled_.begin(), handled_.end(), dead.begin(), dead.end())) from.push_back(p);
@@ -220,7 +198,7 @@ void ProcessFaultAgent::refresh_interrupt() {
     sock_->interrupt_recvs(from);
 }
 
-bool ProcessFaultAgent::await_declaration() {
+bool SocketFaultPort::await_declaration() {
   // The step failed. If a member died, its declaration is here or comes within peer_timeout
   // (silence) plus one heartbeat interval, and with witnesses at most `unreachable` more (their
   // answers; none at all); a reset connection is seen at once.
@@ -233,50 +211,36 @@ bool ProcessFaultAgent::await_declaration() {
   });
 }
 
-void ProcessFaultAgent::before_sync(WorkerEnv& env, int step) {
-  if (factor_ != 1) {  // a slow worker: its step's compute took factor times as long
-    const auto took = static_cast<double>(env.times.compute_ns - compute_at_begin_);
-    const auto extra = Nanos(static_cast<int64_t>((factor_ - 1) * took));
-    clock_.sleep_until(clock_.now() + extra);
-    env.times.compute_ns += static_cast<uint64_t>(extra.count());
-  }
-  // A full recovery's restarted process replays steps from the checkpoint, its kill among them:
-  // that kill happened to its predecessor (a second kill of a restarted worker is refused).
-  if (!reborn_ && timeline_.kill_due(step, clock_.now() - t0_)) {
-    killed(step);
-    throw WorkerKilled("rank " + std::to_string(cfg_.rank) + " killed by the scenario's timeline at step " +
-                       std::to_string(step));
-  }
+void SocketFaultPort::after_compute(WorkerEnv& env) {
+  if (factor_ == 1) return;
+  // A slow worker: its step's compute took factor times as long.
+  const auto took = static_cast<double>(env.times.compute_ns - compute_at_begin_);
+  const auto extra = Nanos(static_cast<int64_t>((factor_ - 1) * took));
+  clock_.sleep_until(clock_.now() + extra);
+  env.times.compute_ns += static_cast<uint64_t>(extra.count());
 }
 
-void ProcessFaultAgent::killed(int step) {
+void SocketFaultPort::killed(int step, Nanos at) {
   std::lock_guard<std::mutex> lk(mu_);
   log_.killed_at_step = step;
-  log_.killed_at_s = secs(clock_.now());
+  log_.killed_at_s = secs(at);
   live_ = false;
 }
 
-RecoveryRules ProcessFaultAgent::rules() const {
-  return {&cfg_.groups, cfg_.rank, cfg_.plan.shard == "redistribute", cfg_.seed};
-}
+bool SocketFaultPort::death_pending() { return await_declaration(); }
 
-bool ProcessFaultAgent::recover(WorkerEnv& env, int step, BatchSampler& sampler) {
-  return recover_from_deaths(*this, rules(), env, step, sampler, epoch_);
-}
-
-bool ProcessFaultAgent::death_pending(WorkerEnv&, int) { return await_declaration(); }
-
-RecoveryPort::Fresh ProcessFaultAgent::take_fresh() {
+std::set<int> SocketFaultPort::declared() {
   std::lock_guard<std::mutex> lk(mu_);
-  Fresh f;
-  f.fresh = fresh_deaths(cfg_.groups, cfg_.rank, declared_, handled_);
-  handled_.insert(f.fresh.begin(), f.fresh.end());
-  f.dead = handled_;
-  refresh_interrupt();  // notices about what is handled now no longer interrupt anything
-  return f;
+  return declared_;
 }
 
-void ProcessFaultAgent::before_agreement(WorkerEnv& env, const std::vector<int>& group, const std::set<int>& dead) {
+void SocketFaultPort::handled(const std::set<int>& handled) {
+  std::lock_guard<std::mutex> lk(mu_);
+  handled_ = handled;
+  refresh_interrupt();  // notices about what is handled now no longer interrupt anything
+}
+
+void SocketFaultPort::leave_group(WorkerEnv& env, const std::vector<int>& group, const std::set<int>& dead) {
   // The old Gloo group goes now, before the agreement: a member blocked in a collective on this
   // rank cannot be interrupted (e.g. the group's lowest rank, the agreement's coordinator,
   // waiting in the ring for a chunk this rank will not send now that it failed on the dead);
@@ -301,14 +265,14 @@ void ProcessFaultAgent::before_agreement(WorkerEnv& env, const std::vector<int>&
   }
 }
 
-bool ProcessFaultAgent::agreement_failed(const TransportError& e) {
+bool SocketFaultPort::agreement_failed(const TransportError& e) {
   // A member announced another death during the agreement (PeerDeclaredDead), or died before its
   // declaration reached here (several killed at one step: its connection ended under the
   // agreement's receive, PeerDeadError). Its declaration follows: agree again without it too.
   return dynamic_cast<const PeerDeclaredDead*>(&e) || dynamic_cast<const PeerDeadError*>(&e);
 }
 
-void ProcessFaultAgent::after_agreement(WorkerEnv& env, const std::vector<int>& group, const std::set<int>& dead) {
+void SocketFaultPort::join_group(WorkerEnv& env, const std::vector<int>& group, const std::set<int>& dead) {
   // The Gloo group without the dead (a new rendezvous).
   if (!regroup_) return;
   std::string name = "shrink";
@@ -316,17 +280,7 @@ void ProcessFaultAgent::after_agreement(WorkerEnv& env, const std::vector<int>& 
   regroup(env, group, name);
 }
 
-std::vector<uint32_t> ProcessFaultAgent::inherit(const std::set<int>& dead, const std::vector<int>& fresh) {
-  // Every survivor's new shard computed here alike, so that a later death hands on what its rank
-  // had inherited.
-  const FaultGroups& g = cfg_.groups;
-  const std::vector<std::vector<uint32_t>> before = shards_;
-  for (int h = 0; h < g.world(); ++h)
-    if (!dead.count(h)) shards_[static_cast<size_t>(h)] = inherit_shards(g, h, before[static_cast<size_t>(h)], before, dead, fresh);
-  return shards_[static_cast<size_t>(cfg_.rank)];
-}
-
-void ProcessFaultAgent::resumed(const std::vector<int>& fresh, int step, const std::vector<int>& group,
+void SocketFaultPort::resumed(const std::vector<int>& fresh, int step, const std::vector<int>& group,
                                 std::optional<int> took_over) {
   {
     std::lock_guard<std::mutex> lk(mu_);
@@ -336,26 +290,26 @@ void ProcessFaultAgent::resumed(const std::vector<int>& fresh, int step, const s
   if (board_ && cfg_.rank == group.front()) count_deaths(fresh);
 }
 
-bool ProcessFaultAgent::full_recovery_possible() const { return cfg_.plan.full_recovery_reachable(cfg_.groups.world()); }
+bool SocketFaultPort::full_recovery_possible() const { return cfg_.plan.full_recovery_reachable(cfg_.groups.world()); }
 
-bool ProcessFaultAgent::full_recovery_restarts() const {
+bool SocketFaultPort::full_recovery_restarts() const {
   return cfg_.plan.full_recovery_restarts(cfg_.groups.world());
 }
 
-void ProcessFaultAgent::await_restarted_up() {
+void SocketFaultPort::await_restarted_up() {
   clock_.sleep_until(board_->up_at());
   std::lock_guard<std::mutex> lk(mu_);
   log_.up_at_s = secs(clock_.now());
 }
 
-void ProcessFaultAgent::enable_full_recovery(std::shared_ptr<StoreHandle> store, std::string key) {
+void SocketFaultPort::enable_full_recovery(std::shared_ptr<StoreHandle> store, std::string key) {
   const int P = cfg_.groups.world();
   board_.emplace(std::move(store), std::move(key) + "fr/", P, cfg_.plan.full_recovery_count(P),
                  cfg_.plan.full_recovery.then == "restarts",
                  std::chrono::duration_cast<Nanos>(cfg_.plan.full_recovery.restart_after));
 }
 
-void ProcessFaultAgent::count_deaths(const std::vector<int>& fresh) {
+void SocketFaultPort::count_deaths(const std::vector<int>& fresh) {
   const std::optional<FullRecoveryBoard::Decided> d = board_->count(fresh, clock_);
   if (!d) return;
   std::lock_guard<std::mutex> lk(mu_);
@@ -364,7 +318,7 @@ void ProcessFaultAgent::count_deaths(const std::vector<int>& fresh) {
   log_.rewound->dead = static_cast<int>(d->dead);
 }
 
-bool ProcessFaultAgent::rewind_due(int steps) {
+bool SocketFaultPort::rewind_due(int steps) {
   if (!board_ || rewound_) return false;
   const std::optional<int> boundary = board_->boundary(cfg_.rank, steps);
   if (!boundary || steps < *boundary) return false;
@@ -376,7 +330,7 @@ bool ProcessFaultAgent::rewind_due(int steps) {
   return true;
 }
 
-void ProcessFaultAgent::rewinding(int steps, int checkpoint_step, Nanos checkpoint_at) {
+void SocketFaultPort::rewinding(int steps, int checkpoint_step, Nanos checkpoint_at) {
   std::lock_guard<std::mutex> lk(mu_);
   if (!log_.rewound) log_.rewound = model::RankFaultLog::Rewind{};
   log_.rewound->boundary_step = steps;
@@ -384,42 +338,12 @@ void ProcessFaultAgent::rewinding(int steps, int checkpoint_step, Nanos checkpoi
   log_.rewound->checkpoint_at_s = std::chrono::duration<double>(checkpoint_at).count();
 }
 
-void ProcessFaultAgent::regrow(WorkerEnv& env) {
-  // Everyone walks its own shard again (the checkpoint's positions), and a later death splits those.
-  shards_ = cfg_.shards;
-  RejoinMessage m;
-  m.tag_epoch = 1;  // the loop's epoch after this rewind (no timeline restarts beside a full recovery)
-  m.steps = *healed_at_;
-  const std::string name = "full-recovery-" + std::to_string(*healed_at_);
-  m.words.push_back(name);
-  // No state: the restarted rank reads its own from the checkpoint.
-  const std::vector<int> group = grow_back(env, board_->restarted(), [](int) { return 1; }, std::move(m), true);
-  // The restarted are up restart_after after the decision: every rank waits for that instant here
-  // (a group without deaths too, whose leader would otherwise wait for another DC's in a receive).
-  clock_.sleep_until(board_->up_at());
-  if (!group.empty() && regroup_) regroup(env, group, name);
+void SocketFaultPort::rewound() {
+  std::lock_guard<std::mutex> lk(mu_);
+  if (log_.rewound) log_.rewound->at_s = secs(clock_.now());
 }
 
-void ProcessFaultAgent::before_rewind(WorkerEnv& env, BatchSampler& sampler) {
-  if (full_recovery_restarts()) regrow(env);
-  sampler_before_rewind(rules(), cfg_.shards[static_cast<size_t>(cfg_.rank)], epoch_, sampler);
-}
-
-void ProcessFaultAgent::after_rewind(WorkerEnv&, BatchSampler& sampler, uint64_t tag_epoch) {
-  {
-    std::lock_guard<std::mutex> lk(mu_);
-    if (log_.rewound) log_.rewound->at_s = secs(clock_.now());
-  }
-  if (full_recovery_restarts()) {
-    if (tag_epoch != 1)
-      throw RunError("rank " + std::to_string(cfg_.rank) + ": full recovery in tag epoch " + std::to_string(tag_epoch) +
-                     ", but its restarted ranks were told 1");
-    return;  // every worker on its own shard, where the checkpoint left it
-  }
-  sampler_after_rewind(rules(), shards_[static_cast<size_t>(cfg_.rank)], epoch_, sampler);
-}
-
-bool ProcessFaultAgent::close_allowed() {
+bool SocketFaultPort::close_allowed() {
   std::unique_lock<std::mutex> lk(mu_);
   if (!live_) return true;
   const auto wait = peer_timeout_ + std::chrono::duration_cast<std::chrono::milliseconds>(cfg_.plan.heartbeat.interval);
@@ -429,47 +353,47 @@ bool ProcessFaultAgent::close_allowed() {
   return !pending || !live_;
 }
 
-bool ProcessFaultAgent::recovered_from(int rank) const {
+bool SocketFaultPort::recovered_from(int rank) const {
   std::lock_guard<std::mutex> lk(mu_);
   return handled_.count(rank) > 0;
 }
 
 void AgentGuardedTransport::send(int dst, uint64_t tag, std::vector<uint8_t> bytes) {
-  if (agent_ && agent_->recovered_from(dst)) return;
+  if (port_ && port_->recovered_from(dst)) return;
   inner_.send(dst, tag, std::move(bytes));
 }
 
 void AgentGuardedTransport::close() {
   // A killed worker's close (a DC leader's abandoned background exchange, on its way out) says
   // no GOODBYE: its peers must see it die (the coordinator's SIGKILL, or its silence).
-  if (agent_ && agent_->was_killed()) return;
-  if (!agent_ || agent_->close_allowed()) inner_.close();
+  if (port_ && port_->was_killed()) return;
+  if (!port_ || port_->close_allowed()) inner_.close();
 }
 
-bool ProcessFaultAgent::was_killed() const {
+bool SocketFaultPort::was_killed() const {
   std::lock_guard<std::mutex> lk(mu_);
   return log_.killed_at_step.has_value();
 }
 
-bool ProcessFaultAgent::saw_a_death() const {
+bool SocketFaultPort::saw_a_death() const {
   std::lock_guard<std::mutex> lk(mu_);
   return !declared_.empty() || !handled_.empty();
 }
 
-bool ProcessFaultAgent::checkpoint_cannot_complete(int steps) const {
+bool SocketFaultPort::checkpoint_cannot_complete(int steps) const {
   for (const model::FaultEvent& e : cfg_.plan.events)
     if (e.kind == model::FaultEvent::Kind::kKill && e.at_step && *e.at_step < steps && !(healed_at_ && *e.at_step < *healed_at_))
       return true;
   return saw_a_death();
 }
 
-void ProcessFaultAgent::done(WorkerEnv&) {
+void SocketFaultPort::done(WorkerEnv&) {
   std::lock_guard<std::mutex> lk(mu_);
   live_ = false;
   declared_cv_.notify_all();
 }
 
-model::RankFaultLog ProcessFaultAgent::log() const {
+model::RankFaultLog SocketFaultPort::log() const {
   std::lock_guard<std::mutex> lk(mu_);
   model::RankFaultLog l = log_;
   if (sock_) l.heartbeats_sent = sock_->stats().heartbeats_sent;

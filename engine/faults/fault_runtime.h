@@ -1,5 +1,9 @@
 // Node faults in the embedded mode (virtual clock): the scenario's kill and slow events executed
-// on the workers, heartbeat detection (heartbeat.h) and the recovery policy `shrink`.
+// on the workers, heartbeat detection (heartbeat.h) and the recovery policy `shrink`. Each rank's
+// fault agent (fault_agent.h, the same state machine in every mode) runs over its port here
+// (FaultRuntime::Port: the fabric, the heartbeat monitor, the virtual clock); FaultRuntime holds
+// what the whole cluster shares: the records, who is dead, full recovery's decision, the restarts'
+// hand-offs, dead sites.
 //
 //  * kill {dc, worker} at step s (or at an instant: the worker's first step at or after it): the
 //    worker computes step s's gradient, then stops dead before it synchronises: its endpoint is
@@ -68,6 +72,7 @@
 #include "emulator/inproc/virtual_time.h"
 #include "engine/checkpoint/state.h"
 #include "engine/faults/estimate.h"
+#include "engine/faults/fault_agent.h"
 #include "engine/faults/heartbeat.h"
 #include "engine/faults/quorum.h"
 #include "engine/faults/shrink.h"
@@ -151,8 +156,8 @@ class FaultRuntime {
   void attach_quorum(SiteQuorum* q);
 
  private:
-  class Agent;
-  friend class Agent;
+  class Port;  // the embedded mode's FaultPort (fault_agent.h), one per rank
+  friend class Port;
   double secs(Nanos t) const { return std::chrono::duration<double>(t - t0_).count(); }
   bool fenced(int rank) const;
   size_t full_recovery_count() const;
@@ -168,11 +173,11 @@ class FaultRuntime {
   FaultGroups groups_;
   emu::Fabric& fabric_;
   emu::VirtualScheduler& sched_;
-  std::vector<std::vector<uint32_t>> shards_;      // each rank's shard now (redistribute grows them)
-  std::vector<std::vector<uint32_t>> own_shards_;  // as partitioned at the start
+  std::shared_ptr<const std::vector<std::vector<uint32_t>>> own_shards_;  // as partitioned at the start
   uint64_t seed_;
   Nanos t0_{0};
-  std::vector<std::unique_ptr<Agent>> agents_;
+  std::vector<std::unique_ptr<Port>> ports_;
+  std::vector<std::unique_ptr<FaultAgent>> agents_;  // over ports_
   std::unique_ptr<EstimateBoard> board_;                     // policy "estimate"
   std::vector<std::unique_ptr<GradientEstimator>> estimators_;  // policy "estimate": one per rank
   std::unique_ptr<std::atomic<double>[]> factor_;

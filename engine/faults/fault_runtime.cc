@@ -1,4 +1,4 @@
-#include "engine/faults/agent.h"
+#include "engine/faults/fault_runtime.h"
 
 #include <algorithm>
 #include <cstring>
@@ -15,9 +15,11 @@
 namespace geotb::engine {
 
 
-class FaultRuntime::Agent final : public FaultHooks, private RecoveryPort {
+// The embedded mode's FaultPort: the fabric's endpoints and alarms, the heartbeat monitor, the
+// in-process intra-DC group, the scheduler's virtual clock, the run's shared records.
+class FaultRuntime::Port final : public FaultPort {
  public:
-  Agent(FaultRuntime& rt, int rank) : rt_(rt), rank_(rank), dc_(rt.layout_.dc_of(rank)) {
+  Port(FaultRuntime& rt, int rank) : rt_(rt), rank_(rank), dc_(rt.layout_.dc_of(rank)) {
     // The other DCs' leaders a DC leader watches: their deaths are recorded; their DCs recover
     // on their own and a survivor takes over the dead leader's address (take_over below).
     const std::vector<int> watched = rt.groups_.watched_by(rank);
@@ -32,52 +34,56 @@ class FaultRuntime::Agent final : public FaultHooks, private RecoveryPort {
   void start(Nanos t0) { monitor_->start(t0, rt_.t0_); }
   uint64_t heartbeats_sent() const { return monitor_->sent(); }
 
-  void step_begins(WorkerEnv& env, int step) override {
-    env.estimator = rt_.estimator(rank_);  // policy "estimate" (null otherwise)
-    const Nanos now = rt_.sched_.now(rt_.sched_.current());
-    const std::optional<double> factor = timeline_.step_begins(
-        step, now - rt_.t0_, rt_.secs(now),
-        [&](const model::FaultRecord& r) {
-          std::lock_guard<std::mutex> lk(rt_.mu_);
-          rt_.records_.push_back(r);
-          return rt_.records_.size() - 1;
-        },
-        [&](size_t record, double until_s) {
-          std::lock_guard<std::mutex> lk(rt_.mu_);
-          rt_.records_[record].until_s = until_s;
-        });
-    if (factor) rt_.factor_[static_cast<size_t>(rank_)].store(*factor);
+  // clock
+  Nanos now() override { return rt_.sched_.now(rt_.sched_.current()); }
+  Nanos t0() override { return rt_.t0_; }
+
+  // record
+  size_t record_slow(const model::FaultRecord& r) override {
+    std::lock_guard<std::mutex> lk(rt_.mu_);
+    rt_.records_.push_back(r);
+    return rt_.records_.size() - 1;
   }
-
-  void before_sync(WorkerEnv& env, int step) override {
-    const Nanos now = rt_.sched_.now(rt_.sched_.current());
-    if (rt_.fenced(rank_)) die(env, step, "fenced: declared dead by a peer");
-    if (timeline_.kill_due(step, now - rt_.t0_)) die(env, step, "killed by the scenario's timeline");
+  void slow_ended(size_t record, double until_s) override {
+    std::lock_guard<std::mutex> lk(rt_.mu_);
+    rt_.records_[record].until_s = until_s;
   }
-
-  bool recover(WorkerEnv& env, int step, BatchSampler& sampler) override {
-    return recover_from_deaths(*this, rules(), env, step, sampler, epoch_);
+  void killed(int step, Nanos at) override {
+    rt_.on_killed(rank_, step, at);
+    rt_.fabric_.kill_endpoint(rank_);
+    if (rt_.will_restart(rank_))
+      monitor_->mute();
+    else
+      monitor_->stop();
   }
-
-  RecoveryRules rules() const { return {&rt_.groups_, rank_, rt_.plan_.shard == "redistribute", rt_.seed_}; }
-
-  // RecoveryPort: the fabric's alarm says a death is pending; the heartbeat monitor's
-  // declarations are the deaths; the in-process group shrinks before the agreement.
-  bool death_pending(WorkerEnv& env, int step) override {
-    if (!rt_.fabric_.alarmed(rank_)) return false;
-    if (rt_.fenced(rank_)) die(env, step, "fenced: declared dead by a peer");
-    return true;
+  void resumed(const std::vector<int>& fresh, int, const std::vector<int>& group, std::optional<int> took_over) override {
+    if (took_over) {
+      std::lock_guard<std::mutex> lk(rt_.mu_);
+      if (auto it = rt_.killed_.find(*took_over); it != rt_.killed_.end()) rt_.records_[it->second.record].new_leader = rank_;
+    }
+    rt_.on_resumed(fresh, rank_, now(), static_cast<int>(group.size()), rank_ == group.front());
   }
+  // Whenever heartbeats run: a false detection can fence rank 0 without any kill in the timeline,
+  // and the lowest survivor then reports (FaultRuntime::reporter).
+  bool record_all() const override { return rt_.plan_.active(); }
+  bool checkpoint_cannot_complete(int steps) const override { return rt_.checkpoint_cannot_complete(rank_, steps); }
+  void rewound() override {}  // FaultRuntime::rewound, called by the host
 
-  Fresh take_fresh() override {
-    Fresh f;
-    f.fresh = fresh_deaths(rt_.groups_, rank_, monitor_->declared_clearing_alarm(), handled_);
-    handled_.insert(f.fresh.begin(), f.fresh.end());
-    f.dead = handled_;
-    return f;
-  }
+  // compute: the charge reads compute_factor (slow events)
+  void step_begins(WorkerEnv& env) override { env.estimator = rt_.estimator(rank_); }  // policy "estimate"
+  void set_factor(double factor) override { rt_.factor_[static_cast<size_t>(rank_)].store(factor); }
+  void after_compute(WorkerEnv&) override {}
+  void done(WorkerEnv&) override { monitor_->stop(); }
 
-  void before_agreement(WorkerEnv& env, const std::vector<int>& group, const std::set<int>&) override {
+  // detect: the fabric's alarm says a death is pending; the heartbeat monitor's declarations are
+  // the deaths.
+  bool fenced() const override { return rt_.fenced(rank_); }
+  bool death_pending() override { return rt_.fabric_.alarmed(rank_); }
+  std::set<int> declared() override { return monitor_->declared_clearing_alarm(); }
+  void handled(const std::set<int>&) override {}
+
+  // interrupt and regroup: the in-process group shrinks before the agreement.
+  void leave_group(WorkerEnv& env, const std::vector<int>& group, const std::set<int>&) override {
     const int index = static_cast<int>(std::find(group.begin(), group.end(), rank_) - group.begin());
     if (env.intra) {
       intra_ = shrink_transport_group(*env.intra, *env.net, group, index);
@@ -85,128 +91,89 @@ class FaultRuntime::Agent final : public FaultHooks, private RecoveryPort {
     }
     if (GradientEstimator* e = rt_.estimator(rank_)) e->set_group(group);
   }
-
   // Another member died during the agreement (several kills at once, detected one after the
   // other): shrink again without it, in a new epoch.
   bool agreement_failed(const TransportError& e) override { return dynamic_cast<const PeerDeclaredDead*>(&e) != nullptr; }
+  void join_group(WorkerEnv&, const std::vector<int>&, const std::set<int>&) override {}
 
-  void after_agreement(WorkerEnv&, const std::vector<int>&, const std::set<int>&) override {}
-
-  std::vector<uint32_t> inherit(const std::set<int>& dead, const std::vector<int>& fresh) override {
-    std::vector<uint32_t> shard =
-        inherit_shards(rt_.groups_, rank_, rt_.shards_[static_cast<size_t>(rank_)], rt_.shards_, dead, fresh);
-    rt_.shards_[static_cast<size_t>(rank_)] = shard;
-    return shard;
-  }
-
-  void resumed(const std::vector<int>& fresh, int, const std::vector<int>& group, std::optional<int> took_over) override {
-    if (took_over) {
+  // revive. A timeline restart: the restarted are handed their state now; the intra-DC group
+  // continues its tags. Full recovery's: they are up restart_after after the decision; the grown
+  // group's tags start beyond any its shrunk predecessors used (the survivors' counts of those may
+  // differ by an interrupted collective): the same base on every member, no talk.
+  RejoinMessage restart_message(WorkerEnv& env, int steps, uint64_t tag_epoch, bool full_recovery) override {
+    const Nanos t = now();
+    RejoinMessage m;
+    m.tag_epoch = tag_epoch;
+    m.steps = steps;
+    if (full_recovery) {
       std::lock_guard<std::mutex> lk(rt_.mu_);
-      if (auto it = rt_.killed_.find(*took_over); it != rt_.killed_.end()) rt_.records_[it->second.record].new_leader = rank_;
+      at_ = std::max(t, rt_.restart_up_);
+      m.group_tags = tag_epoch << 52;
+    } else {
+      at_ = t;
+      m.group_tags = env.intra ? transport_group_tags_used(*env.intra) : 0;
     }
-    rt_.on_resumed(fresh, rank_, rt_.sched_.now(rt_.sched_.current()), static_cast<int>(group.size()), rank_ == group.front());
+    return m;
   }
-
-  // Whenever heartbeats run: a false detection can fence rank 0 without any kill in the timeline,
-  // and the lowest survivor then reports (FaultRuntime::reporter).
-  bool record_all() const override { return rt_.plan_.active(); }
-
-  void before_rewind(WorkerEnv&, BatchSampler& sampler) override {
-    sampler_before_rewind(rules(), rt_.own_shards_[static_cast<size_t>(rank_)], epoch_, sampler);
-  }
-
-  void after_rewind(WorkerEnv& env, BatchSampler& sampler, uint64_t tag_epoch) override {
-    if (rt_.restarts_on_recovery()) {
-      // The dead come back: every rank walks its own shard again, from the checkpoint's position.
-      rt_.shards_[static_cast<size_t>(rank_)] = rt_.own_shards_[static_cast<size_t>(rank_)];
-      regrow(env, tag_epoch);
-      return;
-    }
-    sampler_after_rewind(rules(), rt_.shards_[static_cast<size_t>(rank_)], epoch_, sampler);
-  }
-
-  void done(WorkerEnv&) override { monitor_->stop(); }
-
-  bool checkpoint_cannot_complete(int steps) const override { return rt_.checkpoint_cannot_complete(rank_, steps); }
-
-  std::optional<uint64_t> reepoch_due(WorkerEnv&, int steps) override {
-    auto it = rt_.restart_epoch_.find(steps);
-    if (it == rt_.restart_epoch_.end()) return std::nullopt;
-    return it->second;
-  }
-
-  void at_reepoch(WorkerEnv& env, int steps, const StateBuffers& state) override {
-    const Nanos now = rt_.sched_.now(rt_.sched_.current());
-    const auto whole = rt_.sites_back_at_.find(steps);
-    const std::set<int> no_site;
-    const std::set<int>& sites = whole == rt_.sites_back_at_.end() ? no_site : whole->second;
-    for (int dc : sites) restart_site(env, steps, dc, state, now);
-    // The others restarted here (not with their whole site): this rank's group takes back those of
-    // its members it had recovered from, all at once (grow_group), its intra-DC group continuing
-    // its tags; heartbeats again; each one's coordinator hands it the group's state.
-    std::vector<int> back_all;
-    for (int r : rt_.restarts_at_.at(steps))
-      if (!sites.count(rt_.layout_.dc_of(r))) back_all.push_back(r);
-    const uint64_t group_tags = env.intra ? transport_group_tags_used(*env.intra) : 0;
-    const GrownGroup g = grow_group(rt_.groups_, rank_, back_all, handled_, env.ring);
-    if (g.back.empty()) return;  // another group's restart: nothing changes here
-    env.ring = g.ring;
+  void revive(const std::vector<int>&, int, bool) override {}  // one fabric: revived by the group below
+  void take_back(WorkerEnv& env, const GrownGroup& g, const RejoinMessage& m, bool full_recovery) override {
     if (env.intra) {
       const int index = static_cast<int>(std::find(g.group.begin(), g.group.end(), rank_) - g.group.begin());
-      intra_ = shrink_transport_group(*env.intra, *env.net, g.group, index);
+      intra_ = full_recovery ? join_transport_group(*env.net, g.group, index, m.group_tags)
+                             : shrink_transport_group(*env.intra, *env.net, g.group, index);
       env.intra = intra_.get();
     }
     if (GradientEstimator* e = rt_.estimator(rank_)) e->set_group(g.group);
     for (int r : g.back) {
-      monitor_->revive_peer(r, now);
+      monitor_->revive_peer(r, at_);  // heard from when it is up: silent until then, not dead
       rt_.fabric_.revive_endpoint(r);
     }
-    const std::set<int> restarted(back_all.begin(), back_all.end());
-    for (int r : g.back)
-      if (rank_ == coordinator_for(r, g.group, restarted))
-        hand_over(env, r, {rt_.restart_epoch_.at(steps), group_tags, steps, g.group, g.ring}, state, now, "rejoin", false);
+    // Detections of the restarted before the boundary left an alarm that no longer stands.
+    if (full_recovery && monitor_->declared().empty()) rt_.fabric_.clear_alarm(rank_);
+  }
+  void hand_over(WorkerEnv& env, int r, RejoinMessage m, const char* policy, bool from_checkpoint) override {
+    hand_over(env, r, std::move(m), at_, policy, from_checkpoint, false);
+  }
+  void taken_back(WorkerEnv&, const GrownGroup&, const RejoinMessage&, bool) override {}
+  std::set<int> restart_sites(WorkerEnv& env, int steps, const StateBuffers& state, const std::set<int>& handled) override {
+    const auto whole = rt_.sites_back_at_.find(steps);
+    if (whole == rt_.sites_back_at_.end()) return {};
+    for (int dc : whole->second) restart_site(env, steps, dc, state, handled);
+    return whole->second;
+  }
+  RecoveryRestart restarted_by_recovery() override {
+    std::lock_guard<std::mutex> lk(rt_.mu_);
+    return {std::vector<int>(rt_.restarted_.begin(), rt_.restarted_.end()), rt_.full_boundary_};
+  }
+  void rejoined(const std::set<int>& handled, int) override {
+    // Those are dead already: not watched (their silence would raise a second declaration and an
+    // alarm that interrupts this worker's next receive with nothing to recover from).
+    monitor_->unmute(now(), handled);
   }
 
   /// A site restarted whole at boundary `steps` (every worker of `dc` was killed at one step:
   /// a quorum of sites dropped it). Every live rank stops counting its leader as dead; the lowest
   /// survivor of the coordinating site revives the site's endpoints, tells the quorum, and hands
   /// each restarted worker its own state (the restarted keep only the anchor of it).
-  void restart_site(WorkerEnv& env, int steps, int dc, const StateBuffers& state, Nanos now) {
+  void restart_site(WorkerEnv& env, int steps, int dc, const StateBuffers& state, const std::set<int>& handled) {
+    const Nanos t = now();
     const std::vector<int> members = rt_.group_of(rt_.layout_.first(dc), {});
-    for (int r : members) monitor_->revive_peer(r, now);  // the other leaders watch its leader
-    if (dc_ != rt_.site_coordinator_dc_ || rank_ != rt_.group_of(rank_, handled_).front()) return;
+    for (int r : members) monitor_->revive_peer(r, t);  // the other leaders watch its leader
+    if (dc_ != rt_.site_coordinator_dc_ || rank_ != rt_.group_of(rank_, handled).front()) return;
     for (int r : members) rt_.fabric_.revive_endpoint(r);
     if (rt_.quorum_) rt_.quorum_->site_up(dc);
     const uint64_t epoch = rt_.restart_epoch_.at(steps);
-    const std::vector<int> ring = ring_with(env.ring, members);
+    const std::vector<int> ring = engine::ring_with(env.ring, members, handled, rt_.P_);
     // A brand-new group: its tags start at the epoch's base, the same on every member.
     for (int r : members)
-      hand_over(env, r, {epoch, epoch << 52, steps, members, ring}, state, now, "site_restart", false, true);
+      hand_over(env, r, {epoch, epoch << 52, steps, members, ring, {}, state}, t, "site_restart", false, true);
   }
-
-  /// `ring` with the ranks of `back` again, in rank order; those still declared dead left out.
-  std::vector<int> ring_with(const std::vector<int>& ring, const std::vector<int>& back) const {
-    return engine::ring_with(ring, back, handled_, rt_.P_);
-  }
-
-  int coordinator_for(int r, const std::vector<int>& group, const std::set<int>& excluded) const {
-    return rejoin_coordinator(r, rt_.layout_, group, excluded);
-  }
-
-  /// Where a restarted worker starts: the tag epoch, the tags its group had used, the boundary,
-  /// the group and the ring.
-  struct Start {
-    uint64_t epoch = 0, group_tags = 0;
-    int steps = 0;
-    const std::vector<int>& group;
-    const std::vector<int>& ring;
-  };
 
   // The coordinator's part of a restart: the message to restarted worker `r` (where it starts,
-  // then `state`), the report's restart record (`policy`), and the hand-off that wakes it at `at`.
-  void hand_over(WorkerEnv& env, int r, const Start& where, const StateBuffers& state, Nanos at, const char* policy,
-                 bool from_checkpoint, bool other_site = false) {
-    const RejoinMessage m{where.epoch, where.group_tags, where.steps, where.group, where.ring, {}, state};
+  // then its state), the report's restart record (`policy`), and the hand-off that wakes it at `at`.
+  void hand_over(WorkerEnv& env, int r, RejoinMessage m, Nanos at, const char* policy, bool from_checkpoint,
+                 bool other_site) {
+    const int steps = m.steps, survivors = static_cast<int>(m.members.size());
     env.net->send(r, kRejoinTag, encode_rejoin(m));
     size_t record = 0;
     {
@@ -217,9 +184,9 @@ class FaultRuntime::Agent final : public FaultHooks, private RecoveryPort {
       rec.dc = rt_.layout_.dc_of(r);
       rec.worker = rt_.layout_.local_of(r);
       rec.at_s = rt_.secs(at);
-      rec.step = where.steps;
+      rec.step = steps;
       rec.policy = policy;
-      rec.survivors = static_cast<int>(where.group.size());
+      rec.survivors = survivors;
       record = rt_.records_.size();
       rt_.records_.push_back(rec);
     }
@@ -233,51 +200,7 @@ class FaultRuntime::Agent final : public FaultHooks, private RecoveryPort {
     });
   }
 
-  // Full recovery with "restarts", on a survivor at the boundary (its checkpoint state restored,
-  // in the new tag epoch): its group grows back by the restarted workers, whose coordinator here
-  // tells each of them where to start.
-  void regrow(WorkerEnv& env, uint64_t tag_epoch) {
-    const auto me = rt_.sched_.current();
-    const Nanos now = rt_.sched_.now(me);
-    std::vector<int> back;
-    std::set<int> restarted;
-    int boundary = 0;
-    Nanos up = now;
-    {
-      std::lock_guard<std::mutex> lk(rt_.mu_);
-      boundary = rt_.full_boundary_;
-      up = std::max(now, rt_.restart_up_);
-      restarted = rt_.restarted_;
-    }
-    for (int r : rt_.group_of(rank_, {}))
-      if (r != rank_ && restarted.count(r)) back.push_back(r);
-    if (back.empty()) return;  // another data center's group: nothing changes here
-    for (int r : back) handled_.erase(r);
-    const std::vector<int> group = rt_.group_of(rank_, handled_);
-    const int index = static_cast<int>(std::find(group.begin(), group.end(), rank_) - group.begin());
-    const std::vector<int> ring = ring_with(env.ring, back);
-    env.ring = ring;
-    // The grown group's tags start beyond any its shrunk predecessors used (the survivors' counts
-    // of those may differ by an interrupted collective): the same base on every member, no talk.
-    const uint64_t group_tags = tag_epoch << 52;
-    if (env.intra) {
-      intra_ = join_transport_group(*env.net, group, index, group_tags);
-      env.intra = intra_.get();
-    }
-    if (GradientEstimator* e = rt_.estimator(rank_)) e->set_group(group);
-    for (int r : back) {
-      monitor_->revive_peer(r, up);  // heard from when it is up: silent until then, not dead
-      rt_.fabric_.revive_endpoint(r);
-    }
-    // Detections of the restarted before the boundary left an alarm that no longer stands.
-    if (monitor_->declared().empty()) rt_.fabric_.clear_alarm(rank_);
-    for (int r : back) {
-      if (rank_ != coordinator_for(r, group, restarted)) continue;
-      // No state: it reads its own from the checkpoint.
-      hand_over(env, r, {tag_epoch, group_tags, boundary, group, ring}, StateBuffers{}, up, "full_recovery", true);
-    }
-  }
-
+  /// The killed worker's wait for its restart (FaultRuntime::await_restart).
   std::optional<Rejoin> await(WorkerEnv& env, const std::function<bool()>& run_over) {
     const auto me = rt_.sched_.current();
     int coordinator = -1;
@@ -310,23 +233,15 @@ class FaultRuntime::Agent final : public FaultHooks, private RecoveryPort {
     j.members = std::move(m.members);
     j.ring = std::move(m.ring);
     j.state = std::move(m.state);
-    const Nanos now = rt_.sched_.now(me);
+    const Nanos t = rt_.sched_.now(me);
     j.from_checkpoint = rt_.handoff_.at(rank_).from_checkpoint;  // written before the wait returned
     j.other_site = rt_.handoff_.at(rank_).other_site;
-    // Back: heartbeats again, the dead set here forgotten (it missed what happened meanwhile:
-    // its group's view is the coordinator's, whose members it now has).
-    handled_.clear();
-    for (int x : rt_.group_of(rank_, {}))
-      if (std::find(j.members.begin(), j.members.end(), x) == j.members.end()) handled_.insert(x);
-    // Those are dead already: not watched (their silence would raise a second declaration and an
-    // alarm that interrupts this worker's next receive with nothing to recover from).
-    monitor_->unmute(now, handled_);
     {
       std::lock_guard<std::mutex> lk(rt_.mu_);
       rt_.dead_.erase(rank_);
       const Handoff& h = rt_.handoff_.at(rank_);
       model::FaultRecord& rec = rt_.records_[h.record];
-      rec.recovery_s = rt_.secs(now) - rec.at_s;
+      rec.recovery_s = rt_.secs(t) - rec.at_s;
       auto k = rt_.killed_.find(rank_);
       if (k != rt_.killed_.end()) j.killed_at_step = rt_.records_[k->second.record].step;
     }
@@ -334,31 +249,19 @@ class FaultRuntime::Agent final : public FaultHooks, private RecoveryPort {
   }
 
  private:
-  [[noreturn]] void die(WorkerEnv&, int step, const std::string& why) {
-    rt_.on_killed(rank_, step, rt_.sched_.now(rt_.sched_.current()));
-    rt_.fabric_.kill_endpoint(rank_);
-    if (rt_.will_restart(rank_))
-      monitor_->mute();
-    else
-      monitor_->stop();
-    throw WorkerKilled("rank " + std::to_string(rank_) + " " + why + " at step " + std::to_string(step));
-  }
-
   FaultRuntime& rt_;
   const int rank_, dc_;
   std::unique_ptr<HeartbeatMonitor> monitor_;
-  std::set<int> handled_;           // dead peers already recovered from
   std::unique_ptr<IntraDc> intra_;  // the rebuilt group
-  int epoch_ = 0;
-  RankFaultTimeline timeline_{rt_.plan_, rt_.layout_, rank_};  // its slow events and kills
+  Nanos at_{0};                     // a restart's instant (restart_message)
 };
 
 FaultRuntime::FaultRuntime(const model::FaultPlan& plan, const StrategyInfo& info, const model::RankLayout& layout,
                            emu::Fabric& fabric, emu::VirtualScheduler& sched,
                            std::vector<std::vector<uint32_t>> shards, uint64_t seed)
     : plan_(plan), world_group_(!info.needs_intra_dc || info.one_group), layout_(layout), M_(layout.dcs()),
-      P_(layout.world()), groups_{layout, world_group_}, fabric_(fabric), sched_(sched), shards_(std::move(shards)),
-      own_shards_(shards_), seed_(seed), factor_(new std::atomic<double>[static_cast<size_t>(layout.world())]) {
+      P_(layout.world()), groups_{layout, world_group_}, fabric_(fabric), sched_(sched),
+      own_shards_(std::make_shared<const std::vector<std::vector<uint32_t>>>(std::move(shards))), seed_(seed), factor_(new std::atomic<double>[static_cast<size_t>(layout.world())]) {
   if (plan_.has_kills() && !info.survives_kills)
     throw RunError("node kills: this strategy does not survive them (its descriptor: survives_kills)");
   for (const model::FaultEvent& e : plan_.events)
@@ -404,9 +307,11 @@ FaultRuntime::FaultRuntime(const model::FaultPlan& plan, const StrategyInfo& inf
   progress_.assign(static_cast<size_t>(P_), 0);
   for (int r = 0; r < P_; ++r) {
     factor_[static_cast<size_t>(r)].store(1.0);
-    agents_.push_back(std::make_unique<Agent>(*this, r));
+    ports_.push_back(std::make_unique<Port>(*this, r));
+    agents_.push_back(std::make_unique<FaultAgent>(
+        FaultAgentConfig{plan_, groups_, r, own_shards_, seed_}, *ports_.back()));
   }
-  for (auto& a : agents_) a->create();  // actor ids in rank order, before any worker runs
+  for (auto& p : ports_) p->create();  // actor ids in rank order, before any worker runs
   if (plan_.policy == "estimate" && world_group_)
     throw RunError("faults.policy: \"estimate\": this strategy has no intra-DC group to estimate a dead worker's "
                    "gradient in (strategies with one: hier_ef_topk_int8, hierarchical, local_sgd, diloco, powersgd)");
@@ -426,7 +331,7 @@ void FaultRuntime::enable_estimates(const Dataset& train, size_t batch) {
     s.rank = r;
     s.dc = layout_.dc_of(r);
     s.dc_ranks = groups_.group_of(r, {});
-    for (int m : s.dc_ranks) s.shards[m] = own_shards_.at(static_cast<size_t>(m));
+    for (int m : s.dc_ranks) s.shards[m] = own_shards_->at(static_cast<size_t>(m));
     s.train = &train;
     s.center = center;
     s.seed = seed_;
@@ -474,7 +379,7 @@ void FaultRuntime::started(int rank, Nanos t0) {
     std::lock_guard<std::mutex> lk(mu_);
     t0_ = t0;
   }
-  agents_.at(static_cast<size_t>(rank))->start(t0);
+  ports_.at(static_cast<size_t>(rank))->start(t0);
 }
 
 bool FaultRuntime::fenced(int rank) const {
@@ -584,7 +489,10 @@ bool FaultRuntime::will_restart(int rank) const {
 }
 
 std::optional<FaultRuntime::Rejoin> FaultRuntime::await_restart(WorkerEnv& env, const std::function<bool()>& run_over) {
-  return agents_.at(static_cast<size_t>(env.rank))->await(env, run_over);
+  std::optional<Rejoin> j = ports_.at(static_cast<size_t>(env.rank))->await(env, run_over);
+  // Back: heartbeats again, the dead set of its group its coordinator's.
+  if (j) agents_.at(static_cast<size_t>(env.rank))->rejoined(j->members, j->steps, false);
+  return j;
 }
 
 bool FaultRuntime::full_recovery_possible() const { return plan_.full_recovery_reachable(P_); }
@@ -677,7 +585,7 @@ model::FaultsSection FaultRuntime::section() const {
                      return std::tie(a.at_s, a.observer, a.peer) < std::tie(b.at_s, b.observer, b.peer);
                    });
   s.false_detections = false_detections_;
-  for (const auto& a : agents_) s.heartbeats_sent += a->heartbeats_sent();
+  for (const auto& p : ports_) s.heartbeats_sent += p->heartbeats_sent();
   return s;
 }
 
