@@ -50,7 +50,7 @@ Fabric::Fabric(const FabricConfig& cfg, const Clock& clock) : cfg_(cfg), clock_(
   dead_at_.assign(cfg_.site_of.size(), Nanos{0});
   alarm_.assign(cfg_.site_of.size(), std::nullopt);
   alarm_all_.assign(cfg_.site_of.size(), true);
-  successor_.resize(cfg_.site_of.size());
+  takeover_.resize(cfg_.site_of.size());
 }
 
 LinkModel& Fabric::direction(int src_site, int dst_site, int src, int dst) {
@@ -192,13 +192,10 @@ void Fabric::settle(int src, int dst, uint64_t id, const MessageVerdict& mv) {
 void Fabric::send_at(Nanos now, int src, int dst, uint64_t tag, std::vector<uint8_t>& payload, uint64_t size,
                      uint64_t rounds) {
   if (closed_) return;
-  if (const auto& succ = successor_[static_cast<size_t>(src)]; !succ.empty())
-    if (auto it = succ.find(dst); it != succ.end()) dst = it->second;  // a taken-over address
-  if (retain_n_ > 0 && tag != kTakeoverTag && site_of(src) != site_of(dst)) {
-    auto& kept = retained_[{src, dst}];
-    kept.push_back({tag, payload, size, rounds});
-    if (kept.size() > retain_n_) kept.pop_front();
-  }
+  TakeoverTable<Retained>& table = takeover_[static_cast<size_t>(src)];
+  dst = table.address_of(dst);  // a taken-over address
+  if (retain_n_ > 0 && tag != kTakeoverTag && site_of(src) != site_of(dst))
+    table.sent(dst, {tag, payload, size, rounds}, retain_n_);
   if (dead_[static_cast<size_t>(src)] || dead_[static_cast<size_t>(dst)]) return;  // a killed worker's sockets
   Conn& conn = connection(src, dst);
   if (!conn.error.empty()) {
@@ -216,9 +213,7 @@ void Fabric::send_at(Nanos now, int src, int dst, uint64_t tag, std::vector<uint
   if (tag == kTakeoverTag) {
     // Handled by the receiving endpoint's stack at its delivery (settle -> on_takeover), not
     // received by anyone: kept out of the mailbox.
-    uint64_t dead = 0;
-    std::memcpy(&dead, p->payload.data(), sizeof dead);
-    p->notice_dead = static_cast<int>(dead);
+    p->notice_dead = decode_takeover_notice(p->payload).value_or(-1);
   } else {
     box.q[{src, tag}].push_back(p);
   }
@@ -256,9 +251,8 @@ Fabric::Mailbox::Queues::iterator Fabric::ready_queue(int dst, int src, uint64_t
     return it == box.q.end() || it->second.empty() || !it->second.front()->settled ? box.q.end() : it;
   };
   auto q = settled(src);
-  const auto& succ = successor_[static_cast<size_t>(dst)];
-  if (auto it = succ.find(src); it != succ.end())
-    if (auto s = settled(it->second);
+  if (const std::optional<int> successor = takeover_[static_cast<size_t>(dst)].successor_of(src))
+    if (auto s = settled(*successor);
         s != box.q.end() && (q == box.q.end() || s->second.front()->deliver_at < q->second.front()->deliver_at))
       q = s;
   return q;
@@ -552,9 +546,7 @@ void Fabric::take_over(int successor, int dead, const std::vector<int>& tell) {
   act_now([&](Nanos t) {
     for (int p : tell) {
       if (p == successor || p == dead) continue;
-      std::vector<uint8_t> notice(sizeof(uint64_t));
-      const uint64_t d = static_cast<uint64_t>(dead);
-      std::memcpy(notice.data(), &d, sizeof d);
+      std::vector<uint8_t> notice = encode_takeover_notice(dead);
       send_at(t, successor, p, kTakeoverTag, notice, notice.size());
     }
   });
@@ -562,9 +554,7 @@ void Fabric::take_over(int successor, int dead, const std::vector<int>& tell) {
 
 int Fabric::address_of(int p, int endpoint) const {
   std::lock_guard<std::mutex> lk(mu_);
-  const auto& succ = successor_.at(static_cast<size_t>(p));
-  auto it = succ.find(endpoint);
-  return it == succ.end() ? endpoint : it->second;
+  return takeover_.at(static_cast<size_t>(p)).address_of(endpoint);
 }
 
 void Fabric::Takeovers::on_event(Nanos at, uint32_t, uint64_t a, uint64_t b) {
@@ -573,16 +563,8 @@ void Fabric::Takeovers::on_event(Nanos at, uint32_t, uint64_t a, uint64_t b) {
 }
 
 void Fabric::on_takeover(Nanos at, int dst, int successor, int dead) {
-  auto& succ = successor_[static_cast<size_t>(dst)];
-  for (auto& [from, to] : succ)
-    if (to == dead) to = successor;  // a chain: whoever `dead` had taken over
-  succ[dead] = successor;
   // What dst had sent to the dead (and may not have been received) goes to its successor now.
-  std::deque<Retained> kept;
-  if (auto it = retained_.find({dst, dead}); it != retained_.end()) {
-    kept = std::move(it->second);
-    retained_.erase(it);
-  }
+  std::deque<Retained> kept = takeover_[static_cast<size_t>(dst)].taken_over(dead, successor);
   for (auto& [tag, bytes, size, rounds] : kept) {
     std::vector<uint8_t> copy = bytes;
     send_at(at, dst, successor, tag, copy, size, rounds);

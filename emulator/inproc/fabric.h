@@ -38,6 +38,7 @@
 #include <string>
 #include <vector>
 
+#include "common/takeover.h"
 #include "emulator/inproc/event_queue.h"
 #include "emulator/inproc/message_link.h"
 #include "common/clock.h"
@@ -174,7 +175,7 @@ class Fabric {
 
   // ---- A DC leader's successor (engine/faults/: a killed leader's address taken over). ----
   /// The tag of a takeover notice: reserved, outside every range a Transport user may take.
-  static constexpr uint64_t kTakeoverTag = (uint64_t{1} << 63) + 4;
+  static constexpr uint64_t kTakeoverTag = (uint64_t{1} << 63) + 4;  // (its payload: common/takeover.h)
   /// From now on every endpoint keeps a copy of the last `last_n` messages it sent to each
   /// endpoint of another site, to be sent again to that endpoint's successor (take_over()).
   void retain_cross_site(size_t last_n);
@@ -302,8 +303,8 @@ class Fabric {
   std::map<std::pair<int, int>, Conn> conns_;                            // ordered endpoint pair
   std::vector<std::unique_ptr<Mailbox>> boxes_;
   std::map<std::pair<int, int>, TrafficStats> stats_;
-  // Successors (take_over): per endpoint, the endpoints it knows were taken over -> by whom.
-  std::vector<std::map<int, int>> successor_;
+  // Successors (take_over, common/takeover.h): per endpoint, the addresses it knows were taken
+  // over and the messages it retained for another site's endpoints.
   size_t retain_n_ = 0;  // retain_cross_site
   struct Retained {
     uint64_t tag;
@@ -311,7 +312,7 @@ class Fabric {
     uint64_t size;
     uint64_t rounds;
   };
-  std::map<std::pair<int, int>, std::deque<Retained>> retained_;  // (src, dst)
+  std::vector<TakeoverTable<Retained>> takeover_;
   Takeovers takeovers_{*this};
 };
 

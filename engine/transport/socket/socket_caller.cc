@@ -39,7 +39,7 @@ void SocketTransport::Impl::send(int dst, uint64_t tag, std::vector<uint8_t> byt
     throw TransportError(me() + "send: " + std::to_string(bytes.size()) + " bytes > max_message_bytes");
   std::lock_guard lk(mu);
   if (closing) throw TransportError(me() + "send after close()");
-  if (peers[dst].successor >= 0) dst = peers[dst].successor;  // a taken-over address
+  dst = takeover.address_of(dst);  // a taken-over address
   Peer& p = peers[dst];
   if (dst == cfg.rank) {
     p.mailbox[tag].push_back(std::move(bytes));
@@ -47,10 +47,7 @@ void SocketTransport::Impl::send(int dst, uint64_t tag, std::vector<uint8_t> byt
     return;
   }
   auto msg = std::make_shared<const std::vector<uint8_t>>(std::move(bytes));
-  if (p.keep_n > 0) {
-    p.kept.emplace_back(tag, msg);
-    if (p.kept.size() > p.keep_n) p.kept.pop_front();
-  }
+  takeover.sent(dst, {tag, msg}, p.keep_n);
   if (p.fail != Fail::kNone) {
     if (p.expect_successor) return;  // kept for its successor
     throw_fail(p.fail, p.why);
@@ -99,7 +96,7 @@ void SocketTransport::Impl::reset_locked(Peer& p) {
   p.open_out = 0;
   p.reported = false;
   p.remote_ip.clear();
-  p.kept.clear();
+  takeover.forget(static_cast<int>(&p - peers.data()));
   ++p.incarnation;
   cv.notify_all();
 }
@@ -156,21 +153,13 @@ void SocketTransport::Impl::revive(int r, const SocketEndpoint& at) {
 // A takeover notice from `successor` (I/O thread, mu held): `dead`'s address is its now.
 void SocketTransport::Impl::taken_over(int dead, int successor) {
   if (dead < 0 || dead >= cfg.world || dead == successor || dead == cfg.rank) return;
-  for (auto& q : peers)
-    if (q.successor == dead) q.successor = successor;  // a chain: whoever `dead` had taken over
   Peer& d = peers[dead];
   Peer& s = peers[successor];
-  d.successor = successor;
   s.expect_successor = s.expect_successor || d.expect_successor;
   s.keep_n = std::max(s.keep_n, d.keep_n);
   // What we had sent the dead (it may not have taken it) goes to its successor now.
-  auto kept = std::move(d.kept);
-  d.kept.clear();
-  for (auto& [tag, msg] : kept) {
-    if (s.keep_n > 0) {
-      s.kept.emplace_back(tag, msg);
-      if (s.kept.size() > s.keep_n) s.kept.pop_front();
-    }
+  for (auto& [tag, msg] : takeover.taken_over(dead, successor)) {
+    takeover.sent(successor, {tag, msg}, s.keep_n);
     if (s.fail == Fail::kNone && started && !closing) queue_locked(successor, tag, msg);
   }
   cv.notify_all();
@@ -178,9 +167,7 @@ void SocketTransport::Impl::taken_over(int dead, int successor) {
 
 void SocketTransport::Impl::take_over(int dead, const std::vector<int>& tell) {
   check_rank(dead, "take_over");
-  std::vector<uint8_t> notice(sizeof(int64_t));
-  const int64_t d = dead;
-  std::memcpy(notice.data(), &d, sizeof d);
+  const std::vector<uint8_t> notice = encode_takeover_notice(dead);
   for (int r : tell)
     if (r != cfg.rank && r != dead) send(r, kTakeoverTag, notice);
 }
@@ -208,9 +195,10 @@ std::vector<uint8_t> SocketTransport::Impl::recv(int src, uint64_t tag) {
   for (;;) {
     if (closing) throw TransportClosed(me() + "recv from rank " + std::to_string(src) + ": transport closed");
     if (auto m = take(p)) return std::move(*m);
-    if (p.successor >= 0)
-      if (auto m = take(peers[p.successor])) return std::move(*m);
-    const Peer& now = p.successor >= 0 ? peers[p.successor] : p;  // who answers for src
+    const std::optional<int> successor = takeover.successor_of(src);
+    if (successor)
+      if (auto m = take(peers[*successor])) return std::move(*m);
+    const Peer& now = successor ? peers[*successor] : p;  // who answers for src
     if (now.fail != Fail::kNone && !now.expect_successor) throw_fail(now.fail, now.why);
     if (!fatal.empty()) throw TransportError(me() + fatal);
     if (interrupted && (interrupt_from.empty() ||

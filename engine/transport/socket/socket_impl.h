@@ -35,6 +35,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "common/takeover.h"
 #include "engine/transport/socket/auth.h"
 #include "engine/transport/socket/frame.h"
 #include "engine/transport/socket/socket_transport.h"
@@ -146,11 +147,10 @@ struct SocketTransport::Impl {
     bool goodbye_seen = false;
     bool failed_io = false;  // I/O thread has torn down this peer's connections
     bool reported = false;   // on_peer_failed called (guarded by mu)
-    // guarded by mu: a successor may take over this peer's address (expect_successors, take_over)
+    // guarded by mu: a successor may take over this peer's address (expect_successors, take_over;
+    // who did, and the messages kept for it: Impl::takeover)
     bool expect_successor = false;
-    int successor = -1;  // the rank that took over its address
-    size_t keep_n = 0;
-    std::deque<std::pair<uint64_t, std::shared_ptr<const std::vector<uint8_t>>>> kept;  // (tag, message)
+    size_t keep_n = 0;  // how many of the last messages to this peer are kept
     // guarded by mu: restarts (expect_restarts, revive)
     bool restartable = false;
     uint64_t incarnation = 0;  // bumped when a failed peer is revived
@@ -170,6 +170,8 @@ struct SocketTransport::Impl {
   mutable std::mutex mu;
   std::condition_variable cv;        // recv waiters, flush waiters
   std::vector<Peer> peers;
+  // Taken-over addresses and the messages kept for successors (common/takeover.h): (tag, message).
+  TakeoverTable<std::pair<uint64_t, std::shared_ptr<const std::vector<uint8_t>>>> takeover;
   bool started = false;
   bool closing = false;              // close() called
   bool want_outq = false;            // drain(): the I/O thread measures the kernel's send queues

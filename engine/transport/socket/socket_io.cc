@@ -123,9 +123,7 @@ void SocketTransport::Impl::deliver_ready(int r) {
       } else if (it->second.tag == reserved_tags::kWitness) {
         witness_message(r, it->second.buf);
       } else if (it->second.tag == kTakeoverTag) {
-        int64_t dead = -1;
-        if (it->second.buf.size() == sizeof dead) std::memcpy(&dead, it->second.buf.data(), sizeof dead);
-        taken_over(static_cast<int>(dead), r);
+        taken_over(decode_takeover_notice(it->second.buf).value_or(-1), r);
       } else
         p.mailbox[it->second.tag].push_back(std::move(it->second.buf));
       p.partial.erase(it);
