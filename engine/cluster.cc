@@ -125,8 +125,8 @@ std::vector<std::shared_ptr<AnalyticHub>> make_analytic_hubs(const ClusterSpec& 
   return analytic_hubs;
 }
 
-/// Node faults and heartbeats (faults/fault_runtime.h), with the strategy entry's own recovery policy if
-/// it names one; `sched`: the virtual clock's scheduler (they need it).
+/// Node faults and heartbeats (faults/fault_runtime.h), with the strategy entry's own recovery
+/// policy if it names one; `sched`: the virtual clock's scheduler (they need it).
 std::unique_ptr<FaultRuntime> make_faults(const RunOptions& opt, const StrategyConfig& scfg, const StrategyInfo& info,
                                           const WorkloadSpec& work, const Datasets& data,
                                           const model::RankLayout& layout, emu::Fabric& fabric,

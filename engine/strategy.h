@@ -246,11 +246,11 @@ class Strategy {
   /// rejoins the others at a later step (hier_ef_topk_int8 under a quorum of sites: the steps in
   /// between are not run, their losses stay NaN). Every worker of a DC answers alike.
   virtual int next_step(int step) const { return step + 1; }
-  /// A site restarted whole (every worker of a DC killed under a quorum of sites, faults/fault_runtime.h):
-  /// restore() just set the state of a worker of *another* site, the only one alive to hand it.
-  /// Keep what every site shares (the anchor, as parameters too) and drop what was that site's
-  /// own (its error-feedback residual). Called before the first step, with env.opt fresh.
-  /// Default: refused (only strategies with "quorum" get here).
+  /// A site restarted whole (every worker of a DC killed under a quorum of sites,
+  /// faults/fault_runtime.h): restore() just set the state of a worker of *another* site, the only
+  /// one alive to hand it. Keep what every site shares (the anchor, as parameters too) and drop
+  /// what was that site's own (its error-feedback residual). Called before the first step, with
+  /// env.opt fresh. Default: refused (only strategies with "quorum" get here).
   virtual void rejoin_site(WorkerEnv& /*env*/) {
     throw std::logic_error("rejoin_site: this strategy cannot take another site's state");
   }

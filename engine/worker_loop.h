@@ -124,8 +124,8 @@ struct WorkerLoopHooks {
   /// After `resume` was restored, before the first step: what the resumed state must not carry
   /// (a restarted worker takes its group's model, not its times, sampler or series). May be empty.
   std::function<void(WorkerEnv&, BatchSampler&, WorkerRecord&)> after_resume;
-  /// `resume` is another site's worker's state (a site restarted whole, faults/fault_runtime.h): after
-  /// restoring it, the optimizer starts fresh and the strategy keeps what every site shares
+  /// `resume` is another site's worker's state (a site restarted whole, faults/fault_runtime.h):
+  /// after restoring it, the optimizer starts fresh and the strategy keeps what every site shares
   /// (Strategy::rejoin_site).
   bool resume_from_other_site = false;
 };

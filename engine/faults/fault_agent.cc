@@ -104,7 +104,7 @@ void FaultAgent::at_reepoch(WorkerEnv& env, int steps, const StateBuffers& state
 }
 
 void FaultAgent::regrow(WorkerEnv& env, uint64_t tag_epoch) {
-  // Everyone walks its own shard again (the checkpoint's positions), and a later death splits those.
+  // Everyone walks its own shard again (the checkpoint's positions); a later death splits those.
   shards_.clear();
   const FaultPort::RecoveryRestart rr = port_.restarted_by_recovery();
   // No state: each restarted worker reads its own from the checkpoint.

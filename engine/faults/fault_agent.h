@@ -1,7 +1,7 @@
 // The fault agent: one rank's part of the scenario's node faults, the same state machine in every
 // network mode. It implements the worker loop's FaultHooks over a FaultPort, the part that differs
-// between the modes: the in-process port (fault_runtime.h: the embedded mode's fabric, heartbeat monitor
-// and virtual clock, FaultRuntime's shared records) and the socket port (socket_port.h: the
+// between the modes: the in-process port (fault_runtime.h: the embedded mode's fabric, heartbeat
+// monitor and virtual clock, FaultRuntime's shared records) and the socket port (socket_port.h: the
 // process and dpdk modes' socket transport, a process's own log, the run's store).
 //
 //   step_begins   the timeline's slow events start and end (RankFaultTimeline); the compute factor

@@ -170,7 +170,7 @@ class FaultRuntime::Port final : public FaultPort {
   }
 
   // The coordinator's part of a restart: the message to restarted worker `r` (where it starts,
-  // then its state), the report's restart record (`policy`), and the hand-off that wakes it at `at`.
+  // then its state), the report's restart record (`policy`), the hand-off that wakes it at `at`.
   void hand_over(WorkerEnv& env, int r, RejoinMessage m, Nanos at, const char* policy, bool from_checkpoint,
                  bool other_site) {
     const int steps = m.steps, survivors = static_cast<int>(m.members.size());

@@ -5,8 +5,8 @@
 // quarter interval, directly and through its witnesses (below); still silent `confirmation` later
 // it is declared dead: the detection is recorded and the worker's pending and future receives are
 // interrupted (Fabric::raise_alarm), so a worker blocked on the dead peer wakes up and recovers
-// (engine/faults/fault_runtime.h). A heartbeat arriving in between clears the suspicion: a congested or
-// lossy link is not a dead node. The heartbeats are UDP-like datagrams on the fabric
+// (engine/faults/fault_runtime.h). A heartbeat arriving in between clears the suspicion: a
+// congested or lossy link is not a dead node. The heartbeats are UDP-like datagrams on the fabric
 // (Fabric::send_datagram): they pay the link's rate, delay, jitter, loss and outages on a queue of
 // their own (not behind the bulk data's TCP retransmissions), a lost one is not resent, and their
 // bytes count in the WAN figures.

@@ -5,8 +5,8 @@
 //  * checkpoints: the shared CheckpointSchedule; the rank files of one checkpoint are counted in
 //    memory (CheckpointWriter) and the last one completes it; rank 0's file keeps the fabric's WAN
 //    totals, the only WAN accounting of this mode;
-//  * full recovery: decided by the FaultRuntime (faults/fault_runtime.h); the first rank at the boundary
-//    reads the last complete checkpoint and every other rank goes back to the same one;
+//  * full recovery: decided by the FaultRuntime (faults/fault_runtime.h); the first rank at the
+//    boundary reads the last complete checkpoint and every other rank goes back to the same one;
 //  * a killed worker the timeline (or a full recovery) restarts waits in its own thread, holding
 //    nobody back, and comes back there; one that is not back leaves the finish line's count.
 // No libtorch here.

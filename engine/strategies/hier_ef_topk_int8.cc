@@ -158,8 +158,8 @@ class HierEfTopkInt8 final : public Strategy {
 
   int next_step(int step) const override { return std::max(step + 1, resume_at_); }
 
-  // A site restarted whole under a quorum (faults/fault_runtime.h): the state restored is another site's
-  // worker's. x = x̄ = mark = the anchor every site shares; the residual was that site's own
+  // A site restarted whole under a quorum (faults/fault_runtime.h): the state restored is another
+  // site's worker's. x = x̄ = mark = the anchor every site shares; the residual was that site's own
   // unsent progress: 0 here, as for a site that rejoins after a pause (quorum_rejoined).
   void rejoin_site(WorkerEnv& env) override {
     if (!quorum_) throw std::logic_error("hier_ef_topk_int8: another site's state without \"quorum\"");

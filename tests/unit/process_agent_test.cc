@@ -1,14 +1,15 @@
-// The process modes' fault agent (FaultAgent over SocketFaultPort, engine/faults/socket_port.h) in one process: four ranks on threads, each
-// with its real SocketTransport over loopback and its agent wired to it as process_worker.cc wires
-// them (on_peer_failed, the "recovering" notices, attach, full recovery over a store). The
-// scenario's kill fires in the victim's before_sync; from then on the survivors' transports hear
-// nothing from it (SocketTransportConfig::deaf_to, a host gone silent), so they declare it after
-// timeout + confirmation of silence. Checked exactly: the kill's record, the detection's times
-// against the silence the transport measured, which receive fails how (the dead peer's own, or
-// one interrupted by a member's notice), the agreement, the ring, each survivor's inherited shard
-// and sampler stream, the resume records, and the full recovery's decision and boundary; a DC
-// leader's death: its survivor takes over its address and gets what was sent to it; and a
-// timeline restart: the new incarnation revived at its new address, handed its group, heard again.
+// The process modes' fault agent (FaultAgent over SocketFaultPort, engine/faults/socket_port.h) in
+// one process: four ranks on threads, each with its real SocketTransport over loopback and its
+// agent wired to it as process_worker.cc wires them (on_peer_failed, the "recovering" notices,
+// attach, full recovery over a store). The scenario's kill fires in the victim's before_sync; from
+// then on the survivors' transports hear nothing from it (SocketTransportConfig::deaf_to, a host
+// gone silent), so they declare it after timeout + confirmation of silence. Checked exactly: the
+// kill's record, the detection's times against the silence the transport measured, which receive
+// fails how (the dead peer's own, or one interrupted by a member's notice), the agreement, the
+// ring, each survivor's inherited shard and sampler stream, the resume records, and the full
+// recovery's decision and boundary; a DC leader's death: its survivor takes over its address and
+// gets what was sent to it; and a timeline restart: the new incarnation revived at its new address,
+// handed its group, heard again.
 #include <gtest/gtest.h>
 
 #include <atomic>
