@@ -227,7 +227,9 @@ RankReport run_process_worker(const ProcessWorkerConfig& cfg, const StrategyConf
                                 ": a restarted rank needs the timeline's restart and its predecessor's rank file with its kill");
   if (faults.plan.active()) {
     faulted = std::make_unique<ProcessFaultAgent>(
-        FaultAgentConfig{faults.plan, groups, cfg.rank, std::make_shared<const decltype(shards)>(shards), work.seed}, clock);
+        FaultAgentConfig{faults.plan, groups, cfg.rank, std::make_shared<const decltype(shards)>(shards), work.seed,
+                         std::make_shared<const RestartSchedule>(restart_schedule(faults.plan, groups.layout))},
+        clock);
     port = &faulted->port;
   }
   // Inter-rank messages over sockets: bind, publish host:port, learn everyone's, connect.

@@ -1,6 +1,8 @@
 #include "engine/faults/fault_agent.h"
 
 #include <algorithm>
+#include <stdexcept>
+#include <string>
 
 #include "engine/result.h"
 
@@ -9,8 +11,10 @@ namespace geotb::engine {
 FaultAgent::FaultAgent(FaultAgentConfig cfg, FaultPort& port)
     : cfg_(std::move(cfg)),
       port_(port),
-      timeline_(cfg_.plan, cfg_.groups.layout, cfg_.rank),
-      restarts_(restart_schedule(cfg_.plan, cfg_.groups.layout)) {}
+      timeline_(cfg_.plan, cfg_.groups.layout, cfg_.rank) {
+  if (!cfg_.shards || !cfg_.restarts)
+    throw std::invalid_argument("FaultAgent: rank " + std::to_string(cfg_.rank) + ": no shards or restart schedule");
+}
 
 void FaultAgent::step_begins(WorkerEnv& env, int step) {
   port_.step_begins(env);
@@ -58,7 +62,7 @@ std::vector<uint32_t> FaultAgent::inherit(const std::set<int>& dead, const std::
   // Every survivor's new shard computed here alike, so that a later death hands on what its rank
   // had inherited.
   const FaultGroups& g = cfg_.groups;
-  const std::vector<std::vector<uint32_t>> before = shards_.empty() ? *cfg_.shards : shards_;
+  const std::vector<std::vector<uint32_t>> before = shards_now();
   shards_ = before;
   for (int h = 0; h < g.world(); ++h)
     if (!dead.count(h))
@@ -67,8 +71,8 @@ std::vector<uint32_t> FaultAgent::inherit(const std::set<int>& dead, const std::
 }
 
 std::optional<uint64_t> FaultAgent::reepoch_due(WorkerEnv&, int steps) {
-  const auto it = restarts_.epoch_at.find(steps);
-  if (it == restarts_.epoch_at.end()) return std::nullopt;
+  const auto it = cfg_.restarts->epoch_at.find(steps);
+  if (it == cfg_.restarts->epoch_at.end()) return std::nullopt;
   return it->second;
 }
 
@@ -92,12 +96,12 @@ void FaultAgent::take_back(WorkerEnv& env, const std::vector<int>& back_all, Rej
 }
 
 void FaultAgent::at_reepoch(WorkerEnv& env, int steps, const StateBuffers& state) {
-  RejoinMessage m = port_.restart_message(env, steps, restarts_.epoch_at.at(steps), false);
+  RejoinMessage m = port_.restart_message(env, steps, cfg_.restarts->epoch_at.at(steps), false);
   // Sites restarted whole (a quorum of sites) are handed their state by the port; the others
   // restarted here rejoin their groups.
   const std::set<int> sites = port_.restart_sites(env, steps, state, handled_);
   std::vector<int> back_all;
-  for (int r : restarts_.ranks_at.at(steps))
+  for (int r : cfg_.restarts->ranks_at.at(steps))
     if (!sites.count(cfg_.groups.layout.dc_of(r))) back_all.push_back(r);
   m.state = state;
   take_back(env, back_all, std::move(m), "rejoin", false);
@@ -114,7 +118,7 @@ void FaultAgent::regrow(WorkerEnv& env, uint64_t tag_epoch) {
 void FaultAgent::before_rewind(WorkerEnv& env, BatchSampler& sampler) {
   // The process modes' restarted rejoin in tag epoch 1, the loop's after this rewind (there are no
   // timeline restarts beside a full recovery); after_rewind checks it.
-  if (regrow_before_restore_ && cfg_.plan.full_recovery_restarts(cfg_.groups.world())) regrow(env, 1);
+  if (cfg_.regrow_before_restore && cfg_.plan.full_recovery_restarts(cfg_.groups.world())) regrow(env, 1);
   sampler_before_rewind(rules(), cfg_.shards->at(static_cast<size_t>(cfg_.rank)), epoch_, sampler);
 }
 
@@ -122,15 +126,14 @@ void FaultAgent::after_rewind(WorkerEnv& env, BatchSampler& sampler, uint64_t ta
   port_.rewound();
   if (cfg_.plan.full_recovery_restarts(cfg_.groups.world())) {
     // The dead come back: every rank walks its own shard again, from the checkpoint's position.
-    if (!regrow_before_restore_)
+    if (!cfg_.regrow_before_restore)
       regrow(env, tag_epoch);
     else if (tag_epoch != 1)
       throw RunError("rank " + std::to_string(cfg_.rank) + ": full recovery in tag epoch " + std::to_string(tag_epoch) +
                      ", but its restarted ranks were told 1");
     return;
   }
-  sampler_after_rewind(rules(), (shards_.empty() ? *cfg_.shards : shards_)[static_cast<size_t>(cfg_.rank)], epoch_,
-                       sampler);
+  sampler_after_rewind(rules(), shards_now()[static_cast<size_t>(cfg_.rank)], epoch_, sampler);
 }
 
 void FaultAgent::rejoined(const std::vector<int>& members, int steps, bool new_process) {

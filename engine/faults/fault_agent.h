@@ -139,12 +139,19 @@ struct FaultAgentConfig {
   int rank = 0;
   /// Every rank's shard at the start (redistribute; shared by the agents of one process).
   std::shared_ptr<const std::vector<std::vector<uint32_t>>> shards;
-  uint64_t seed = 0;                          ///< the run's (the redistributed samplers' streams)
+  uint64_t seed = 0;  ///< the run's (the redistributed samplers' streams)
+  /// restart_schedule(plan, groups.layout) (rejoin.h), computed once by the config's owner and
+  /// shared by the agents and ports of one process.
+  std::shared_ptr<const RestartSchedule> restarts;
+  /// Whether full recovery's restarted workers rejoin their groups before the checkpoint's state
+  /// is restored (the process modes: their Gloo group must exist when the strategy is made) or
+  /// after it, in the loop's new tag epoch (the embedded mode).
+  bool regrow_before_restore = false;
 };
 
 class FaultAgent final : public FaultHooks, private RecoveryPort {
  public:
-  /// `port` outlives the agent.
+  /// `port` outlives the agent. Throws std::invalid_argument without `cfg.shards` or `cfg.restarts`.
   FaultAgent(FaultAgentConfig cfg, FaultPort& port);
 
   void step_begins(WorkerEnv& env, int step) override;
@@ -162,13 +169,6 @@ class FaultAgent final : public FaultHooks, private RecoveryPort {
   /// message). `new_process`: it is its predecessor's successor (the process modes), whose kills
   /// fired already.
   void rejoined(const std::vector<int>& members, int steps, bool new_process);
-  /// Whether full recovery's restarted workers rejoin their groups before the checkpoint's state
-  /// is restored (the process modes: their Gloo group must exist when the strategy is made) or
-  /// after it, in the loop's new tag epoch (the embedded mode).
-  void regrow_before_restore(bool before) { regrow_before_restore_ = before; }
-  /// The restart schedule (rejoin.h), the same on every rank.
-  const RestartSchedule& restarts() const { return restarts_; }
-  const FaultAgentConfig& config() const { return cfg_; }
 
  private:
   // RecoveryPort (recovery.h).
@@ -197,17 +197,17 @@ class FaultAgent final : public FaultHooks, private RecoveryPort {
                  bool full_recovery);
   // Full recovery's "restarts": the survivors' groups grow back by the restarted workers.
   void regrow(WorkerEnv& env, uint64_t tag_epoch);
+  // Every rank's shard now: the start's until a recovery redistributed some.
+  const std::vector<std::vector<uint32_t>>& shards_now() const { return shards_.empty() ? *cfg_.shards : shards_; }
 
   const FaultAgentConfig cfg_;
   FaultPort& port_;
   RankFaultTimeline timeline_;
-  const RestartSchedule restarts_;
   // Every rank's shard now, once a recovery redistributed some (empty: cfg_.shards).
   std::vector<std::vector<uint32_t>> shards_;
   std::set<int> handled_;                      // dead peers already recovered from
   int epoch_ = 0;                              // membership changes agreed
   bool reborn_ = false;                        // a restarted process: its predecessor's kills fired
-  bool regrow_before_restore_ = false;
 };
 
 }  // namespace geotb::engine

@@ -5,10 +5,8 @@
 #include <string>
 
 #include "engine/collectives/transport_group.h"
-#include "engine/faults/recovery.h"
 #include "engine/faults/rejoin.h"
 #include "engine/faults/shrink.h"
-#include "engine/faults/timeline.h"
 #include "engine/transport/transport.h"
 #include "engine/result.h"
 
@@ -162,7 +160,7 @@ class FaultRuntime::Port final : public FaultPort {
     if (dc_ != rt_.site_coordinator_dc_ || rank_ != rt_.group_of(rank_, handled).front()) return;
     for (int r : members) rt_.fabric_.revive_endpoint(r);
     if (rt_.quorum_) rt_.quorum_->site_up(dc);
-    const uint64_t epoch = rt_.restart_epoch_.at(steps);
+    const uint64_t epoch = rt_.restarts_->epoch_at.at(steps);
     const std::vector<int> ring = engine::ring_with(env.ring, members, handled, rt_.P_);
     // A brand-new group: its tags start at the epoch's base, the same on every member.
     for (int r : members)
@@ -268,10 +266,8 @@ FaultRuntime::FaultRuntime(const model::FaultPlan& plan, const StrategyInfo& inf
     if (e.kind == model::FaultEvent::Kind::kRestart && !e.at_step)
       throw RunError("timeline: restart of dc " + std::to_string(e.dc) + " worker " + std::to_string(e.worker) +
                      ": a restart is timed by \"at_step\" (its group's step boundary), not by \"at\"");
-  const RestartSchedule restarts = restart_schedule(plan_, layout_);
-  restarts_at_ = restarts.ranks_at;
-  restart_epoch_ = restarts.epoch_at;
-  if (!restarts_at_.empty() && full_recovery_possible())
+  restarts_ = std::make_shared<const RestartSchedule>(restart_schedule(plan_, layout_));
+  if (!restarts_->ranks_at.empty() && full_recovery_possible())
     throw RunError("timeline: restarts together with full recovery (faults.full_recovery) are not supported yet: "
                    "set faults.full_recovery.above_fraction to 1");
   // A DC leader's kill with per-DC groups: every endpoint keeps its last messages to each endpoint
@@ -293,7 +289,7 @@ FaultRuntime::FaultRuntime(const model::FaultPlan& plan, const StrategyInfo& inf
       if (e.kind != model::FaultEvent::Kind::kRestart) continue;
       ++alive[dc];
       if (!dead_now.count(e.dc)) continue;
-      const std::vector<int>& back = restarts_at_.at(*e.at_step);
+      const std::vector<int>& back = restarts_->ranks_at.at(*e.at_step);
       const std::vector<int> site = groups_.group_of(layout_.first(e.dc), {});
       if (std::all_of(site.begin(), site.end(), [&](int x) { return std::find(back.begin(), back.end(), x) != back.end(); }))
         sites_back_at_[*e.at_step].insert(e.dc);
@@ -309,7 +305,7 @@ FaultRuntime::FaultRuntime(const model::FaultPlan& plan, const StrategyInfo& inf
     factor_[static_cast<size_t>(r)].store(1.0);
     ports_.push_back(std::make_unique<Port>(*this, r));
     agents_.push_back(std::make_unique<FaultAgent>(
-        FaultAgentConfig{plan_, groups_, r, own_shards_, seed_}, *ports_.back()));
+        FaultAgentConfig{plan_, groups_, r, own_shards_, seed_, restarts_}, *ports_.back()));
   }
   for (auto& p : ports_) p->create();  // actor ids in rank order, before any worker runs
   if (plan_.policy == "estimate" && world_group_)
@@ -477,7 +473,7 @@ bool FaultRuntime::will_restart(int rank) const {
     auto k = killed_.find(rank);
     if (k != killed_.end()) killed_at = records_[k->second.record].step;
   }
-  for (const auto& [step, ranks] : restarts_at_)
+  for (const auto& [step, ranks] : restarts_->ranks_at)
     if (step > killed_at && std::find(ranks.begin(), ranks.end(), rank) != ranks.end()) return true;
   // Full recovery may restart it: it waits, until it is restarted or the run is over. Not once a
   // full recovery was decided (once per run: later deaths are shrunk only).

@@ -203,9 +203,9 @@ class FaultRuntime {
   std::set<int> rewound_;           // survivors that went back
   std::set<int> restarted_;         // "restarts": the dead brought back from the checkpoint
   Nanos restart_up_{0};             // "restarts": when they are up (virtual instant)
-  // Restarts: boundary -> the ranks restarted there; the epochs in boundary order (1, 2, ...).
-  std::map<int, std::vector<int>> restarts_at_;
-  std::map<int, uint64_t> restart_epoch_;
+  // Restarts: boundary -> the ranks restarted there, and the epochs in boundary order (1, 2, ...);
+  // the agents share it.
+  std::shared_ptr<const RestartSchedule> restarts_;
   struct Handoff {
     int coordinator = -1;
     std::optional<Nanos> at;  // set (in sched_.update) when the coordinator has sent the state

@@ -7,8 +7,19 @@
 
 namespace geotb::engine {
 
+namespace {
+
+// Full recovery's restarted processes rejoin their groups before the checkpoint's state is
+// restored: their Gloo group must exist when the strategy is made again.
+FaultAgentConfig regrowing_before_restore(FaultAgentConfig c) {
+  c.regrow_before_restore = true;
+  return c;
+}
+
+}  // namespace
+
 SocketFaultPort::SocketFaultPort(const FaultAgentConfig& cfg, const emu::Clock& clock)
-    : cfg_(cfg), clock_(clock), restarts_(restart_schedule(cfg_.plan, cfg_.groups.layout)) {}
+    : cfg_(regrowing_before_restore(cfg)), clock_(clock) {}
 
 void SocketFaultPort::regroup(WorkerEnv& env, const std::vector<int>& group, const std::string& name) {
   env.intra = nullptr;
@@ -20,14 +31,14 @@ void SocketFaultPort::regroup(WorkerEnv& env, const std::vector<int>& group, con
 
 int SocketFaultPort::incarnation_at(int rank, int steps) const {
   int n = 0;
-  for (const auto& [step, ranks] : restarts_.ranks_at)
+  for (const auto& [step, ranks] : cfg_.restarts->ranks_at)
     if (step <= steps) n += static_cast<int>(std::count(ranks.begin(), ranks.end(), rank));
   return n;
 }
 
 bool SocketFaultPort::restarted_after(int step) const {
   if (full_recovery_restarts()) return true;  // every killed worker's process comes back (and may give up)
-  for (const auto& [at, ranks] : restarts_.ranks_at)
+  for (const auto& [at, ranks] : cfg_.restarts->ranks_at)
     if (at > step && std::count(ranks.begin(), ranks.end(), cfg_.rank)) return true;
   return false;
 }
@@ -123,7 +134,7 @@ void SocketFaultPort::attach(SocketTransport& sock, std::chrono::milliseconds pe
   // Restarted ranks come back as new processes at new addresses: the timeline's, or with a full
   // recovery's restarts any killed one.
   std::vector<int> back;
-  for (const auto& [step, ranks] : restarts_.ranks_at)
+  for (const auto& [step, ranks] : cfg_.restarts->ranks_at)
     for (int r : ranks)
       if (r != cfg_.rank) back.push_back(r);
   if (full_recovery_restarts())

@@ -98,10 +98,8 @@
 #include "engine/collectives/store.h"
 #include "engine/faults/fault_agent.h"
 #include "engine/faults/full_recovery_board.h"
-#include "engine/faults/recovery.h"
 #include "engine/faults/rejoin.h"
 #include "engine/faults/shrink.h"
-#include "engine/faults/timeline.h"
 #include "engine/transport/socket/socket_transport.h"
 #include "engine/worker_loop.h"
 #include "model/faults.h"
@@ -149,6 +147,8 @@ class SocketFaultPort final : public FaultPort {
   using Regroup = std::function<std::unique_ptr<IntraDc>(const std::vector<int>& members, int index, const std::string& name)>;
 
   SocketFaultPort(const FaultAgentConfig& cfg, const emu::Clock& clock);
+  /// The agent's config as these modes need it: `cfg` with regrow_before_restore set.
+  const FaultAgentConfig& config() const { return cfg_; }
 
   /// The tag of the "recovering" notices (SocketTransportConfig::notice_tag).
   static constexpr uint64_t kRecoveringTag = reserved_tags::kRecovering;
@@ -271,7 +271,6 @@ class SocketFaultPort final : public FaultPort {
   std::chrono::milliseconds peer_timeout_{0};
   std::unique_ptr<IntraDc> group_;
   Regroup regroup_;
-  const RestartSchedule restarts_;  // as the embedded mode numbers them (rejoin.h)
   std::vector<SocketEndpoint> endpoints_;
   RestartIo io_;
 
@@ -297,9 +296,8 @@ class SocketFaultPort final : public FaultPort {
 /// restarted rejoin before the checkpoint's state is restored (their Gloo group must exist when the
 /// strategy is made again).
 struct ProcessFaultAgent {
-  ProcessFaultAgent(const FaultAgentConfig& cfg, const emu::Clock& clock) : port(cfg, clock), agent(cfg, port) {
-    agent.regrow_before_restore(true);
-  }
+  ProcessFaultAgent(const FaultAgentConfig& cfg, const emu::Clock& clock)
+      : port(cfg, clock), agent(port.config(), port) {}
   SocketFaultPort port;
   FaultAgent agent;
 };

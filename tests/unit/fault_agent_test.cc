@@ -9,6 +9,7 @@
 #include <chrono>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <set>
 #include <string>
 #include <vector>
@@ -125,6 +126,7 @@ FaultAgentConfig config(const model::FaultPlan& plan, int rank, std::vector<int>
   c.shards = std::make_shared<const std::vector<std::vector<uint32_t>>>(
       std::vector<std::vector<uint32_t>>{{0, 1}, {2, 3}, {4, 5}, {6, 7}});
   c.seed = 5;
+  c.restarts = std::make_shared<const RestartSchedule>(restart_schedule(plan, c.groups.layout));
   return c;
 }
 
@@ -166,6 +168,9 @@ TEST(FaultAgent, TheTimelinesSlowEventAndKillGoThroughThePort) {
   EXPECT_TRUE(agent.record_all());
   EXPECT_TRUE(agent.checkpoint_cannot_complete(4));  // the port's answer
   EXPECT_FALSE(agent.checkpoint_cannot_complete(3));
+  FaultAgentConfig unscheduled = config(plan, 1);
+  unscheduled.restarts = nullptr;  // the owner computes the restart schedule once
+  EXPECT_THROW(FaultAgent(unscheduled, port), std::invalid_argument);
 }
 
 TEST(FaultAgent, AFencedRankDiesAtItsNextSynchronisationAndARecoveryWithoutADeathIsNone) {
@@ -272,8 +277,9 @@ TEST(FaultAgent, FullRecoverysRestartedRejoinAfterTheRestoreOrBeforeIt) {
   // The process modes: before it (their Gloo group must exist when the strategy is made), in
   // tag epoch 1, which the loop must then be in.
   ScriptedPort port;
-  FaultAgent agent(config(plan, 0), port);
-  agent.regrow_before_restore(true);
+  FaultAgentConfig process = config(plan, 0);
+  process.regrow_before_restore = true;
+  FaultAgent agent(process, port);
   agent.rejoined({0, 1}, 1, false);
   WorkerEnv env = env_of(0, {0, 1});
   port.calls.clear();

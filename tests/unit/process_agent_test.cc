@@ -61,8 +61,11 @@ model::FaultPlan plan_with_a_host_kill(int dc, int worker) {
   return p;
 }
 
-std::shared_ptr<const std::vector<std::vector<uint32_t>>> shared(const std::vector<std::vector<uint32_t>>& s) {
-  return std::make_shared<const std::vector<std::vector<uint32_t>>>(s);
+/// Rank r's agent config, as process_worker.cc makes it.
+FaultAgentConfig config(const model::FaultPlan& plan, const FaultGroups& groups, int r,
+                        const std::vector<std::vector<uint32_t>>& all_shards) {
+  return {plan, groups, r, std::make_shared<const std::vector<std::vector<uint32_t>>>(all_shards), kSeed,
+          std::make_shared<const RestartSchedule>(restart_schedule(plan, groups.layout))};
 }
 
 std::vector<std::vector<uint32_t>> shards() {
@@ -102,7 +105,7 @@ struct Ranks {
         const emu::Clock& clock, std::atomic<bool>& victim_dead, int victim) {
     const int world = groups.world();
     for (int r = 0; r < world; ++r)
-      agents.push_back(std::make_unique<ProcessFaultAgent>(FaultAgentConfig{plan, groups, r, shared(all_shards), kSeed}, clock));
+      agents.push_back(std::make_unique<ProcessFaultAgent>(config(plan, groups, r, all_shards), clock));
     for (int r = 0; r < world; ++r) {
       SocketTransportConfig tc = transport_config(r, world, agents[static_cast<size_t>(r)]->port);
       if (r != victim) tc.deaf_to = [&victim_dead, victim](int p) { return p == victim && victim_dead.load(); };
@@ -436,7 +439,7 @@ TEST(ProcessFaultAgent, ARestartedRankIsRevivedAtItsNewAddressAndHandedItsGroup)
           while (recovered < kWorld - 1) std::this_thread::sleep_for(10ms);
           ranks.socks[kVictim].reset();
           victim_dead = false;
-          ProcessFaultAgent reborn(FaultAgentConfig{plan, groups, kVictim, shared(all_shards), kSeed}, clock);
+          ProcessFaultAgent reborn(config(plan, groups, kVictim, all_shards), clock);
           SocketTransport sock(transport_config(kVictim, kWorld, reborn.port));
           store_set(*store, "addr/3/1", bytes_of("127.0.0.1:" + std::to_string(sock.port())));
           int64_t from = 0;
